@@ -1,0 +1,60 @@
+// Keys and values cross the API as `string | Uint8Array`; on the wire they are always bytes.
+
+/** A key or value: a string (encoded as UTF-8) or raw bytes. */
+export type Bytes = string | Uint8Array;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const zero = new Uint8Array([0]);
+
+/** Encodes a key or value to bytes. Uint8Arrays are passed through without copying. */
+export function toBytes(value: Bytes): Uint8Array {
+  return typeof value === 'string' ? encoder.encode(value) : value;
+}
+
+/** Decodes UTF-8 bytes to a string. */
+export function toText(bytes: Uint8Array): string {
+  return decoder.decode(bytes);
+}
+
+/**
+ * The range end that selects every key starting with `prefix`: the prefix with its last byte below
+ * 0xff incremented and the rest dropped. A prefix of only 0xff bytes (or an empty one) gives `\0`,
+ * which etcd reads as "every key >= key".
+ */
+export function prefixEnd(prefix: Uint8Array): Uint8Array {
+  for (let i = prefix.length - 1; i >= 0; i--) {
+    const byte = prefix[i]!;
+    if (byte < 0xff) {
+      const end = prefix.slice(0, i + 1);
+      end[i] = byte + 1;
+      return end;
+    }
+  }
+  return zero;
+}
+
+/** Byte-wise lexicographic comparison, the order etcd keeps keys in. */
+export function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const d = a[i]! - b[i]!;
+    if (d !== 0) return d;
+  }
+  return a.length - b.length;
+}
+
+/** Concatenates byte arrays. */
+export function concatBytes(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a, 0);
+  out.set(b, a.length);
+  return out;
+}
+
+/** True when `bytes` starts with `prefix`. */
+export function hasPrefix(bytes: Uint8Array, prefix: Uint8Array): boolean {
+  if (bytes.length < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (bytes[i] !== prefix[i]) return false;
+  return true;
+}

@@ -1,0 +1,50 @@
+// The contract between the services (KV, Lease, Watch...) and the connection layer. Services build
+// requests and shape responses; the connection picks an endpoint, adds auth and require-leader
+// metadata, applies deadlines and the retry policy, and turns every failure into a typed EtcdError.
+import type { MethodDescriptor } from '../generated/methods.js';
+import type { BidiStream, ServerStream } from '../transport/types.js';
+
+/**
+ * How a call may be retried (see docs/guarantees.md):
+ * - `read`: no side effect; retried on Unavailable and connection failures across endpoints with
+ *   jittered backoff within the retry budget.
+ * - `write`: retried only when the request provably never left the client; once it may have reached
+ *   a server, a failure is an OutcomeUnknownError. DeadlineExceeded, Internal and Unknown are never
+ *   retried.
+ * - `guarded-write`: a write whose effect is guarded by a revision compare, so applying it twice is
+ *   impossible; retried like a read. Only used when the caller opts in.
+ */
+export type RetryPolicy = 'read' | 'write' | 'guarded-write';
+
+/** Options every public call accepts. */
+export interface CallOptions {
+  /** Aborts the call; it then rejects with AbortedError whose cause is the signal's reason. */
+  readonly signal?: AbortSignal;
+  /** Deadline for this call in milliseconds, overriding the client's default call timeout. */
+  readonly timeoutMs?: number;
+}
+
+/** What services need from the connection. Every method rejects only with EtcdError subclasses. */
+export interface Rpc {
+  unary<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'unary'>,
+    request: Req,
+    retry: RetryPolicy,
+    options?: CallOptions,
+  ): Promise<Res>;
+  /**
+   * Opens a server stream on a ready endpoint. Failures before the first response are retried as
+   * `retry` allows; later failures end the iteration with a typed error.
+   */
+  serverStream<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'server-stream'>,
+    request: Req,
+    retry: RetryPolicy,
+    options?: CallOptions,
+  ): ServerStream<Res>;
+  /** Opens a bidi stream on a ready endpoint, with the current auth token and metadata. */
+  bidiStream<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'bidi-stream'>,
+    options?: CallOptions,
+  ): Promise<BidiStream<Req, Res>>;
+}

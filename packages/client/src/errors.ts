@@ -1,0 +1,556 @@
+// Typed errors. Every failure the client reports is an EtcdError with a stable `code`; errors the
+// server sends are matched by their exact etcd message to one class per etcd error, so callers can
+// `instanceof`-check what went wrong instead of parsing strings.
+import { GrpcStatus, type Metadata, TransportError } from './transport/types.js';
+
+/** Stable, documented identifiers of every error kind. They never change between releases. */
+export type EtcdErrorCode =
+  | 'EMPTY_KEY'
+  | 'KEY_NOT_FOUND'
+  | 'VALUE_PROVIDED'
+  | 'LEASE_PROVIDED'
+  | 'TOO_MANY_TXN_OPS'
+  | 'DUPLICATE_KEY'
+  | 'INVALID_SORT_OPTION'
+  | 'COMPACTED'
+  | 'FUTURE_REVISION'
+  | 'NO_SPACE'
+  | 'LEASE_NOT_FOUND'
+  | 'LEASE_EXISTS'
+  | 'LEASE_TTL_TOO_LARGE'
+  | 'WATCH_CANCELED'
+  | 'MEMBER_EXISTS'
+  | 'PEER_URL_EXISTS'
+  | 'MEMBER_NOT_ENOUGH_STARTED'
+  | 'MEMBER_BAD_URLS'
+  | 'MEMBER_NOT_FOUND'
+  | 'MEMBER_NOT_LEARNER'
+  | 'LEARNER_NOT_READY'
+  | 'TOO_MANY_LEARNERS'
+  | 'CLUSTER_ID_MISMATCH'
+  | 'REQUEST_TOO_LARGE'
+  | 'TOO_MANY_REQUESTS'
+  | 'ROOT_USER_NOT_EXIST'
+  | 'ROOT_ROLE_NOT_EXIST'
+  | 'USER_ALREADY_EXISTS'
+  | 'USER_EMPTY'
+  | 'USER_NOT_FOUND'
+  | 'ROLE_ALREADY_EXISTS'
+  | 'ROLE_NOT_FOUND'
+  | 'ROLE_EMPTY'
+  | 'AUTH_FAILED'
+  | 'PERMISSION_NOT_GIVEN'
+  | 'PERMISSION_DENIED'
+  | 'ROLE_NOT_GRANTED'
+  | 'PERMISSION_NOT_GRANTED'
+  | 'AUTH_NOT_ENABLED'
+  | 'INVALID_AUTH_TOKEN'
+  | 'INVALID_AUTH_MGMT'
+  | 'AUTH_OLD_REVISION'
+  | 'NO_LEADER'
+  | 'NOT_LEADER'
+  | 'LEADER_CHANGED'
+  | 'NOT_CAPABLE'
+  | 'SERVER_STOPPED'
+  | 'REQUEST_TIMEOUT'
+  | 'UNHEALTHY'
+  | 'CORRUPT'
+  | 'NOT_SUPPORTED_FOR_LEARNER'
+  | 'BAD_LEADER_TRANSFEREE'
+  | 'REQUEST_CANCELED'
+  | 'DEADLINE_EXCEEDED'
+  | 'UNAVAILABLE'
+  | 'UNIMPLEMENTED'
+  | 'OUTCOME_UNKNOWN'
+  | 'ABORTED'
+  | 'CLIENT_CLOSED'
+  | 'INVALID_ARGUMENT'
+  | 'INVALID_CONFIG'
+  | 'UNKNOWN';
+
+/** What an EtcdError is built from. */
+export interface EtcdErrorInit {
+  /** The server's or the transport's message, verbatim. Defaults to the class's etcd message. */
+  readonly message?: string;
+  /** gRPC status of the failure; defaults to the class's status. */
+  readonly grpcStatus?: GrpcStatus;
+  /** Response trailers, when the server sent any. */
+  readonly metadata?: Metadata;
+  /** The underlying error. */
+  readonly cause?: unknown;
+}
+
+/** Base class of every error the client reports. */
+export class EtcdError extends Error {
+  /** Stable identifier of the kind of failure. */
+  readonly code: EtcdErrorCode;
+  /** gRPC status the failure arrived with (or the closest one, for client-side failures). */
+  readonly grpcStatus: GrpcStatus;
+  /** Response trailers, when the server sent any. */
+  readonly metadata: Metadata;
+
+  constructor(code: EtcdErrorCode, grpcStatus: GrpcStatus, message: string, init?: EtcdErrorInit) {
+    super(init?.message ?? message, init?.cause === undefined ? undefined : { cause: init.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.grpcStatus = init?.grpcStatus ?? grpcStatus;
+    this.metadata = init?.metadata ?? {};
+  }
+}
+
+/** The constructor shape shared by every server error class. */
+export interface ServerErrorClass {
+  new (init?: EtcdErrorInit): EtcdError;
+  /** The exact message etcd sends for this error. */
+  readonly etcdMessage: string;
+  readonly errorCode: EtcdErrorCode;
+  readonly defaultStatus: GrpcStatus;
+}
+
+const byMessage = new Map<string, ServerErrorClass>();
+
+function serverError(code: EtcdErrorCode, status: GrpcStatus, etcdMessage: string) {
+  const cls = class extends EtcdError {
+    static readonly etcdMessage = etcdMessage;
+    static readonly errorCode = code;
+    static readonly defaultStatus = status;
+    constructor(init?: EtcdErrorInit) {
+      super(code, status, etcdMessage, init);
+    }
+  };
+  byMessage.set(etcdMessage, cls);
+  return cls;
+}
+
+const S = GrpcStatus;
+
+// KV and Txn validation.
+/** Empty key in Range, Put, DeleteRange or a Compare. */
+export class EmptyKeyError extends serverError(
+  'EMPTY_KEY',
+  S.InvalidArgument,
+  'etcdserver: key is not provided',
+) {}
+/** ignore_value / ignore_lease on a missing key, or an empty RequestOp. */
+export class KeyNotFoundError extends serverError(
+  'KEY_NOT_FOUND',
+  S.InvalidArgument,
+  'etcdserver: key not found',
+) {}
+/** ignore_value together with a value. */
+export class ValueProvidedError extends serverError(
+  'VALUE_PROVIDED',
+  S.InvalidArgument,
+  'etcdserver: value is provided',
+) {}
+/** ignore_lease together with a lease. */
+export class LeaseProvidedError extends serverError(
+  'LEASE_PROVIDED',
+  S.InvalidArgument,
+  'etcdserver: lease is provided',
+) {}
+/** More than max-txn-ops (default 128) compares or ops in one branch of a txn. */
+export class TooManyTxnOpsError extends serverError(
+  'TOO_MANY_TXN_OPS',
+  S.InvalidArgument,
+  'etcdserver: too many operations in txn request',
+) {}
+/** The same key written twice in one branch of a txn. */
+export class DuplicateKeyError extends serverError(
+  'DUPLICATE_KEY',
+  S.InvalidArgument,
+  'etcdserver: duplicate key given in txn request',
+) {}
+/** An unknown sort order or target. */
+export class InvalidSortOptionError extends serverError(
+  'INVALID_SORT_OPTION',
+  S.InvalidArgument,
+  'etcdserver: invalid sort option',
+) {}
+/** A request over the server's max-request-bytes. */
+export class RequestTooLargeError extends serverError(
+  'REQUEST_TOO_LARGE',
+  S.InvalidArgument,
+  'etcdserver: request is too large',
+) {}
+/** The server throttles: too many requests in flight. */
+export class TooManyRequestsError extends serverError(
+  'TOO_MANY_REQUESTS',
+  S.ResourceExhausted,
+  'etcdserver: too many requests',
+) {}
+
+// Revisions.
+/** A read, watch or compaction at or below a compacted revision. */
+export class CompactedError extends serverError(
+  'COMPACTED',
+  S.OutOfRange,
+  'etcdserver: mvcc: required revision has been compacted',
+) {}
+/** A revision above the store's current one. */
+export class FutureRevisionError extends serverError(
+  'FUTURE_REVISION',
+  S.OutOfRange,
+  'etcdserver: mvcc: required revision is a future revision',
+) {}
+/** The NOSPACE alarm is raised: writes and lease grants are refused until it is cleared. */
+export class NoSpaceError extends serverError(
+  'NO_SPACE',
+  S.ResourceExhausted,
+  'etcdserver: mvcc: database space exceeded',
+) {}
+
+// Leases.
+/** The lease does not exist (never granted, revoked or expired). */
+export class LeaseNotFoundError extends serverError(
+  'LEASE_NOT_FOUND',
+  S.NotFound,
+  'etcdserver: requested lease not found',
+) {}
+/** LeaseGrant with an id already in use. */
+export class LeaseExistsError extends serverError(
+  'LEASE_EXISTS',
+  S.FailedPrecondition,
+  'etcdserver: lease already exists',
+) {}
+/** A TTL above 9,000,000,000 seconds. */
+export class LeaseTtlTooLargeError extends serverError(
+  'LEASE_TTL_TOO_LARGE',
+  S.OutOfRange,
+  'etcdserver: too large lease TTL',
+) {}
+/** The server canceled a watch. */
+export class WatchCanceledError extends serverError(
+  'WATCH_CANCELED',
+  S.Cancelled,
+  'etcdserver: watch canceled',
+) {}
+
+// Cluster membership.
+/** MemberAdd with an id already in the cluster. */
+export class MemberExistsError extends serverError(
+  'MEMBER_EXISTS',
+  S.FailedPrecondition,
+  'etcdserver: member ID already exist',
+) {}
+/** MemberAdd or MemberUpdate with peer URLs another member uses. */
+export class PeerUrlExistsError extends serverError(
+  'PEER_URL_EXISTS',
+  S.FailedPrecondition,
+  'etcdserver: Peer URLs already exists',
+) {}
+/** A reconfiguration that would lose quorum. */
+export class MemberNotEnoughStartedError extends serverError(
+  'MEMBER_NOT_ENOUGH_STARTED',
+  S.FailedPrecondition,
+  'etcdserver: re-configuration failed due to not enough started members',
+) {}
+/** Member URLs that do not parse. */
+export class MemberBadUrlsError extends serverError(
+  'MEMBER_BAD_URLS',
+  S.InvalidArgument,
+  'etcdserver: given member URLs are invalid',
+) {}
+/** No member with that id. */
+export class MemberNotFoundError extends serverError(
+  'MEMBER_NOT_FOUND',
+  S.NotFound,
+  'etcdserver: member not found',
+) {}
+/** MemberPromote of a voting member. */
+export class MemberNotLearnerError extends serverError(
+  'MEMBER_NOT_LEARNER',
+  S.FailedPrecondition,
+  'etcdserver: can only promote a learner member',
+) {}
+/** MemberPromote of a learner that has not caught up. */
+export class LearnerNotReadyError extends serverError(
+  'LEARNER_NOT_READY',
+  S.FailedPrecondition,
+  'etcdserver: can only promote a learner member which is in sync with leader',
+) {}
+/** MemberAdd of a learner beyond the allowed number. */
+export class TooManyLearnersError extends serverError(
+  'TOO_MANY_LEARNERS',
+  S.FailedPrecondition,
+  'etcdserver: too many learner members in cluster',
+) {}
+/** The endpoint belongs to another cluster. */
+export class ClusterIdMismatchError extends serverError(
+  'CLUSTER_ID_MISMATCH',
+  S.FailedPrecondition,
+  'etcdserver: cluster ID mismatch',
+) {}
+
+// Auth.
+/** Enabling auth without a root user. */
+export class RootUserNotExistError extends serverError(
+  'ROOT_USER_NOT_EXIST',
+  S.FailedPrecondition,
+  'etcdserver: root user does not exist',
+) {}
+/** Enabling auth while root lacks the root role. */
+export class RootRoleNotExistError extends serverError(
+  'ROOT_ROLE_NOT_EXIST',
+  S.FailedPrecondition,
+  'etcdserver: root user does not have root role',
+) {}
+export class UserAlreadyExistsError extends serverError(
+  'USER_ALREADY_EXISTS',
+  S.FailedPrecondition,
+  'etcdserver: user name already exists',
+) {}
+export class UserEmptyError extends serverError(
+  'USER_EMPTY',
+  S.InvalidArgument,
+  'etcdserver: user name is empty',
+) {}
+export class UserNotFoundError extends serverError(
+  'USER_NOT_FOUND',
+  S.FailedPrecondition,
+  'etcdserver: user name not found',
+) {}
+export class RoleAlreadyExistsError extends serverError(
+  'ROLE_ALREADY_EXISTS',
+  S.FailedPrecondition,
+  'etcdserver: role name already exists',
+) {}
+export class RoleNotFoundError extends serverError(
+  'ROLE_NOT_FOUND',
+  S.FailedPrecondition,
+  'etcdserver: role name not found',
+) {}
+export class RoleEmptyError extends serverError(
+  'ROLE_EMPTY',
+  S.InvalidArgument,
+  'etcdserver: role name is empty',
+) {}
+/** Wrong user name or password. */
+export class AuthFailedError extends serverError(
+  'AUTH_FAILED',
+  S.InvalidArgument,
+  'etcdserver: authentication failed, invalid user ID or password',
+) {}
+export class PermissionNotGivenError extends serverError(
+  'PERMISSION_NOT_GIVEN',
+  S.InvalidArgument,
+  'etcdserver: permission not given',
+) {}
+/** The authenticated user may not do this. */
+export class PermissionDeniedError extends serverError(
+  'PERMISSION_DENIED',
+  S.PermissionDenied,
+  'etcdserver: permission denied',
+) {}
+export class RoleNotGrantedError extends serverError(
+  'ROLE_NOT_GRANTED',
+  S.FailedPrecondition,
+  'etcdserver: role is not granted to the user',
+) {}
+export class PermissionNotGrantedError extends serverError(
+  'PERMISSION_NOT_GRANTED',
+  S.FailedPrecondition,
+  'etcdserver: permission is not granted to the role',
+) {}
+/** An auth call that needs auth to be enabled. */
+export class AuthNotEnabledError extends serverError(
+  'AUTH_NOT_ENABLED',
+  S.FailedPrecondition,
+  'etcdserver: authentication is not enabled',
+) {}
+/** The token expired or was never valid; the client re-authenticates once before reporting it. */
+export class InvalidAuthTokenError extends serverError(
+  'INVALID_AUTH_TOKEN',
+  S.Unauthenticated,
+  'etcdserver: invalid auth token',
+) {}
+export class InvalidAuthMgmtError extends serverError(
+  'INVALID_AUTH_MGMT',
+  S.InvalidArgument,
+  'etcdserver: invalid auth management',
+) {}
+export class AuthOldRevisionError extends serverError(
+  'AUTH_OLD_REVISION',
+  S.InvalidArgument,
+  'etcdserver: revision of auth store is old',
+) {}
+
+// Cluster health. These arrive as Unavailable: a write that got one may still have been applied.
+export class NoLeaderError extends serverError(
+  'NO_LEADER',
+  S.Unavailable,
+  'etcdserver: no leader',
+) {}
+export class NotLeaderError extends serverError(
+  'NOT_LEADER',
+  S.FailedPrecondition,
+  'etcdserver: not leader',
+) {}
+export class LeaderChangedError extends serverError(
+  'LEADER_CHANGED',
+  S.Unavailable,
+  'etcdserver: leader changed',
+) {}
+export class NotCapableError extends serverError(
+  'NOT_CAPABLE',
+  S.FailedPrecondition,
+  'etcdserver: not capable',
+) {}
+export class ServerStoppedError extends serverError(
+  'SERVER_STOPPED',
+  S.Unavailable,
+  'etcdserver: server stopped',
+) {}
+export class RequestTimeoutError extends serverError(
+  'REQUEST_TIMEOUT',
+  S.Unavailable,
+  'etcdserver: request timed out',
+) {}
+export class UnhealthyClusterError extends serverError(
+  'UNHEALTHY',
+  S.Unavailable,
+  'etcdserver: unhealthy cluster',
+) {}
+export class CorruptClusterError extends serverError(
+  'CORRUPT',
+  S.DataLoss,
+  'etcdserver: corrupt cluster',
+) {}
+export class NotSupportedForLearnerError extends serverError(
+  'NOT_SUPPORTED_FOR_LEARNER',
+  S.FailedPrecondition,
+  'etcdserver: rpc not supported for learner',
+) {}
+export class BadLeaderTransfereeError extends serverError(
+  'BAD_LEADER_TRANSFEREE',
+  S.FailedPrecondition,
+  'etcdserver: bad leader transferee',
+) {}
+export class RequestCanceledError extends serverError(
+  'REQUEST_CANCELED',
+  S.Cancelled,
+  'etcdserver: request canceled',
+) {}
+
+// Variants of "request timed out" share one class: the message says more, the meaning is the same.
+for (const variant of [
+  'etcdserver: request timed out, possibly due to previous leader failure',
+  'etcdserver: request timed out, possibly due to connection lost',
+  'etcdserver: request timed out, waiting for the applied index took too long',
+]) {
+  byMessage.set(variant, RequestTimeoutError);
+}
+
+// Client-side failures.
+
+/** The call's deadline passed before an answer arrived. Never retried for writes. */
+export class DeadlineExceededError extends EtcdError {
+  constructor(init?: EtcdErrorInit) {
+    super('DEADLINE_EXCEEDED', S.DeadlineExceeded, 'deadline exceeded', init);
+  }
+}
+
+/** No endpoint could serve the call (connection refused, unreachable, dial timeout). */
+export class UnavailableError extends EtcdError {
+  constructor(init?: EtcdErrorInit) {
+    super('UNAVAILABLE', S.Unavailable, 'no endpoint is available', init);
+  }
+}
+
+/** The server does not implement the method (for example RangeStream before etcd 3.7). */
+export class UnimplementedError extends EtcdError {
+  constructor(init?: EtcdErrorInit) {
+    super('UNIMPLEMENTED', S.Unimplemented, 'method not implemented by the server', init);
+  }
+}
+
+/**
+ * A write may or may not have been applied: the request reached a server, then the connection or
+ * the server failed before the answer. The client never retries such a write on its own; re-read
+ * and decide. `cause` holds the underlying failure.
+ */
+export class OutcomeUnknownError extends EtcdError {
+  constructor(init?: EtcdErrorInit) {
+    super('OUTCOME_UNKNOWN', S.Unavailable, 'the write may or may not have been applied', init);
+  }
+}
+
+/** The caller's AbortSignal fired. `cause` is the signal's reason. */
+export class AbortedError extends EtcdError {
+  constructor(init?: EtcdErrorInit) {
+    super('ABORTED', S.Cancelled, 'the operation was aborted', init);
+  }
+}
+
+/** The client was closed. */
+export class ClientClosedError extends EtcdError {
+  constructor(init?: EtcdErrorInit) {
+    super('CLIENT_CLOSED', S.Cancelled, 'the client is closed', init);
+  }
+}
+
+/** Input rejected by the client before anything was sent. Nothing was changed. */
+export class InvalidArgumentError extends EtcdError {
+  constructor(message: string, init?: Omit<EtcdErrorInit, 'message'>) {
+    super('INVALID_ARGUMENT', S.InvalidArgument, message, init);
+  }
+}
+
+/** Client options that cannot work (bad endpoint URL, half of a TLS key pair...). */
+export class InvalidConfigError extends EtcdError {
+  constructor(message: string, init?: Omit<EtcdErrorInit, 'message'>) {
+    super('INVALID_CONFIG', S.InvalidArgument, message, init);
+  }
+}
+
+/** A failure that matches no known etcd error. `grpcStatus` and `message` say what arrived. */
+export class UnknownEtcdError extends EtcdError {
+  constructor(init?: EtcdErrorInit) {
+    super('UNKNOWN', init?.grpcStatus ?? S.Unknown, 'unknown error', init);
+  }
+}
+
+/** The class etcd's exact message maps to, if any. */
+export function serverErrorClass(message: string): ServerErrorClass | undefined {
+  return byMessage.get(message);
+}
+
+/**
+ * Turns a transport failure into the matching typed error. Known etcd messages win; then the status
+ * code decides (Unimplemented, DeadlineExceeded, Unavailable); anything else is UnknownEtcdError.
+ */
+export function fromTransportError(error: TransportError): EtcdError {
+  const init: EtcdErrorInit = {
+    message: error.details,
+    grpcStatus: error.code,
+    metadata: error.metadata,
+    cause: error,
+  };
+  const known = byMessage.get(error.details);
+  if (known) return new known(init);
+  switch (error.code) {
+    case S.Unimplemented:
+      return new UnimplementedError(init);
+    case S.DeadlineExceeded:
+      return new DeadlineExceededError(init);
+    case S.Unavailable:
+      return new UnavailableError(init);
+    case S.ResourceExhausted:
+      // gRPC's own size limit ("Received message larger than max") means the same as etcd's.
+      if (/larger than max|message too large/i.test(error.details))
+        return new RequestTooLargeError(init);
+      return new UnknownEtcdError(init);
+    default:
+      return new UnknownEtcdError(init);
+  }
+}
+
+/** Normalises anything thrown below the client into an EtcdError. */
+export function toEtcdError(error: unknown): EtcdError {
+  if (error instanceof EtcdError) return error;
+  if (error instanceof TransportError) return fromTransportError(error);
+  return new UnknownEtcdError({
+    message: error instanceof Error ? error.message : String(error),
+    cause: error,
+  });
+}

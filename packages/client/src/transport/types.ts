@@ -1,0 +1,153 @@
+// The transport contract: how one RPC reaches one endpoint.
+//
+// Everything above this layer (connection, services) speaks only these types, so a second
+// implementation (for example a lean gRPC framing over node:http2) can be added behind an option and
+// run through the same test suite as the @grpc/grpc-js one.
+import type { MethodDescriptor } from '../generated/methods.js';
+
+/** gRPC status codes, as numbers on the wire. */
+export enum GrpcStatus {
+  OK = 0,
+  Cancelled = 1,
+  Unknown = 2,
+  InvalidArgument = 3,
+  DeadlineExceeded = 4,
+  NotFound = 5,
+  AlreadyExists = 6,
+  PermissionDenied = 7,
+  ResourceExhausted = 8,
+  FailedPrecondition = 9,
+  Aborted = 10,
+  OutOfRange = 11,
+  Unimplemented = 12,
+  Internal = 13,
+  Unavailable = 14,
+  DataLoss = 15,
+  Unauthenticated = 16,
+}
+
+/** Request metadata (gRPC headers). Keys are lower case. */
+export type Metadata = Readonly<Record<string, string>>;
+
+/** Options of one call on a channel. */
+export interface ChannelCallOptions {
+  /** Headers sent with the call (auth token, `hasleader`). */
+  readonly metadata?: Metadata;
+  /** Absolute deadline in epoch milliseconds; the call fails with DeadlineExceeded after it. */
+  readonly deadline?: number;
+  /** Aborting cancels the call; the promise or stream then fails with the signal's reason. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Why a call failed, as the transport saw it. `sent` tells the retry policy whether the request may
+ * have reached a server: false only when the failure provably happened before any byte of the
+ * request was written (no connection could be established).
+ */
+export interface TransportFailure {
+  readonly code: GrpcStatus;
+  readonly details: string;
+  readonly metadata: Metadata;
+  readonly sent: boolean;
+  readonly cause?: unknown;
+}
+
+/** The error a channel rejects with. Upper layers turn it into a typed EtcdError. */
+export class TransportError extends Error implements TransportFailure {
+  readonly code: GrpcStatus;
+  readonly details: string;
+  readonly metadata: Metadata;
+  readonly sent: boolean;
+
+  constructor(failure: TransportFailure) {
+    super(failure.details || GrpcStatus[failure.code] || 'transport error', {
+      cause: failure.cause,
+    });
+    this.name = 'TransportError';
+    this.code = failure.code;
+    this.details = failure.details;
+    this.metadata = failure.metadata;
+    this.sent = failure.sent;
+  }
+}
+
+/** A server stream: iterate the responses; `cancel()` ends it early. */
+export interface ServerStream<Res> extends AsyncIterable<Res> {
+  cancel(): void;
+}
+
+/** A bidirectional stream. Responses are iterated; requests are written until `end()`. */
+export interface BidiStream<Req, Res> extends AsyncIterable<Res> {
+  /** Sends one request. Throws when the stream has already ended. */
+  write(request: Req): void;
+  /** Half-closes the stream: no more requests; responses may still arrive. */
+  end(): void;
+  /** Cancels the stream at once. Iteration ends with a Cancelled TransportError. */
+  cancel(): void;
+}
+
+/** TLS settings for a channel. Buffers hold PEM text. */
+export interface TlsOptions {
+  /** CA certificates to trust; the system roots when absent. */
+  readonly ca?: Uint8Array | string;
+  /** Client certificate chain, for mutual TLS. */
+  readonly cert?: Uint8Array | string;
+  /** Client private key, for mutual TLS. */
+  readonly key?: Uint8Array | string;
+  /** Name to verify the server certificate against, when it differs from the endpoint host. */
+  readonly serverName?: string;
+}
+
+/** Connectivity as the connection layer needs to know it. */
+export type ChannelState = 'idle' | 'connecting' | 'ready' | 'failed' | 'closed';
+
+/** One connection to one endpoint. */
+export interface Channel {
+  /** The endpoint this channel talks to, as `host:port`. */
+  readonly target: string;
+  /** Current connectivity. */
+  state(): ChannelState;
+  /**
+   * Resolves once the channel is ready to send, or rejects with an unsent Unavailable
+   * TransportError when it cannot connect before `deadline` (epoch ms) or the signal aborts.
+   */
+  ready(deadline: number, signal?: AbortSignal): Promise<void>;
+  unary<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'unary'>,
+    request: Req,
+    options: ChannelCallOptions,
+  ): Promise<Res>;
+  serverStream<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'server-stream'>,
+    request: Req,
+    options: ChannelCallOptions,
+  ): ServerStream<Res>;
+  bidiStream<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'bidi-stream'>,
+    options: ChannelCallOptions,
+  ): BidiStream<Req, Res>;
+  /** Closes the channel; calls in flight fail with Cancelled. */
+  close(): void;
+}
+
+/** Options a transport needs to open a channel. */
+export interface ChannelOptions {
+  /** `host:port` of the endpoint. */
+  readonly target: string;
+  /** TLS when set; plaintext otherwise. */
+  readonly tls?: TlsOptions;
+  /** Largest response accepted, in bytes. */
+  readonly maxReceiveMessageBytes?: number;
+  /** Largest request sent, in bytes. */
+  readonly maxSendMessageBytes?: number;
+  /** Interval of HTTP/2 keepalive pings, in ms; 0 disables them. */
+  readonly keepaliveIntervalMs?: number;
+  /** How long to wait for a keepalive ping's answer before closing the connection, in ms. */
+  readonly keepaliveTimeoutMs?: number;
+}
+
+/** A way to open channels. `@grpc/grpc-js` is the default. */
+export interface Transport {
+  readonly name: string;
+  open(options: ChannelOptions): Channel;
+}

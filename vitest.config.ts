@@ -1,0 +1,33 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    alias: [
+      { find: /^@etcdkit\/client$/, replacement: here('./packages/client/src/index.ts') },
+      {
+        find: /^@etcdkit\/client\/protocol$/,
+        replacement: here('./packages/client/src/protocol.ts'),
+      },
+      { find: /^@etcdkit\/recipes$/, replacement: here('./packages/recipes/src/index.ts') },
+      {
+        find: /^@etcdkit\/server-embedded$/,
+        replacement: here('./packages/server-embedded/src/index.ts'),
+      },
+      { find: /^@etcdkit\/testkit$/, replacement: here('./testkit/src/index.ts') },
+    ],
+  },
+  test: {
+    include: [
+      'packages/*/test/**/*.test.ts',
+      'testkit/test/**/*.test.ts',
+      'examples/test/**/*.test.ts',
+    ],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    globalSetup: [here('./testkit/src/global-setup.ts')],
+    reporters: ['default'],
+  },
+});
