@@ -1,0 +1,620 @@
+// The connection: endpoints with failover, auth token, require-leader metadata, deadlines and the
+// retry policy, on top of a Transport. Services only see the `Rpc` interface it implements.
+import pRetry, { AbortError as StopRetrying } from 'p-retry';
+import {
+  ClientClosedError,
+  DeadlineExceededError,
+  type EtcdError,
+  toEtcdError,
+} from '../errors.js';
+import { etcdserverpb_Auth, type MethodDescriptor } from '../generated/methods.js';
+import { GrpcJsTransport } from '../transport/grpc-js.js';
+import {
+  type BidiStream,
+  type Channel,
+  type Metadata,
+  type ServerStream,
+  TransportError,
+} from '../transport/types.js';
+import { TokenManager } from './auth.js';
+import { CallScope } from './call-scope.js';
+import { EndpointPool, type PooledEndpoint } from './endpoint-pool.js';
+import { type ConnectionOptions, type ResolvedOptions, resolveOptions } from './options.js';
+import { judge } from './retry.js';
+import type { CallOptions, RetryPolicy, Rpc } from './types.js';
+
+/** How one attempt ended, for the retry loop. */
+class AttemptFailure extends Error {
+  constructor(
+    readonly error: EtcdError,
+    readonly retry: boolean,
+    /** Retry at once without spending the budget (another endpoint, or a fresh auth token). */
+    readonly immediate: boolean,
+  ) {
+    super(error.message);
+  }
+}
+
+/** Per-call bookkeeping across attempts. */
+interface CallState {
+  attempts: number;
+  consumed: number;
+  endpoint: PooledEndpoint | undefined;
+  readonly tried: Set<PooledEndpoint>;
+  /** Set when the server rejected this token: the next attempt refreshes it first. */
+  staleToken: string | undefined;
+  authRetried: boolean;
+}
+
+function newState(): CallState {
+  return {
+    attempts: 0,
+    consumed: 0,
+    endpoint: undefined,
+    tried: new Set(),
+    staleToken: undefined,
+    authRetried: false,
+  };
+}
+
+function safely<E>(hook: ((event: E) => void) | undefined, event: E): void {
+  if (!hook) return;
+  try {
+    hook(event);
+  } catch {
+    // Hooks never break calls.
+  }
+}
+
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
+/**
+ * A connection to an etcd cluster: the `Rpc` services are built on.
+ *
+ * - Endpoints are tried in order; a connection failure moves calls to the next endpoint and puts
+ *   the failed one in backoff. Channels open lazily.
+ * - Retry policy (see {@link RetryPolicy} and docs/guarantees.md): reads retry Unavailable within
+ *   the budget; writes retry only when provably unsent, otherwise fail with OutcomeUnknownError.
+ * - Auth: with `auth`, a token is obtained before the first call, sent as `token` metadata on
+ *   calls and streams, and refreshed once on "invalid auth token".
+ * - Every failure is a typed {@link EtcdError}.
+ *
+ * ```ts
+ * const conn = new Connection({ endpoints: ['http://127.0.0.1:2379'] });
+ * const res = await conn.unary(etcdserverpb_KV.Range, { key }, 'read');
+ * await conn.close();
+ * ```
+ */
+export class Connection implements Rpc {
+  readonly #options: ResolvedOptions;
+  readonly #pool: EndpointPool;
+  readonly #auth: TokenManager | undefined;
+  readonly #closing = new AbortController();
+  readonly #pending = new Set<Promise<unknown>>();
+  readonly #streams = new Set<CallScope>();
+  readonly #baseMetadata: Metadata;
+  #closed: Promise<void> | undefined;
+
+  /**
+   * Validates the options (throwing InvalidConfigError on a bad endpoint, scheme mix, half a TLS
+   * key pair...) and prepares the endpoints. Nothing is connected until the first call.
+   */
+  constructor(options: ConnectionOptions) {
+    const o = resolveOptions(options);
+    this.#options = o;
+    const onSwitch = o.hooks?.onEndpointSwitch;
+    this.#pool = new EndpointPool({
+      endpoints: o.endpoints,
+      transport: options.transport ?? new GrpcJsTransport(),
+      channel: {
+        tls: o.tls,
+        maxReceiveMessageBytes: o.maxCallRecvMsgSize,
+        maxSendMessageBytes: o.maxCallSendMsgSize,
+        keepaliveIntervalMs: o.keepaliveIntervalMs,
+        keepaliveTimeoutMs: o.keepaliveTimeoutMs,
+      },
+      backoff: { baseMs: 200, maxMs: 10_000 },
+      onSwitch: onSwitch && ((event) => safely(onSwitch, event)),
+    });
+    const auth = o.auth;
+    this.#auth = auth
+      ? new TokenManager(
+          () =>
+            this.#track(
+              this.#unary(
+                etcdserverpb_Auth.Authenticate,
+                { name: auth.username, password: auth.password },
+                'read',
+                undefined,
+                true,
+              ),
+            ).then((res) => res.token),
+          o.hooks?.onAuthRefresh && ((event) => safely(o.hooks?.onAuthRefresh, event)),
+        )
+      : undefined;
+    this.#baseMetadata = o.requireLeader ? { hasleader: 'true' } : {};
+  }
+
+  /** The configured endpoint URLs, normalised (`http://host:port`). */
+  get endpoints(): readonly string[] {
+    return this.#options.endpoints.map((e) => e.url);
+  }
+
+  /** `host:port` of the endpoint calls currently go to. */
+  get currentEndpoint(): string {
+    return this.#pool.current.target;
+  }
+
+  /** True once `close()` was called. */
+  get closed(): boolean {
+    return this.#closing.signal.aborted;
+  }
+
+  /** Runs one unary call under the retry policy. Rejects only with EtcdError subclasses. */
+  unary<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'unary'>,
+    request: Req,
+    retry: RetryPolicy,
+    options?: CallOptions,
+  ): Promise<Res> {
+    return this.#track(this.#unary(method, request, retry, options, false));
+  }
+
+  /**
+   * Opens a server stream on a ready endpoint when iteration starts. Failures before the first
+   * response are retried as `retry` allows; later failures end the iteration with a typed error.
+   * `cancel()` ends a pending or later `next()` with AbortedError; `break` ends it quietly.
+   */
+  serverStream<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'server-stream'>,
+    request: Req,
+    retry: RetryPolicy,
+    options?: CallOptions,
+  ): ServerStream<Res> {
+    const scope = new CallScope(
+      options?.signal,
+      this.#closing.signal,
+      options?.timeoutMs ?? Number.POSITIVE_INFINITY,
+    );
+    this.#streams.add(scope);
+    let inner: AsyncIterator<Res> | undefined;
+    let started = false;
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      this.#streams.delete(scope);
+      scope.dispose();
+      void inner?.return?.();
+    };
+    const open = async (): Promise<IteratorResult<Res>> => {
+      if (scope.aborted) throw scope.abortError();
+      const state = newState();
+      return this.#retrying(method.path, scope, state, async () => {
+        const token = await this.#token(scope, state);
+        const { endpoint, channel } = await this.#connect(scope, state);
+        const stream = channel.serverStream(method, request, {
+          metadata: this.#metadata(token),
+          deadline: scope.transportDeadline,
+          signal: scope.signal,
+        });
+        const iterator = stream[Symbol.asyncIterator]();
+        try {
+          const first = await iterator.next();
+          this.#pool.succeeded(endpoint);
+          inner = iterator;
+          return first;
+        } catch (error) {
+          void iterator.return?.();
+          throw this.#failure(error, retry, scope, state, endpoint, token);
+        }
+      });
+    };
+    const next = async (): Promise<IteratorResult<Res>> => {
+      if (finished) return DONE;
+      try {
+        let result: IteratorResult<Res>;
+        if (!started) {
+          started = true;
+          result = await this.#track(open());
+        } else {
+          result = await inner!.next();
+        }
+        if (result.done) finish();
+        return result;
+      } catch (error) {
+        finish();
+        throw scope.aborted ? scope.abortError() : toEtcdError(error);
+      }
+    };
+    const iterator: AsyncIterator<Res> = {
+      next,
+      return: async () => {
+        finish();
+        return DONE;
+      },
+    };
+    return {
+      cancel: () => {
+        scope.cancel();
+        if (!started) finish();
+      },
+      [Symbol.asyncIterator]: () => iterator,
+    };
+  }
+
+  /**
+   * Opens a bidi stream on a ready endpoint (failing over while no connection can be made), with
+   * the current auth token and require-leader metadata. Errors end the iteration as typed errors;
+   * `cancel()` ends it with AbortedError, the caller's signal with AbortedError, `close()` with
+   * ClientClosedError.
+   */
+  bidiStream<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'bidi-stream'>,
+    options?: CallOptions,
+  ): Promise<BidiStream<Req, Res>> {
+    return this.#track(this.#bidi(method, options));
+  }
+
+  /**
+   * Forces a new auth token (Authenticate). Stream owners call it after a stream failed with
+   * InvalidAuthTokenError, before reopening. Without `auth` it does nothing.
+   */
+  async refreshToken(): Promise<void> {
+    if (!this.#auth) return;
+    if (this.closed) throw new ClientClosedError();
+    await this.#auth.refresh(this.#auth.cached, 'explicit');
+  }
+
+  /**
+   * The metadata calls are sent with now (`token` when authenticated, `hasleader` with
+   * requireLeader), authenticating first if needed.
+   */
+  async metadata(options?: CallOptions): Promise<Metadata> {
+    if (this.closed) throw new ClientClosedError();
+    const scope = new CallScope(
+      options?.signal,
+      this.#closing.signal,
+      options?.timeoutMs ?? Number.POSITIVE_INFINITY,
+    );
+    try {
+      return this.#metadata(await this.#token(scope, newState()));
+    } catch (error) {
+      throw error instanceof AttemptFailure ? error.error : toEtcdError(error);
+    } finally {
+      scope.dispose();
+    }
+  }
+
+  /**
+   * Closes the connection: calls in flight and later calls reject with ClientClosedError, streams
+   * end with it, and the promise resolves once every channel is closed.
+   */
+  close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closing.abort(new ClientClosedError());
+      this.#closed = (async () => {
+        while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+        this.#pool.close();
+      })();
+    }
+    return this.#closed;
+  }
+
+  #track<T>(promise: Promise<T>): Promise<T> {
+    this.#pending.add(promise);
+    const remove = () => this.#pending.delete(promise);
+    promise.then(remove, remove);
+    return promise;
+  }
+
+  async #unary<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'unary'>,
+    request: Req,
+    policy: RetryPolicy,
+    options: CallOptions | undefined,
+    skipAuth: boolean,
+  ): Promise<Res> {
+    if (this.closed) throw new ClientClosedError();
+    const onCall = this.#options.hooks?.onCall;
+    const started = onCall ? performance.now() : 0;
+    const scope = new CallScope(
+      options?.signal,
+      this.#closing.signal,
+      options?.timeoutMs ?? this.#options.callTimeoutMs,
+    );
+    const state = newState();
+    try {
+      const response = await this.#retrying(method.path, scope, state, async () => {
+        const token = skipAuth ? undefined : await this.#token(scope, state);
+        const { endpoint, channel } = await this.#connect(scope, state);
+        try {
+          const response = await channel.unary(method, request, {
+            metadata: this.#metadata(token),
+            deadline: scope.transportDeadline,
+            signal: scope.signal,
+          });
+          this.#pool.succeeded(endpoint);
+          return response;
+        } catch (error) {
+          throw this.#failure(error, policy, scope, state, endpoint, token);
+        }
+      });
+      if (onCall) {
+        safely(onCall, {
+          method: method.path,
+          policy,
+          endpoint: state.endpoint?.target,
+          attempts: state.attempts,
+          durationMs: performance.now() - started,
+        });
+      }
+      return response;
+    } catch (error) {
+      if (onCall) {
+        safely(onCall, {
+          method: method.path,
+          policy,
+          endpoint: state.endpoint?.target,
+          attempts: state.attempts,
+          durationMs: performance.now() - started,
+          error: toEtcdError(error),
+        });
+      }
+      throw error;
+    } finally {
+      scope.dispose();
+    }
+  }
+
+  async #bidi<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'bidi-stream'>,
+    options: CallOptions | undefined,
+  ): Promise<BidiStream<Req, Res>> {
+    if (this.closed) throw new ClientClosedError();
+    const scope = new CallScope(
+      options?.signal,
+      this.#closing.signal,
+      options?.timeoutMs ?? Number.POSITIVE_INFINITY,
+    );
+    let stream: BidiStream<Req, Res>;
+    const state = newState();
+    try {
+      stream = await this.#retrying(method.path, scope, state, async () => {
+        const token = await this.#token(scope, state);
+        const { channel } = await this.#connect(scope, state);
+        return channel.bidiStream(method, {
+          metadata: this.#metadata(token),
+          deadline: scope.transportDeadline,
+          signal: scope.signal,
+        });
+      });
+    } catch (error) {
+      scope.dispose();
+      throw error;
+    }
+    this.#streams.add(scope);
+    const inner = stream[Symbol.asyncIterator]();
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      this.#streams.delete(scope);
+      scope.dispose();
+      void inner.return?.();
+    };
+    const iterator: AsyncIterator<Res> = {
+      next: async () => {
+        if (finished) return DONE;
+        try {
+          const result = await inner.next();
+          if (result.done) finish();
+          return result;
+        } catch (error) {
+          finish();
+          throw scope.aborted ? scope.abortError() : toEtcdError(error);
+        }
+      },
+      return: async () => {
+        finish();
+        return DONE;
+      },
+    };
+    return {
+      write: (request: Req) => {
+        if (scope.aborted) throw scope.abortError();
+        try {
+          stream.write(request);
+        } catch (error) {
+          throw toEtcdError(error);
+        }
+      },
+      end: () => stream.end(),
+      cancel: () => scope.cancel(),
+      [Symbol.asyncIterator]: () => iterator,
+    };
+  }
+
+  /** Runs `attempt` under p-retry with the connection's budget and the call's deadline. */
+  async #retrying<T>(
+    label: string,
+    scope: CallScope,
+    state: CallState,
+    attempt: () => Promise<T>,
+  ): Promise<T> {
+    const o = this.#options;
+    const onRetry = o.hooks?.onRetry;
+    // Immediate retries (next endpoint, fresh token) do not count; bound them separately.
+    const freeRetries = o.endpoints.length + 1;
+    try {
+      return await pRetry(
+        async () => {
+          state.attempts++;
+          try {
+            return await attempt();
+          } catch (error) {
+            const failure =
+              error instanceof AttemptFailure
+                ? error
+                : new AttemptFailure(
+                    scope.aborted ? scope.abortError() : toEtcdError(error),
+                    false,
+                    false,
+                  );
+            if (!failure.retry) throw new StopRetrying(failure);
+            throw failure;
+          }
+        },
+        {
+          retries: o.maxAttempts - 1 + freeRetries,
+          factor: 2,
+          minTimeout: o.minDelayMs,
+          maxTimeout: o.maxDelayMs,
+          randomize: o.jitter,
+          maxRetryTime: Number.isFinite(scope.deadline)
+            ? Math.max(0, scope.deadline - Date.now())
+            : Number.POSITIVE_INFINITY,
+          signal: scope.signal,
+          shouldConsumeRetry: ({ error }) => !(error instanceof AttemptFailure && error.immediate),
+          shouldRetry: ({ error, attemptNumber }) => {
+            const failure = error as AttemptFailure;
+            if (!failure.immediate) {
+              if (state.consumed >= o.maxAttempts - 1) return false;
+              state.consumed++;
+            }
+            if (onRetry) {
+              safely(onRetry, {
+                method: label,
+                attempt: attemptNumber,
+                error: failure.error,
+                endpoint: state.endpoint?.target,
+              });
+            }
+            return true;
+          },
+        },
+      );
+    } catch (error) {
+      if (scope.aborted) throw scope.abortError();
+      if (error instanceof AttemptFailure) throw error.error;
+      throw toEtcdError(error);
+    }
+  }
+
+  /** The token for the next attempt (refreshing a rejected one), or undefined without auth. */
+  async #token(scope: CallScope, state: CallState): Promise<string | undefined> {
+    const auth = this.#auth;
+    if (!auth) return undefined;
+    const pending =
+      state.staleToken !== undefined
+        ? auth.refresh(state.staleToken, 'invalid-token')
+        : auth.token();
+    state.staleToken = undefined;
+    try {
+      return await raceAbort(pending, scope.signal);
+    } catch (error) {
+      throw new AttemptFailure(
+        scope.aborted ? scope.abortError() : toEtcdError(error),
+        false,
+        false,
+      );
+    }
+  }
+
+  #metadata(token: string | undefined): Metadata {
+    return token ? { ...this.#baseMetadata, token } : this.#baseMetadata;
+  }
+
+  /** Picks an endpoint and waits until its channel is connected (at most the dial timeout). */
+  async #connect(
+    scope: CallScope,
+    state: CallState,
+  ): Promise<{ endpoint: PooledEndpoint; channel: Channel }> {
+    if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
+    if (Date.now() >= scope.deadline) {
+      throw new AttemptFailure(new DeadlineExceededError(), false, false);
+    }
+    let picked: { endpoint: PooledEndpoint; channel: Channel };
+    try {
+      picked = this.#pool.pick(state.tried);
+    } catch {
+      throw new AttemptFailure(new ClientClosedError(), false, false);
+    }
+    const { endpoint, channel } = picked;
+    state.tried.add(endpoint);
+    state.endpoint = endpoint;
+    const dialDeadline = Date.now() + this.#options.dialTimeoutMs;
+    const deadline = Math.min(dialDeadline, scope.deadline);
+    try {
+      await channel.ready(deadline, scope.signal);
+    } catch (error) {
+      if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
+      if (deadline < dialDeadline && Date.now() >= scope.deadline) {
+        throw new AttemptFailure(
+          new DeadlineExceededError({
+            message: `deadline exceeded while connecting to ${endpoint.target}`,
+            cause: error,
+          }),
+          false,
+          false,
+        );
+      }
+      this.#pool.failed(endpoint);
+      const typed = toEtcdError(error);
+      throw new AttemptFailure(typed, true, state.tried.size < this.#options.endpoints.length);
+    }
+    return picked;
+  }
+
+  /** Turns a failed attempt into an AttemptFailure under the retry policy. */
+  #failure(
+    error: unknown,
+    policy: RetryPolicy,
+    scope: CallScope,
+    state: CallState,
+    endpoint: PooledEndpoint,
+    token: string | undefined,
+  ): AttemptFailure {
+    if (scope.aborted) return new AttemptFailure(scope.abortError(), false, false);
+    if (!(error instanceof TransportError)) {
+      return new AttemptFailure(toEtcdError(error), false, false);
+    }
+    const verdict = judge(error, policy);
+    if (
+      this.#auth &&
+      !state.authRetried &&
+      // Compared by code: the error classes are matched by message, possibly to a base class.
+      (verdict.error.code === 'INVALID_AUTH_TOKEN' || verdict.error.code === 'USER_EMPTY')
+    ) {
+      // The server rejected the call before applying it: safe to retry once, even for writes.
+      state.authRetried = true;
+      state.staleToken = token ?? '';
+      return new AttemptFailure(verdict.error, true, true);
+    }
+    if (verdict.endpointFailed) this.#pool.failed(endpoint);
+    return new AttemptFailure(
+      verdict.error,
+      verdict.retry,
+      verdict.retry && verdict.endpointFailed && state.tried.size < this.#options.endpoints.length,
+    );
+  }
+}
+
+/** Resolves like `promise`, or rejects with the signal's reason as soon as it aborts. */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,61 @@
+// The retry policy as a pure function: given how an attempt failed and what kind of call it was,
+// decide whether to retry and which typed error the caller sees otherwise.
+import { type EtcdError, fromTransportError, OutcomeUnknownError } from '../errors.js';
+import { GrpcStatus, type TransportError } from '../transport/types.js';
+import type { RetryPolicy } from './types.js';
+
+/** What to do after a failed attempt. */
+export interface Verdict {
+  /** Try again (within the retry budget). */
+  readonly retry: boolean;
+  /** The error to report if the call is not (or no longer) retried. */
+  readonly error: EtcdError;
+  /** The endpoint looks unusable (connection failure or Unavailable answer): fail over. */
+  readonly endpointFailed: boolean;
+}
+
+/**
+ * Codes after which a write that reached a server may or may not have been applied. (Unavailable
+ * covers both dropped connections and etcd's "request timed out", "leader changed", "no leader".)
+ */
+const OUTCOME_UNKNOWN = new Set<GrpcStatus>([
+  GrpcStatus.Unavailable,
+  GrpcStatus.DeadlineExceeded,
+  GrpcStatus.Internal,
+  GrpcStatus.Unknown,
+  GrpcStatus.Cancelled,
+  GrpcStatus.DataLoss,
+]);
+
+/**
+ * Applies the retry policy to one failed attempt:
+ * - never sent (no connection): retried for every policy, on another endpoint;
+ * - Unavailable after send: `read` and `guarded-write` are retried, a `write` becomes
+ *   OutcomeUnknownError;
+ * - DeadlineExceeded, Internal, Unknown, Cancelled, DataLoss after send: never retried; for a
+ *   `write` they become OutcomeUnknownError (cause: the typed error), otherwise the typed error;
+ * - anything else is an answer with a definite meaning (InvalidArgument, NotFound,
+ *   FailedPrecondition, OutOfRange, PermissionDenied, ResourceExhausted...): reported as is.
+ */
+export function judge(failure: TransportError, policy: RetryPolicy): Verdict {
+  const typed = fromTransportError(failure);
+  const endpointFailed = failure.code === GrpcStatus.Unavailable;
+  if (!failure.sent) {
+    return { retry: failure.code === GrpcStatus.Unavailable, error: typed, endpointFailed };
+  }
+  if (failure.code === GrpcStatus.Unavailable && policy !== 'write') {
+    return { retry: true, error: typed, endpointFailed };
+  }
+  if (policy === 'write' && OUTCOME_UNKNOWN.has(failure.code)) {
+    return {
+      retry: false,
+      error: new OutcomeUnknownError({
+        message: `the write may or may not have been applied: ${typed.message}`,
+        metadata: failure.metadata,
+        cause: typed,
+      }),
+      endpointFailed,
+    };
+  }
+  return { retry: false, error: typed, endpointFailed };
+}

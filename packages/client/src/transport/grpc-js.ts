@@ -1,0 +1,425 @@
+// The default transport: one @grpc/grpc-js client per endpoint. Requests are encoded with the
+// generated codecs (no runtime proto loading); failures become TransportErrors whose `sent` flag is
+// false only when grpc-js proves the request never left the client.
+import * as grpc from '@grpc/grpc-js';
+import type { MethodDescriptor } from '../generated/methods.js';
+import { readableToAsyncIterator } from './stream-reader.js';
+import {
+  type BidiStream,
+  type Channel,
+  type ChannelCallOptions,
+  type ChannelOptions,
+  type ChannelState,
+  GrpcStatus,
+  type Metadata,
+  type ServerStream,
+  type Transport,
+  TransportError,
+} from './types.js';
+
+/**
+ * Status details with which grpc-js fails a call that it never handed to a connection: the load
+ * balancer had no connected subchannel, the HTTP/2 stream could not even be created, or the channel
+ * closed while the call was queued. Such a call provably did not reach a server.
+ */
+const UNSENT_DETAILS: ReadonlyArray<readonly [GrpcStatus, string]> = [
+  [GrpcStatus.Unavailable, 'No connection established'],
+  [GrpcStatus.Unavailable, 'Channel closed before call started'],
+  [GrpcStatus.Internal, 'Failed to start HTTP/2 stream'],
+];
+
+function provablyUnsent(code: GrpcStatus, details: string): boolean {
+  for (const [c, prefix] of UNSENT_DETAILS) {
+    if (code === c && details.startsWith(prefix)) return true;
+  }
+  return false;
+}
+
+function isServiceError(error: unknown): error is grpc.ServiceError {
+  return (
+    error instanceof Error &&
+    typeof (error as Partial<grpc.ServiceError>).code === 'number' &&
+    'details' in error
+  );
+}
+
+function metadataToRecord(metadata: grpc.Metadata | undefined): Metadata {
+  if (!metadata) return {};
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(metadata.getMap())) {
+    out[key] = typeof value === 'string' ? value : Buffer.from(value).toString('base64');
+  }
+  return out;
+}
+
+function toGrpcMetadata(metadata: Metadata | undefined): grpc.Metadata {
+  const md = new grpc.Metadata();
+  if (metadata) {
+    for (const [key, value] of Object.entries(metadata)) md.set(key, value);
+  }
+  return md;
+}
+
+function toBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function toPemBuffer(value: Uint8Array | string | undefined): Buffer | null {
+  if (value === undefined) return null;
+  return typeof value === 'string' ? Buffer.from(value) : toBuffer(value);
+}
+
+/** A Cancelled TransportError for an aborted signal; `cause` is the signal's reason. */
+function abortedFailure(signal: AbortSignal, sent: boolean): TransportError {
+  return new TransportError({
+    code: GrpcStatus.Cancelled,
+    details: 'the call was aborted',
+    metadata: {},
+    sent,
+    cause: signal.reason,
+  });
+}
+
+/**
+ * Maps anything grpc-js reports to a TransportError. A call cancelled because its signal aborted
+ * reports Cancelled with the signal's reason as cause.
+ */
+function mapError(error: unknown, signal: AbortSignal | undefined): TransportError {
+  if (error instanceof TransportError) return error;
+  if (isServiceError(error)) {
+    const code = error.code as number as GrpcStatus;
+    const sent = !provablyUnsent(code, error.details);
+    if (signal?.aborted && code === GrpcStatus.Cancelled) return abortedFailure(signal, sent);
+    return new TransportError({
+      code,
+      details: error.details,
+      metadata: metadataToRecord(error.metadata),
+      sent,
+      cause: error,
+    });
+  }
+  return new TransportError({
+    code: GrpcStatus.Unknown,
+    details: error instanceof Error ? error.message : String(error),
+    metadata: {},
+    sent: true,
+    cause: error,
+  });
+}
+
+/** Fails a call that could not even be started (the grpc-js client was closed). */
+function notStarted(error: unknown): TransportError {
+  return new TransportError({
+    code: GrpcStatus.Unavailable,
+    details: error instanceof Error ? error.message : String(error),
+    metadata: {},
+    sent: false,
+    cause: error,
+  });
+}
+
+const STATE: Record<grpc.connectivityState, ChannelState> = {
+  [grpc.connectivityState.IDLE]: 'idle',
+  [grpc.connectivityState.CONNECTING]: 'connecting',
+  [grpc.connectivityState.READY]: 'ready',
+  [grpc.connectivityState.TRANSIENT_FAILURE]: 'failed',
+  [grpc.connectivityState.SHUTDOWN]: 'closed',
+};
+
+/** A failed or already cancelled stream: iteration throws `error` at once. */
+function failedStream<Res>(error: TransportError): ServerStream<Res> & BidiStream<never, Res> {
+  return {
+    cancel() {},
+    write() {
+      throw error;
+    },
+    end() {},
+    [Symbol.asyncIterator]() {
+      let thrown = false;
+      return {
+        next: () => {
+          if (thrown) return Promise.resolve({ done: true, value: undefined });
+          thrown = true;
+          return Promise.reject(error);
+        },
+        return: () => Promise.resolve({ done: true, value: undefined }),
+      };
+    },
+  };
+}
+
+/** One endpoint, one grpc-js client (and so one HTTP/2 connection at a time). */
+export class GrpcJsChannel implements Channel {
+  readonly target: string;
+  readonly #client: grpc.Client;
+
+  /** Opens (lazily: nothing connects until the first call or `ready()`) a channel to `options.target`. */
+  constructor(options: ChannelOptions) {
+    this.target = options.target;
+    const channelOptions: grpc.ChannelOptions = {
+      // Every channel gets its own subchannels, so closing and reopening one really redials.
+      'grpc.use_local_subchannel_pool': 1,
+      // The connection layer retries; grpc-js's own retries would hide what was sent.
+      'grpc.enable_retries': 0,
+      'grpc.initial_reconnect_backoff_ms': 250,
+      'grpc.max_reconnect_backoff_ms': 5_000,
+    };
+    if (options.maxReceiveMessageBytes !== undefined)
+      channelOptions['grpc.max_receive_message_length'] = options.maxReceiveMessageBytes;
+    if (options.maxSendMessageBytes !== undefined)
+      channelOptions['grpc.max_send_message_length'] = options.maxSendMessageBytes;
+    if (options.keepaliveIntervalMs !== undefined && options.keepaliveIntervalMs > 0) {
+      channelOptions['grpc.keepalive_time_ms'] = options.keepaliveIntervalMs;
+      // etcd's enforcement policy refuses pings without active streams (PermitWithoutStream=false).
+      channelOptions['grpc.keepalive_permit_without_calls'] = 0;
+      if (options.keepaliveTimeoutMs !== undefined)
+        channelOptions['grpc.keepalive_timeout_ms'] = options.keepaliveTimeoutMs;
+    }
+    let credentials: grpc.ChannelCredentials;
+    if (options.tls) {
+      const { ca, key, cert, serverName } = options.tls;
+      credentials = grpc.credentials.createSsl(
+        toPemBuffer(ca),
+        toPemBuffer(key),
+        toPemBuffer(cert),
+      );
+      if (serverName) {
+        channelOptions['grpc.ssl_target_name_override'] = serverName;
+        channelOptions['grpc.default_authority'] = serverName;
+      }
+    } else {
+      credentials = grpc.credentials.createInsecure();
+    }
+    this.#client = new grpc.Client(options.target, credentials, channelOptions);
+  }
+
+  /** Current connectivity, without triggering a connection attempt. */
+  state(): ChannelState {
+    try {
+      return STATE[this.#client.getChannel().getConnectivityState(false)];
+    } catch {
+      return 'closed';
+    }
+  }
+
+  /**
+   * Connects if needed and resolves once the channel is READY. Rejects with an unsent Unavailable
+   * TransportError when the connection attempt fails (TRANSIENT_FAILURE), the channel is closed, or
+   * `deadline` passes first; with an unsent Cancelled one when the signal aborts.
+   */
+  ready(deadline: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(abortedFailure(signal, false));
+    const channel = this.#client.getChannel();
+    const started = Date.now();
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const finish = (error?: TransportError) => {
+        if (settled) return;
+        settled = true;
+        signal?.removeEventListener('abort', onAbort);
+        if (error) reject(error);
+        else resolve();
+      };
+      const unavailable = (details: string, cause?: unknown) =>
+        finish(
+          new TransportError({
+            code: GrpcStatus.Unavailable,
+            details,
+            metadata: {},
+            sent: false,
+            cause,
+          }),
+        );
+      const onAbort = () => finish(abortedFailure(signal!, false));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const step = () => {
+        if (settled) return;
+        let state: grpc.connectivityState;
+        try {
+          state = channel.getConnectivityState(true);
+        } catch (error) {
+          unavailable(`channel to ${this.target} is closed`, error);
+          return;
+        }
+        switch (state) {
+          case grpc.connectivityState.READY:
+            finish();
+            return;
+          case grpc.connectivityState.SHUTDOWN:
+            unavailable(`channel to ${this.target} is closed`);
+            return;
+          case grpc.connectivityState.TRANSIENT_FAILURE:
+            unavailable(`cannot connect to ${this.target}`);
+            return;
+        }
+        if (Date.now() >= deadline) {
+          unavailable(`no connection to ${this.target} within ${Date.now() - started} ms`);
+          return;
+        }
+        try {
+          channel.watchConnectivityState(state, deadline, (error) => {
+            if (error) {
+              unavailable(`no connection to ${this.target} within ${Date.now() - started} ms`);
+            } else step();
+          });
+        } catch (error) {
+          unavailable(`channel to ${this.target} is closed`, error);
+        }
+      };
+      step();
+    });
+  }
+
+  /** One request, one response. */
+  unary<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'unary'>,
+    request: Req,
+    options: ChannelCallOptions,
+  ): Promise<Res> {
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(abortedFailure(signal, false));
+    return new Promise<Res>((resolve, reject) => {
+      let call: grpc.ClientUnaryCall;
+      const onAbort = () => call.cancel();
+      try {
+        call = this.#client.makeUnaryRequest<Req, Res>(
+          method.path,
+          (msg) => toBuffer(method.request.encode(msg).finish()),
+          (buf) => method.response.decode(buf),
+          request,
+          toGrpcMetadata(options.metadata),
+          callOptions(options),
+          (error, value) => {
+            signal?.removeEventListener('abort', onAbort);
+            if (error) reject(mapError(error, signal));
+            else resolve(value as Res);
+          },
+        );
+      } catch (error) {
+        reject(notStarted(error));
+        return;
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** One request, a stream of responses; iterate it. */
+  serverStream<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'server-stream'>,
+    request: Req,
+    options: ChannelCallOptions,
+  ): ServerStream<Res> {
+    const { signal } = options;
+    if (signal?.aborted) return failedStream<Res>(abortedFailure(signal, false));
+    let call: grpc.ClientReadableStream<Res>;
+    try {
+      call = this.#client.makeServerStreamRequest<Req, Res>(
+        method.path,
+        (msg) => toBuffer(method.request.encode(msg).finish()),
+        (buf) => method.response.decode(buf),
+        request,
+        toGrpcMetadata(options.metadata),
+        callOptions(options),
+      );
+    } catch (error) {
+      return failedStream<Res>(notStarted(error));
+    }
+    const onAbort = () => call.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const iterator = readableToAsyncIterator<Res>(
+      call,
+      (error) => mapError(error, signal),
+      () => {
+        signal?.removeEventListener('abort', onAbort);
+        call.cancel();
+      },
+    );
+    return {
+      cancel: () => call.cancel(),
+      [Symbol.asyncIterator]: () => iterator,
+    };
+  }
+
+  /** A bidirectional stream: write requests, iterate responses. */
+  bidiStream<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'bidi-stream'>,
+    options: ChannelCallOptions,
+  ): BidiStream<Req, Res> {
+    const { signal } = options;
+    if (signal?.aborted) return failedStream<Res>(abortedFailure(signal, false));
+    let call: grpc.ClientDuplexStream<Req, Res>;
+    try {
+      call = this.#client.makeBidiStreamRequest<Req, Res>(
+        method.path,
+        (msg) => toBuffer(method.request.encode(msg).finish()),
+        (buf) => method.response.decode(buf),
+        toGrpcMetadata(options.metadata),
+        callOptions(options),
+      );
+    } catch (error) {
+      return failedStream<Res>(notStarted(error));
+    }
+    const onAbort = () => call.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let finished = false;
+    let ended = false;
+    const iterator = readableToAsyncIterator<Res>(
+      call,
+      (error) => mapError(error, signal),
+      () => {
+        finished = true;
+        signal?.removeEventListener('abort', onAbort);
+        call.cancel();
+      },
+    );
+    call.on('status', () => {
+      finished = true;
+    });
+    return {
+      write: (req: Req) => {
+        if (finished || ended || call.destroyed || call.writableEnded) {
+          throw new TransportError({
+            code: GrpcStatus.Cancelled,
+            details: 'the stream has ended',
+            metadata: {},
+            sent: false,
+          });
+        }
+        call.write(req);
+      },
+      end: () => {
+        if (ended) return;
+        ended = true;
+        call.end();
+      },
+      cancel: () => call.cancel(),
+      [Symbol.asyncIterator]: () => iterator,
+    };
+  }
+
+  /** Closes the grpc-js client; calls in flight fail with Cancelled or Unavailable. */
+  close(): void {
+    this.#client.close();
+  }
+}
+
+function callOptions(options: ChannelCallOptions): grpc.CallOptions {
+  return options.deadline === undefined ? {} : { deadline: options.deadline };
+}
+
+/** Options of the @grpc/grpc-js transport. None yet; reserved for tuning knobs. */
+export type GrpcJsTransportOptions = Record<string, never>;
+
+/**
+ * The default transport, on @grpc/grpc-js. Each `open()` creates an independent grpc-js client with
+ * its own subchannel, so the connection layer decides alone when an endpoint is redialled.
+ */
+export class GrpcJsTransport implements Transport {
+  /** Identifies the implementation in logs and tests. */
+  readonly name = 'grpc-js';
+
+  /** Creates a channel to one endpoint; it connects lazily. */
+  open(options: ChannelOptions): Channel {
+    return new GrpcJsChannel(options);
+  }
+}
