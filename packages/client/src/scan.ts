@@ -1,0 +1,216 @@
+// Reading a range too large for one response, key by key. etcd 3.7 streams it (RangeStream); older
+// servers answer Unimplemented, and the scan falls back to pages of Range, all pinned to the
+// revision of the first page so the result is one consistent snapshot, exactly like the stream.
+import { concatBytes } from './bytes.js';
+import type { CallOptions, Rpc } from './connection/types.js';
+import { AbortedError, EtcdError, InvalidArgumentError } from './errors.js';
+import { etcdserverpb_KV } from './generated/methods.js';
+import type { etcdserverpb } from './generated/protocol.js';
+import { type Interval, type KeyRange, toInterval } from './key-range.js';
+import { type KeyValue, toKeyValue } from './key-value.js';
+import type { KeyPrefix } from './namespace.js';
+import { countArg, flagArg, objectArg, revisionArg } from './validate.js';
+
+/** Options of a scan. Sorting, limits, counting and revision filters are not available. */
+export interface ScanOptions extends CallOptions {
+  /**
+   * Read the store as it was at this revision; absent or 0n pins the scan to the current revision
+   * when it starts. A compaction past the pinned revision during the scan ends it with
+   * CompactedError.
+   */
+  readonly revision?: bigint;
+  /** Return keys and their revisions but no values. Default false. */
+  readonly keysOnly?: boolean;
+  /** Read from the member's local state; may be stale. Default false (linearizable). */
+  readonly serializable?: boolean;
+  /**
+   * Keys per Range request when the server has no RangeStream (before etcd 3.7). Default 500.
+   * Lower it when values are large: a page must fit in one gRPC message.
+   */
+  readonly pageSize?: number;
+}
+
+/** A scan: which keys ({@link KeyRange}) and how ({@link ScanOptions}). */
+export type ScanRequest = KeyRange & ScanOptions;
+
+/** The default number of keys per page of the paged fallback. */
+export const DEFAULT_SCAN_PAGE_SIZE = 500;
+
+// What each connection's servers are known to support. Servers of one cluster run one version in
+// practice, so one answer per connection is enough: after the first Unimplemented, scans page
+// without asking again.
+const rangeStreamSupport = new WeakMap<Rpc, boolean>();
+
+/** Whether the servers behind `rpc` are known to lack RangeStream (for tests and diagnostics). */
+export function knownToLackRangeStream(rpc: Rpc): boolean {
+  return rangeStreamSupport.get(rpc) === false;
+}
+
+interface ScanSpec {
+  readonly interval: Interval;
+  readonly revision: bigint;
+  readonly keysOnly: boolean;
+  readonly serializable: boolean;
+  readonly pageSize: bigint;
+  readonly call: CallOptions;
+}
+
+const unsupported = [
+  'sort',
+  'limit',
+  'countOnly',
+  'minModRevision',
+  'maxModRevision',
+  'minCreateRevision',
+  'maxCreateRevision',
+] as const;
+
+function scanSpec(request: ScanRequest): ScanSpec {
+  const o: Partial<ScanOptions> = objectArg<ScanOptions>(request, 'request');
+  for (const field of unsupported) {
+    if (Reflect.get(o, field) !== undefined) {
+      throw new InvalidArgumentError(
+        `scan does not support ${field}: it streams every key in key order; use range() instead`,
+      );
+    }
+  }
+  const pageSize =
+    o.pageSize === undefined ? BigInt(DEFAULT_SCAN_PAGE_SIZE) : countArg(o.pageSize, 'pageSize');
+  if (pageSize === 0n) throw new InvalidArgumentError('pageSize must be at least 1');
+  return {
+    interval: toInterval(request, 'request'),
+    revision: revisionArg(o.revision, 'revision'),
+    keysOnly: flagArg(o.keysOnly, 'keysOnly'),
+    serializable: flagArg(o.serializable, 'serializable'),
+    pageSize,
+    call: { signal: o.signal, timeoutMs: o.timeoutMs },
+  };
+}
+
+/**
+ * The keys of a range, one by one, in key order, all as of one revision. Iterate it with
+ * `for await`; leaving the loop early (break, return, throw) cancels the underlying stream. Each
+ * iteration runs the scan anew.
+ */
+export class Scan implements AsyncIterable<KeyValue> {
+  #revision: bigint | undefined;
+  readonly #spec: ScanSpec;
+
+  /** @internal */
+  constructor(
+    private readonly rpc: Rpc,
+    private readonly ns: KeyPrefix,
+    request: ScanRequest,
+  ) {
+    this.#spec = scanSpec(request);
+    if (this.#spec.revision !== 0n) this.#revision = this.#spec.revision;
+  }
+
+  /**
+   * The revision the scan reads at: the requested one, or, once known, the revision the scan was
+   * pinned to when it started. It is known at the latest when the iteration completes, so a cache
+   * can list with a scan and then watch from `revision + 1n`.
+   */
+  get revision(): bigint | undefined {
+    return this.#revision;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<KeyValue> {
+    return this.#run();
+  }
+
+  async *#run(): AsyncGenerator<KeyValue, void, undefined> {
+    if (rangeStreamSupport.get(this.rpc) !== false) {
+      const streamed = yield* this.#stream();
+      if (streamed) return;
+    }
+    yield* this.#pages();
+  }
+
+  // Returns false when the server does not implement RangeStream (nothing was yielded then).
+  async *#stream(): AsyncGenerator<KeyValue, boolean, undefined> {
+    const spec = this.#spec;
+    const stream = this.rpc.serverStream(
+      etcdserverpb_KV.RangeStream,
+      this.#request(undefined, spec.revision, 0n),
+      'read',
+      spec.call,
+    );
+    let answered = false;
+    let finished = false;
+    try {
+      for await (const chunk of stream) {
+        if (!answered) {
+          answered = true;
+          rangeStreamSupport.set(this.rpc, true);
+        }
+        const part = chunk.rangeResponse;
+        if (!part) continue;
+        // Only the last chunk carries the header: the revision the stream was pinned to.
+        if (part.header?.revision) this.#revision = part.header.revision;
+        for (const kv of part.kvs ?? []) yield this.#keyValue(kv);
+      }
+      finished = true;
+      return true;
+    } catch (error) {
+      if (!answered && error instanceof EtcdError && error.code === 'UNIMPLEMENTED') {
+        rangeStreamSupport.set(this.rpc, false);
+        finished = true;
+        return false;
+      }
+      throw error;
+    } finally {
+      if (!finished) stream.cancel();
+    }
+  }
+
+  async *#pages(): AsyncGenerator<KeyValue, void, undefined> {
+    const spec = this.#spec;
+    const signal = spec.call.signal;
+    let key: Uint8Array | undefined;
+    let revision = spec.revision;
+    for (;;) {
+      if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
+      const page = await this.rpc.unary(
+        etcdserverpb_KV.Range,
+        this.#request(key, revision, spec.pageSize),
+        'read',
+        spec.call,
+      );
+      // Pin every later page to the first page's revision: keys written meanwhile stay invisible
+      // and deleted ones stay visible, so the pages together are one snapshot.
+      if (revision === 0n) {
+        revision = page.header?.revision ?? 0n;
+        this.#revision = revision;
+      }
+      const kvs = page.kvs ?? [];
+      for (const kv of kvs) yield this.#keyValue(kv);
+      const last = kvs[kvs.length - 1];
+      if (!page.more || !last?.key) return;
+      // The smallest key after the last one seen.
+      key = concatBytes(last.key, new Uint8Array([0]));
+    }
+  }
+
+  // `from` (a stored key) replaces the start of the range when continuing after a page.
+  #request(
+    from: Uint8Array | undefined,
+    revision: bigint,
+    limit: bigint,
+  ): etcdserverpb.RangeRequest.$Properties {
+    const spec = this.#spec;
+    const wire = this.ns.interval(spec.interval);
+    return {
+      key: from ?? wire.key,
+      rangeEnd: wire.rangeEnd,
+      limit,
+      revision,
+      keysOnly: spec.keysOnly,
+      serializable: spec.serializable,
+    };
+  }
+
+  #keyValue(kv: Parameters<typeof toKeyValue>[0]): KeyValue {
+    return toKeyValue(kv, (key) => this.ns.strip(key));
+  }
+}
