@@ -41,6 +41,8 @@ interface CallState {
   consumed: number;
   endpoint: PooledEndpoint | undefined;
   readonly tried: Set<PooledEndpoint>;
+  /** Time this call spent waiting for each endpoint to connect, in ms. */
+  readonly dialWaited: Map<PooledEndpoint, number>;
   /** Set when the server rejected this token: the next attempt refreshes it first. */
   staleToken: string | undefined;
   authRetried: boolean;
@@ -52,6 +54,7 @@ function newState(): CallState {
     consumed: 0,
     endpoint: undefined,
     tried: new Set(),
+    dialWaited: new Map(),
     staleToken: undefined,
     authRetried: false,
   };
@@ -543,11 +546,17 @@ export class Connection implements Rpc {
     const { endpoint, channel } = picked;
     state.tried.add(endpoint);
     state.endpoint = endpoint;
-    const dialDeadline = Date.now() + this.#options.dialTimeoutMs;
+    // Each endpoint may keep one call waiting for a connection for at most dialTimeoutMs in
+    // total, retries included: a black hole costs the dial timeout once, not once per retry.
+    const dialTimeoutMs = this.#options.dialTimeoutMs;
+    const waited = state.dialWaited.get(endpoint) ?? 0;
+    const started = Date.now();
+    const dialDeadline = started + Math.max(0, dialTimeoutMs - waited);
     const deadline = Math.min(dialDeadline, scope.deadline);
     try {
       await channel.ready(deadline, scope.signal);
     } catch (error) {
+      state.dialWaited.set(endpoint, waited + (Date.now() - started));
       if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
       if (deadline < dialDeadline && Date.now() >= scope.deadline) {
         throw new AttemptFailure(
@@ -561,6 +570,10 @@ export class Connection implements Rpc {
       }
       this.#pool.failed(endpoint);
       const typed = toEtcdError(error);
+      const exhausted = this.#pool.endpoints.every(
+        (e) => (state.dialWaited.get(e) ?? 0) >= dialTimeoutMs,
+      );
+      if (exhausted) throw new AttemptFailure(typed, false, false);
       throw new AttemptFailure(typed, true, state.tried.size < this.#options.endpoints.length);
     }
     return picked;
