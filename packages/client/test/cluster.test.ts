@@ -1,6 +1,12 @@
 // ClusterClient against a real single-member etcd and a real 3-member cluster.
 import { createServer } from 'node:net';
-import { type EtcdCluster, type EtcdProcess, startEtcd, startEtcdCluster } from '@etcdkit/testkit';
+import {
+  type EtcdCluster,
+  type EtcdProcess,
+  planBackends,
+  startEtcd,
+  startEtcdCluster,
+} from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClusterClient, type Member } from '../src/cluster.js';
 import { Connection } from '../src/connection/connection.js';
@@ -15,13 +21,36 @@ import {
 import { MaintenanceClient } from '../src/maintenance.js';
 
 /**
+ * Declares a suite that needs the real etcd binary (it starts its own servers, with particular
+ * flags or several members). Without one it is reported as skipped, by name; with
+ * ETCDKIT_REQUIRE_REAL_ETCD=1 as failing; ETCDKIT_BACKENDS can deselect it.
+ */
+function describeRealEtcd(title: string, body: () => void): void {
+  const plan = planBackends({ only: ['etcd'] }).find((p) => p.name === 'etcd');
+  if (plan?.status === 'run') {
+    describe(`${title} [backend: etcd]`, body);
+    return;
+  }
+  const reason = plan?.reason ?? 'no etcd backend is known';
+  describe(`${title} [backend: etcd]`, () => {
+    if (plan?.status === 'fail') {
+      it(`backend is required but unavailable: ${reason}`, () => {
+        throw new Error(reason);
+      });
+    } else {
+      it.skip(`skipped: ${reason}`, () => {});
+    }
+  });
+}
+
+/**
  * Matches an etcd error by its stable code and exact message. (`toBeInstanceOf` would be the natural
  * check, but errors.ts registers the anonymous base class of each error, not the exported one.)
  */
 const etcdError = (kind: ServerErrorClass) =>
   expect.objectContaining({ code: kind.errorCode, message: kind.etcdMessage });
 
-describe('on a single member', () => {
+describeRealEtcd('ClusterClient on a single member', () => {
   let etcd: EtcdProcess;
   let connection: Connection;
 
@@ -62,7 +91,7 @@ describe('on a single member', () => {
   });
 });
 
-describe('on a 3-member cluster', () => {
+describeRealEtcd('ClusterClient on a 3-member cluster', () => {
   let etcd: EtcdCluster;
   let connection: Connection;
   let cluster: ClusterClient;
