@@ -85,7 +85,7 @@ export interface KeyValueHash {
   readonly header: ResponseHeader;
 }
 
-/** A snapshot being received: iterate its chunks; `cancel()` stops it early. */
+/** A snapshot being received: iterate its chunks once; `cancel()` stops it early. */
 export interface SnapshotStream extends AsyncIterable<Uint8Array> {
   /** Stops the transfer; iteration ends with AbortedError or simply stops. */
   cancel(): void;
