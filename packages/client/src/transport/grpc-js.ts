@@ -28,6 +28,9 @@ const UNSENT_DETAILS: ReadonlyArray<readonly [GrpcStatus, string]> = [
   [GrpcStatus.Internal, 'Failed to start HTTP/2 stream'],
 ];
 
+const HEALTH_CHECK = '/grpc.health.v1.Health/Check';
+const LAST_ERROR = 'Last error: ';
+
 function provablyUnsent(code: GrpcStatus, details: string): boolean {
   for (const [c, prefix] of UNSENT_DETAILS) {
     if (code === c && details.startsWith(prefix)) return true;
@@ -249,7 +252,9 @@ export class GrpcJsChannel implements Channel {
             unavailable(`channel to ${this.target} is closed`);
             return;
           case grpc.connectivityState.TRANSIENT_FAILURE:
-            unavailable(`cannot connect to ${this.target}`);
+            void this.#lastError().then((reason) =>
+              unavailable(`cannot connect to ${this.target}${reason ? `: ${reason}` : ''}`),
+            );
             return;
         }
         if (Date.now() >= deadline) {
@@ -267,6 +272,36 @@ export class GrpcJsChannel implements Channel {
         }
       };
       step();
+    });
+  }
+
+  /**
+   * Why the last connection attempt failed, as grpc-js words it ("connect ECONNREFUSED...", a TLS
+   * alert...). grpc-js only reveals it in the status of a call that fails to find a connection,
+   * so this starts a health check that fails at once while the channel is in TRANSIENT_FAILURE;
+   * should the channel have just connected, a harmless health check is all that is sent.
+   */
+  #lastError(): Promise<string | undefined> {
+    return new Promise((resolve) => {
+      try {
+        this.#client.makeUnaryRequest<Uint8Array, Uint8Array>(
+          HEALTH_CHECK,
+          (msg) => toBuffer(msg),
+          (buf) => buf,
+          new Uint8Array(),
+          new grpc.Metadata(),
+          { deadline: Date.now() + 1_000 },
+          (error) => {
+            const details = error?.details ?? '';
+            const at = details.indexOf(LAST_ERROR);
+            if (error?.code !== grpc.status.UNAVAILABLE || at < 0) resolve(undefined);
+            else
+              resolve(details.slice(at + LAST_ERROR.length).replace(/\. Resolution note:.*$/s, ''));
+          },
+        );
+      } catch {
+        resolve(undefined);
+      }
     });
   }
 
