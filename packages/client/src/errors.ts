@@ -66,6 +66,7 @@ export type EtcdErrorCode =
   | 'CLIENT_CLOSED'
   | 'INVALID_ARGUMENT'
   | 'INVALID_CONFIG'
+  | 'SNAPSHOT_INTEGRITY'
   | 'UNKNOWN';
 
 /** What an EtcdError is built from. */
@@ -110,7 +111,9 @@ export interface ServerErrorClass {
 const byMessage = new Map<string, ServerErrorClass>();
 
 function serverError(code: EtcdErrorCode, status: GrpcStatus, etcdMessage: string) {
-  const cls = class extends EtcdError {
+  // The exported subclasses are registered below (registerServerErrors): registering this base
+  // would make every decoded error an instance of the anonymous class instead of the named one.
+  return class extends EtcdError {
     static readonly etcdMessage = etcdMessage;
     static readonly errorCode = code;
     static readonly defaultStatus = status;
@@ -118,8 +121,6 @@ function serverError(code: EtcdErrorCode, status: GrpcStatus, etcdMessage: strin
       super(code, status, etcdMessage, init);
     }
   };
-  byMessage.set(etcdMessage, cls);
-  return cls;
 }
 
 const S = GrpcStatus;
@@ -431,6 +432,71 @@ export class RequestCanceledError extends serverError(
   S.Cancelled,
   'etcdserver: request canceled',
 ) {}
+
+for (const cls of [
+  EmptyKeyError,
+  KeyNotFoundError,
+  ValueProvidedError,
+  LeaseProvidedError,
+  TooManyTxnOpsError,
+  DuplicateKeyError,
+  InvalidSortOptionError,
+  RequestTooLargeError,
+  TooManyRequestsError,
+  CompactedError,
+  FutureRevisionError,
+  NoSpaceError,
+  LeaseNotFoundError,
+  LeaseExistsError,
+  LeaseTtlTooLargeError,
+  WatchCanceledError,
+  MemberExistsError,
+  PeerUrlExistsError,
+  MemberNotEnoughStartedError,
+  MemberBadUrlsError,
+  MemberNotFoundError,
+  MemberNotLearnerError,
+  LearnerNotReadyError,
+  TooManyLearnersError,
+  ClusterIdMismatchError,
+  RootUserNotExistError,
+  RootRoleNotExistError,
+  UserAlreadyExistsError,
+  UserEmptyError,
+  UserNotFoundError,
+  RoleAlreadyExistsError,
+  RoleNotFoundError,
+  RoleEmptyError,
+  AuthFailedError,
+  PermissionNotGivenError,
+  PermissionDeniedError,
+  RoleNotGrantedError,
+  PermissionNotGrantedError,
+  AuthNotEnabledError,
+  InvalidAuthTokenError,
+  InvalidAuthMgmtError,
+  AuthOldRevisionError,
+  NoLeaderError,
+  NotLeaderError,
+  LeaderChangedError,
+  NotCapableError,
+  ServerStoppedError,
+  RequestTimeoutError,
+  UnhealthyClusterError,
+  CorruptClusterError,
+  NotSupportedForLearnerError,
+  BadLeaderTransfereeError,
+  RequestCanceledError,
+] satisfies ServerErrorClass[]) {
+  byMessage.set(cls.etcdMessage, cls);
+}
+
+// etcd 3.4 reports a password sent for a user created without one under its own message (as
+// Unknown); it means the same as a wrong password.
+byMessage.set(
+  'auth: authentication failed, password was given for no password user',
+  AuthFailedError,
+);
 
 // Variants of "request timed out" share one class: the message says more, the meaning is the same.
 for (const variant of [

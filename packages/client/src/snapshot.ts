@@ -21,8 +21,7 @@ export const SNAPSHOT_DIGEST_BYTES = 32;
  */
 export class SnapshotIntegrityError extends EtcdError {
   constructor(message: string, init?: Omit<EtcdErrorInit, 'message'>) {
-    // TODO(errors.ts owner): give snapshot integrity its own stable code; CORRUPT is the closest.
-    super('CORRUPT', GrpcStatus.DataLoss, message, init);
+    super('SNAPSHOT_INTEGRITY', GrpcStatus.DataLoss, message, init);
   }
 }
 
