@@ -71,9 +71,10 @@ export class KV {
   /**
    * The same API on the keys starting with `prefix`: keys are prefixed on the way in and stripped
    * on the way out, and every range (`all`, `fromKey`, a prefix of only 0xff bytes) is clamped to
-   * the namespace, so nothing done through it touches a key outside it. Namespaces nest: the
-   * prefixes concatenate. An empty single key is rejected with EmptyKeyError (it would otherwise be
-   * the prefix itself). Revisions, leases and {@link compact} are store-wide, as at the root.
+   * the namespace, so nothing done through it touches a key outside it. The key equal to the prefix
+   * itself is not part of the namespace: an empty single key is rejected with EmptyKeyError, as at
+   * the root, and whole-namespace ranges start just after it. Namespaces nest: the prefixes
+   * concatenate. Revisions, leases and {@link compact} are store-wide, as at the root.
    */
   namespace(prefix: Bytes): KV {
     return new KV(this.rpc, this.ns.child(bytesArg(prefix, 'prefix')));

@@ -2,7 +2,7 @@
 // An op is validated when it is built and bound to a namespace only when its txn is committed, so
 // the same op can be used through any namespace.
 import type { Bytes } from './bytes.js';
-import type { Compare } from './compare.js';
+import { Compare } from './compare.js';
 import {
   type DeleteOptions,
   type DeleteResponseBody,
@@ -58,12 +58,12 @@ export class TxnOp<
   readonly kind = 'txn';
   /** @internal */
   constructor(
-    /** The conditions; all must hold for `then` to run. */
+    /** The conditions; all must hold for `success` to run. */
     readonly compares: readonly Compare[],
-    /** Ops run when every compare holds. */
-    readonly then: T,
-    /** Ops run otherwise. */
-    readonly otherwise: E,
+    /** Ops run when every compare holds (the `then` branch). */
+    readonly success: T,
+    /** Ops run otherwise (the `else` branch). */
+    readonly failure: E,
   ) {}
 }
 
@@ -113,20 +113,10 @@ export type OpResponses<T extends readonly Op[]> = { -readonly [I in keyof T]: O
 /** The response to any op. */
 export type AnyOpResponse = RangeOpResponse | PutOpResponse | DeleteOpResponse | TxnOpResponse;
 
-/** A nested txn, for {@link op.txn}. */
-export interface NestedTxn<T extends readonly Op[], E extends readonly Op[]> {
-  /** Conditions; all must hold for `then` to run. None: `then` always runs. */
-  readonly if?: readonly Compare[];
-  /** Ops run when every compare holds. */
-  readonly then?: T;
-  /** Ops run otherwise. */
-  readonly else?: E;
-}
-
 /** True when `op` cannot change the store: a read, or a txn of reads only (in both branches). */
 export function isReadOnly(op: Op): boolean {
   if (op.kind === 'range') return true;
-  if (op.kind === 'txn') return op.then.every(isReadOnly) && op.otherwise.every(isReadOnly);
+  if (op.kind === 'txn') return op.success.every(isReadOnly) && op.failure.every(isReadOnly);
   return false;
 }
 
@@ -168,18 +158,26 @@ function del(keys: KeySelector, options?: DeleteOptions): DeleteOp {
   return new DeleteOp(deleteSpec(keys, options));
 }
 
-/** A nested txn. */
+/**
+ * A nested txn: when the branch holding it runs, `compares` are evaluated and `thenOps` or
+ * `elseOps` run, inside the outer txn, at its revision.
+ *
+ * @example
+ * ```ts
+ * op.txn([cmp.missing('a')], [op.put('a', '1')], [op.get('a')])
+ * ```
+ */
 function txn<const T extends readonly Op[] = [], const E extends readonly Op[] = []>(
-  nested: NestedTxn<T, E>,
+  compares: readonly Compare[],
+  thenOps?: T,
+  elseOps?: E,
 ): TxnOp<T, E> {
-  if (typeof nested !== 'object' || nested === null) {
-    throw new InvalidArgumentError('a nested txn must be an object { if?, then?, else? }');
+  if (!Array.isArray(compares) || !compares.every((c) => c instanceof Compare)) {
+    throw new InvalidArgumentError('the compares of a nested txn must be an array built with cmp');
   }
-  const compares = nested.if ?? [];
-  if (!Array.isArray(compares)) throw new InvalidArgumentError('if must be an array of compares');
-  checkOps(nested.then, 'then');
-  checkOps(nested.else, 'else');
-  return new TxnOp(compares, (nested.then ?? []) as T, (nested.else ?? []) as E);
+  checkOps(thenOps, 'thenOps');
+  checkOps(elseOps, 'elseOps');
+  return new TxnOp(compares, (thenOps ?? []) as T, (elseOps ?? []) as E);
 }
 
 /**

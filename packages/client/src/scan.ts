@@ -148,7 +148,10 @@ export class Scan implements AsyncIterable<KeyValue> {
         if (!part) continue;
         // Only the last chunk carries the header: the revision the stream was pinned to.
         if (part.header?.revision) this.#revision = part.header.revision;
-        for (const kv of part.kvs ?? []) yield this.#keyValue(kv);
+        for (const kv of part.kvs ?? []) {
+          this.#checkSignal();
+          yield this.#keyValue(kv);
+        }
       }
       finished = true;
       return true;
@@ -166,11 +169,10 @@ export class Scan implements AsyncIterable<KeyValue> {
 
   async *#pages(): AsyncGenerator<KeyValue, void, undefined> {
     const spec = this.#spec;
-    const signal = spec.call.signal;
     let key: Uint8Array | undefined;
     let revision = spec.revision;
     for (;;) {
-      if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
+      this.#checkSignal();
       const page = await this.rpc.unary(
         etcdserverpb_KV.Range,
         this.#request(key, revision, spec.pageSize),
@@ -184,7 +186,10 @@ export class Scan implements AsyncIterable<KeyValue> {
         this.#revision = revision;
       }
       const kvs = page.kvs ?? [];
-      for (const kv of kvs) yield this.#keyValue(kv);
+      for (const kv of kvs) {
+        this.#checkSignal();
+        yield this.#keyValue(kv);
+      }
       const last = kvs[kvs.length - 1];
       if (!page.more || !last?.key) return;
       // The smallest key after the last one seen.
@@ -208,6 +213,13 @@ export class Scan implements AsyncIterable<KeyValue> {
       keysOnly: spec.keysOnly,
       serializable: spec.serializable,
     };
+  }
+
+  // Between calls the signal is not watched by the connection: check it before each key, so an
+  // abort ends the scan at once rather than after the rest of the page.
+  #checkSignal(): void {
+    const signal = this.#spec.call.signal;
+    if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
   }
 
   #keyValue(kv: Parameters<typeof toKeyValue>[0]): KeyValue {

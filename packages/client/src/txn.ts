@@ -1,5 +1,5 @@
 // Transactions: `if` compares, `then` ops, `else` ops, applied atomically at one revision.
-import { type Compare, encodeCompare } from './compare.js';
+import { Compare, encodeCompare } from './compare.js';
 import type { CallOptions, RetryPolicy } from './connection/types.js';
 import { decodeDeleteBody, encodeDelete } from './delete.js';
 import { InvalidArgumentError, UnknownEtcdError } from './errors.js';
@@ -66,6 +66,9 @@ export class Txn<T extends readonly Op[] = [], E extends readonly Op[] = []> {
 
   /** Adds conditions; the `then` branch runs only when all of them hold. */
   if(...compares: Compare[]): Txn<T, E> {
+    if (!compares.every((c) => c instanceof Compare)) {
+      throw new InvalidArgumentError('if() takes compares built with cmp');
+    }
     return new Txn(this.send, this.ns, [...this.compares, ...compares], this.thenOps, this.elseOps);
   }
 
@@ -134,7 +137,7 @@ function encodeOp(o: Op, ns: KeyPrefix): etcdserverpb.RequestOp.$Properties {
     case 'delete':
       return { requestDeleteRange: encodeDelete(o.spec, ns) };
     case 'txn':
-      return { requestTxn: encodeTxn(o.compares, o.then, o.otherwise, ns) };
+      return { requestTxn: encodeTxn(o.compares, o.success, o.failure, ns) };
   }
 }
 
