@@ -4,7 +4,56 @@
  * @module @etcdkit/client
  */
 export * from './bytes.js';
-export type { CallOptions, RetryPolicy } from './connection/types.js';
+export { type Compare, type CompareOperator, type CompareTarget, cmp } from './compare.js';
+export { Connection } from './connection/connection.js';
+export type {
+  AuthOptions,
+  AuthRefreshEvent,
+  CallEvent,
+  ConnectionHooks,
+  ConnectionOptions,
+  EndpointSwitchEvent,
+  KeepaliveOptions,
+  RetryEvent,
+  RetryOptions,
+} from './connection/options.js';
+export type { CallOptions, RetryPolicy, Rpc } from './connection/types.js';
+export type { DeleteOptions, DeleteResponseBody, DeleteResult } from './delete.js';
 export * from './errors.js';
+export { Etcd, type EtcdOptions } from './etcd.js';
+export type { ResponseHeader } from './header.js';
+export type { KeyRange, KeySelector } from './key-range.js';
+export { KeyValue, type KeyValueFields } from './key-value.js';
+export { type CompactOptions, type CompactResult, type CountOptions, KV } from './kv.js';
+export {
+  type AnyOpResponse,
+  type DeleteOp,
+  type DeleteOpResponse,
+  type Op,
+  type OpResponse,
+  type OpResponses,
+  op,
+  type PutOp,
+  type PutOpResponse,
+  type RangeOp,
+  type RangeOpResponse,
+  type TxnOp,
+  type TxnOpResponse,
+  type TxnOutcome,
+} from './op.js';
+export type { PutOptions, PutResponseBody, PutResult } from './put.js';
+export type {
+  GetOptions,
+  RangeOptions,
+  RangeRequest,
+  RangeResponseBody,
+  RangeResult,
+  RangeSort,
+  SortOrder,
+  SortTarget,
+} from './range.js';
+export { DEFAULT_SCAN_PAGE_SIZE, Scan, type ScanOptions, type ScanRequest } from './scan.js';
 export type { Metadata, TlsOptions, Transport } from './transport/types.js';
 export { GrpcStatus, TransportError } from './transport/types.js';
+export type { CommitOptions, Txn, TxnResult } from './txn.js';
+export type { LeaseRef } from './validate.js';

@@ -1,0 +1,65 @@
+// The facade users construct: one connection, the KV API on it, and the other services.
+import { AuthClient } from './auth.js';
+import { ClusterClient } from './cluster.js';
+import { Connection } from './connection/connection.js';
+import type { ConnectionOptions } from './connection/options.js';
+import { KV } from './kv.js';
+import { LeaseClient } from './lease.js';
+import { MaintenanceClient } from './maintenance.js';
+
+/** Options of {@link Etcd}: how to connect. See {@link ConnectionOptions}. */
+export type EtcdOptions = ConnectionOptions;
+
+/**
+ * An etcd client. It is the {@link KV} API of the whole store (`get`, `range`, `scan`, `put`,
+ * `delete`, `txn`, `compact`, `namespace`), plus the other services, all over one connection.
+ *
+ * Nothing connects before the first call. Close it when done ({@link close}, or `await using`).
+ *
+ * @example
+ * ```ts
+ * const etcd = new Etcd({ endpoints: ['http://127.0.0.1:2379'] });
+ * await etcd.put('config/a', 'v1');
+ * const kv = await etcd.get('config/a');
+ * await etcd.close();
+ * ```
+ */
+export class Etcd extends KV {
+  /** The connection every call goes through (endpoints, retries, auth), for raw RPCs. */
+  readonly connection: Connection;
+  /** Leases: grant, revoke, time to live, list. */
+  readonly lease: LeaseClient;
+  /** Cluster membership. */
+  readonly cluster: ClusterClient;
+  /** Status, alarms, defragmentation, hashes, snapshots. */
+  readonly maintenance: MaintenanceClient;
+  /** Users, roles and permissions; enabling and disabling auth. */
+  readonly auth: AuthClient;
+
+  /**
+   * Validates the options (InvalidConfigError on a bad endpoint, mixed schemes, half a TLS key
+   * pair...). Nothing is connected until the first call.
+   */
+  constructor(options: EtcdOptions) {
+    const connection = new Connection(options);
+    super(connection);
+    this.connection = connection;
+    this.lease = new LeaseClient(connection);
+    this.cluster = new ClusterClient(connection);
+    this.maintenance = new MaintenanceClient(connection);
+    this.auth = new AuthClient(connection);
+  }
+
+  /**
+   * Closes the client: calls in flight and later calls reject with ClientClosedError, streams end.
+   * Resolves once every connection is released. Calling it again returns the same promise.
+   */
+  close(): Promise<void> {
+    return this.connection.close();
+  }
+
+  /** Closes the client, for `await using etcd = new Etcd(...)`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
