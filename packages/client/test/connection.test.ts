@@ -1,4 +1,6 @@
 // Connection and the grpc-js transport against one real etcd member.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { type EtcdProcess, startEtcd } from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Connection } from '../src/connection/connection.js';
@@ -170,6 +172,38 @@ describe('Connection against a real etcd', () => {
     } finally {
       await c.close();
     }
+  });
+
+  it('close() leaves nothing behind: a process using the connection exits by itself', async () => {
+    const connection = fileURLToPath(new URL('../src/connection/connection.ts', import.meta.url));
+    const methods = fileURLToPath(new URL('../src/generated/methods.ts', import.meta.url));
+    const script = `
+      import { Connection } from ${JSON.stringify(connection)};
+      import { etcdserverpb_KV as KV, etcdserverpb_Watch as W, etcdserverpb_Maintenance as M }
+        from ${JSON.stringify(methods)};
+      const conn = new Connection({ endpoints: [process.env.ENDPOINT], requireLeader: true });
+      await conn.unary(KV.Range, { key: new Uint8Array([1]) }, 'read');
+      const watch = await conn.bidiStream(W.Watch);
+      watch.write({ createRequest: { key: new Uint8Array([1]) } });
+      const it = watch[Symbol.asyncIterator]();
+      await it.next();
+      const pending = it.next().catch((e) => e.code);
+      for await (const _ of conn.serverStream(M.Snapshot, {}, 'read')) break;
+      await conn.close();
+      console.log('closed', await pending);
+    `;
+    const started = Date.now();
+    const { stdout } = await new Promise<{ stdout: string }>((resolve, reject) => {
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', '--input-type=module', '-e', script],
+        { env: { ...process.env, ENDPOINT: etcd.endpoint }, timeout: 20_000 },
+        (error, out, err) =>
+          error ? reject(new Error(`${error.message}\n${err}`)) : resolve({ stdout: out }),
+      );
+    });
+    expect(stdout.trim()).toBe('closed CLIENT_CLOSED');
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   describe('with the server frozen (SIGSTOP)', () => {

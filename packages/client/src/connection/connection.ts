@@ -94,7 +94,6 @@ export class Connection implements Rpc {
   readonly #auth: TokenManager | undefined;
   readonly #closing = new AbortController();
   readonly #pending = new Set<Promise<unknown>>();
-  readonly #streams = new Set<CallScope>();
   readonly #baseMetadata: Metadata;
   #closed: Promise<void> | undefined;
 
@@ -179,14 +178,15 @@ export class Connection implements Rpc {
       this.#closing.signal,
       options?.timeoutMs ?? Number.POSITIVE_INFINITY,
     );
-    this.#streams.add(scope);
     let inner: AsyncIterator<Res> | undefined;
     let started = false;
+    let opening: Promise<IteratorResult<Res>> | undefined;
     let finished = false;
     const finish = () => {
       if (finished) return;
       finished = true;
-      this.#streams.delete(scope);
+      // Stops an open still in flight, and the call below if it is still running.
+      scope.cancel();
       scope.dispose();
       void inner?.return?.();
     };
@@ -219,15 +219,20 @@ export class Connection implements Rpc {
         let result: IteratorResult<Res>;
         if (!started) {
           started = true;
-          result = await this.#track(open());
+          opening = this.#track(open());
+          result = await opening;
         } else {
-          result = await inner!.next();
+          // A next() issued while the stream is still opening waits for it.
+          if (!inner) await opening?.catch(() => undefined);
+          if (!inner || finished) return DONE;
+          result = await inner.next();
         }
         if (result.done) finish();
         return result;
       } catch (error) {
+        const typed = scope.aborted ? scope.abortError() : toEtcdError(error);
         finish();
-        throw scope.aborted ? scope.abortError() : toEtcdError(error);
+        throw typed;
       }
     };
     const iterator: AsyncIterator<Res> = {
@@ -396,13 +401,12 @@ export class Connection implements Rpc {
       scope.dispose();
       throw error;
     }
-    this.#streams.add(scope);
     const inner = stream[Symbol.asyncIterator]();
     let finished = false;
     const finish = () => {
       if (finished) return;
       finished = true;
-      this.#streams.delete(scope);
+      scope.cancel();
       scope.dispose();
       void inner.return?.();
     };
@@ -414,8 +418,9 @@ export class Connection implements Rpc {
           if (result.done) finish();
           return result;
         } catch (error) {
+          const typed = scope.aborted ? scope.abortError() : toEtcdError(error);
           finish();
-          throw scope.aborted ? scope.abortError() : toEtcdError(error);
+          throw typed;
         }
       },
       return: async () => {
