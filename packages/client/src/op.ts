@@ -46,9 +46,9 @@ export class DeleteOp {
 }
 
 /**
- * A txn nested inside a txn: its compares are evaluated when the outer branch runs, at the same
- * revision, and its writes share the outer txn's single revision. Its response is a
- * {@link TxnOpResponse}.
+ * A txn nested inside a txn. Like every compare of a txn, its compares are evaluated against the
+ * store as it was before the txn, not after the ops preceding it; its writes share the outer
+ * txn's single revision. Its response is a {@link TxnOpResponse}.
  */
 export class TxnOp<
   T extends readonly Op[] = readonly Op[],
@@ -159,8 +159,9 @@ function del(keys: KeySelector, options?: DeleteOptions): DeleteOp {
 }
 
 /**
- * A nested txn: when the branch holding it runs, `compares` are evaluated and `thenOps` or
- * `elseOps` run, inside the outer txn, at its revision.
+ * A nested txn: when the branch holding it runs, `thenOps` run if every compare holds, else
+ * `elseOps`. The compares see the store as it was before the whole txn (etcd chooses every branch
+ * before running any op), not the writes of earlier ops.
  *
  * @example
  * ```ts

@@ -235,6 +235,28 @@ describeEachBackend('Txn', ({ backend, prefix }) => {
     expect(kvs.filter((kv) => kv.modRevision === before + 1n)).toHaveLength(3);
   });
 
+  it('nested compares see the store before the txn, not the writes of earlier ops', async () => {
+    await etcd.put(k('nc'), 'before');
+    const r = await etcd
+      .txn()
+      .then(
+        op.put(k('nc'), 'after'),
+        op.get(k('nc')),
+        op.txn(
+          [cmp.value(k('nc'), '==', 'after')],
+          [op.put(k('seen'), 'after')],
+          [op.put(k('seen'), 'before')],
+        ),
+      )
+      .commit();
+    expect(r.succeeded).toBe(true);
+    if (!r.succeeded) return;
+    // Reads see the earlier put, but the nested compare was decided before any op ran.
+    expect(r.responses[1].kvs[0]?.text()).toBe('after');
+    expect(r.responses[2].succeeded).toBe(false);
+    expect((await etcd.get(k('seen')))?.text()).toBe('before');
+  });
+
   it('more than 128 ops in a branch fails with TooManyTxnOpsError and changes nothing', async () => {
     const before = await revision();
     const ops = Array.from({ length: 129 }, (_, i) => op.put(k(`many/${i}`), 'v'));
