@@ -1,0 +1,108 @@
+// One write request against the store (etcd's storeTxnWrite). Changes are applied to the index
+// and history at once, at revision begin+1 with increasing sub revisions, so reads inside the same
+// request see them; the store's current revision moves only when the write ends.
+import { EMPTY_BYTES } from '../bytes.js';
+import type { KeyRange } from './index.js';
+import type { MvccStore, RangeOptions, RangeResult, ReadView } from './store.js';
+import type { CommittedRevision, KeyValue, MvccEvent } from './types.js';
+
+/** An open write: reads see its own changes; `end()` commits them as one revision. */
+export class StoreWrite implements ReadView {
+  /** The store's revision when the write began; its changes get `beginRevision + 1`. */
+  readonly beginRevision: number;
+  private readonly store: MvccStore;
+  private readonly events: MvccEvent[] = [];
+  private ended = false;
+
+  constructor(store: MvccStore, beginRevision: number) {
+    this.store = store;
+    this.beginRevision = beginRevision;
+  }
+
+  /** The revision reads in this write see: the next one once something changed. */
+  get revision(): number {
+    return this.events.length > 0 ? this.beginRevision + 1 : this.beginRevision;
+  }
+
+  get compactRevision(): number {
+    return this.store.compactRevision;
+  }
+
+  /** The changes made so far, in op order. */
+  get changes(): readonly MvccEvent[] {
+    return this.events;
+  }
+
+  range(range: KeyRange, options?: RangeOptions): RangeResult {
+    this.assertOpen();
+    return this.store.rangeAt(this.revision, range, options);
+  }
+
+  /** Puts `value` at `key` with `lease` (0n for none). Returns the revision of the change. */
+  put(key: Uint8Array, value: Uint8Array, lease: bigint): number {
+    this.assertOpen();
+    // Own copies: request bytes are views into gRPC receive buffers, which must not be retained.
+    key = new Uint8Array(key);
+    value = new Uint8Array(value);
+    const main = this.beginRevision + 1;
+    const revision = { main, sub: this.events.length };
+    const previous = this.store.index.get(key, main);
+    const previousLease =
+      previous === undefined ? 0n : (this.store.history.get(previous.modified)?.kv.lease ?? 0n);
+    const kv: KeyValue = {
+      key,
+      value,
+      createRevision: previous === undefined ? main : previous.created.main,
+      modRevision: main,
+      version: (previous?.version ?? 0) + 1,
+      lease,
+    };
+    this.store.history.add({ revision, kv, tombstone: false });
+    this.store.index.put(key, revision);
+    this.events.push({ type: 'put', kv });
+    if (previousLease !== lease) {
+      if (previousLease !== 0n) this.store.lessor?.detach(previousLease, key);
+      if (lease !== 0n) this.store.lessor?.attach(lease, key);
+    }
+    return main;
+  }
+
+  /** Deletes every key of `range` that exists; returns how many were deleted. */
+  deleteRange(range: KeyRange): number {
+    this.assertOpen();
+    const doomed: KeyValue[] = [];
+    this.store.index.forEach(range, this.revision, (key) => {
+      const entry = this.store.history.get(key.modified);
+      if (entry !== undefined) doomed.push(entry.kv);
+      return true;
+    });
+    const main = this.beginRevision + 1;
+    for (const victim of doomed) {
+      const revision = { main, sub: this.events.length };
+      const kv: KeyValue = {
+        key: victim.key,
+        value: EMPTY_BYTES,
+        createRevision: 0,
+        modRevision: main,
+        version: 0,
+        lease: 0n,
+      };
+      this.store.history.add({ revision, kv, tombstone: true });
+      this.store.index.tombstone(victim.key, revision);
+      this.events.push({ type: 'delete', kv });
+      if (victim.lease !== 0n) this.store.lessor?.detach(victim.lease, victim.key);
+    }
+    return doomed.length;
+  }
+
+  /** Commits the changes as one revision (none if nothing changed) and tells the listeners. */
+  end(): CommittedRevision | undefined {
+    this.assertOpen();
+    this.ended = true;
+    return this.store.commit(this, this.events);
+  }
+
+  private assertOpen(): void {
+    if (this.ended) throw new Error('mvcc: the write has ended');
+  }
+}

@@ -1,0 +1,223 @@
+// The MVCC store: a key index over a revision-ordered history. A fresh store is at revision 1 with
+// no compaction (-1). Every write request goes through one StoreWrite, which applies its changes at
+// the next revision and bumps the current revision once, at its end, if anything changed. All of
+// this is synchronous, so no reader can observe a half-applied write.
+import { EtcdServerError } from '../errors.js';
+import type { Lessor } from '../lease/lessor.js';
+import { newHistoryHasher } from './hash.js';
+import { RevisionHistory } from './history.js';
+import { KeyIndexTree, type KeyRange } from './index.js';
+import { StoreWrite } from './store-write.js';
+import type { CommittedRevision, KeyValue, MvccEvent } from './types.js';
+
+/** Options of a read. */
+export interface RangeOptions {
+  /** Revision to read at; 0 or negative reads the current one. */
+  readonly revision?: number;
+  /** Most keys to return; 0 or negative for no limit. */
+  readonly limit?: number;
+  /** Count matching keys without returning them. */
+  readonly countOnly?: boolean;
+  /** Count every matching key even past the limit (default true); false stops at the limit. */
+  readonly withTotalCount?: boolean;
+}
+
+/** What a read found. */
+export interface RangeResult {
+  /** Matching keys in key order (none with countOnly). */
+  readonly kvs: KeyValue[];
+  /** Number of keys in the range at the revision read, ignoring the limit. */
+  readonly count: number;
+  /** The revision of the store (or of the write in progress) when it was read. */
+  readonly revision: number;
+}
+
+/** A consistent view of the store to read from. */
+export interface ReadView {
+  /** The revision reads see by default. */
+  readonly revision: number;
+  /** The last compaction revision; -1 before the first compaction. */
+  readonly compactRevision: number;
+  range(range: KeyRange, options?: RangeOptions): RangeResult;
+}
+
+/** HashKV's answer. */
+export interface KvHash {
+  /** CRC-32C of the history kept at or below `hashRevision` (see hash.ts). */
+  readonly hash: number;
+  readonly compactRevision: number;
+  /** The revision the hash covers. */
+  readonly hashRevision: number;
+  /** The store's current revision. */
+  readonly revision: number;
+}
+
+/** Receives every committed revision, in revision order, right after it is committed. */
+export type CommitListener = (committed: CommittedRevision) => void;
+
+/** The multi-version key-value store. */
+export class MvccStore implements ReadView {
+  /** @internal */ readonly index = new KeyIndexTree();
+  /** @internal */ readonly history = new RevisionHistory();
+  /** @internal */ readonly lessor: Lessor | undefined;
+  private current = 1;
+  private compacted = -1;
+  private writing: StoreWrite | undefined;
+  private readonly listeners = new Set<CommitListener>();
+
+  /** `lessor` is told about every attach and detach of a key to a lease. */
+  constructor(options?: { lessor?: Lessor }) {
+    this.lessor = options?.lessor;
+  }
+
+  get revision(): number {
+    return this.current;
+  }
+
+  get compactRevision(): number {
+    return this.compacted;
+  }
+
+  /** Approximate size of the kept history in etcd's backend, for Status' dbSize. */
+  get historyBytes(): number {
+    return this.history.bytes;
+  }
+
+  range(range: KeyRange, options?: RangeOptions): RangeResult {
+    return this.rangeAt(this.current, range, options);
+  }
+
+  /**
+   * Reads `range` for a view whose revision is `current` (the store's, or a write's including its
+   * own changes): future and compacted revisions are errors; reading exactly at the compaction
+   * revision is fine.
+   * @internal
+   */
+  rangeAt(current: number, range: KeyRange, options: RangeOptions = {}): RangeResult {
+    let revision = options.revision ?? 0;
+    if (revision > current) throw new EtcdServerError('FUTURE_REVISION');
+    if (revision <= 0) revision = current;
+    if (revision < this.compacted) throw new EtcdServerError('COMPACTED');
+    if (options.countOnly) {
+      return { kvs: [], count: this.index.count(range, revision), revision: current };
+    }
+    const limit = options.limit !== undefined && options.limit > 0 ? options.limit : Infinity;
+    const withTotalCount = options.withTotalCount ?? true;
+    const kvs: KeyValue[] = [];
+    let count = 0;
+    this.index.forEach(range, revision, (key) => {
+      if (kvs.length < limit) {
+        const entry = this.history.get(key.modified);
+        if (entry === undefined) throw new Error('mvcc: index points at a revision not in history');
+        kvs.push(entry.kv);
+      } else if (!withTotalCount) {
+        return false;
+      }
+      count++;
+      return true;
+    });
+    return { kvs, count, revision: current };
+  }
+
+  /**
+   * Starts the write of one request. Its changes share the next revision; `end()` commits them.
+   * Only one write may be open at a time.
+   */
+  write(): StoreWrite {
+    if (this.writing !== undefined) throw new Error('mvcc: a write is already in progress');
+    this.writing = new StoreWrite(this, this.current);
+    return this.writing;
+  }
+
+  /** Called by StoreWrite.end(). @internal */
+  commit(write: StoreWrite, events: readonly MvccEvent[]): CommittedRevision | undefined {
+    if (this.writing !== write) throw new Error('mvcc: ending a write that is not open');
+    this.writing = undefined;
+    if (events.length === 0) return undefined;
+    this.current++;
+    const committed: CommittedRevision = { revision: this.current, events };
+    for (const listener of this.listeners) {
+      try {
+        listener(committed);
+      } catch (error) {
+        // A failing listener must neither undo the commit nor starve the other listeners.
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
+    return committed;
+  }
+
+  /** Calls `listener` with every revision committed from now on. Returns an unsubscribe function. */
+  subscribe(listener: CommitListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * The changes of `revision`, in op order. Revisions from the compaction revision on keep every
+   * change; revision 1 (the empty store) has none.
+   */
+  changesAt(revision: number): CommittedRevision {
+    if (revision > this.current) throw new EtcdServerError('FUTURE_REVISION');
+    if (revision < this.compacted) throw new EtcdServerError('COMPACTED');
+    const events = this.history
+      .changesAt(revision)
+      .map((entry): MvccEvent => ({ type: entry.tombstone ? 'delete' : 'put', kv: entry.kv }));
+    return { revision, events };
+  }
+
+  /**
+   * The value `key` had just before `revision` (a watch event's prev_kv), or undefined when it
+   * did not exist or that history is compacted.
+   */
+  previousValue(key: Uint8Array, revision: number): KeyValue | undefined {
+    if (revision - 1 < this.compacted || revision - 1 < 1) return undefined;
+    return this.range({ key }, { revision: revision - 1 }).kvs[0];
+  }
+
+  /**
+   * Logically compacts history at `revision`: reads below it fail from now on, and only the
+   * latest change at or below it of each key is kept. Compacting at or below the last compaction
+   * is an error (compacted), as is compacting a future revision; the current revision is fine.
+   */
+  compact(revision: number): void {
+    if (revision <= this.compacted) throw new EtcdServerError('COMPACTED');
+    if (revision > this.current) throw new EtcdServerError('FUTURE_REVISION');
+    this.compacted = revision;
+    const dropped: { main: number; sub: number }[] = [];
+    this.index.compact(revision, (dropRevision) => dropped.push(dropRevision));
+    this.history.remove(dropped);
+  }
+
+  /**
+   * Hash of the history kept at or below `revision` (0 for the current one), as etcd computes it,
+   * so that two stores with equal histories, or this store and a real etcd, agree.
+   */
+  hashKV(revision: number): KvHash {
+    const compactRevision = this.compacted;
+    if (revision > 0 && revision < compactRevision) throw new EtcdServerError('COMPACTED');
+    if (revision > 0 && revision > this.current) throw new EtcdServerError('FUTURE_REVISION');
+    const hashRevision = revision === 0 ? this.current : revision;
+    const hasher = newHistoryHasher();
+    // etcd keeps a change at or below the compaction revision in the hash only if it is still the
+    // visible value of its key at the hashed revision, unless no key is live then at all.
+    let anyLive: boolean | undefined;
+    for (const entry of this.history.upTo(hashRevision)) {
+      if (entry.revision.main <= compactRevision) {
+        if (entry.tombstone && entry.revision.main === compactRevision) continue;
+        anyLive ??=
+          this.index.count({ key: new Uint8Array(0), end: new Uint8Array(0) }, hashRevision) > 0;
+        const visible = this.index.get(entry.kv.key, hashRevision)?.modified;
+        const isVisible =
+          visible !== undefined &&
+          visible.main === entry.revision.main &&
+          visible.sub === entry.revision.sub;
+        if (anyLive && !isVisible) continue;
+      }
+      hasher.add(entry);
+    }
+    return { hash: hasher.digest(), compactRevision, hashRevision, revision: this.current };
+  }
+}
