@@ -61,11 +61,16 @@ export interface CompactResult {
  * client rejects only input it can judge alone, with InvalidArgumentError, before sending.
  */
 export class KV {
-  /** @internal */
+  // The namespace this view works in; the root for the whole store.
+  private ns: KeyPrefix = KeyPrefix.root;
+
+  /**
+   * The KV API over a connection (or any {@link Rpc}). Most programs use {@link Etcd}, which is a
+   * KV over its own connection.
+   */
   constructor(
     /** The connection calls go through. */
     protected readonly rpc: Rpc,
-    private readonly ns: KeyPrefix = KeyPrefix.root,
   ) {}
 
   /**
@@ -77,7 +82,9 @@ export class KV {
    * concatenate. Revisions, leases and {@link compact} are store-wide, as at the root.
    */
   namespace(prefix: Bytes): KV {
-    return new KV(this.rpc, this.ns.child(bytesArg(prefix, 'prefix')));
+    const view = new KV(this.rpc);
+    view.ns = this.ns.child(bytesArg(prefix, 'prefix'));
+    return view;
   }
 
   /** The namespace prefix of this view, as bytes; empty for the whole store. */
