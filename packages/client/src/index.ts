@@ -3,7 +3,10 @@
  *
  * @module @etcdkit/client
  */
+export type { Acknowledged } from './acknowledged.js';
+export * from './auth.js';
 export * from './bytes.js';
+export * from './cluster.js';
 export { type Compare, type CompareOperator, type CompareTarget, cmp } from './compare.js';
 export { Connection } from './connection/connection.js';
 export type {
@@ -25,6 +28,8 @@ export type { ResponseHeader } from './header.js';
 export type { KeyRange, KeySelector } from './key-range.js';
 export { KeyValue, type KeyValueFields } from './key-value.js';
 export { type CompactOptions, type CompactResult, type CountOptions, KV } from './kv.js';
+export * from './lease.js';
+export * from './maintenance.js';
 export {
   type AnyOpResponse,
   type DeleteOp,
@@ -53,6 +58,7 @@ export type {
   SortTarget,
 } from './range.js';
 export { DEFAULT_SCAN_PAGE_SIZE, Scan, type ScanOptions, type ScanRequest } from './scan.js';
+export { type SnapshotFile, SnapshotIntegrityError } from './snapshot.js';
 export type { Metadata, TlsOptions, Transport } from './transport/types.js';
 export { GrpcStatus, TransportError } from './transport/types.js';
 export type { CommitOptions, Txn, TxnResult } from './txn.js';
