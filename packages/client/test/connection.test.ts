@@ -1,5 +1,7 @@
 // Connection and the grpc-js transport against one real etcd member.
+
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { type EtcdProcess, startEtcd } from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +11,7 @@ import {
   ClientClosedError,
   DeadlineExceededError,
   EmptyKeyError,
+  EtcdError,
   OutcomeUnknownError,
   UnimplementedError,
 } from '../src/errors.js';
@@ -18,7 +21,13 @@ import {
   etcdserverpb_Watch,
 } from '../src/generated/methods.js';
 import { GrpcJsTransport } from '../src/transport/grpc-js.js';
-import type { Channel, ChannelCallOptions, Metadata, Transport } from '../src/transport/types.js';
+import {
+  type Channel,
+  type ChannelCallOptions,
+  GrpcStatus,
+  type Metadata,
+  type Transport,
+} from '../src/transport/types.js';
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array | null | undefined) => new TextDecoder().decode(b ?? new Uint8Array());
@@ -83,6 +92,35 @@ describe('Connection against a real etcd', () => {
     await expect(
       conn.unary(etcdserverpb_KV.Put, { key: new Uint8Array(), value: bytes('x') }, 'write'),
     ).rejects.toMatchObject({ code: 'EMPTY_KEY', message: EmptyKeyError.etcdMessage });
+  });
+
+  it('refuses a request over the send limit without sending it', async () => {
+    const c = new Connection({ endpoints: [etcd.endpoint], maxCallSendMsgSize: 1024 });
+    try {
+      const error = await c
+        .unary(etcdserverpb_KV.Put, { key: bytes('huge'), value: new Uint8Array(4096) }, 'write')
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(EtcdError);
+      expect((error as EtcdError).grpcStatus).toBe(GrpcStatus.ResourceExhausted);
+      expect((error as EtcdError).cause).toMatchObject({ sent: false });
+      const res = await conn.unary(etcdserverpb_KV.Range, { key: bytes('huge') }, 'read');
+      expect(res.kvs).toHaveLength(0);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('goes without a token when auth is configured but the server has auth off', async () => {
+    const c = new Connection({
+      endpoints: [etcd.endpoint],
+      auth: { username: 'root', password: 'whatever' },
+    });
+    try {
+      await c.unary(etcdserverpb_KV.Range, { key: bytes('a') }, 'read');
+      expect((await c.metadata()).token).toBeUndefined();
+    } finally {
+      await c.close();
+    }
   });
 
   it('reports a method the server lacks as UnimplementedError (server stream)', async () => {
@@ -210,7 +248,7 @@ describe('Connection against a real etcd', () => {
     it('aborts a hanging call: AbortedError whose cause is the reason', async () => {
       const c = new Connection({ endpoints: [etcd.endpoint] });
       await c.unary(etcdserverpb_KV.Range, { key: bytes('a') }, 'read');
-      etcd.pause();
+      await freeze(etcd);
       try {
         const controller = new AbortController();
         const reason = new Error('enough');
@@ -230,7 +268,7 @@ describe('Connection against a real etcd', () => {
     it('times out a read with DeadlineExceededError, a write with OutcomeUnknownError', async () => {
       const c = new Connection({ endpoints: [etcd.endpoint] });
       await c.unary(etcdserverpb_KV.Range, { key: bytes('a') }, 'read');
-      etcd.pause();
+      await freeze(etcd);
       try {
         const read = await c
           .unary(etcdserverpb_KV.Range, { key: bytes('a') }, 'read', { timeoutMs: 300 })
@@ -256,7 +294,7 @@ describe('Connection against a real etcd', () => {
       watch.write({ createRequest: { key: bytes('c') } });
       const watchIt = watch[Symbol.asyncIterator]();
       await watchIt.next();
-      etcd.pause();
+      await freeze(etcd);
       try {
         const pending = c.unary(etcdserverpb_KV.Range, { key: bytes('a') }, 'read');
         const pendingWatch = watchIt.next();
@@ -282,4 +320,23 @@ async function drain<T>(it: AsyncIterator<T>): Promise<void> {
     const r = await it.next();
     if (r.done) return;
   }
+}
+
+/**
+ * SIGSTOPs etcd and waits until the kernel reports it stopped: the signal lands asynchronously,
+ * and a loopback request is fast enough to be answered in between.
+ */
+async function freeze(etcd: EtcdProcess): Promise<void> {
+  etcd.pause();
+  const stat = `/proc/${etcd.pid}/stat`;
+  for (let i = 0; i < 200; i++) {
+    const state = await readFile(stat, 'utf8').then(
+      (text) => text.slice(text.lastIndexOf(')') + 2, text.lastIndexOf(')') + 3),
+      () => undefined,
+    );
+    if (state === undefined) break;
+    if (state === 'T' || state === 't') return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await new Promise((r) => setTimeout(r, 100));
 }

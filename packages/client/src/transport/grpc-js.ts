@@ -26,6 +26,8 @@ const UNSENT_DETAILS: ReadonlyArray<readonly [GrpcStatus, string]> = [
   [GrpcStatus.Unavailable, 'No connection established'],
   [GrpcStatus.Unavailable, 'Channel closed before call started'],
   [GrpcStatus.Internal, 'Failed to start HTTP/2 stream'],
+  // The request is refused by grpc-js's size check before its message is written.
+  [GrpcStatus.ResourceExhausted, 'Attempted to send message with a size larger than'],
 ];
 
 const HEALTH_CHECK = '/grpc.health.v1.Health/Check';
