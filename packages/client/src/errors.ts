@@ -603,7 +603,7 @@ export function fromTransportError(error: TransportError): EtcdError {
       return new UnavailableError(init);
     case S.ResourceExhausted:
       // gRPC's own size limit ("Received message larger than max") means the same as etcd's.
-      if (/larger than max|message too large/i.test(error.details))
+      if (/larger than max|message too large|size larger than/i.test(error.details))
         return new RequestTooLargeError(init);
       return new UnknownEtcdError(init);
     default:

@@ -59,7 +59,19 @@ export type {
 } from './range.js';
 export { DEFAULT_SCAN_PAGE_SIZE, Scan, type ScanOptions, type ScanRequest } from './scan.js';
 export { type SnapshotFile, SnapshotIntegrityError } from './snapshot.js';
-export type { Metadata, TlsOptions, Transport } from './transport/types.js';
+export { GrpcJsTransport } from './transport/grpc-js.js';
+export type {
+  BidiStream,
+  Channel,
+  ChannelCallOptions,
+  ChannelOptions,
+  ChannelState,
+  Metadata,
+  ServerStream,
+  TlsOptions,
+  Transport,
+  TransportFailure,
+} from './transport/types.js';
 export { GrpcStatus, TransportError } from './transport/types.js';
 export type { CommitOptions, Txn, TxnResult } from './txn.js';
 export type { LeaseRef } from './validate.js';
