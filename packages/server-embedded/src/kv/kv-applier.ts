@@ -1,0 +1,118 @@
+// The KV requests as a single etcd member handles them: stateless validation first (what etcd's
+// gRPC layer checks), then a proposal for requests that write (size limit, raft index), then the
+// apply, which turns one request into at most one new revision. Responses carry a header with the
+// revision only; the service layer adds the cluster fields.
+import { EtcdServerError } from '../errors.js';
+import type { Lessor } from '../lease/lessor.js';
+import type { MvccStore } from '../mvcc/store.js';
+import { ProposalKind, type ProposalLog } from '../server/proposals.js';
+import { applyDeleteRange } from './delete.js';
+import { checkIntervals } from './intervals.js';
+import { applyPut, checkPut } from './put.js';
+import { executeRange, hasRevisionFilters, isDefaultOrdering } from './range.js';
+import type {
+  CompactionRequest,
+  CompactionResponse,
+  DeleteRangeRequest,
+  DeleteRangeResponse,
+  PutRequest,
+  PutResponse,
+  RangeRequest,
+  RangeResponse,
+  TxnRequest,
+  TxnResponse,
+} from './requests.js';
+import { numberOf, revisionHeader } from './requests.js';
+import { checkTxn, executeTxn, isReadOnlyTxn, planTxn } from './txn.js';
+import {
+  checkDeleteRequest,
+  checkPutRequest,
+  checkRangeRequest,
+  checkTxnRequest,
+} from './validation.js';
+
+/** What the applier works on. */
+export interface KvApplierOptions {
+  readonly store: MvccStore;
+  readonly lessor: Lessor;
+  readonly proposals: ProposalLog;
+  /** Most ops in one list of a txn (--max-txn-ops). */
+  readonly maxTxnOps: number;
+}
+
+/** Handles Range, Put, DeleteRange, Txn and Compact requests. */
+export class KvApplier {
+  readonly store: MvccStore;
+  private readonly lessor: Lessor;
+  private readonly proposals: ProposalLog;
+  private readonly maxTxnOps: number;
+
+  constructor(options: KvApplierOptions) {
+    this.store = options.store;
+    this.lessor = options.lessor;
+    this.proposals = options.proposals;
+    this.maxTxnOps = options.maxTxnOps;
+  }
+
+  range(r: RangeRequest): RangeResponse {
+    checkRangeRequest(r);
+    return executeRange(this.store, r);
+  }
+
+  /** Checks a RangeStream request before its first chunk (see range-stream.ts). */
+  checkRangeStream(r: RangeRequest): void {
+    checkRangeRequest(r);
+    if (!isDefaultOrdering(r)) throw new EtcdServerError('RANGE_STREAM_SORT');
+    if (hasRevisionFilters(r)) throw new EtcdServerError('RANGE_STREAM_FILTER');
+  }
+
+  /** `requestBytes` is the size of the request's encoding, for the proposal size limit. */
+  put(r: PutRequest, requestBytes: number): PutResponse {
+    checkPutRequest(r);
+    this.proposals.propose(ProposalKind.put, requestBytes);
+    checkPut(this.store, this.lessor, r);
+    const write = this.store.write();
+    try {
+      return applyPut(write, r);
+    } finally {
+      write.end();
+    }
+  }
+
+  deleteRange(r: DeleteRangeRequest, requestBytes: number): DeleteRangeResponse {
+    checkDeleteRequest(r);
+    this.proposals.propose(ProposalKind.deleteRange, requestBytes);
+    const write = this.store.write();
+    try {
+      return applyDeleteRange(write, r);
+    } finally {
+      write.end();
+    }
+  }
+
+  txn(r: TxnRequest, requestBytes: number): TxnResponse {
+    checkTxnRequest(r, this.maxTxnOps);
+    // After the per-op checks, so that a huge txn fails cheaply on them first (as in etcd).
+    checkIntervals(r.success ?? []);
+    checkIntervals(r.failure ?? []);
+    const readOnly = isReadOnlyTxn(r);
+    // A txn that cannot write is served like a read: no proposal, no size limit, no log entry.
+    if (!readOnly) this.proposals.propose(ProposalKind.txn, requestBytes);
+    const plan = planTxn(this.store, r);
+    checkTxn(this.store, this.lessor, r, plan);
+    if (readOnly) return executeTxn(this.store, r, plan);
+    const write = this.store.write();
+    try {
+      return executeTxn(write, r, plan);
+    } finally {
+      write.end();
+    }
+  }
+
+  /** Compaction takes effect logically at once, so `physical` needs no waiting here. */
+  compact(r: CompactionRequest, requestBytes: number): CompactionResponse {
+    this.proposals.propose(ProposalKind.compaction, requestBytes);
+    this.store.compact(numberOf(r.revision));
+    return { header: revisionHeader(this.store.revision) };
+  }
+}

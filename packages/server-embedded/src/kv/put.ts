@@ -1,0 +1,43 @@
+// Put (etcd's txn/put.go). A put always makes a new revision, even with an identical value: the
+// version grows and the create revision stays. ignore_value and ignore_lease keep the key's current
+// value or lease, and need the key to exist.
+import { EtcdServerError } from '../errors.js';
+import type { Lessor } from '../lease/lessor.js';
+import type { ReadView } from '../mvcc/store.js';
+import type { StoreWrite } from '../mvcc/store-write.js';
+import {
+  bigintOf,
+  bytesOf,
+  type PutRequest,
+  type PutResponse,
+  revisionHeader,
+  toWireKeyValue,
+} from './requests.js';
+
+/**
+ * The checks of a put that depend on state, against the view the request starts from: the lease
+ * must exist, and ignore_value / ignore_lease need the key.
+ */
+export function checkPut(view: ReadView, lessor: Lessor, r: PutRequest): void {
+  const lease = bigintOf(r.lease);
+  if (lease !== 0n && !lessor.has(lease)) throw new EtcdServerError('LEASE_NOT_FOUND');
+  if ((r.ignoreValue || r.ignoreLease) && view.range({ key: bytesOf(r.key) }).kvs.length === 0) {
+    throw new EtcdServerError('KEY_NOT_FOUND');
+  }
+}
+
+/** Applies a checked put within `write`. */
+export function applyPut(write: StoreWrite, r: PutRequest): PutResponse {
+  const key = bytesOf(r.key);
+  const previous =
+    r.ignoreValue || r.ignoreLease || r.prevKv ? write.range({ key }).kvs[0] : undefined;
+  // checkPut made sure the key exists for ignore_*; it can still be gone here only when an earlier
+  // op of the same txn deleted it through a "\0" range end (which the duplicate-key rules let
+  // through). etcd crashes on that; we fall back to an empty value and no lease.
+  const value = r.ignoreValue ? (previous?.value ?? new Uint8Array(0)) : bytesOf(r.value);
+  const lease = r.ignoreLease ? (previous?.lease ?? 0n) : bigintOf(r.lease);
+  const revision = write.put(key, value, lease);
+  const response: PutResponse = { header: revisionHeader(revision) };
+  if (r.prevKv && previous !== undefined) response.prevKv = toWireKeyValue(previous);
+  return response;
+}

@@ -1,0 +1,119 @@
+// Range (etcd's txn/range.go): reads a key range at a revision, then applies the revision filters,
+// the sort and the limit. With the default order (by key, ascending) and no filter, the store can
+// stop after limit+1 keys (the extra one tells whether there are more); otherwise every match is
+// read, filtered, sorted, and only then cut to the limit. `count` is always the number of keys in
+// the range at that revision, before filters and limit.
+import { compareBytes, isNullByte } from '../bytes.js';
+import type { KeyRange } from '../mvcc/index.js';
+import type { RangeResult, ReadView } from '../mvcc/store.js';
+import type { KeyValue } from '../mvcc/types.js';
+import {
+  bytesOf,
+  numberOf,
+  type RangeRequest,
+  type RangeResponse,
+  revisionHeader,
+  toWireKeyValue,
+} from './requests.js';
+
+/** RangeRequest.SortOrder */
+const SortOrder = { NONE: 0, ASCEND: 1, DESCEND: 2 } as const;
+/** RangeRequest.SortTarget */
+const SortTarget = { KEY: 0, VERSION: 1, CREATE: 2, MOD: 3, VALUE: 4 } as const;
+
+/**
+ * The store range of a request's key and range_end: empty end = the key alone; "\0" = every key
+ * from `key` on; anything else = [key, end).
+ */
+export function keyRangeOf(key: Uint8Array, rangeEnd: Uint8Array): KeyRange {
+  if (rangeEnd.length === 0) return { key };
+  return { key, end: isNullByte(rangeEnd) ? new Uint8Array(0) : rangeEnd };
+}
+
+/** True for the order the store reads in anyway: by key ascending, or no order at all. */
+export function isDefaultOrdering(r: RangeRequest): boolean {
+  const order = r.sortOrder ?? SortOrder.NONE;
+  const target = r.sortTarget ?? SortTarget.KEY;
+  return order === SortOrder.NONE || (target === SortTarget.KEY && order === SortOrder.ASCEND);
+}
+
+/** True when any min/max mod/create revision filter is set. */
+export function hasRevisionFilters(r: RangeRequest): boolean {
+  return (
+    numberOf(r.minModRevision) !== 0 ||
+    numberOf(r.maxModRevision) !== 0 ||
+    numberOf(r.minCreateRevision) !== 0 ||
+    numberOf(r.maxCreateRevision) !== 0
+  );
+}
+
+/**
+ * Runs a range request against `view`. The response header carries only the view's revision;
+ * `withTotalCount` false lets the store stop counting at the limit (RangeStream counts apart).
+ */
+export function executeRange(
+  view: ReadView,
+  r: RangeRequest,
+  withTotalCount = true,
+): RangeResponse {
+  const limit = numberOf(r.limit);
+  const result = view.range(keyRangeOf(bytesOf(r.key), bytesOf(r.rangeEnd)), {
+    revision: numberOf(r.revision),
+    limit: storeLimit(r, limit),
+    countOnly: r.countOnly ?? false,
+    withTotalCount,
+  });
+  const kvs = sortKeyValues(filterKeyValues(result, r), r);
+  const more = limit > 0 && kvs.length > limit;
+  const kept = more ? kvs.slice(0, limit) : kvs;
+  const keysOnly = r.keysOnly ?? false;
+  return {
+    header: revisionHeader(result.revision),
+    kvs: kept.map((kv) => toWireKeyValue(kv, keysOnly)),
+    more,
+    count: BigInt(result.count),
+  };
+}
+
+function storeLimit(r: RangeRequest, limit: number): number {
+  if (!isDefaultOrdering(r) || hasRevisionFilters(r)) return 0;
+  // One more than asked, to learn whether more keys match.
+  return limit > 0 && limit < Number.MAX_SAFE_INTEGER ? limit + 1 : limit;
+}
+
+function filterKeyValues(result: RangeResult, r: RangeRequest): KeyValue[] {
+  const maxMod = numberOf(r.maxModRevision);
+  const minMod = numberOf(r.minModRevision);
+  const maxCreate = numberOf(r.maxCreateRevision);
+  const minCreate = numberOf(r.minCreateRevision);
+  if (maxMod === 0 && minMod === 0 && maxCreate === 0 && minCreate === 0) return result.kvs;
+  return result.kvs.filter(
+    (kv) =>
+      (maxMod === 0 || kv.modRevision <= maxMod) &&
+      (minMod === 0 || kv.modRevision >= minMod) &&
+      (maxCreate === 0 || kv.createRevision <= maxCreate) &&
+      (minCreate === 0 || kv.createRevision >= minCreate),
+  );
+}
+
+const comparators: Record<number, (a: KeyValue, b: KeyValue) => number> = {
+  [SortTarget.KEY]: (a, b) => compareBytes(a.key, b.key),
+  [SortTarget.VERSION]: (a, b) => a.version - b.version,
+  [SortTarget.CREATE]: (a, b) => a.createRevision - b.createRevision,
+  [SortTarget.MOD]: (a, b) => a.modRevision - b.modRevision,
+  [SortTarget.VALUE]: (a, b) => compareBytes(a.value, b.value),
+};
+
+function sortKeyValues(kvs: KeyValue[], r: RangeRequest): KeyValue[] {
+  const target = r.sortTarget ?? SortTarget.KEY;
+  let order = r.sortOrder ?? SortOrder.NONE;
+  // A sort target without an order means ascending by that target.
+  if (target !== SortTarget.KEY && order === SortOrder.NONE) order = SortOrder.ASCEND;
+  if (order === SortOrder.NONE || (target === SortTarget.KEY && order === SortOrder.ASCEND)) {
+    return kvs;
+  }
+  const compare = comparators[target];
+  if (compare === undefined) return kvs;
+  // Array.prototype.sort is stable: equal sort values keep key order, in both directions.
+  return order === SortOrder.DESCEND ? kvs.sort((a, b) => compare(b, a)) : kvs.sort(compare);
+}

@@ -1,0 +1,87 @@
+// What is left of raft in a single-member server: the term and log index that Status and response
+// headers report, and the size limit etcd enforces when it proposes a request. etcd wraps every
+// write request in an InternalRaftRequest with a request header and rejects it when that encoding
+// is over --max-request-bytes, so the limit bites a few bytes before the request's own size; the
+// wrapper is sized here exactly as etcd would encode it.
+import { EtcdServerError } from '../errors.js';
+
+/** InternalRaftRequest field numbers of the requests that go through raft. */
+export const ProposalKind = {
+  put: 4,
+  deleteRange: 5,
+  txn: 6,
+  compaction: 7,
+  leaseGrant: 8,
+  leaseRevoke: 9,
+  alarm: 10,
+} as const;
+
+/** An InternalRaftRequest field number. */
+export type ProposalKind = (typeof ProposalKind)[keyof typeof ProposalKind];
+
+/** A fresh single-member etcd has won its first election (term 2) and applied 4 entries. */
+const INITIAL_TERM = 2;
+const INITIAL_INDEX = 4;
+
+/** The raft log of a single member: every proposal is committed and applied at once. */
+export class ProposalLog {
+  /** The raft term; constant while there is one member and no leader change. */
+  readonly term = INITIAL_TERM;
+  private appliedIndex = INITIAL_INDEX;
+  private readonly maxRequestBytes: number;
+  private readonly requestIds: RequestIdGenerator;
+
+  constructor(options: { memberId: bigint; maxRequestBytes: number }) {
+    this.maxRequestBytes = options.maxRequestBytes;
+    this.requestIds = new RequestIdGenerator(options.memberId);
+  }
+
+  /** The index of the last applied entry (Status' raftIndex and raftAppliedIndex). */
+  get index(): number {
+    return this.appliedIndex;
+  }
+
+  /**
+   * Proposes a request whose encoding is `requestBytes` long: rejects it when the wrapped request
+   * is over the limit, otherwise appends it to the log. The caller applies it afterwards; a request
+   * that then fails (a missing lease, a compacted revision) still used its log entry, as in etcd.
+   */
+  propose(kind: ProposalKind, requestBytes: number): void {
+    const id = this.requestIds.next();
+    const header = fieldSize(100, 1 + varintSize(id));
+    if (header + fieldSize(kind, requestBytes) > this.maxRequestBytes) {
+      throw new EtcdServerError('REQUEST_TOO_LARGE');
+    }
+    this.appliedIndex++;
+  }
+}
+
+/** etcd's request ids: the member id's low 16 bits, then milliseconds (40 bits) and a counter. */
+class RequestIdGenerator {
+  private readonly prefix: bigint;
+  private suffix: bigint;
+
+  constructor(memberId: bigint) {
+    this.prefix = (memberId & 0xffffn) << 48n;
+    this.suffix = (BigInt(Date.now()) & 0xff_ffff_ffffn) << 8n;
+  }
+
+  next(): bigint {
+    this.suffix = (this.suffix + 1n) & 0xffff_ffff_ffffn;
+    return this.prefix | this.suffix;
+  }
+}
+
+/** Size of a length-delimited field: tag, length, payload. */
+function fieldSize(fieldNumber: number, payloadBytes: number): number {
+  return varintSize(BigInt(fieldNumber << 3)) + varintSize(BigInt(payloadBytes)) + payloadBytes;
+}
+
+function varintSize(value: bigint): number {
+  let size = 1;
+  while (value >= 0x80n) {
+    value >>= 7n;
+    size++;
+  }
+  return size;
+}
