@@ -1,1 +1,28 @@
-export {};
+/**
+ * @etcdkit/server-embedded: an etcd v3 server inside the test process, indistinguishable from a
+ * real etcd on the wire.
+ *
+ * @module @etcdkit/server-embedded
+ */
+export type { Clock, Timer } from './clock.js';
+export { systemClock } from './clock.js';
+export {
+  DEFAULT_ETCD_VERSION,
+  EmbeddedEtcd,
+  type EmbeddedEtcdOptions,
+} from './embedded-etcd.js';
+export { EtcdServerError, GrpcCode, type ServerErrorCode } from './errors.js';
+export { LeaseTable } from './lease/lease-table.js';
+export type { Lessor } from './lease/lessor.js';
+export type { KeyRange } from './mvcc/index.js';
+export type {
+  CommitListener,
+  KvHash,
+  MvccStore,
+  RangeOptions,
+  RangeResult,
+  ReadView,
+} from './mvcc/store.js';
+export type { StoreWrite } from './mvcc/store-write.js';
+export type { CommittedRevision, KeyValue, MvccEvent } from './mvcc/types.js';
+export type { MemberIdentity } from './server/member.js';

@@ -1,0 +1,161 @@
+// The embedded server: an in-process etcd member serving the etcd v3 gRPC API on 127.0.0.1.
+
+import {
+  etcdserverpb_Auth,
+  etcdserverpb_Cluster,
+  etcdserverpb_KV,
+  etcdserverpb_Lease,
+  etcdserverpb_Maintenance,
+  etcdserverpb_Watch,
+  grpc_health_v1_Health,
+  type MethodDescriptor,
+  v3electionpb_Election,
+  v3lockpb_Lock,
+} from '@etcdkit/client/protocol';
+import * as grpc from '@grpc/grpc-js';
+import { KvApplier } from './kv/kv-applier.js';
+import { LeaseTable } from './lease/lease-table.js';
+import { MvccStore } from './mvcc/store.js';
+import { type MemberIdentity, randomId } from './server/member.js';
+import { ProposalLog } from './server/proposals.js';
+import { registerClusterService } from './services/cluster-service.js';
+import type { ServiceContext } from './services/context.js';
+import { registerHealthService } from './services/health-service.js';
+import { registerKvService } from './services/kv-service.js';
+import { registerMaintenanceService } from './services/maintenance-service.js';
+import { ServiceRegistry } from './services/registry.js';
+
+/** The etcd version the server claims by default: the API level it implements (RangeStream). */
+export const DEFAULT_ETCD_VERSION = '3.7.0';
+
+/** Options of {@link EmbeddedEtcd.start}. Every limit defaults to etcd's default. */
+export interface EmbeddedEtcdOptions {
+  /** Port to listen on, on 127.0.0.1. Default 0: a free port chosen by the system. */
+  readonly port?: number;
+  /** Member name (`--name`). Default `"default"`. */
+  readonly name?: string;
+  /** Most operations in one list of a txn (`--max-txn-ops`). Default 128. */
+  readonly maxTxnOps?: number;
+  /**
+   * Largest write request, in bytes (`--max-request-bytes`). Default 1.5 MiB. gRPC refuses
+   * messages over this plus 512 KiB outright (ResourceExhausted).
+   */
+  readonly maxRequestBytes?: number;
+  /** Backend quota reported by Status (`--quota-backend-bytes`). Default 2 GiB. */
+  readonly quotaBackendBytes?: number;
+  /** The version Status reports; clients pick features by it. Default {@link DEFAULT_ETCD_VERSION}. */
+  readonly version?: string;
+  /** Cluster id of response headers. Default: random per server. */
+  readonly clusterId?: bigint;
+  /** Member id of response headers. Default: random per server. */
+  readonly memberId?: bigint;
+}
+
+const HOST = '127.0.0.1';
+/** gRPC accepts this much more than max-request-bytes, as etcd does, so the limit is etcd's error. */
+const GRPC_OVERHEAD_BYTES = 512 * 1024;
+
+/** An etcd v3 server running inside this process, in memory. */
+export class EmbeddedEtcd {
+  /** The client URL, `http://127.0.0.1:PORT`. */
+  readonly endpoint: string;
+  /** The client URLs, for clients that take a list. */
+  readonly endpoints: readonly string[];
+  /** The port the server listens on. */
+  readonly port: number;
+  /** The etcd version the server claims (Status' `version`). */
+  readonly version: string;
+  /** Ids and URLs the server reports for itself. */
+  readonly member: MemberIdentity;
+  /** The MVCC store behind the KV API. */
+  readonly store: MvccStore;
+  /** Leases, until the lease service replaces this minimal table. */
+  readonly leases: LeaseTable;
+  private readonly server: grpc.Server;
+  private stopped: Promise<void> | undefined;
+
+  private constructor(init: {
+    server: grpc.Server;
+    port: number;
+    version: string;
+    member: MemberIdentity;
+    store: MvccStore;
+    leases: LeaseTable;
+  }) {
+    this.server = init.server;
+    this.port = init.port;
+    this.version = init.version;
+    this.member = init.member;
+    this.store = init.store;
+    this.leases = init.leases;
+    this.endpoint = `http://${HOST}:${init.port}`;
+    this.endpoints = [this.endpoint];
+  }
+
+  /** Starts a server with a fresh, empty store (revision 1). */
+  static async start(options: EmbeddedEtcdOptions = {}): Promise<EmbeddedEtcd> {
+    const maxRequestBytes = options.maxRequestBytes ?? 1.5 * 1024 * 1024;
+    const server = new grpc.Server({
+      'grpc.max_receive_message_length': maxRequestBytes + GRPC_OVERHEAD_BYTES,
+      'grpc.max_send_message_length': -1,
+    });
+    const port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(
+        `${HOST}:${options.port ?? 0}`,
+        grpc.ServerCredentials.createInsecure(),
+        (error, bound) => (error ? reject(error) : resolve(bound)),
+      );
+    });
+    const endpoint = `http://${HOST}:${port}`;
+    const member: MemberIdentity = {
+      clusterId: options.clusterId ?? randomId(),
+      memberId: options.memberId ?? randomId(),
+      name: options.name ?? 'default',
+      // etcd's default --initial-advertise-peer-urls; the embedded server has no peer listener.
+      peerUrls: ['http://localhost:2380'],
+      clientUrls: [endpoint],
+    };
+    const leases = new LeaseTable();
+    const store = new MvccStore({ lessor: leases });
+    const proposals = new ProposalLog({ memberId: member.memberId, maxRequestBytes });
+    const version = options.version ?? DEFAULT_ETCD_VERSION;
+    const context: ServiceContext = {
+      member,
+      proposals,
+      store,
+      kv: new KvApplier({ store, lessor: leases, proposals, maxTxnOps: options.maxTxnOps ?? 128 }),
+      version,
+      maxRequestBytes,
+      quotaBackendBytes: options.quotaBackendBytes ?? 2 * 1024 * 1024 * 1024,
+    };
+    const registry = new ServiceRegistry(server);
+    registerKvService(registry, context);
+    registerMaintenanceService(registry, context);
+    registerClusterService(registry, context);
+    registerHealthService(registry);
+    const services = [
+      etcdserverpb_KV,
+      etcdserverpb_Watch,
+      etcdserverpb_Lease,
+      etcdserverpb_Cluster,
+      etcdserverpb_Maintenance,
+      etcdserverpb_Auth,
+      v3lockpb_Lock,
+      v3electionpb_Election,
+      grpc_health_v1_Health,
+    ];
+    for (const service of services) {
+      registry.unimplemented(service as Record<string, MethodDescriptor<unknown, unknown>>);
+    }
+    return new EmbeddedEtcd({ server, port, version, member, store, leases });
+  }
+
+  /** Stops listening and closes every connection; calls in flight fail. Safe to call twice. */
+  stop(): Promise<void> {
+    this.stopped ??= new Promise<void>((resolve) => {
+      this.server.forceShutdown();
+      resolve();
+    });
+    return this.stopped;
+  }
+}

@@ -1,0 +1,41 @@
+// What the gRPC services share: the member's identity, its raft log, the store and the KV applier.
+import type { KvApplier } from '../kv/kv-applier.js';
+import type { ResponseHeader } from '../kv/requests.js';
+import type { MvccStore } from '../mvcc/store.js';
+import type { MemberIdentity } from '../server/member.js';
+import type { ProposalLog } from '../server/proposals.js';
+
+/** The server state behind the services. */
+export interface ServiceContext {
+  readonly member: MemberIdentity;
+  readonly proposals: ProposalLog;
+  readonly store: MvccStore;
+  readonly kv: KvApplier;
+  /** The etcd version the server claims (Status). */
+  readonly version: string;
+  readonly maxRequestBytes: number;
+  /** --quota-backend-bytes, reported by Status. */
+  readonly quotaBackendBytes: number;
+}
+
+/** A header with the cluster fields set, keeping `header`'s revision (none: the current one). */
+export function fillHeader(
+  context: ServiceContext,
+  header?: ResponseHeader | null,
+): ResponseHeader {
+  const revision = header?.revision ? header.revision : BigInt(context.store.revision);
+  return { ...fillHeaderWithoutRevision(context, header), revision };
+}
+
+/** A header with the cluster fields set and `header`'s revision, even when that is none. */
+export function fillHeaderWithoutRevision(
+  context: ServiceContext,
+  header?: ResponseHeader | null,
+): ResponseHeader {
+  return {
+    clusterId: context.member.clusterId,
+    memberId: context.member.memberId,
+    revision: header?.revision ?? 0n,
+    raftTerm: BigInt(context.proposals.term),
+  };
+}

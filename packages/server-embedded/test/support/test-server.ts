@@ -1,0 +1,68 @@
+// A fresh server per test. By default the embedded one; with ETCDKIT_SERVER_SPEC_BACKEND=etcd the
+// same tests run against a real etcd (a fresh process each time, through the testkit), which is
+// how the expectations here were checked.
+import { startEtcd } from '@etcdkit/testkit';
+import { EmbeddedEtcd, type EmbeddedEtcdOptions } from '../../src/index.js';
+import { RawClient } from './grpc-client.js';
+
+/** A started server and a raw client connected to it. */
+export interface TestServer {
+  /** `embedded` or `etcd`. */
+  readonly backend: 'embedded' | 'etcd';
+  /** The server's etcd version, e.g. `3.7.0` (embedded) or `3.4.23`. */
+  readonly version: string;
+  readonly endpoint: string;
+  readonly client: RawClient;
+  /** The embedded server itself, when that is the backend. */
+  readonly embedded: EmbeddedEtcd | undefined;
+  stop(): Promise<void>;
+}
+
+/** Which backend these tests run against. */
+export const specBackend: 'embedded' | 'etcd' =
+  process.env.ETCDKIT_SERVER_SPEC_BACKEND === 'etcd' ? 'etcd' : 'embedded';
+
+/** Limits that both backends take (as options or as etcd flags). */
+export type TestServerOptions = Pick<EmbeddedEtcdOptions, 'maxTxnOps' | 'maxRequestBytes'>;
+
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  if (specBackend === 'etcd') {
+    const args: string[] = [];
+    if (options.maxTxnOps !== undefined) args.push('--max-txn-ops', String(options.maxTxnOps));
+    if (options.maxRequestBytes !== undefined) {
+      args.push('--max-request-bytes', String(options.maxRequestBytes));
+    }
+    const etcd = await startEtcd({ args });
+    const client = new RawClient(etcd.endpoint);
+    return {
+      backend: 'etcd',
+      version: etcd.version,
+      endpoint: etcd.endpoint,
+      client,
+      embedded: undefined,
+      async stop() {
+        client.close();
+        await etcd.stop();
+      },
+    };
+  }
+  const server = await EmbeddedEtcd.start(options);
+  const client = new RawClient(server.endpoint);
+  return {
+    backend: 'embedded',
+    version: server.version,
+    endpoint: server.endpoint,
+    client,
+    embedded: server,
+    async stop() {
+      client.close();
+      await server.stop();
+    },
+  };
+}
+
+/** True when the version is at least `major.minor`. */
+export function versionAtLeast(version: string, major: number, minor: number): boolean {
+  const [a = 0, b = 0] = version.split('.').map(Number);
+  return a > major || (a === major && b >= minor);
+}
