@@ -99,12 +99,16 @@ export class EmbeddedEtcd {
       'grpc.max_receive_message_length': maxRequestBytes + GRPC_OVERHEAD_BYTES,
       'grpc.max_send_message_length': -1,
     });
+    // A failed bind (a port in use) must not leave the server object holding resources.
     const port = await new Promise<number>((resolve, reject) => {
       server.bindAsync(
         `${HOST}:${options.port ?? 0}`,
         grpc.ServerCredentials.createInsecure(),
         (error, bound) => (error ? reject(error) : resolve(bound)),
       );
+    }).catch((error: unknown) => {
+      server.forceShutdown();
+      throw error;
     });
     const endpoint = `http://${HOST}:${port}`;
     const member: MemberIdentity = {
@@ -157,5 +161,10 @@ export class EmbeddedEtcd {
       resolve();
     });
     return this.stopped;
+  }
+
+  /** Stops the server, for `await using server = await EmbeddedEtcd.start()`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop();
   }
 }

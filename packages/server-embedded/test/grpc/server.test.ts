@@ -137,17 +137,19 @@ describe('embedded server', () => {
     }
   });
 
-  it('listens on a free port of 127.0.0.1 by default and on the port asked for', async () => {
-    const first = await EmbeddedEtcd.start();
-    const second = await EmbeddedEtcd.start({ port: first.port + 1 }).catch(() => undefined);
-    try {
-      expect(first.endpoint).toBe(`http://127.0.0.1:${first.port}`);
-      expect(first.endpoints).toEqual([first.endpoint]);
-      if (second !== undefined) expect(second.port).toBe(first.port + 1);
-    } finally {
-      await first.stop();
-      await second?.stop();
-    }
+  it('listens on a free port of 127.0.0.1 by default, and on the port asked for', async () => {
+    await using first = await EmbeddedEtcd.start();
+    expect(first.endpoint).toBe(`http://127.0.0.1:${first.port}`);
+    expect(first.endpoints).toEqual([first.endpoint]);
+    const port = first.port;
+    await first.stop();
+    await using again = await EmbeddedEtcd.start({ port });
+    expect(again.port).toBe(port);
+  });
+
+  it('fails to start on a port in use', async () => {
+    await using first = await EmbeddedEtcd.start();
+    await expect(EmbeddedEtcd.start({ port: first.port })).rejects.toThrow(/EADDRINUSE|address/i);
   });
 
   it('stop() closes connections; later calls fail as Unavailable', async () => {
