@@ -14,8 +14,3 @@ export type BTree<K, V> = InstanceType<typeof sortedBtree.default<K, V>>;
 export function newStringTree<V>(): BTree<string, V> {
   return new BTreeConstructor<string, V>(undefined, (a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
-
-/** A new, empty tree of number keys in ascending order. */
-export function newNumberTree<V>(): BTree<number, V> {
-  return new BTreeConstructor<number, V>(undefined, (a, b) => a - b);
-}

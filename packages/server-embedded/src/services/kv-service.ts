@@ -1,14 +1,17 @@
 // etcdserverpb.KV over gRPC: thin adapters from the wire to the KV applier.
 import { etcdserverpb_KV } from '@etcdkit/client/protocol';
 import { rangeStreamChunks } from '../kv/range-stream.js';
+import type { ResponseHeader } from '../kv/requests.js';
 import { fillHeader, fillHeaderWithoutRevision, type ServiceContext } from './context.js';
 import type { ServiceRegistry } from './registry.js';
 
 export function registerKvService(registry: ServiceRegistry, context: ServiceContext): void {
   const { kv } = context;
-  const withHeader = <T extends { header?: unknown }>(response: T): T => ({
+  // The applier's headers carry the revision; the cluster fields are added here, as etcd's gRPC
+  // layer does.
+  const withHeader = <T extends { header?: ResponseHeader | null }>(response: T): T => ({
     ...response,
-    header: fillHeader(context, response.header as Parameters<typeof fillHeader>[1]),
+    header: fillHeader(context, response.header),
   });
   registry.unary(etcdserverpb_KV.Range, (request) => withHeader(kv.range(request)));
   registry.unary(etcdserverpb_KV.Put, (request, size) => withHeader(kv.put(request, size)));
