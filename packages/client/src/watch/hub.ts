@@ -1,0 +1,320 @@
+// The one watch stream of a client. Every watcher of a connection (namespaced views included) goes
+// through one hub, which keeps at most one Watch stream open: it opens it when the first watcher
+// needs it, closes it when the last one leaves, and after any failure (connection lost, server
+// restarted, stream stalled, token expired) opens a new one on which every watcher resumes from
+// its last delivered revision + 1.
+import { backoffDelay } from '../connection/backoff.js';
+import type { Rpc } from '../connection/types.js';
+import { ClientClosedError, type EtcdError, InvalidConfigError, toEtcdError } from '../errors.js';
+import { etcdserverpb_Watch } from '../generated/methods.js';
+import type { KeyPrefix } from '../namespace.js';
+import {
+  isAuthError,
+  type SessionOwner,
+  type WatchBidiStream,
+  WatchSession,
+  type WatchSubscriber,
+} from './session.js';
+import { sleep } from './sleep.js';
+import { watchSpec } from './spec.js';
+import type { StallTiming } from './stall.js';
+import type { WatchHooks, WatchRequest, WatchStreamOptions } from './types.js';
+import { Watcher, type WatcherHost } from './watcher.js';
+
+/** Defaults of {@link WatchStreamOptions}. */
+export const WATCH_STREAM_DEFAULTS = {
+  progressIntervalMs: 10_000,
+  stallTimeoutMs: 5_000,
+  maxReconnectDelayMs: 5_000,
+} as const;
+
+/**
+ * What the hub can use beyond `Rpc` when the connection offers it (the Connection does): a fresh
+ * auth token after the server refused the stream's, and a fresh TCP connection after a stall.
+ */
+interface RecoverableRpc extends Rpc {
+  refreshToken?(): Promise<void>;
+  redial?(): void;
+}
+
+/** Failures after which reopening the stream cannot help. */
+const FATAL_CODES = new Set(['CLIENT_CLOSED', 'UNIMPLEMENTED', 'INVALID_ARGUMENT', 'AUTH_FAILED']);
+
+const hubs = new WeakMap<Rpc, WatchHub>();
+
+/** The hub of `rpc`, created with default settings on first use. */
+export function watchHubOf(rpc: Rpc): WatchHub {
+  let hub = hubs.get(rpc);
+  if (!hub) {
+    hub = new WatchHub(rpc, {});
+    hubs.set(rpc, hub);
+  }
+  return hub;
+}
+
+/**
+ * Sets the watch stream settings of `rpc` (the Etcd facade calls it with `options.watch`). Must
+ * come before the first watch on it. Throws InvalidConfigError on bad values.
+ */
+export function configureWatchHub(rpc: Rpc, options: WatchStreamOptions | undefined): void {
+  hubs.set(rpc, new WatchHub(rpc, options ?? {}));
+}
+
+/** Ends every watcher of `rpc` with ClientClosedError (the client is closing). */
+export function closeWatchHub(rpc: Rpc): void {
+  hubs.get(rpc)?.close(new ClientClosedError());
+}
+
+function duration(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value === 'number' && Number.isFinite(value) && value > 0) return value;
+  throw new InvalidConfigError(
+    `watch.${name} must be a positive number of ms, got ${String(value)}`,
+  );
+}
+
+/** One connection's watch stream and its watchers. */
+export class WatchHub implements WatcherHost, SessionOwner {
+  /** Observability callbacks. */
+  readonly hooks: WatchHooks;
+  readonly #rpc: RecoverableRpc;
+  readonly #timing: StallTiming;
+  readonly #maxDelayMs: number;
+  readonly #watchers = new Set<Watcher>();
+  /** Watchers that need a server-side watch now (not paused, not ended). */
+  readonly #active = new Set<Watcher>();
+  #session: WatchSession | undefined;
+  #running = false;
+  #attempt: AbortController | undefined;
+  #closed: EtcdError | undefined;
+  #streamAuthRetried = false;
+
+  constructor(rpc: Rpc, options: WatchStreamOptions) {
+    this.#rpc = rpc;
+    this.#timing = {
+      progressIntervalMs: duration(
+        'progressIntervalMs',
+        options.progressIntervalMs,
+        WATCH_STREAM_DEFAULTS.progressIntervalMs,
+      ),
+      stallTimeoutMs: duration(
+        'stallTimeoutMs',
+        options.stallTimeoutMs,
+        WATCH_STREAM_DEFAULTS.stallTimeoutMs,
+      ),
+    };
+    this.#maxDelayMs = duration(
+      'maxReconnectDelayMs',
+      options.maxReconnectDelayMs,
+      WATCH_STREAM_DEFAULTS.maxReconnectDelayMs,
+    );
+    this.hooks = options.hooks ?? {};
+  }
+
+  /** Watchers alive on this hub. */
+  get watcherCount(): number {
+    return this.#watchers.size;
+  }
+
+  /** Whether a stream is open now. */
+  get streamOpen(): boolean {
+    return this.#session !== undefined && !this.#session.ended;
+  }
+
+  /** Starts a watcher (validating the request first; throws InvalidArgumentError). */
+  watch(request: WatchRequest, ns: KeyPrefix): Watcher {
+    const watcher = new Watcher(watchSpec(request, ns), this);
+    if (watcher.closed) return watcher;
+    if (this.#closed) {
+      watcher.fail(this.#closed);
+      return watcher;
+    }
+    this.#watchers.add(watcher);
+    this.request(watcher);
+    return watcher;
+  }
+
+  /** Ends every watcher with `error` and keeps refusing new ones (the client closed). */
+  close(error: EtcdError): void {
+    this.#closed ??= error;
+    this.#idle('closed');
+    this.#failAll(error);
+  }
+
+  /** @internal */
+  request(watcher: Watcher): void {
+    if (!watcher.wantsStream || this.#closed) return;
+    this.#active.add(watcher);
+    const session = this.#session;
+    if (session && !session.ended) session.create(watcher);
+    else this.#ensureRunning();
+  }
+
+  /** @internal */
+  pause(watcher: Watcher): void {
+    this.#active.delete(watcher);
+    this.#session?.cancel(watcher, true);
+    if (this.#active.size === 0) this.#idle('idle');
+  }
+
+  /** @internal */
+  detach(watcher: Watcher): void {
+    this.#watchers.delete(watcher);
+    this.#active.delete(watcher);
+    this.#session?.cancel(watcher, false);
+    if (this.#active.size === 0) this.#idle('idle');
+  }
+
+  /** @internal */
+  released(_subscriber: WatchSubscriber): void {
+    // The pause is complete; the watcher asks again through request() once drained.
+  }
+
+  /** @internal */
+  rejected(subscriber: WatchSubscriber, error: EtcdError): void {
+    const watcher = subscriber as Watcher;
+    const session = this.#session;
+    if (
+      isAuthError(error) &&
+      this.#rpc.refreshToken !== undefined &&
+      !watcher.authRetried &&
+      session !== undefined &&
+      !session.ended
+    ) {
+      // The stream's token may have expired (etcd 3.4 then says "permission denied"): get a new
+      // one and reopen. A watcher refused again with the fresh token fails (authRetried).
+      session.close('auth', error);
+      return;
+    }
+    watcher.fail(error);
+  }
+
+  /** @internal */
+  stalled(): void {
+    // A stream that stops answering usually sits on a dead (half-open) connection that the
+    // transport still calls ready; without a new one, the next stream would stall the same way.
+    try {
+      this.#rpc.redial?.();
+    } catch {
+      // Best effort: the reopened stream will fail and be retried if the connection is bad.
+    }
+  }
+
+  #idle(reason: 'idle' | 'closed'): void {
+    this.#session?.close(reason);
+    this.#attempt?.abort();
+  }
+
+  #failAll(error: EtcdError): void {
+    for (const watcher of [...this.#watchers]) watcher.fail(error);
+  }
+
+  #ensureRunning(): void {
+    if (this.#running || this.#closed || this.#active.size === 0) return;
+    this.#running = true;
+    void this.#run();
+  }
+
+  async #run(): Promise<void> {
+    let failures = 0;
+    try {
+      while (!this.#closed && this.#active.size > 0) {
+        const attempt = new AbortController();
+        this.#attempt = attempt;
+        if (failures > 0) {
+          await sleep(
+            backoffDelay(failures, { baseMs: 100, maxMs: this.#maxDelayMs }),
+            attempt.signal,
+          );
+          if (attempt.signal.aborted) continue;
+        }
+        let stream: WatchBidiStream;
+        try {
+          stream = await this.#rpc.bidiStream(etcdserverpb_Watch.Watch, { signal: attempt.signal });
+        } catch (error) {
+          if (attempt.signal.aborted) continue;
+          const failure = toEtcdError(error);
+          if (!(await this.#shouldRetry(failure))) break;
+          failures++;
+          continue;
+        }
+        if (attempt.signal.aborted || this.#closed || this.#active.size === 0) {
+          stream.cancel();
+          continue;
+        }
+        const session = new WatchSession(stream, this, this.#timing);
+        this.#session = session;
+        safely(this.hooks.onStreamOpen, undefined);
+        for (const watcher of this.#active) session.create(watcher);
+        const end = await session.run();
+        if (this.#session === session) this.#session = undefined;
+        safely(
+          this.hooks.onStreamClose,
+          end.error ? { reason: end.reason, error: end.error } : { reason: end.reason },
+        );
+        if (end.answered) this.#streamAuthRetried = false;
+        if (end.reason === 'idle' || end.reason === 'closed') {
+          failures = 0;
+          continue;
+        }
+        if (end.reason === 'auth') {
+          // Everyone goes back with the fresh token; whoever is refused again fails.
+          for (const watcher of this.#active) watcher.authRetried = true;
+          if (!(await this.#refreshToken())) break;
+          failures = 0;
+          continue;
+        }
+        if (end.reason === 'stall') {
+          failures = 1;
+          continue;
+        }
+        const failure = end.error ?? new ClientClosedError();
+        if (!(await this.#shouldRetry(failure))) break;
+        failures = end.answered ? 1 : failures + 1;
+      }
+    } finally {
+      this.#running = false;
+      this.#attempt = undefined;
+      // A watcher may have arrived while the loop was deciding to stop.
+      this.#ensureRunning();
+    }
+  }
+
+  /**
+   * Whether reopening the stream after `error` can help. Auth failures refresh the token once;
+   * fatal failures end every watcher (and `false` is returned).
+   */
+  async #shouldRetry(error: EtcdError): Promise<boolean> {
+    if (isAuthError(error) && this.#rpc.refreshToken !== undefined && !this.#streamAuthRetried) {
+      this.#streamAuthRetried = true;
+      return this.#refreshToken();
+    }
+    if (FATAL_CODES.has(error.code) || isAuthError(error)) {
+      if (error.code === 'CLIENT_CLOSED') this.#closed ??= error;
+      this.#failAll(error);
+      return false;
+    }
+    return true;
+  }
+
+  async #refreshToken(): Promise<boolean> {
+    try {
+      await this.#rpc.refreshToken?.();
+      return true;
+    } catch (error) {
+      const failure = toEtcdError(error);
+      if (failure.code === 'CLIENT_CLOSED') this.#closed ??= failure;
+      this.#failAll(failure);
+      return false;
+    }
+  }
+}
+
+function safely<E>(hook: ((event: E) => void) | undefined, event: E): void {
+  if (!hook) return;
+  try {
+    hook(event);
+  } catch {
+    // Hooks never break watches.
+  }
+}
