@@ -6,9 +6,14 @@ import type { ConnectionOptions } from './connection/options.js';
 import { KV } from './kv.js';
 import { LeaseClient } from './lease.js';
 import { MaintenanceClient } from './maintenance.js';
+import { closeWatchHub, configureWatchHub } from './watch/hub.js';
+import type { WatchStreamOptions } from './watch/types.js';
 
-/** Options of {@link Etcd}: how to connect. See {@link ConnectionOptions}. */
-export type EtcdOptions = ConnectionOptions;
+/** Options of {@link Etcd}: how to connect (see {@link ConnectionOptions}), and how to watch. */
+export type EtcdOptions = ConnectionOptions & {
+  /** Settings of the watch stream every watcher of this client shares (stall detection...). */
+  readonly watch?: WatchStreamOptions;
+};
 
 /**
  * An etcd client. It is the {@link KV} API of the whole store (`get`, `range`, `scan`, `put`,
@@ -48,6 +53,7 @@ export class Etcd extends KV {
     this.cluster = new ClusterClient(connection);
     this.maintenance = new MaintenanceClient(connection);
     this.auth = new AuthClient(connection);
+    configureWatchHub(connection, options.watch);
   }
 
   /**
@@ -55,6 +61,7 @@ export class Etcd extends KV {
    * Resolves once every connection is released. Calling it again returns the same promise.
    */
   close(): Promise<void> {
+    closeWatchHub(this.connection);
     return this.connection.close();
   }
 

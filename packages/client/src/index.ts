@@ -75,3 +75,30 @@ export type {
 export { GrpcStatus, TransportError } from './transport/types.js';
 export type { CommitOptions, Txn, TxnResult } from './txn.js';
 export type { LeaseRef } from './validate.js';
+export { WatchCompactedError } from './watch/errors.js';
+export { WATCH_STREAM_DEFAULTS } from './watch/hub.js';
+export {
+  Informer,
+  type InformerEvents,
+  type InformerOptions,
+  type InformerRequest,
+  informer,
+} from './watch/informer.js';
+export { DEFAULT_MAX_BUFFERED_EVENTS } from './watch/spec.js';
+export type {
+  WatchBackpressureEvent,
+  WatchBatch,
+  WatchEvent,
+  WatcherEvents,
+  WatchFilter,
+  WatchHooks,
+  WatchKeys,
+  WatchOptions,
+  WatchProgress,
+  WatchRequest,
+  WatchResumed,
+  WatchStreamCloseEvent,
+  WatchStreamCloseReason,
+  WatchStreamOptions,
+} from './watch/types.js';
+export { Watcher } from './watch/watcher.js';

@@ -28,6 +28,9 @@ import {
 import { Scan, type ScanRequest } from './scan.js';
 import { Txn } from './txn.js';
 import { bytesArg, flagArg, objectArg, revisionArg } from './validate.js';
+import { watchHubOf } from './watch/hub.js';
+import type { WatchRequest } from './watch/types.js';
+import type { Watcher } from './watch/watcher.js';
 
 /** Options of {@link KV.count}. */
 export interface CountOptions extends CallOptions {
@@ -144,6 +147,23 @@ export class KV {
    */
   scan(request: ScanRequest): Scan {
     return new Scan(this.rpc, this.ns, request);
+  }
+
+  /**
+   * Watches a key or a range: every change, one batch per revision, in order, exactly once, across
+   * reconnects, server restarts and token expiry. All watchers of a client (namespaces included)
+   * share one stream. Consume the {@link Watcher} with `for await` or its events; close it (or
+   * leave the loop) when done. Invalid requests throw InvalidArgumentError at once.
+   *
+   * @example
+   * ```ts
+   * for await (const batch of etcd.watch({ prefix: 'config/', startRevision: rev + 1n })) {
+   *   for (const event of batch.events) console.log(event.type, event.kv.keyText());
+   * }
+   * ```
+   */
+  watch(request: WatchRequest): Watcher {
+    return watchHubOf(this.rpc).watch(request, this.ns);
   }
 
   /** Writes one key. Every put creates a new revision, even when the value is unchanged. */
