@@ -275,6 +275,20 @@ export class Connection implements Rpc {
   }
 
   /**
+   * Drops the connection to the current endpoint (it goes into backoff, so calls move to another
+   * endpoint if there is one) and closes its channel, so the next call or stream dials afresh.
+   * Stream owners call it when a stream stopped answering although the transport still reports
+   * the connection ready (a half-open TCP connection, a frozen server): otherwise the next stream
+   * would go to the same dead connection. Calls in flight on it fail.
+   */
+  redial(): void {
+    if (this.closed) return;
+    const endpoint = this.#pool.current;
+    this.#pool.failed(endpoint);
+    this.#pool.discard(endpoint);
+  }
+
+  /**
    * The metadata calls are sent with now (`token` when authenticated, `hasleader` with
    * requireLeader), authenticating first if needed.
    */

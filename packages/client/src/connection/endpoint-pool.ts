@@ -135,6 +135,17 @@ export class EndpointPool {
     }
   }
 
+  /**
+   * Closes `endpoint`'s channel now, whatever state the transport reports, so the next pick dials
+   * a new connection. For a connection that stopped answering although it still looks ready (a
+   * half-open TCP connection). Calls in flight on it fail.
+   */
+  discard(endpoint: PooledEndpoint): void {
+    const e = endpoint as EndpointState;
+    e.channel?.close();
+    e.channel = undefined;
+  }
+
   /** Closes every channel. Further `pick()` calls throw. */
   close(): void {
     this.#closed = true;
