@@ -1,0 +1,138 @@
+// Shared helpers of the watch suites.
+import { planBackends } from '@etcdkit/testkit';
+import { describe, it } from 'vitest';
+import type { EtcdError } from '../src/errors.js';
+import type { WatchBatch, WatchHooks, WatchStreamCloseReason } from '../src/watch/types.js';
+
+/** Resolves when `predicate` holds (polled every 10 ms); rejects after `timeoutMs`. */
+export async function waitFor(
+  predicate: () => boolean,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** The next result of `iterator`, or a rejection after `timeoutMs`. */
+export async function nextWithin<T>(
+  iterator: AsyncIterator<T>,
+  timeoutMs: number,
+): Promise<IteratorResult<T>> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      iterator.next(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`no watch batch within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Reads batches until they hold `events` events in total. */
+export async function takeEvents(
+  iterator: AsyncIterator<WatchBatch>,
+  events: number,
+  timeoutMs = 10_000,
+): Promise<WatchBatch[]> {
+  const batches: WatchBatch[] = [];
+  let count = 0;
+  while (count < events) {
+    const result = await nextWithin(iterator, timeoutMs);
+    if (result.done) throw new Error(`the watcher ended after ${count} of ${events} events`);
+    batches.push(result.value);
+    count += result.value.events.length;
+  }
+  return batches;
+}
+
+/** A compact, comparable view of events: `revision type key=value`. */
+export function describeEvents(batches: readonly WatchBatch[]): string[] {
+  return batches.flatMap((batch) =>
+    batch.events.map(
+      (event) => `${batch.revision} ${event.type} ${event.kv.keyText()}=${event.kv.text()}`,
+    ),
+  );
+}
+
+/** Counts stream openings and closings through watch hooks. */
+export interface StreamLog {
+  readonly hooks: WatchHooks;
+  opened: number;
+  closed: number;
+  readonly reasons: WatchStreamCloseReason[];
+  readonly errors: EtcdError[];
+  resumes: number;
+  /** Streams open now. */
+  open(): number;
+}
+
+/** A {@link StreamLog} with hooks that feed it. */
+export function streamLog(): StreamLog {
+  const log: StreamLog = {
+    opened: 0,
+    closed: 0,
+    reasons: [],
+    errors: [],
+    resumes: 0,
+    open: () => log.opened - log.closed,
+    hooks: {
+      onStreamOpen: () => {
+        log.opened++;
+      },
+      onStreamClose: (event) => {
+        log.closed++;
+        log.reasons.push(event.reason);
+        if (event.error) log.errors.push(event.error);
+      },
+      onResume: () => {
+        log.resumes++;
+      },
+    },
+  };
+  return log;
+}
+
+/**
+ * Declares a suite that needs the real etcd binary (it starts its own servers, with particular
+ * flags). Without one it is reported as skipped, by name; with ETCDKIT_REQUIRE_REAL_ETCD=1 as
+ * failing; ETCDKIT_BACKENDS can deselect it.
+ */
+export function describeRealEtcd(title: string, body: () => void): void {
+  const plan = planBackends({ only: ['etcd'] }).find((p) => p.name === 'etcd');
+  if (plan?.status === 'run') {
+    describe(`${title} [backend: etcd]`, body);
+    return;
+  }
+  const reason = plan?.reason ?? 'no etcd backend is known';
+  describe(`${title} [backend: etcd]`, () => {
+    if (plan?.status === 'fail') {
+      it(`backend is required but unavailable: ${reason}`, () => {
+        throw new Error(reason);
+      });
+    } else {
+      it.skip(`skipped: ${reason}`, () => {});
+    }
+  });
+}
+
+/** A positive integer from the environment, or `fallback`. */
+export function envCount(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new Error(`${name} must be a positive integer, got ${raw}`);
+  }
+  return value;
+}
