@@ -24,6 +24,12 @@ export type ServerStreamHandler<Req, Res> = (
   call: { readonly cancelled: boolean },
 ) => Promise<void>;
 
+/**
+ * A bidirectional-streaming handler. It gets the raw call: it reads requests as they come and writes
+ * responses itself, so it can honour the call's backpressure (write() returning false, 'drain').
+ */
+export type BidiHandler<Req, Res> = (call: grpc.ServerDuplexStream<Req, ResponseOf<Res>>) => void;
+
 type Handler<Req, Res> =
   | grpc.handleUnaryCall<Req, Res>
   | grpc.handleServerStreamingCall<Req, Res>
@@ -105,6 +111,15 @@ export class ServiceRegistry {
         },
       );
     });
+  }
+
+  bidi<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'bidi-stream'>,
+    handler: BidiHandler<Req, Res>,
+  ): void {
+    // The call only ever sees what the handler writes, which the encoder takes as it does for
+    // unary responses (a subset of the fields).
+    this.register(method, handler as unknown as grpc.handleBidiStreamingCall<Req, Res>);
   }
 
   /** Answers every method of `service` that has no handler yet with Unimplemented. */
