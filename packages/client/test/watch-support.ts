@@ -1,7 +1,10 @@
 // Shared helpers of the watch suites.
 import { planBackends } from '@etcdkit/testkit';
 import { describe, it } from 'vitest';
+import type { Connection } from '../src/connection/connection.js';
+import type { Rpc } from '../src/connection/types.js';
 import type { EtcdError } from '../src/errors.js';
+import type { etcdserverpb } from '../src/generated/protocol.js';
 import type { WatchBatch, WatchHooks, WatchStreamCloseReason } from '../src/watch/types.js';
 
 /** Resolves when `predicate` holds (polled every 10 ms); rejects after `timeoutMs`. */
@@ -135,4 +138,52 @@ export function envCount(name: string, fallback: number): number {
     throw new Error(`${name} must be a positive integer, got ${raw}`);
   }
   return value;
+}
+
+/** What a {@link recordingRpc} saw on its Watch streams. */
+export interface WatchWire {
+  /** `create`, `cancel`, `progress` for requests; `response` for each response read. */
+  readonly log: string[];
+  /** Every response read. */
+  readonly responses: etcdserverpb.WatchResponse[];
+}
+
+/**
+ * An Rpc over `connection` whose bidi streams record the Watch requests written and responses
+ * read, for tests of the wire behaviour (pipelining, fragments). Build a `new KV(rpc)` on it.
+ */
+export function recordingRpc(connection: Connection): { rpc: Rpc; wire: WatchWire } {
+  const wire: WatchWire = { log: [], responses: [] };
+  const rpc: Rpc = {
+    unary: (method, request, retry, options) => connection.unary(method, request, retry, options),
+    serverStream: (method, request, retry, options) =>
+      connection.serverStream(method, request, retry, options),
+    bidiStream: async (method, options) => {
+      const stream = await connection.bidiStream(method, options);
+      const inner = stream[Symbol.asyncIterator]();
+      return {
+        write: (request) => {
+          const union = request as etcdserverpb.WatchRequest.$Properties;
+          wire.log.push(
+            union.createRequest ? 'create' : union.cancelRequest ? 'cancel' : 'progress',
+          );
+          stream.write(request);
+        },
+        end: () => stream.end(),
+        cancel: () => stream.cancel(),
+        [Symbol.asyncIterator]: () => ({
+          next: async () => {
+            const result = await inner.next();
+            if (!result.done) {
+              wire.log.push('response');
+              wire.responses.push(result.value as etcdserverpb.WatchResponse);
+            }
+            return result;
+          },
+          return: () => inner.return?.() ?? Promise.resolve({ done: true, value: undefined }),
+        }),
+      };
+    },
+  };
+  return { rpc, wire };
 }

@@ -2,7 +2,6 @@
 // stream and backpressure, against every backend.
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { Rpc } from '../src/connection/types.js';
 import { AbortedError, CompactedError, EtcdError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
 import { KV } from '../src/kv.js';
@@ -15,6 +14,7 @@ import {
   describeEvents,
   envCount,
   nextWithin,
+  recordingRpc,
   streamLog,
   takeEvents,
   waitFor,
@@ -394,35 +394,11 @@ describeEachBackend('watch', ({ backend, prefix }) => {
 
   it('creations are pipelined: each is sent before any earlier one is answered', async () => {
     const p = prefix();
-    const writes: string[] = [];
     const client = new Etcd({ endpoints: backend().endpoints });
-    // The KV API over a connection whose Watch streams record what is sent and received.
-    const recording: Rpc = {
-      unary: (m, r, retry, o) => client.connection.unary(m, r, retry, o),
-      serverStream: (m, r, retry, o) => client.connection.serverStream(m, r, retry, o),
-      bidiStream: async (method, options) => {
-        const stream = await client.connection.bidiStream(method, options);
-        const inner = stream[Symbol.asyncIterator]();
-        return {
-          write: (request) => {
-            const union = request as { createRequest?: unknown; cancelRequest?: unknown };
-            writes.push(union.createRequest ? 'create' : union.cancelRequest ? 'cancel' : 'other');
-            stream.write(request);
-          },
-          end: () => stream.end(),
-          cancel: () => stream.cancel(),
-          [Symbol.asyncIterator]: () => ({
-            next: async () => {
-              const result = await inner.next();
-              if (!result.done) writes.push('response');
-              return result;
-            },
-            return: () => inner.return?.() ?? Promise.resolve({ done: true, value: undefined }),
-          }),
-        };
-      },
-    };
-    const kv = new KV(recording);
+    // The KV API over the same connection, with Watch streams that record what crosses them.
+    const { rpc, wire } = recordingRpc(client.connection);
+    const writes = wire.log;
+    const kv = new KV(rpc);
     try {
       const first = kv.watch({ key: `${p}0` });
       await first.ready();

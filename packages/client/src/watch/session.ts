@@ -14,7 +14,6 @@
 // - `fragment: true` marks every piece of a split response but the last.
 import {
   type EtcdError,
-  PermissionDeniedError,
   serverErrorClass,
   toEtcdError,
   UnavailableError,
@@ -402,9 +401,9 @@ export class WatchSession {
 /** The typed error for a server-side cancel `reason`. */
 function cancelError(reason: string): EtcdError {
   if (reason === '') return new WatchCanceledError();
-  const known = serverErrorClass(reason);
+  // etcd 3.4 sends the whole gRPC error text: "rpc error: code = PermissionDenied desc = ...".
+  const message = /^rpc error: code = \w+ desc = (.*)$/s.exec(reason)?.[1] ?? reason;
+  const known = serverErrorClass(message);
   if (known) return new known();
-  // etcd 3.4 reports an expired token on a watch as a plain permission denial.
-  if (reason.includes('permission denied')) return new PermissionDeniedError({ message: reason });
-  return new WatchCanceledError({ message: reason });
+  return new WatchCanceledError({ message });
 }
