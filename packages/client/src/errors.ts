@@ -67,6 +67,7 @@ export type EtcdErrorCode =
   | 'INVALID_ARGUMENT'
   | 'INVALID_CONFIG'
   | 'SNAPSHOT_INTEGRITY'
+  | 'LEASE_LOST'
   | 'UNKNOWN';
 
 /** What an EtcdError is built from. */

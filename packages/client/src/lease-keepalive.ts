@@ -1,0 +1,375 @@
+// Lease keepalive: ONE LeaseKeepAlive bidi stream per connection carries every kept-alive lease
+// (spec/client-behaviour.md, "Leases never die unnoticed").
+//
+// - Each lease is refreshed every TTL/3, using the TTL the server last reported.
+// - A lease is lost when a reply says TTL <= 0, or when no reply arrived within its TTL counted from
+//   the send time of the last answered keepalive. The server extends a lease from the moment it
+//   processes a keepalive, which is after we sent it, so that deadline never passes while the lease
+//   is still alive on the server: a half-open connection cannot make a dead lease look alive, and a
+//   reconnect that ends before the deadline never reports a loss.
+// - When the stream fails it is reopened at once (then with a short backoff) on whatever endpoint the
+//   connection picks, with the connection's current token (refreshed first after an auth error),
+//   and every lease is refreshed immediately on the new stream.
+// - A keepalive still unanswered when the next one is due means the stream stalled: the connection
+//   is redialled (a half-open connection looks ready to the transport) and the stream replaced.
+// - The stream opens with the first kept-alive lease and closes with the last one.
+
+import type { Rpc } from './connection/types.js';
+import {
+  ClientClosedError,
+  type EtcdError,
+  InvalidArgumentError,
+  toEtcdError,
+  UnavailableError,
+} from './errors.js';
+import { etcdserverpb_Lease as methods } from './generated/methods.js';
+import type { etcdserverpb } from './generated/protocol.js';
+import { callHook, type LeaseHooks, type LeaseKeepAliveEvent } from './lease-events.js';
+import type { LeaseLostReason } from './lease-lost.js';
+import type { BidiStream } from './transport/types.js';
+
+type KeepAliveStream = BidiStream<
+  etcdserverpb.LeaseKeepAliveRequest.$Properties,
+  etcdserverpb.LeaseKeepAliveResponse
+>;
+
+/**
+ * What the keeper uses beyond `Rpc` when the connection offers it (the Connection does): whether it
+ * is closed, a fresh auth token after the server refused the stream's, a fresh TCP connection after
+ * a stall.
+ */
+interface RecoverableRpc extends Rpc {
+  readonly closed?: boolean;
+  refreshToken?(): Promise<void>;
+  redial?(): void;
+}
+
+/** Why the keeper gives up on a lease (the handle itself ends it for the other reasons). */
+export type KeeperLossReason = Extract<LeaseLostReason, 'expired' | 'timeout' | 'client-closed'>;
+
+/** What the keeper needs from a lease it keeps alive. */
+export interface KeptLease {
+  readonly id: bigint;
+  /** The TTL granted, in seconds: the schedule until the first reply reports the server's. */
+  readonly ttl: bigint;
+  /** Monotonic time (`performance.now()`) until which the lease is known to live. */
+  readonly aliveUntil: number;
+  readonly hooks: LeaseHooks | undefined;
+  /** A reply refreshed the lease. */
+  refreshed(event: LeaseKeepAliveEvent): void;
+  /** The keeper gave up on the lease; it has already forgotten it. */
+  lost(reason: KeeperLossReason, cause?: EtcdError): void;
+}
+
+/** setTimeout fires at once for delays above 2^31 - 1 ms; longer waits are re-armed. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Reopen backoff after the first immediate retry: 50 ms doubling to 1 s, jittered. */
+const REOPEN_MIN_MS = 50;
+const REOPEN_MAX_MS = 1_000;
+
+/** One kept-alive lease: its schedule and the keepalives in flight on the current stream. */
+class Entry {
+  /** The TTL the server last reported (the grant's until the first reply), in ms. */
+  ttlMs: number;
+  aliveUntil: number;
+  nextSendAt = 0;
+  /** Send times of unanswered keepalives on the current stream, oldest first (replies are FIFO). */
+  readonly pending: number[] = [];
+  timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(readonly lease: KeptLease) {
+    this.ttlMs = Number(lease.ttl) * 1000;
+    this.aliveUntil = lease.aliveUntil;
+  }
+
+  get intervalMs(): number {
+    return this.ttlMs / 3;
+  }
+}
+
+const keepers = new WeakMap<Rpc, LeaseKeeper>();
+
+/**
+ * The keepalive stream of one connection and the leases it carries. Internal: users go through
+ * `lease.keepAlive()`.
+ */
+export class LeaseKeeper {
+  readonly #rpc: RecoverableRpc;
+  readonly #entries = new Map<bigint, Entry>();
+  #stream: KeepAliveStream | undefined;
+  #running = false;
+  #closed = false;
+  #opening: AbortController | undefined;
+  #wake: (() => void) | undefined;
+  /** The last stream failure since the last reply: the cause of a `timeout` loss. */
+  #lastError: EtcdError | undefined;
+
+  private constructor(rpc: Rpc) {
+    this.#rpc = rpc;
+  }
+
+  /** The keeper of `rpc`'s connection, created on first use. */
+  static of(rpc: Rpc): LeaseKeeper {
+    let keeper = keepers.get(rpc);
+    if (!keeper) {
+      keeper = new LeaseKeeper(rpc);
+      keepers.set(rpc, keeper);
+    }
+    return keeper;
+  }
+
+  /**
+   * Starts keeping `lease` alive; returns the function that stops it (without revoking). Throws
+   * ClientClosedError once the client closed, InvalidArgumentError if another handle already keeps
+   * the same lease alive on this connection.
+   */
+  add(lease: KeptLease): () => void {
+    if (this.#closed || this.#rpc.closed === true) {
+      throw new ClientClosedError();
+    }
+    if (this.#entries.has(lease.id)) {
+      throw new InvalidArgumentError(
+        `lease ${lease.id.toString(16)} is already kept alive by another handle on this client`,
+      );
+    }
+    const entry = new Entry(lease);
+    this.#entries.set(lease.id, entry);
+    const now = performance.now();
+    entry.nextSendAt = now + entry.intervalMs;
+    this.#send(entry, now);
+    this.#arm(entry);
+    this.#start();
+    return () => this.#remove(entry);
+  }
+
+  /** The client is closing: every lease ends with `client-closed` and the stream is cancelled. */
+  close(): void {
+    this.#closed = true;
+    this.#loseAll('client-closed', new ClientClosedError());
+  }
+
+  #remove(entry: Entry): void {
+    if (this.#entries.get(entry.lease.id) !== entry) return;
+    this.#entries.delete(entry.lease.id);
+    clearTimeout(entry.timer);
+    entry.timer = undefined;
+    if (this.#entries.size === 0) {
+      // The last lease left: the stream closes, an open in progress or a backoff pause stops.
+      this.#stream?.cancel();
+      this.#opening?.abort();
+      this.#wake?.();
+    }
+  }
+
+  #lose(entry: Entry, reason: KeeperLossReason, cause?: EtcdError): void {
+    this.#remove(entry);
+    entry.lease.lost(reason, cause);
+  }
+
+  #loseAll(reason: KeeperLossReason, cause?: EtcdError): void {
+    for (const entry of [...this.#entries.values()]) this.#lose(entry, reason, cause);
+  }
+
+  /** Wakes the entry at its next keepalive or at its deadline, whichever comes first. */
+  #arm(entry: Entry): void {
+    clearTimeout(entry.timer);
+    const delay = Math.min(entry.nextSendAt, entry.aliveUntil) - performance.now();
+    entry.timer = setTimeout(() => this.#tick(entry), Math.min(Math.max(delay, 0), MAX_TIMER_MS));
+  }
+
+  #tick(entry: Entry): void {
+    entry.timer = undefined;
+    if (this.#entries.get(entry.lease.id) !== entry) return;
+    const now = performance.now();
+    if (now >= entry.aliveUntil) {
+      this.#lose(entry, 'timeout', this.#lastError);
+      return;
+    }
+    if (now >= entry.nextSendAt) {
+      entry.nextSendAt = now + entry.intervalMs;
+      const oldest = entry.pending[0];
+      if (this.#stream && oldest !== undefined && now - oldest >= entry.intervalMs) {
+        // A whole interval without an answer: the stream, or rather its connection, is stuck
+        // (half-open, frozen server). Redial, or the next stream would sit on the same dead
+        // connection; the new stream refreshes every lease as soon as it is open.
+        try {
+          this.#rpc.redial?.();
+        } catch {
+          // Best effort: a bad connection then fails the next open, which is retried.
+        }
+        this.#replace(
+          new UnavailableError({
+            message: `no lease keepalive reply for ${Math.round(now - oldest)} ms: the stream stalled`,
+          }),
+        );
+      } else {
+        this.#send(entry, now);
+      }
+    }
+    this.#arm(entry);
+  }
+
+  #send(entry: Entry, now: number): void {
+    const stream = this.#stream;
+    if (!stream) return; // The stream opening next refreshes every lease.
+    try {
+      stream.write({ ID: entry.lease.id });
+      entry.pending.push(now);
+    } catch (error) {
+      this.#replace(toEtcdError(error));
+    }
+  }
+
+  /** Cancels the current stream; the run loop opens the next one. */
+  #replace(reason: EtcdError): void {
+    const stream = this.#stream;
+    if (!stream) return;
+    this.#stream = undefined;
+    this.#lastError = reason;
+    stream.cancel();
+  }
+
+  #start(): void {
+    if (this.#running || this.#closed) return;
+    this.#running = true;
+    this.#run().then(
+      () => {
+        this.#running = false;
+        // A lease added while the loop was winding down.
+        if (this.#entries.size > 0) this.#start();
+      },
+      (error: unknown) => {
+        // #run handles every failure it expects. Should anything else escape, the loop is not
+        // restarted here (it could spin): the deadlines report the leases lost, never alive.
+        this.#running = false;
+        this.#lastError = toEtcdError(error);
+      },
+    );
+  }
+
+  /** Opens streams and serves them while any lease is kept alive. */
+  async #run(): Promise<void> {
+    let failures = 0;
+    let staleToken = false;
+    while (this.#entries.size > 0) {
+      if (failures > 1) await this.#pause(reopenDelayMs(failures));
+      if (this.#entries.size === 0) break;
+      const opening = new AbortController();
+      this.#opening = opening;
+      let stream: KeepAliveStream;
+      try {
+        if (staleToken) await this.#rpc.refreshToken?.();
+        staleToken = false;
+        stream = await this.#rpc.bidiStream(methods.LeaseKeepAlive, { signal: opening.signal });
+      } catch (error) {
+        if (!this.#failed(error)) break;
+        failures++;
+        staleToken ||= isAuthError(this.#lastError);
+        continue;
+      } finally {
+        this.#opening = undefined;
+      }
+      if (this.#entries.size === 0) {
+        stream.cancel();
+        break;
+      }
+      const error = await this.#serve(stream, () => {
+        failures = 0;
+      });
+      if (!this.#failed(error)) break;
+      failures++;
+      staleToken = isAuthError(this.#lastError);
+    }
+  }
+
+  /** Refreshes every lease on `stream`, then handles replies until the stream ends. */
+  async #serve(stream: KeepAliveStream, onReply: () => void): Promise<unknown> {
+    this.#stream = stream;
+    const now = performance.now();
+    for (const entry of this.#entries.values()) {
+      entry.pending.length = 0;
+      entry.nextSendAt = now + entry.intervalMs;
+      this.#send(entry, now);
+      this.#arm(entry);
+    }
+    try {
+      for await (const reply of stream) {
+        onReply();
+        this.#lastError = undefined;
+        this.#receive(reply);
+      }
+      return new UnavailableError({ message: 'the server ended the lease keepalive stream' });
+    } catch (error) {
+      return error;
+    } finally {
+      if (this.#stream === stream) this.#stream = undefined;
+      // Replies to what was sent on this stream will never come.
+      for (const entry of this.#entries.values()) entry.pending.length = 0;
+    }
+  }
+
+  #receive(reply: etcdserverpb.LeaseKeepAliveResponse): void {
+    const entry = this.#entries.get(reply.ID);
+    if (!entry) return; // Released while the keepalive was in flight.
+    const sentAt = entry.pending.shift();
+    if (reply.TTL <= 0n) {
+      this.#lose(entry, 'expired');
+      return;
+    }
+    if (sentAt === undefined) return;
+    const now = performance.now();
+    const ttlMs = Number(reply.TTL) * 1000;
+    const event: LeaseKeepAliveEvent = {
+      leaseId: entry.lease.id,
+      ttl: reply.TTL,
+      roundTripMs: now - sentAt,
+      marginMs: entry.aliveUntil - now,
+    };
+    entry.ttlMs = ttlMs;
+    entry.aliveUntil = Math.max(entry.aliveUntil, sentAt + ttlMs);
+    entry.nextSendAt = now + entry.intervalMs;
+    this.#arm(entry);
+    callHook(entry.lease.hooks?.onLeaseKeepAlive, event);
+    entry.lease.refreshed(event);
+  }
+
+  /** Records a stream failure; false when it means the client closed (every lease then ended). */
+  #failed(error: unknown): boolean {
+    const typed = toEtcdError(error);
+    if (typed.code === 'CLIENT_CLOSED') {
+      this.#closed = true;
+      this.#loseAll('client-closed', typed);
+      return false;
+    }
+    // Our own cancellations (a stalled stream, the last lease leaving) keep the real reason.
+    if (typed.code !== 'ABORTED') this.#lastError = typed;
+    return true;
+  }
+
+  /** Waits `ms`, or until the last lease leaves. */
+  #pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#wake = done;
+    });
+  }
+}
+
+/** Ends every kept-alive lease of `rpc`'s connection with `client-closed`. */
+export function closeLeaseKeepAlives(rpc: Rpc): void {
+  keepers.get(rpc)?.close();
+}
+
+function reopenDelayMs(failures: number): number {
+  const base = Math.min(REOPEN_MAX_MS, REOPEN_MIN_MS * 2 ** Math.max(0, failures - 2));
+  return base * (0.5 + Math.random() / 2);
+}
+
+function isAuthError(error: EtcdError | undefined): boolean {
+  return error?.code === 'INVALID_AUTH_TOKEN' || error?.code === 'USER_EMPTY';
+}
