@@ -1,16 +1,26 @@
 // Leases: time-limited grants that keys can be attached to. When a lease expires or is revoked,
 // every key attached to it is deleted in one revision.
 //
-// Keepalive is not here yet: it arrives as `Lease.keepAlive()` backed by one shared LeaseKeepAlive
-// stream per client (spec/client-behaviour.md, "Leases never die unnoticed"). `Lease` is the handle
-// that feature extends, which is why `grant()` returns a class rather than a plain object.
+// `Lease` is the handle users hold: `keepAlive()` refreshes it over the connection's one shared
+// LeaseKeepAlive stream (lease-keepalive.ts), and `signal`, `lost` and the `lost` event say when it
+// can no longer be counted on (spec/client-behaviour.md, "Leases never die unnoticed").
 
+import { EventEmitter } from 'eventemitter3';
 import { type Acknowledged, acknowledged } from './acknowledged.js';
 import { compareBytes } from './bytes.js';
 import type { CallOptions, Rpc } from './connection/types.js';
-import { InvalidArgumentError } from './errors.js';
+import { type EtcdError, InvalidArgumentError } from './errors.js';
 import { etcdserverpb_Lease as methods } from './generated/methods.js';
 import { type ResponseHeader, toResponseHeader } from './header.js';
+import {
+  callHook,
+  type LeaseEvents,
+  type LeaseHooks,
+  type LeaseKeepAliveEvent,
+  type LeaseKeepAliveOptions,
+} from './lease-events.js';
+import { LeaseKeeper } from './lease-keepalive.js';
+import { LeaseLostError, type LeaseLostReason } from './lease-lost.js';
 import { plainBytes } from './plain-bytes.js';
 
 /** Options of {@link LeaseClient.grant}. */
@@ -20,6 +30,17 @@ export interface LeaseGrantOptions extends CallOptions {
    * makes the grant fail with LeaseExistsError.
    */
   readonly id?: bigint;
+  /**
+   * Start keeping the lease alive right away, as `lease.keepAlive(options)` does (`true` for the
+   * default options). Default false.
+   */
+  readonly keepAlive?: boolean | LeaseKeepAliveOptions;
+}
+
+/** Options of a {@link LeaseClient}. */
+export interface LeaseClientOptions {
+  /** Keepalive round trips and lease losses; the `Etcd` facade passes the client's `hooks`. */
+  readonly hooks?: LeaseHooks;
 }
 
 /** Options of {@link LeaseClient.timeToLive}. */
@@ -46,7 +67,14 @@ export interface LeaseTimeToLive {
 
 /** Lease operations. Reads are retried across endpoints; grant and revoke are never silently. */
 export class LeaseClient {
-  constructor(protected readonly rpc: Rpc) {}
+  readonly #hooks: LeaseHooks | undefined;
+
+  constructor(
+    protected readonly rpc: Rpc,
+    options: LeaseClientOptions = {},
+  ) {
+    this.#hooks = options.hooks;
+  }
 
   /**
    * Grants a lease of `ttlSeconds`. The server raises a TTL below its minimum (2 s with default
@@ -57,13 +85,18 @@ export class LeaseClient {
    */
   async grant(ttlSeconds: number | bigint, options: LeaseGrantOptions = {}): Promise<Lease> {
     const ttl = toTtl(ttlSeconds);
+    const sentAt = performance.now();
     const response = await this.rpc.unary(
       methods.LeaseGrant,
       { TTL: ttl, ID: options.id ?? 0n },
       'write',
       options,
     );
-    return new Lease(this, response.ID, response.TTL, toResponseHeader(response.header));
+    const lease = new Lease(this, response.ID, response.TTL, toResponseHeader(response.header));
+    grantSentAt.set(lease, sentAt);
+    const keepAlive = options.keepAlive ?? false;
+    if (keepAlive !== false) lease.keepAlive(keepAlive === true ? {} : keepAlive);
+    return lease;
   }
 
   /**
@@ -98,13 +131,48 @@ export class LeaseClient {
     const response = await this.rpc.unary(methods.LeaseLeases, {}, 'read', options);
     return response.leases.map((lease) => lease.ID ?? 0n).sort(compareBigints);
   }
+
+  /** @internal The keepalive stream of this client's connection, and the lease hooks. */
+  keepAliveContext(): { readonly keeper: LeaseKeeper; readonly hooks: LeaseHooks | undefined } {
+    return { keeper: LeaseKeeper.of(this.rpc), hooks: this.#hooks };
+  }
 }
+
+/** When the grant of a lease was sent (monotonic ms): its first expiry is counted from there. */
+const grantSentAt = new WeakMap<Lease, number>();
 
 /**
  * A granted lease. Attach keys to it by passing `lease.id` to a put; it expires `ttl` seconds after
  * the grant unless kept alive.
+ *
+ * `keepAlive()` refreshes it every TTL/3 over the client's one shared keepalive stream. The handle
+ * then says when the lease can no longer be counted on: `signal` aborts, `lost` resolves and the
+ * `lost` event fires, each with a {@link LeaseLostError} whose `reason` is `expired` (the server
+ * reports TTL 0), `timeout` (no reply within the TTL: the server is gone or the connection is
+ * half-open), `revoked`, `released` or `client-closed`. That happens once; the handle is then done
+ * and its listeners are removed. Without `keepAlive()`, only `revoke()`, `release()` and disposal
+ * end the handle: its signal does not follow the lease's expiry.
+ *
+ * @example
+ * ```ts
+ * await using lease = await etcd.lease.grant(10, { keepAlive: true });
+ * await etcd.put('services/api/node-1', url, { lease });
+ * lease.on('lost', (error) => log.warn(error.message));
+ * await serve({ signal: lease.signal }); // stops when the lease is lost
+ * ```
  */
-export class Lease {
+export class Lease extends EventEmitter<LeaseEvents> {
+  #ended: LeaseLostError | undefined;
+  #controller: AbortController | undefined;
+  #lost: Promise<LeaseLostError> | undefined;
+  #resolveLost: ((error: LeaseLostError) => void) | undefined;
+  /** Stops the keepalive (and the listener on the keepalive's signal) while it runs. */
+  #stopKeepAlive: (() => void) | undefined;
+
+  /**
+   * Handles normally come from {@link LeaseClient.grant}. A handle built for an existing lease id
+   * (one granted elsewhere) works too; until its first keepalive reply, its TTL counts from here.
+   */
   constructor(
     private readonly client: LeaseClient,
     /** The lease id, to attach keys with. */
@@ -113,16 +181,132 @@ export class Lease {
     readonly ttl: bigint,
     /** Header of the grant's response. */
     readonly header: ResponseHeader,
-  ) {}
+  ) {
+    super();
+  }
 
-  /** Revokes this lease, deleting its keys. See {@link LeaseClient.revoke}. */
+  /**
+   * Keeps the lease alive until it is lost, revoked or released, or the client closes: a first
+   * keepalive goes out at once, then one every TTL/3 (the TTL the server last reported). Calling it
+   * again does nothing. Returns this handle. Throws the handle's {@link LeaseLostError} if it has
+   * already ended, and ClientClosedError once the client is closed.
+   */
+  keepAlive(options: LeaseKeepAliveOptions = {}): this {
+    if (this.#ended) throw this.#ended;
+    if (this.#stopKeepAlive) return this;
+    const { signal } = options;
+    if (signal?.aborted) {
+      this.release();
+      return this;
+    }
+    const { keeper, hooks } = this.client.keepAliveContext();
+    const stop = keeper.add({
+      id: this.id,
+      ttl: this.ttl,
+      aliveUntil: (grantSentAt.get(this) ?? performance.now()) + Number(this.ttl) * 1000,
+      hooks,
+      refreshed: (event) => this.#emit('keepalive', event),
+      lost: (reason, cause) => this.#end(reason, cause),
+    });
+    const release = () => this.release();
+    signal?.addEventListener('abort', release, { once: true });
+    this.#stopKeepAlive = () => {
+      stop();
+      signal?.removeEventListener('abort', release);
+    };
+    return this;
+  }
+
+  /** True while `keepAlive()` refreshes the lease. */
+  get keepingAlive(): boolean {
+    return this.#stopKeepAlive !== undefined;
+  }
+
+  /** Aborts when the handle ends (see the class doc); its reason is the {@link LeaseLostError}. */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#ended) this.#controller.abort(this.#ended);
+    }
+    return this.#controller.signal;
+  }
+
+  /**
+   * Resolves (never rejects) with the {@link LeaseLostError} when the handle ends, whatever the
+   * reason: `await lease.lost` is safe to leave pending or unawaited.
+   */
+  get lost(): Promise<LeaseLostError> {
+    this.#lost ??= this.#ended
+      ? Promise.resolve(this.#ended)
+      : new Promise((resolve) => {
+          this.#resolveLost = resolve;
+        });
+    return this.#lost;
+  }
+
+  /**
+   * Stops the keepalive first, so no refresh races the revoke, then revokes the lease, deleting its
+   * keys (see {@link LeaseClient.revoke}). The handle ends with reason `revoked` even if the revoke
+   * then fails; a lease that was already gone fails with LeaseNotFoundError.
+   */
   revoke(options?: CallOptions): Promise<Acknowledged> {
+    this.#end('revoked');
     return this.client.revoke(this.id, options);
+  }
+
+  /**
+   * Stops keeping the lease alive without revoking it (reason `released`): it and its keys live on
+   * until its TTL runs out, unless another client keeps it alive.
+   */
+  release(): void {
+    this.#end('released');
   }
 
   /** Remaining TTL of this lease. See {@link LeaseClient.timeToLive}. */
   timeToLive(options?: LeaseTimeToLiveOptions): Promise<LeaseTimeToLive> {
     return this.client.timeToLive(this.id, options);
+  }
+
+  /**
+   * Revokes the lease, for `await using`. A lease that is already gone (LeaseNotFoundError) or a
+   * closed client (the lease then expires on its own) is not an error here.
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    try {
+      await this.revoke();
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code !== 'LEASE_NOT_FOUND' && code !== 'CLIENT_CLOSED') throw error;
+    }
+  }
+
+  #end(reason: LeaseLostReason, cause?: EtcdError): void {
+    if (this.#ended) return;
+    const error = new LeaseLostError(this.id, reason, cause ? { cause } : undefined);
+    this.#ended = error;
+    const stop = this.#stopKeepAlive;
+    this.#stopKeepAlive = undefined;
+    stop?.();
+    this.#controller?.abort(error);
+    this.#resolveLost?.(error);
+    this.#resolveLost = undefined;
+    callHook(this.client.keepAliveContext().hooks?.onLeaseLost, error);
+    this.#emit('lost', error);
+    this.removeAllListeners();
+  }
+
+  #emit(event: 'keepalive', payload: LeaseKeepAliveEvent): void;
+  #emit(event: 'lost', payload: LeaseLostError): void;
+  #emit(event: 'keepalive' | 'lost', payload: LeaseKeepAliveEvent | LeaseLostError): void {
+    try {
+      this.emit(event, payload as never);
+    } catch (error) {
+      // A throwing listener must not break the keepalive of other leases: it is reported like
+      // any uncaught exception, outside the keepalive loop.
+      queueMicrotask(() => {
+        throw error;
+      });
+    }
   }
 }
 
