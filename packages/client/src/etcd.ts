@@ -5,6 +5,7 @@ import { Connection } from './connection/connection.js';
 import type { ConnectionOptions } from './connection/options.js';
 import { KV } from './kv.js';
 import { LeaseClient } from './lease.js';
+import { closeLeaseKeepAlives } from './lease-keepalive.js';
 import { MaintenanceClient } from './maintenance.js';
 import { closeWatchHub, configureWatchHub } from './watch/hub.js';
 import type { WatchStreamOptions } from './watch/types.js';
@@ -49,7 +50,7 @@ export class Etcd extends KV {
     const connection = new Connection(options);
     super(connection);
     this.connection = connection;
-    this.lease = new LeaseClient(connection);
+    this.lease = new LeaseClient(connection, { hooks: options.hooks });
     this.cluster = new ClusterClient(connection);
     this.maintenance = new MaintenanceClient(connection);
     this.auth = new AuthClient(connection);
@@ -57,11 +58,13 @@ export class Etcd extends KV {
   }
 
   /**
-   * Closes the client: calls in flight and later calls reject with ClientClosedError, streams end.
+   * Closes the client: calls in flight and later calls reject with ClientClosedError, streams end,
+   * kept-alive leases end with reason `client-closed` (not revoked: they expire after their TTL).
    * Resolves once every connection is released. Calling it again returns the same promise.
    */
   close(): Promise<void> {
     closeWatchHub(this.connection);
+    closeLeaseKeepAlives(this.connection);
     return this.connection.close();
   }
 

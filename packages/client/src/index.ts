@@ -29,6 +29,13 @@ export type { KeyRange, KeySelector } from './key-range.js';
 export { KeyValue, type KeyValueFields } from './key-value.js';
 export { type CompactOptions, type CompactResult, type CountOptions, KV } from './kv.js';
 export * from './lease.js';
+export type {
+  LeaseEvents,
+  LeaseHooks,
+  LeaseKeepAliveEvent,
+  LeaseKeepAliveOptions,
+} from './lease-events.js';
+export { LeaseLostError, type LeaseLostReason } from './lease-lost.js';
 export * from './maintenance.js';
 export {
   type AnyOpResponse,

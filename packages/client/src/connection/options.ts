@@ -3,6 +3,7 @@
 // before anything is opened.
 import type { EtcdError } from '../errors.js';
 import { InvalidConfigError } from '../errors.js';
+import type { LeaseHooks } from '../lease-events.js';
 import type { TlsOptions, Transport } from '../transport/types.js';
 import type { RetryPolicy } from './types.js';
 
@@ -83,9 +84,10 @@ export interface AuthRefreshEvent {
 
 /**
  * Observability callbacks. Each is optional and costs nothing when absent. They run synchronously
- * on the call path: keep them cheap. Exceptions thrown by a hook are ignored.
+ * on the call path: keep them cheap. Exceptions thrown by a hook are ignored. The lease hooks
+ * ({@link LeaseHooks}) are used by the `Etcd` facade's lease keepalives.
  */
-export interface ConnectionHooks {
+export interface ConnectionHooks extends LeaseHooks {
   /** After every unary call. */
   readonly onCall?: (event: CallEvent) => void;
   /** Before a failed attempt is retried. */
