@@ -5,7 +5,7 @@
 // consistent sequence of states.
 import { EventEmitter } from 'eventemitter3';
 import { type Bytes, toBytes } from '../bytes.js';
-import { AbortedError, type EtcdError, toEtcdError } from '../errors.js';
+import { AbortedError, type EtcdError, InvalidArgumentError, toEtcdError } from '../errors.js';
 import type { KeyRange } from '../key-range.js';
 import type { KeyValue } from '../key-value.js';
 import type { KV } from '../kv.js';
@@ -62,6 +62,33 @@ const FATAL = new Set([
   'UNIMPLEMENTED',
 ]);
 
+const KEY_FIELDS = ['key', 'end', 'prefix', 'fromKey', 'all'] as const;
+const OPTION_FIELDS = new Set<string>([
+  ...KEY_FIELDS,
+  'signal',
+  'onAdd',
+  'onUpdate',
+  'onDelete',
+  'pageSize',
+  'progressNotify',
+]);
+
+/** The key selection of a request; unknown fields are refused. */
+function keysOf(request: InformerRequest): KeyRange {
+  if (typeof request !== 'object' || request === null) {
+    throw new InvalidArgumentError('the informer request must be an object');
+  }
+  const keys: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(request)) {
+    if (!OPTION_FIELDS.has(field)) {
+      throw new InvalidArgumentError(`unknown informer option ${JSON.stringify(field)}`);
+    }
+    if ((KEY_FIELDS as readonly string[]).includes(field) && value !== undefined)
+      keys[field] = value;
+  }
+  return keys as KeyRange;
+}
+
 /** Order-preserving map key of a byte string (each byte one char, so string order = byte order). */
 function idOf(key: Uint8Array): string {
   return Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('latin1');
@@ -100,9 +127,12 @@ export class Informer extends EventEmitter<InformerEvents> implements AsyncDispo
   constructor(kv: KV, request: InformerRequest) {
     super();
     this.#kv = kv;
-    const { signal, onAdd, onUpdate, onDelete, pageSize, progressNotify, ...keys } = request;
-    this.#keys = keys as KeyRange;
+    this.#keys = keysOf(request);
+    const { signal, onAdd, onUpdate, onDelete, pageSize, progressNotify } = request;
     this.#options = { signal, pageSize, progressNotify };
+    // Checked now, so a bad request throws here rather than failing the informer later.
+    kv.scan({ ...this.#keys, pageSize });
+    kv.watch({ ...this.#keys, signal: AbortSignal.abort(), progressNotify });
     if (onAdd) this.on('add', onAdd);
     if (onUpdate) this.on('update', onUpdate);
     if (onDelete) this.on('delete', onDelete);
@@ -119,7 +149,7 @@ export class Informer extends EventEmitter<InformerEvents> implements AsyncDispo
       this.#onAbort = () => this.#end(undefined);
       signal.addEventListener('abort', this.#onAbort, { once: true });
     }
-    void this.#run();
+    this.#run().catch((error: unknown) => this.#end(toEtcdError(error)));
   }
 
   /** The revision the copy is current as of (0n before the first listing completes). */
