@@ -13,6 +13,7 @@ import {
   v3lockpb_Lock,
 } from '@etcdkit/client/protocol';
 import * as grpc from '@grpc/grpc-js';
+import { systemClock } from './clock.js';
 import { KvApplier } from './kv/kv-applier.js';
 import { LeaseTable } from './lease/lease-table.js';
 import { MvccStore } from './mvcc/store.js';
@@ -24,6 +25,8 @@ import { registerHealthService } from './services/health-service.js';
 import { registerKvService } from './services/kv-service.js';
 import { registerMaintenanceService } from './services/maintenance-service.js';
 import { ServiceRegistry } from './services/registry.js';
+import { registerWatchService } from './services/watch-service.js';
+import { WatchableStore } from './watch/watchable-store.js';
 
 /** The etcd version the server claims by default: the API level it implements (RangeStream). */
 export const DEFAULT_ETCD_VERSION = '3.7.0';
@@ -49,6 +52,11 @@ export interface EmbeddedEtcdOptions {
   readonly clusterId?: bigint;
   /** Member id of response headers. Default: random per server. */
   readonly memberId?: bigint;
+  /**
+   * Interval of watch progress notifications, in ms (`--experimental-watch-progress-notify-interval`).
+   * Default 10 minutes; shorter than 100 ms is raised to 100 ms, as etcd does.
+   */
+  readonly watchProgressNotifyIntervalMs?: number;
 }
 
 const HOST = '127.0.0.1';
@@ -71,7 +79,10 @@ export class EmbeddedEtcd {
   readonly store: MvccStore;
   /** Leases, until the lease service replaces this minimal table. */
   readonly leases: LeaseTable;
+  /** The watchers of the Watch service, over {@link store} (tests may count them). */
+  readonly watchable: WatchableStore;
   private readonly server: grpc.Server;
+  private readonly closeWatchStreams: () => void;
   private stopped: Promise<void> | undefined;
 
   private constructor(init: {
@@ -81,6 +92,8 @@ export class EmbeddedEtcd {
     member: MemberIdentity;
     store: MvccStore;
     leases: LeaseTable;
+    watchable: WatchableStore;
+    closeWatchStreams: () => void;
   }) {
     this.server = init.server;
     this.port = init.port;
@@ -88,6 +101,8 @@ export class EmbeddedEtcd {
     this.member = init.member;
     this.store = init.store;
     this.leases = init.leases;
+    this.watchable = init.watchable;
+    this.closeWatchStreams = init.closeWatchStreams;
     this.endpoint = `http://${HOST}:${init.port}`;
     this.endpoints = [this.endpoint];
   }
@@ -137,6 +152,12 @@ export class EmbeddedEtcd {
     registerMaintenanceService(registry, context);
     registerClusterService(registry, context);
     registerHealthService(registry);
+    const watchable = new WatchableStore(store);
+    const closeWatchStreams = registerWatchService(registry, context, {
+      watchable,
+      clock: systemClock,
+      progressNotifyIntervalMs: options.watchProgressNotifyIntervalMs,
+    });
     const services = [
       etcdserverpb_KV,
       etcdserverpb_Watch,
@@ -151,12 +172,23 @@ export class EmbeddedEtcd {
     for (const service of services) {
       registry.unimplemented(service as Record<string, MethodDescriptor<unknown, unknown>>);
     }
-    return new EmbeddedEtcd({ server, port, version, member, store, leases });
+    return new EmbeddedEtcd({
+      server,
+      port,
+      version,
+      member,
+      store,
+      leases,
+      watchable,
+      closeWatchStreams,
+    });
   }
 
   /** Stops listening and closes every connection; calls in flight fail. Safe to call twice. */
   stop(): Promise<void> {
     this.stopped ??= new Promise<void>((resolve) => {
+      this.closeWatchStreams();
+      this.watchable.close();
       this.server.forceShutdown();
       resolve();
     });

@@ -1,0 +1,61 @@
+// etcdserverpb.Watch over gRPC: one WatchStream per call. The stream lives until the client cancels
+// it, the connection drops or the server stops; a client that only half-closes keeps receiving
+// events, as with etcd. However it ends, every watcher of the stream leaves the store.
+import { etcdserverpb_Watch } from '@etcdkit/client/protocol';
+import type { Clock } from '../clock.js';
+import { progressNotifyInterval, WatchStream } from '../watch/watch-stream.js';
+import type { WatchableStore } from '../watch/watchable-store.js';
+import { fillHeaderWithoutRevision, type ServiceContext } from './context.js';
+import { type ServiceRegistry, toStatus } from './registry.js';
+
+/** gRPC accepts this much more than max-request-bytes; fragments are cut at the sum, as in etcd. */
+const GRPC_OVERHEAD_BYTES = 512 * 1024;
+
+/** What the Watch service needs besides the shared context. */
+export interface WatchServiceOptions {
+  readonly watchable: WatchableStore;
+  /** Drives progress notifications (a virtual clock in tests). */
+  readonly clock: Clock;
+  /** Progress notification interval in ms; default 10 minutes, at least 100 ms. */
+  readonly progressNotifyIntervalMs?: number;
+}
+
+/** Registers Watch; returns a function that ends every open watch stream (server stop). */
+export function registerWatchService(
+  registry: ServiceRegistry,
+  context: ServiceContext,
+  options: WatchServiceOptions,
+): () => void {
+  const open = new Set<WatchStream>();
+  const progressNotifyIntervalMs = progressNotifyInterval(options.progressNotifyIntervalMs);
+  registry.bidi(etcdserverpb_Watch.Watch, (call) => {
+    const stream = new WatchStream(call, {
+      watchable: options.watchable,
+      clock: options.clock,
+      progressNotifyIntervalMs,
+      fragmentLimitBytes: context.maxRequestBytes + GRPC_OVERHEAD_BYTES,
+      header: (revision) => fillHeaderWithoutRevision(context, { revision: BigInt(revision) }),
+    });
+    open.add(stream);
+    const end = (): void => {
+      open.delete(stream);
+      stream.close();
+    };
+    call.on('data', (request) => {
+      try {
+        stream.handle(request);
+      } catch (error) {
+        // A bug must end this stream with a status, not take the server down.
+        end();
+        call.emit('error', toStatus(error));
+      }
+    });
+    call.on('cancelled', end);
+    call.on('close', end);
+    call.on('error', end);
+  });
+  return () => {
+    for (const stream of open) stream.close();
+    open.clear();
+  };
+}

@@ -1,0 +1,254 @@
+// The watchable store (etcd's watchableStore): watchers in two groups over the MVCC store.
+//
+// - Synced watchers have seen every revision up to the store's. Each commit is handed to them right
+//   away, one response per revision, from inside the commit: a send only queues a response on the
+//   watcher's stream and never waits, so writers never wait for watchers.
+// - Unsynced watchers are behind: a past start revision, or a stream that stopped draining (its
+//   queue refused a response). They catch up from history in batches of up to 1000 revisions, in
+//   sync passes scheduled off the commit path, one pass after another while there is work and
+//   their streams take it; then they join the synced group. A watcher that falls behind the
+//   compaction revision is canceled with it instead.
+import { keyString } from '../bytes.js';
+import type { MvccStore } from '../mvcc/store.js';
+import type { CommittedRevision, MvccEvent } from '../mvcc/types.js';
+import { EventBatch, MAX_BATCH_REVISIONS } from './event-batch.js';
+import { Watcher, type WatcherOptions, type WatchSink } from './watcher.js';
+import { WatcherGroup } from './watcher-group.js';
+
+/** The watch id of a progress notification sent on behalf of every watcher of a stream. */
+export const STREAM_PROGRESS_WATCH_ID = -1n;
+
+/** Tuning of {@link WatchableStore}; the defaults are etcd's. */
+export interface WatchableStoreOptions {
+  /** Most distinct revisions in one history response. Default 1000. */
+  readonly maxBatchRevisions?: number;
+  /** Most unsynced watchers one sync pass serves, so one pass stays short. Default 512. */
+  readonly maxWatchersPerSync?: number;
+}
+
+/** Watchers over an MVCC store: live delivery for synced ones, history catch-up for the others. */
+export class WatchableStore {
+  readonly store: MvccStore;
+  private readonly synced = new WatcherGroup();
+  private readonly unsynced = new WatcherGroup();
+  private readonly maxBatchRevisions: number;
+  private readonly maxWatchersPerSync: number;
+  private readonly unsubscribe: () => void;
+  private syncPass: NodeJS.Immediate | undefined;
+  private closed = false;
+
+  constructor(store: MvccStore, options: WatchableStoreOptions = {}) {
+    this.store = store;
+    this.maxBatchRevisions = options.maxBatchRevisions ?? MAX_BATCH_REVISIONS;
+    this.maxWatchersPerSync = options.maxWatchersPerSync ?? 512;
+    this.unsubscribe = store.subscribe((committed) => this.notify(committed));
+  }
+
+  /** The store's current revision. */
+  get revision(): number {
+    return this.store.revision;
+  }
+
+  /** Watchers in the store (synced and unsynced); compacted and canceled ones are not counted. */
+  get size(): number {
+    return this.synced.size + this.unsynced.size;
+  }
+
+  /** Unsynced watchers: those catching up from history. */
+  get unsyncedSize(): number {
+    return this.unsynced.size;
+  }
+
+  /**
+   * Registers a watcher. Start revision 0, or one past the current revision, makes it synced (from
+   * the next revision, or from that future one); any other start makes it catch up from history.
+   */
+  watch(id: bigint, options: WatcherOptions, sink: WatchSink): Watcher {
+    const current = this.store.revision;
+    const { startRevision } = options;
+    if (startRevision === 0 || startRevision > current) {
+      const watcher = new Watcher(id, options, sink, Math.max(current + 1, startRevision));
+      watcher.state = 'synced';
+      this.synced.add(watcher);
+      return watcher;
+    }
+    const watcher = new Watcher(id, options, sink, startRevision);
+    this.unsynced.add(watcher);
+    this.scheduleSync();
+    return watcher;
+  }
+
+  /** Removes `watcher` from the store; nothing is sent for it afterwards. */
+  cancel(watcher: Watcher): void {
+    this.synced.delete(watcher);
+    this.unsynced.delete(watcher);
+    watcher.state = 'canceled';
+  }
+
+  /**
+   * Sends a progress notification (no events, the current revision) for `watchers` through the
+   * first one's stream, as `responseWatchId`, but only when every one of them is synced and has
+   * reached its start revision: only then does the revision promise that nothing older is still
+   * to come. Returns false when some watcher is not there yet. A congested stream drops it.
+   */
+  progress(watchers: Iterable<Watcher>, responseWatchId: bigint): boolean {
+    const current = this.store.revision;
+    let first: Watcher | undefined;
+    for (const watcher of watchers) {
+      if (!this.synced.has(watcher) || current < watcher.startRevision) return false;
+      first ??= watcher;
+    }
+    first?.sink.send(first, {
+      watchId: responseWatchId,
+      events: [],
+      revision: current,
+      compactRevision: 0,
+    });
+    return true;
+  }
+
+  /** A stream that refused responses can take them again: let its watchers catch up. */
+  resume(): void {
+    if (this.unsynced.size > 0) this.scheduleSync();
+  }
+
+  /** Stops watching the store and forgets every watcher. */
+  close(): void {
+    this.closed = true;
+    this.unsubscribe();
+    if (this.syncPass !== undefined) clearImmediate(this.syncPass);
+    this.syncPass = undefined;
+    for (const group of [this.synced, this.unsynced]) {
+      for (const watcher of [...group.watchers()]) this.cancel(watcher);
+    }
+  }
+
+  /** Delivers a committed revision to the synced watchers it concerns. */
+  private notify({ revision, events }: CommittedRevision): void {
+    if (this.synced.size === 0) return;
+    const matches = new Map<Watcher, MvccEvent[]>();
+    for (const event of events) {
+      this.synced.forEachWatching(keyString(event.kv.key), (watcher) => {
+        // A watcher with a future start revision sits in the synced group until the store gets there.
+        if (revision < watcher.minRevision) return;
+        const list = matches.get(watcher);
+        if (list === undefined) matches.set(watcher, [event]);
+        else list.push(event);
+      });
+    }
+    for (const [watcher, matched] of matches) {
+      watcher.minRevision = revision + 1;
+      const visible = watcher.filter(matched);
+      // Nothing is sent when the filters drop every event of the revision.
+      if (visible.length === 0) continue;
+      const response = { watchId: watcher.id, events: visible, revision, compactRevision: 0 };
+      if (!watcher.sink.send(watcher, response)) {
+        // The stream is not draining: this revision and later ones will come from history once it
+        // does (the stream calls resume()), so the writer never waits for a slow reader.
+        watcher.minRevision = revision;
+        this.synced.delete(watcher);
+        this.unsynced.add(watcher);
+        watcher.state = 'unsynced';
+      }
+    }
+  }
+
+  private scheduleSync(): void {
+    if (this.syncPass !== undefined || this.closed) return;
+    this.syncPass = setImmediate(() => {
+      this.syncPass = undefined;
+      this.syncUnsynced();
+    });
+  }
+
+  /**
+   * One catch-up pass: each chosen unsynced watcher whose stream takes responses gets its next
+   * batch of history, or its compaction cancel, and joins the synced group once it has everything.
+   */
+  private syncUnsynced(): void {
+    if (this.closed) return;
+    const current = this.store.revision;
+    const compactRevision = this.store.compactRevision;
+    let progressed = false;
+    const chosen = new WatcherGroup();
+    let minRevision = Number.POSITIVE_INFINITY;
+    for (const watcher of [...this.unsynced.watchers()]) {
+      if (chosen.size >= this.maxWatchersPerSync) break;
+      // Work for a stream that would refuse it is wasted; its drain schedules another pass.
+      if (!watcher.sink.accepting) continue;
+      if (watcher.minRevision < compactRevision) {
+        const response = { watchId: watcher.id, events: [], revision: 0, compactRevision };
+        if (watcher.sink.send(watcher, response)) {
+          this.unsynced.delete(watcher);
+          watcher.state = 'compacted';
+          progressed = true;
+        }
+        continue;
+      }
+      chosen.add(watcher);
+      minRevision = Math.min(minRevision, watcher.minRevision);
+    }
+
+    const batches = this.readHistory(chosen, minRevision, current, compactRevision);
+    for (const watcher of chosen.watchers()) {
+      const batch = batches.get(watcher);
+      if (batch !== undefined) {
+        const events = watcher.filter(batch.events);
+        const response = { watchId: watcher.id, events, revision: current, compactRevision: 0 };
+        // Retried on a later pass, from the same revision, when the stream refuses it.
+        if (events.length > 0 && !watcher.sink.send(watcher, response)) continue;
+      }
+      progressed = true;
+      if (batch?.full) {
+        watcher.minRevision = batch.moreRevision;
+        continue;
+      }
+      watcher.minRevision = current + 1;
+      this.unsynced.delete(watcher);
+      this.synced.add(watcher);
+      watcher.state = 'synced';
+    }
+    if (progressed && this.unsynced.size > 0) this.scheduleSync();
+  }
+
+  /** The next history batch of each watcher of `group`, from `minRevision` to `current`. */
+  private readHistory(
+    group: WatcherGroup,
+    minRevision: number,
+    current: number,
+    compactRevision: number,
+  ): Map<Watcher, EventBatch> {
+    const batches = new Map<Watcher, EventBatch>();
+    let open = group.size;
+    for (let revision = minRevision; revision <= current && open > 0; revision++) {
+      for (const event of this.store.changesAt(revision).events) {
+        // etcd's compaction removes a tombstone at the compaction revision, so it never replays
+        // that delete; this store keeps it (reads need it), so it is skipped here.
+        if (event.type === 'delete' && revision === compactRevision) continue;
+        this.group(group, event, revision, batches, () => open--);
+      }
+    }
+    return batches;
+  }
+
+  private group(
+    group: WatcherGroup,
+    event: MvccEvent,
+    revision: number,
+    batches: Map<Watcher, EventBatch>,
+    onFull: () => void,
+  ): void {
+    group.forEachWatching(keyString(event.kv.key), (watcher) => {
+      if (revision < watcher.minRevision) return;
+      let batch = batches.get(watcher);
+      if (batch === undefined) {
+        batch = new EventBatch(this.maxBatchRevisions);
+        batches.set(watcher, batch);
+      }
+      if (batch.full) return;
+      batch.add(event);
+      // Once every watcher's batch is full, later history is not needed in this pass.
+      if (batch.full) onFull();
+    });
+  }
+}

@@ -1,0 +1,49 @@
+// Watch responses in wire form, and the cancel reasons etcd sends, word for word.
+import type { etcdserverpb, mvccpb } from '@etcdkit/client/protocol';
+import { EtcdServerError } from '../errors.js';
+import { toWireKeyValue } from '../kv/requests.js';
+import type { MvccStore } from '../mvcc/store.js';
+import type { MvccEvent } from '../mvcc/types.js';
+
+export type WireWatchRequest = etcdserverpb.WatchRequest.$Properties;
+export type WireWatchCreateRequest = etcdserverpb.WatchCreateRequest.$Properties;
+export type WireWatchResponse = etcdserverpb.WatchResponse.$Properties;
+export type WireEvent = mvccpb.Event.$Properties;
+
+/** Cancel reasons of a create request etcd refuses (mvcc's and rpctypes' error texts). */
+export const CancelReason = {
+  /** A client-chosen watch id already used on the stream. */
+  DUPLICATE_ID: 'mvcc: duplicate watch ID provided on the WatchStream',
+  /** range_end at or below key. */
+  EMPTY_RANGE: 'mvcc: watcher range is empty',
+  /** A negative start revision. */
+  COMPACTED: EtcdServerError.messageOf('COMPACTED'),
+} as const;
+
+/** WatchCreateRequest.FilterType values. */
+export const FilterType = { NOPUT: 0, NODELETE: 1 } as const;
+
+/** The watch id of a refused create request (clientv3.InvalidWatchID). */
+export const INVALID_WATCH_ID = -1n;
+
+/**
+ * `events` in wire form. With `prevKv`, deletes and puts that are not a key's creation carry the
+ * key-value as of the revision before the event, read now; it is left out when that revision has
+ * been compacted meanwhile, as etcd does.
+ */
+export function toWireEvents(
+  events: readonly MvccEvent[],
+  prevKv: boolean,
+  store: MvccStore,
+): WireEvent[] {
+  return events.map((event): WireEvent => {
+    const { kv } = event;
+    const wire: WireEvent = { type: event.type === 'put' ? 0 : 1, kv: toWireKeyValue(kv) };
+    const isCreate = event.type === 'put' && kv.createRevision === kv.modRevision;
+    if (prevKv && !isCreate) {
+      const previous = store.previousValue(kv.key, kv.modRevision);
+      if (previous !== undefined) wire.prevKv = toWireKeyValue(previous);
+    }
+    return wire;
+  });
+}
