@@ -43,6 +43,38 @@ const definitions = {
   RANGE_STREAM_SORT: [GrpcCode.UNIMPLEMENTED, 'RangeStream does not support custom sort orders'],
   RANGE_STREAM_FILTER: [GrpcCode.UNIMPLEMENTED, 'RangeStream does not support revision filters'],
   UNKNOWN_SERVICE: [GrpcCode.NOT_FOUND, 'unknown service'],
+  LEASE_EXISTS: [GrpcCode.FAILED_PRECONDITION, 'etcdserver: lease already exists'],
+  LEASE_TTL_TOO_LARGE: [GrpcCode.OUT_OF_RANGE, 'etcdserver: too large lease TTL'],
+  NO_SPACE: [GrpcCode.RESOURCE_EXHAUSTED, 'etcdserver: mvcc: database space exceeded'],
+  CORRUPT: [GrpcCode.DATA_LOSS, 'etcdserver: corrupt cluster'],
+  BAD_LEADER_TRANSFEREE: [GrpcCode.FAILED_PRECONDITION, 'etcdserver: bad leader transferee'],
+  MEMBER_NOT_FOUND: [GrpcCode.NOT_FOUND, 'etcdserver: member not found'],
+  MEMBER_BAD_URLS: [GrpcCode.INVALID_ARGUMENT, 'etcdserver: given member URLs are invalid'],
+  PEER_URL_EXISTS: [GrpcCode.FAILED_PRECONDITION, 'etcdserver: Peer URLs already exists'],
+  MEMBER_NOT_LEARNER: [
+    GrpcCode.FAILED_PRECONDITION,
+    'etcdserver: can only promote a learner member',
+  ],
+  LEARNER_NOT_READY: [
+    GrpcCode.FAILED_PRECONDITION,
+    'etcdserver: can only promote a learner member which is in sync with leader',
+  ],
+  TOO_MANY_LEARNERS: [
+    GrpcCode.FAILED_PRECONDITION,
+    'etcdserver: too many learner members in cluster',
+  ],
+  // etcd maps this one to a client-side error type that is no gRPC status, so grpc-go sends it as
+  // Unknown (seen on 3.4 and still so in etcd's main branch).
+  MEMBER_NOT_ENOUGH_STARTED: [
+    GrpcCode.UNKNOWN,
+    'etcdserver: re-configuration failed due to not enough started members',
+  ],
+  // Not etcd's: a single embedded member cannot add a voting member, which would never start (etcd
+  // accepts the add and then loses quorum). See docs/embedded-server.md.
+  VOTING_MEMBER_ADD: [
+    GrpcCode.UNIMPLEMENTED,
+    'etcdkit embedded server: adding a voting member is not supported (a single embedded member has no peer to start; etcd would accept the add and then lose quorum)',
+  ],
 } as const satisfies Record<string, readonly [GrpcCode, string]>;
 
 /** Stable identifier of each error the server answers with. */

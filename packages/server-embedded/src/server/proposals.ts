@@ -14,6 +14,9 @@ export const ProposalKind = {
   leaseGrant: 8,
   leaseRevoke: 9,
   alarm: 10,
+  // Membership changes are raft configuration changes, not InternalRaftRequests; they take a log
+  // entry all the same, and no request size limit applies to them.
+  confChange: 0,
 } as const;
 
 /** An InternalRaftRequest field number. */
@@ -49,10 +52,21 @@ export class ProposalLog {
   propose(kind: ProposalKind, requestBytes: number): void {
     const id = this.requestIds.next();
     const header = fieldSize(100, 1 + varintSize(id));
-    if (header + fieldSize(kind, requestBytes) > this.maxRequestBytes) {
+    if (
+      kind !== ProposalKind.confChange &&
+      header + fieldSize(kind, requestBytes) > this.maxRequestBytes
+    ) {
       throw new EtcdServerError('REQUEST_TOO_LARGE');
     }
     this.appliedIndex++;
+  }
+
+  /**
+   * A fresh request id. etcd draws one for a lease grant that asks for no particular id and uses
+   * it, sign bit cleared, as the lease id; the proposal then draws its own.
+   */
+  nextRequestId(): bigint {
+    return this.requestIds.next();
   }
 }
 
