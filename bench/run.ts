@@ -1,13 +1,19 @@
 // `npm run bench`: runs every benchmark suite and prints each result beside its alternative.
 // Benchmarks are never assertions: they report numbers for people to compare.
 import { codecSuite } from './codec.js';
+import { watchMemorySuite } from './watch-memory.js';
 
-const suites = [codecSuite];
+const suites = [codecSuite, watchMemorySuite];
 const only = process.argv[2];
 
 for (const suite of suites) {
   if (only && suite.name !== only) continue;
   console.log(`\n## ${suite.name}: ${suite.description}\n`);
+  // Suites that measure something other than speed print their own rows.
+  if ('report' in suite) {
+    console.table(await suite.report());
+    continue;
+  }
   const bench = await suite.run();
   console.table(
     bench.tasks.map((task) => {

@@ -84,8 +84,20 @@ export function watchSpec(request: WatchRequest, ns: KeyPrefix): WatchSpec {
     startRevision: revisionArg(o.startRevision, 'startRevision'),
     maxBufferedEvents: maxBufferedArg(o.maxBufferedEvents),
     signal: signalArg(o.signal),
-    strip: (stored) => ns.strip(stored),
+    strip: stripperOf(ns),
   };
+}
+
+// One key mapper per namespace, shared by its watchers (an idle watcher should cost little).
+const strippers = new WeakMap<KeyPrefix, (stored: Uint8Array) => Uint8Array>();
+
+function stripperOf(ns: KeyPrefix): (stored: Uint8Array) => Uint8Array {
+  let strip = strippers.get(ns);
+  if (!strip) {
+    strip = (stored) => ns.strip(stored);
+    strippers.set(ns, strip);
+  }
+  return strip;
 }
 
 function filtersArg(value: unknown): etcdserverpb.WatchCreateRequest.FilterType[] {

@@ -55,10 +55,13 @@ export class Watcher
   /** @internal Set when the hub refreshed the auth token since this watcher was last created. */
   authRetried = false;
   readonly #host: WatcherHost;
-  readonly #queue = new BatchQueue();
-  readonly #ready: Promise<bigint>;
-  #resolveReady: ((revision: bigint) => void) | undefined;
-  #rejectReady: ((error: EtcdError) => void) | undefined;
+  // Allocated on first use: an idle watcher should cost little (see bench/watch-memory.ts).
+  #queue: BatchQueue | undefined;
+  #waiters: Waiter[] | undefined;
+  #readyWaiter: { resolve(revision: bigint): void; reject(error: EtcdError): void } | undefined;
+  #readyPromise: Promise<bigint> | undefined;
+  #createdRevision: bigint | undefined;
+  #readyFailure: EtcdError | undefined;
   #lastDelivered: bigint | undefined;
   #iterating = false;
   #paused = false;
@@ -66,7 +69,6 @@ export class Watcher
   #ended = false;
   #error: EtcdError | undefined;
   #errorThrown = false;
-  #waiters: Waiter[] = [];
   #onAbort: (() => void) | undefined;
 
   /** @internal Watchers are made by `etcd.watch()`. */
@@ -75,12 +77,6 @@ export class Watcher
     this.spec = spec;
     this.#host = host;
     if (spec.startRevision > 0n) this.#lastDelivered = spec.startRevision - 1n;
-    this.#ready = new Promise<bigint>((resolve, reject) => {
-      this.#resolveReady = resolve;
-      this.#rejectReady = reject;
-    });
-    // Nobody may ever call ready(); its rejection must not count as unhandled.
-    this.#ready.catch(() => {});
     const signal = spec.signal;
     if (signal?.aborted) {
       this.#end(undefined, new AbortedError({ cause: signal.reason }));
@@ -105,7 +101,7 @@ export class Watcher
 
   /** Events held for the iterator right now. */
   get bufferedEvents(): number {
-    return this.#queue.events;
+    return this.#queue?.events ?? 0;
   }
 
   /** @internal Whether the watcher needs a server-side watch now. */
@@ -119,7 +115,12 @@ export class Watcher
    * or with AbortedError when it is closed or aborted before that.
    */
   ready(): Promise<bigint> {
-    return this.#ready;
+    if (this.#createdRevision !== undefined) return Promise.resolve(this.#createdRevision);
+    if (this.#readyFailure) return Promise.reject(this.#readyFailure);
+    this.#readyPromise ??= new Promise<bigint>((resolve, reject) => {
+      this.#readyWaiter = { resolve, reject };
+    });
+    return this.#readyPromise;
   }
 
   /**
@@ -164,10 +165,11 @@ export class Watcher
     if (this.#ended) return;
     this.authRetried = false;
     if (this.#lastDelivered === undefined) this.#lastDelivered = createdRevision;
-    if (this.#resolveReady) {
-      this.#resolveReady(createdRevision);
-      this.#resolveReady = undefined;
-      this.#rejectReady = undefined;
+    if (this.#createdRevision === undefined) {
+      this.#createdRevision = createdRevision;
+      this.#readyWaiter?.resolve(createdRevision);
+      this.#readyWaiter = undefined;
+      this.#readyPromise = undefined;
     }
     if (this.#disconnected) {
       this.#disconnected = false;
@@ -188,17 +190,19 @@ export class Watcher
       this.#emit(event.type, event, batch);
     }
     if (!hold || this.#ended) return;
-    const waiter = this.#waiters.shift();
+    const waiter = this.#waiters?.shift();
     if (waiter) {
       waiter.resolve({ done: false, value: batch });
       return;
     }
-    this.#queue.push(batch);
-    if (!this.#paused && this.#queue.events > this.spec.maxBufferedEvents) {
+    this.#queue ??= new BatchQueue();
+    const queue = this.#queue;
+    queue.push(batch);
+    if (!this.#paused && queue.events > this.spec.maxBufferedEvents) {
       this.#paused = true;
       safely(this.#host.hooks.onBackpressure, {
         paused: true,
-        bufferedEvents: this.#queue.events,
+        bufferedEvents: queue.events,
       });
       this.#host.pause(this);
     }
@@ -234,13 +238,14 @@ export class Watcher
   }
 
   #next(): Promise<IteratorResult<WatchBatch>> {
-    const batch = this.#queue.shift();
-    if (batch) {
-      if (this.#paused && !this.#ended && this.#queue.events <= this.spec.maxBufferedEvents / 2) {
+    const queue = this.#queue;
+    const batch = queue?.shift();
+    if (queue && batch) {
+      if (this.#paused && !this.#ended && queue.events <= this.spec.maxBufferedEvents / 2) {
         this.#paused = false;
         safely(this.#host.hooks.onBackpressure, {
           paused: false,
-          bufferedEvents: this.#queue.events,
+          bufferedEvents: queue.events,
         });
         this.#host.request(this);
       }
@@ -253,7 +258,10 @@ export class Watcher
       }
       return Promise.resolve(DONE);
     }
-    return new Promise((resolve, reject) => this.#waiters.push({ resolve, reject }));
+    return new Promise((resolve, reject) => {
+      this.#waiters ??= [];
+      this.#waiters.push({ resolve, reject });
+    });
   }
 
   /**
@@ -267,15 +275,16 @@ export class Watcher
     if (this.#onAbort) this.spec.signal?.removeEventListener('abort', this.#onAbort);
     this.#onAbort = undefined;
     this.#host.detach(this);
-    if (this.#rejectReady) {
-      this.#rejectReady(readyError);
-      this.#resolveReady = undefined;
-      this.#rejectReady = undefined;
+    if (this.#createdRevision === undefined) {
+      this.#readyFailure = readyError;
+      this.#readyWaiter?.reject(readyError);
+      this.#readyWaiter = undefined;
+      this.#readyPromise = undefined;
     }
     // A close drops what was held; a failure lets the iterator drain it, then throw.
-    if (!error) this.#queue.clear();
-    const waiters = this.#waiters;
-    this.#waiters = [];
+    if (!error) this.#queue = undefined;
+    const waiters = this.#waiters ?? [];
+    this.#waiters = undefined;
     for (const waiter of waiters) {
       if (error && !this.#errorThrown) {
         this.#errorThrown = true;
