@@ -1,7 +1,7 @@
 // Watch: event shapes, history, selections, filters, namespaces, compaction, closing, the shared
 // stream and backpressure, against every backend.
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { AbortedError, CompactedError, EtcdError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
 import { KV } from '../src/kv.js';
@@ -355,6 +355,49 @@ describeEachBackend('watch', ({ backend, prefix }) => {
       expect(log.opened).toBe(3);
       expect(log.reasons).toEqual(['idle', 'idle', 'idle']);
     } finally {
+      await client.close();
+    }
+  });
+
+  it('after close nothing is left: no stream, no watch timer, no listener', async () => {
+    const p = prefix();
+    const log = streamLog();
+    const made: Array<{ timer: NodeJS.Timeout; stack: string }> = [];
+    const realSetTimeout = globalThis.setTimeout;
+    const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((
+      callback: () => void,
+      ms?: number,
+    ) => {
+      const timer = realSetTimeout(callback, ms);
+      made.push({ timer, stack: new Error().stack ?? '' });
+      return timer;
+    }) as typeof setTimeout);
+    // Timers of the watch module still pending (neither fired nor cleared).
+    const pending = () =>
+      made.filter(
+        ({ timer, stack }) =>
+          stack.includes('/src/watch/') &&
+          !(timer as unknown as { _destroyed: boolean })._destroyed,
+      ).length;
+    const client = new Etcd({
+      endpoints: backend().endpoints,
+      watch: { progressIntervalMs: 50, stallTimeoutMs: 5_000, hooks: log.hooks },
+    });
+    try {
+      const controller = new AbortController();
+      const watcher = client.watch({ prefix: p, signal: controller.signal });
+      watcher.on('put', () => {});
+      watcher.on('progress', () => {});
+      await watcher.ready();
+      // Long enough for the liveness probe to run.
+      await new Promise((resolve) => realSetTimeout(resolve, 200));
+      expect(pending()).toBe(1);
+      controller.abort();
+      expect(watcher.eventNames()).toEqual([]);
+      await waitFor(() => log.open() === 0, 5_000, 'the stream to close');
+      expect(pending()).toBe(0);
+    } finally {
+      spy.mockRestore();
       await client.close();
     }
   });
