@@ -18,12 +18,12 @@ import { LeaseLostError } from '../src/lease-lost.js';
 import {
   type CountingTransport,
   countingTransport,
-  describeRealEtcd,
   nextKeepAlive,
   record,
   sleep,
   until,
 } from './lease-keepalive-support.js';
+import { describeRealEtcd } from './real-etcd.js';
 
 describeEachBackend('lease keepalive', ({ backend, prefix }) => {
   let proxy: TcpProxy;
