@@ -11,7 +11,10 @@ export interface Timer {
 export interface Clock {
   /** Milliseconds since an arbitrary, fixed origin; never goes backwards. */
   now(): number;
-  /** Runs `callback` once, after at least `delayMs` milliseconds of this clock's time. */
+  /**
+   * Runs `callback` once, after at least `delayMs` milliseconds of this clock's time. A callback
+   * may return a promise; a virtual clock waits for it before running the next timer.
+   */
   setTimer(callback: () => void, delayMs: number): Timer;
 }
 
@@ -24,3 +27,24 @@ export const systemClock: Clock = {
     return { cancel: () => clearTimeout(handle) };
   },
 };
+
+/** Runs `tick` every `intervalMs` of `clock`'s time until the returned timer is cancelled. */
+export function every(clock: Clock, intervalMs: number, tick: () => void): Timer {
+  let cancelled = false;
+  let current: Timer | undefined;
+  const schedule = (): void => {
+    current = clock.setTimer(() => {
+      if (cancelled) return;
+      // Re-armed before the tick runs, so a tick that throws does not stop the schedule.
+      schedule();
+      tick();
+    }, intervalMs);
+  };
+  schedule();
+  return {
+    cancel() {
+      cancelled = true;
+      current?.cancel();
+    },
+  };
+}
