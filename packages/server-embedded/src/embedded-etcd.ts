@@ -13,19 +13,24 @@ import {
   v3lockpb_Lock,
 } from '@etcdkit/client/protocol';
 import * as grpc from '@grpc/grpc-js';
-import { systemClock } from './clock.js';
+import type { Clock } from './clock.js';
 import { KvApplier } from './kv/kv-applier.js';
+import type { LeaseApplier } from './lease/lease-applier.js';
 import { LeaseTable } from './lease/lease-table.js';
+import { effectiveQuota } from './maintenance/quota.js';
 import { MvccStore } from './mvcc/store.js';
 import { type MemberIdentity, randomId } from './server/member.js';
+import { type ClockOption, createMemberServices, resolveClock } from './server/member-services.js';
 import { ProposalLog } from './server/proposals.js';
 import { registerClusterService } from './services/cluster-service.js';
 import type { ServiceContext } from './services/context.js';
 import { registerHealthService } from './services/health-service.js';
 import { registerKvService } from './services/kv-service.js';
+import { registerLeaseService } from './services/lease-service.js';
 import { registerMaintenanceService } from './services/maintenance-service.js';
 import { ServiceRegistry } from './services/registry.js';
 import { registerWatchService } from './services/watch-service.js';
+import type { VirtualClock } from './virtual-clock.js';
 import { WatchableStore } from './watch/watchable-store.js';
 
 /** The etcd version the server claims by default: the API level it implements (RangeStream). */
@@ -44,8 +49,25 @@ export interface EmbeddedEtcdOptions {
    * messages over this plus 512 KiB outright (ResourceExhausted).
    */
   readonly maxRequestBytes?: number;
-  /** Backend quota reported by Status (`--quota-backend-bytes`). Default 2 GiB. */
+  /**
+   * Backend quota (`--quota-backend-bytes`), in bytes. Default 2 GiB; 0 means the default and a
+   * negative value no quota, as in etcd. When the estimated database size reaches it, writes raise
+   * the NOSPACE alarm and fail.
+   */
   readonly quotaBackendBytes?: number;
+  /**
+   * The server's time, which lease expiry and other timers run on: `'real'` (default), `'virtual'`
+   * (a fresh {@link VirtualClock} at 0 that only moves when `server.clock.advance(ms)` is called),
+   * or any {@link Clock}.
+   */
+  readonly clock?: ClockOption;
+  /**
+   * Shortest lease TTL, in seconds; shorter grants are raised to it. Default 2, etcd's with its
+   * default election timeout (ceil(1.5 x 1 s)).
+   */
+  readonly minLeaseTtl?: number;
+  /** How often expired leases are looked for, in ms of the clock. Default 500, as in etcd. */
+  readonly leaseCheckIntervalMs?: number;
   /** The version Status reports; clients pick features by it. Default {@link DEFAULT_ETCD_VERSION}. */
   readonly version?: string;
   /** Cluster id of response headers. Default: random per server. */
@@ -77,12 +99,15 @@ export class EmbeddedEtcd {
   readonly member: MemberIdentity;
   /** The MVCC store behind the KV API. */
   readonly store: MvccStore;
-  /** Leases, until the lease service replaces this minimal table. */
+  /** The leases and the keys attached to them (for tests that look inside). */
   readonly leases: LeaseTable;
+  /** The server's time; a {@link VirtualClock} when started with `clock: 'virtual'`. */
+  readonly clock: Clock;
   /** The watchers of the Watch service, over {@link store} (tests may count them). */
   readonly watchable: WatchableStore;
   private readonly server: grpc.Server;
   private readonly closeWatchStreams: () => void;
+  private readonly leaseApplier: LeaseApplier;
   private stopped: Promise<void> | undefined;
 
   private constructor(init: {
@@ -94,6 +119,8 @@ export class EmbeddedEtcd {
     leases: LeaseTable;
     watchable: WatchableStore;
     closeWatchStreams: () => void;
+    clock: Clock;
+    leaseApplier: LeaseApplier;
   }) {
     this.server = init.server;
     this.port = init.port;
@@ -103,11 +130,17 @@ export class EmbeddedEtcd {
     this.leases = init.leases;
     this.watchable = init.watchable;
     this.closeWatchStreams = init.closeWatchStreams;
+    this.clock = init.clock;
+    this.leaseApplier = init.leaseApplier;
     this.endpoint = `http://${HOST}:${init.port}`;
     this.endpoints = [this.endpoint];
   }
 
   /** Starts a server with a fresh, empty store (revision 1). */
+  static start(
+    options: EmbeddedEtcdOptions & { readonly clock: 'virtual' | VirtualClock },
+  ): Promise<EmbeddedEtcd & { readonly clock: VirtualClock }>;
+  static start(options?: EmbeddedEtcdOptions): Promise<EmbeddedEtcd>;
   static async start(options: EmbeddedEtcdOptions = {}): Promise<EmbeddedEtcd> {
     const maxRequestBytes = options.maxRequestBytes ?? 1.5 * 1024 * 1024;
     const server = new grpc.Server({
@@ -138,24 +171,48 @@ export class EmbeddedEtcd {
     const store = new MvccStore({ lessor: leases });
     const proposals = new ProposalLog({ memberId: member.memberId, maxRequestBytes });
     const version = options.version ?? DEFAULT_ETCD_VERSION;
+    const clock = resolveClock(options.clock);
+    const quotaBackendBytes = effectiveQuota(options.quotaBackendBytes);
+    const shared = createMemberServices({
+      member,
+      store,
+      leaseTable: leases,
+      proposals,
+      clock,
+      quotaBytes: quotaBackendBytes,
+      minLeaseTtl: options.minLeaseTtl,
+    });
     const context: ServiceContext = {
       member,
       proposals,
       store,
-      kv: new KvApplier({ store, lessor: leases, proposals, maxTxnOps: options.maxTxnOps ?? 128 }),
+      kv: new KvApplier({
+        store,
+        lessor: leases,
+        proposals,
+        maxTxnOps: options.maxTxnOps ?? 128,
+        guard: shared.guard,
+      }),
       version,
       maxRequestBytes,
-      quotaBackendBytes: options.quotaBackendBytes ?? 2 * 1024 * 1024 * 1024,
+      quotaBackendBytes,
+      clock,
+      leases: shared.leases,
+      leaseTable: leases,
+      alarms: shared.alarms,
+      backend: shared.backend,
+      membership: shared.membership,
     };
     const registry = new ServiceRegistry(server);
     registerKvService(registry, context);
     registerMaintenanceService(registry, context);
     registerClusterService(registry, context);
+    registerLeaseService(registry, context);
     registerHealthService(registry);
     const watchable = new WatchableStore(store);
     const closeWatchStreams = registerWatchService(registry, context, {
       watchable,
-      clock: systemClock,
+      clock,
       progressNotifyIntervalMs: options.watchProgressNotifyIntervalMs,
     });
     const services = [
@@ -172,6 +229,7 @@ export class EmbeddedEtcd {
     for (const service of services) {
       registry.unimplemented(service as Record<string, MethodDescriptor<unknown, unknown>>);
     }
+    shared.leases.startExpiryChecks(options.leaseCheckIntervalMs);
     return new EmbeddedEtcd({
       server,
       port,
@@ -181,18 +239,29 @@ export class EmbeddedEtcd {
       leases,
       watchable,
       closeWatchStreams,
+      clock,
+      leaseApplier: shared.leases,
     });
   }
 
   /** Stops listening and closes every connection; calls in flight fail. Safe to call twice. */
   stop(): Promise<void> {
     this.stopped ??= new Promise<void>((resolve) => {
+      this.leaseApplier.stopExpiryChecks();
       this.closeWatchStreams();
       this.watchable.close();
       this.server.forceShutdown();
       resolve();
     });
     return this.stopped;
+  }
+
+  /**
+   * Expires a lease now (fault injection): it is revoked at once, its keys deleted in a revision of
+   * their own, as if its TTL had run out. False when there is no such lease.
+   */
+  expireLease(leaseId: bigint): boolean {
+    return this.leaseApplier.expire(leaseId);
   }
 
   /** Stops the server, for `await using server = await EmbeddedEtcd.start()`. */

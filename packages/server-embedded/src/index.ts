@@ -5,15 +5,23 @@
  * @module @etcdkit/server-embedded
  */
 export type { Clock, Timer } from './clock.js';
-export { systemClock } from './clock.js';
+export { every, systemClock } from './clock.js';
 export {
   DEFAULT_ETCD_VERSION,
   EmbeddedEtcd,
   type EmbeddedEtcdOptions,
 } from './embedded-etcd.js';
 export { EtcdServerError, GrpcCode, type ServerErrorCode } from './errors.js';
+export type { Lease } from './lease/lease.js';
 export { LeaseTable } from './lease/lease-table.js';
 export type { Lessor } from './lease/lessor.js';
+export {
+  type DecodedSnapshot,
+  decodeSnapshot,
+  type SnapshotChange,
+  type SnapshotMember,
+  type SnapshotMetadata,
+} from './maintenance/snapshot.js';
 export type { KeyRange } from './mvcc/index.js';
 export type {
   CommitListener,
@@ -26,3 +34,6 @@ export type {
 export type { StoreWrite } from './mvcc/store-write.js';
 export type { CommittedRevision, KeyValue, MvccEvent } from './mvcc/types.js';
 export type { MemberIdentity } from './server/member.js';
+export type { ClockOption } from './server/member-services.js';
+export type { Member } from './server/membership.js';
+export { VirtualClock } from './virtual-clock.js';

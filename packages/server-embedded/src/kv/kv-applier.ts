@@ -6,6 +6,7 @@ import { EtcdServerError } from '../errors.js';
 import type { Lessor } from '../lease/lessor.js';
 import type { MvccStore } from '../mvcc/store.js';
 import { ProposalKind, type ProposalLog } from '../server/proposals.js';
+import type { WriteGuard } from '../server/write-guard.js';
 import { applyDeleteRange } from './delete.js';
 import { checkIntervals } from './intervals.js';
 import { applyPut, checkPut } from './put.js';
@@ -38,6 +39,8 @@ export interface KvApplierOptions {
   readonly proposals: ProposalLog;
   /** Most ops in one list of a txn (--max-txn-ops). */
   readonly maxTxnOps: number;
+  /** The backend quota and the alarms; none: nothing is refused. */
+  readonly guard?: WriteGuard;
 }
 
 /** Handles Range, Put, DeleteRange, Txn and Compact requests. */
@@ -46,12 +49,14 @@ export class KvApplier {
   private readonly lessor: Lessor;
   private readonly proposals: ProposalLog;
   private readonly maxTxnOps: number;
+  private readonly guard: WriteGuard | undefined;
 
   constructor(options: KvApplierOptions) {
     this.store = options.store;
     this.lessor = options.lessor;
     this.proposals = options.proposals;
     this.maxTxnOps = options.maxTxnOps;
+    this.guard = options.guard;
   }
 
   range(r: RangeRequest): RangeResponse {
@@ -68,8 +73,11 @@ export class KvApplier {
 
   /** `requestBytes` is the size of the request's encoding, for the proposal size limit. */
   put(r: PutRequest, requestBytes: number): PutResponse {
+    // etcd's quota layer wraps the KV server, so the quota is checked before the request is.
+    this.guard?.beforeProposal({ kind: 'put', request: r });
     checkPutRequest(r);
     this.proposals.propose(ProposalKind.put, requestBytes);
+    this.guard?.atApply({ kind: 'put', request: r });
     checkPut(this.store, this.lessor, r);
     const write = this.store.write();
     try {
@@ -82,6 +90,7 @@ export class KvApplier {
   deleteRange(r: DeleteRangeRequest, requestBytes: number): DeleteRangeResponse {
     checkDeleteRequest(r);
     this.proposals.propose(ProposalKind.deleteRange, requestBytes);
+    this.guard?.atApply({ kind: 'deleteRange' });
     const write = this.store.write();
     try {
       return applyDeleteRange(write, r);
@@ -91,13 +100,17 @@ export class KvApplier {
   }
 
   txn(r: TxnRequest, requestBytes: number): TxnResponse {
+    this.guard?.beforeProposal({ kind: 'txn', request: r });
     checkTxnRequest(r, this.maxTxnOps);
     // After the per-op checks, so that a huge txn fails cheaply on them first (as in etcd).
     checkIntervals(r.success ?? []);
     checkIntervals(r.failure ?? []);
     const readOnly = isReadOnlyTxn(r);
     // A txn that cannot write is served like a read: no proposal, no size limit, no log entry.
-    if (!readOnly) this.proposals.propose(ProposalKind.txn, requestBytes);
+    if (!readOnly) {
+      this.proposals.propose(ProposalKind.txn, requestBytes);
+      this.guard?.atApply({ kind: 'txn', request: r });
+    }
     const plan = planTxn(this.store, r);
     checkTxn(this.store, this.lessor, r, plan);
     if (readOnly) return executeTxn(this.store, r, plan);
@@ -112,6 +125,7 @@ export class KvApplier {
   /** Compaction takes effect logically at once, so `physical` needs no waiting here. */
   compact(r: CompactionRequest, requestBytes: number): CompactionResponse {
     this.proposals.propose(ProposalKind.compaction, requestBytes);
+    this.guard?.atApply({ kind: 'compaction' });
     this.store.compact(numberOf(r.revision));
     return { header: revisionHeader(this.store.revision) };
   }

@@ -1,39 +1,76 @@
-// A minimal in-memory lessor: leases are granted and revoked explicitly, with no TTL. Revoking
-// deletes every attached key in one store revision, in key order, as etcd's lessor does.
-import { keyString } from '../bytes.js';
+// The lease bookkeeping: leases by id, the keys attached to each, and their expiry order. It knows
+// nothing of requests, raft or time; the LeaseApplier decides when leases are granted, renewed and
+// revoked. Revoking deletes every attached key in one store revision, in key order, as etcd does
+// (its lessor sorts the keys so that every member writes the same revision).
 import type { MvccStore } from '../mvcc/store.js';
+import { ExpiryQueue } from './expiry-queue.js';
+import { Lease } from './lease.js';
 import type { Lessor } from './lessor.js';
 
 /** Leases by id, each with the keys attached to it. */
 export class LeaseTable implements Lessor {
-  private readonly leases = new Map<bigint, Map<string, Uint8Array>>();
+  private readonly leases = new Map<bigint, Lease>();
+  private readonly expiries = new ExpiryQueue();
+  private grants = 0;
 
-  /** Creates a lease; false when the id is already in use. */
-  grant(leaseId: bigint): boolean {
+  /**
+   * Creates a lease of `ttl` seconds expiring at `expiresAt` (default: never). False when the id
+   * is already in use.
+   */
+  grant(leaseId: bigint, ttl = 0, expiresAt = Number.POSITIVE_INFINITY): boolean {
     if (this.leases.has(leaseId)) return false;
-    this.leases.set(leaseId, new Map());
+    const lease = new Lease(leaseId, ttl, this.grants++, expiresAt);
+    this.leases.set(leaseId, lease);
+    this.expiries.push(lease);
     return true;
+  }
+
+  /** The lease with this id, if it exists (expired leases exist until they are revoked). */
+  get(leaseId: bigint): Lease | undefined {
+    return this.leases.get(leaseId);
   }
 
   has(leaseId: bigint): boolean {
     return this.leases.has(leaseId);
   }
 
+  /** Number of leases. */
+  get size(): number {
+    return this.leases.size;
+  }
+
+  /** Every lease, in grant order. */
+  all(): Lease[] {
+    return [...this.leases.values()];
+  }
+
   attach(leaseId: bigint, key: Uint8Array): void {
-    this.leases.get(leaseId)?.set(keyString(key), key);
+    this.leases.get(leaseId)?.attach(key);
   }
 
   detach(leaseId: bigint, key: Uint8Array): void {
-    this.leases.get(leaseId)?.delete(keyString(key));
+    this.leases.get(leaseId)?.detach(key);
   }
 
   /** The keys attached to a lease, in key order. */
   keys(leaseId: bigint): Uint8Array[] {
-    const keys = this.leases.get(leaseId);
-    if (keys === undefined) return [];
-    return [...keys.entries()]
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([, key]) => key);
+    return this.leases.get(leaseId)?.keys() ?? [];
+  }
+
+  /** Moves a lease's expiry (a keep-alive, or a test expiring it now). */
+  setExpiry(lease: Lease, expiresAt: number): void {
+    lease.expiresAt = expiresAt;
+    this.expiries.push(lease);
+  }
+
+  /** Looks at `lease` again at `at`, without moving its expiry (a revoke that must be retried). */
+  retryExpiry(lease: Lease, at: number): void {
+    this.expiries.push(lease, at);
+  }
+
+  /** Removes and returns the earliest lease due at `now`, if any, in expiry then grant order. */
+  nextExpired(now: number): Lease | undefined {
+    return this.expiries.popDue(now, (lease) => this.leases.get(lease.id) === lease);
   }
 
   /**
@@ -41,12 +78,16 @@ export class LeaseTable implements Lessor {
    * False when the lease does not exist.
    */
   revoke(leaseId: bigint, store: MvccStore): boolean {
-    if (!this.leases.has(leaseId)) return false;
-    const keys = this.keys(leaseId);
+    const lease = this.leases.get(leaseId);
+    if (lease === undefined) return false;
+    const keys = lease.keys();
     if (keys.length > 0) {
       const write = store.write();
-      for (const key of keys) write.deleteRange({ key });
-      write.end();
+      try {
+        for (const key of keys) write.deleteRange({ key });
+      } finally {
+        write.end();
+      }
     }
     this.leases.delete(leaseId);
     return true;

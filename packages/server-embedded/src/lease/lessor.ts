@@ -1,10 +1,13 @@
-// What the store and the KV applier need from leases. The lease service (grant, keep-alive,
-// expiry on a Clock) will implement this interface; until then LeaseTable is enough to validate and
-// attach leases and to revoke them.
+// What the store and the KV applier need from leases: whether one exists, and to be told which keys
+// are attached to which lease. LeaseTable implements it; the LeaseApplier grants, renews and
+// revokes the leases in it.
 
 /** The lease bookkeeping the store relies on. */
 export interface Lessor {
-  /** True when the lease exists now (granted, not revoked, not expired). */
+  /**
+   * True when the lease exists: granted and not revoked yet. As in etcd, a lease whose time is up
+   * exists until the expiry check revokes it, and a put may still attach keys to it meanwhile.
+   */
   has(leaseId: bigint): boolean;
   /** Called inside the write that puts `key` with `leaseId`. */
   attach(leaseId: bigint, key: Uint8Array): void;

@@ -1,8 +1,14 @@
 // What the gRPC services share: the member's identity, its raft log, the store and the KV applier.
+import type { Clock } from '../clock.js';
 import type { KvApplier } from '../kv/kv-applier.js';
 import type { ResponseHeader } from '../kv/requests.js';
+import type { LeaseApplier } from '../lease/lease-applier.js';
+import type { LeaseTable } from '../lease/lease-table.js';
+import type { AlarmStore } from '../maintenance/alarms.js';
+import type { BackendSize } from '../maintenance/backend-size.js';
 import type { MvccStore } from '../mvcc/store.js';
 import type { MemberIdentity } from '../server/member.js';
+import type { Membership } from '../server/membership.js';
 import type { ProposalLog } from '../server/proposals.js';
 
 /** The server state behind the services. */
@@ -16,6 +22,18 @@ export interface ServiceContext {
   readonly maxRequestBytes: number;
   /** --quota-backend-bytes, reported by Status. */
   readonly quotaBackendBytes: number;
+  /** The server's time: lease expiry and other timers run on it. */
+  readonly clock: Clock;
+  /** The Lease requests. */
+  readonly leases: LeaseApplier;
+  /** The leases themselves (for snapshots). */
+  readonly leaseTable: LeaseTable;
+  /** Active alarms (Alarm, Status' errors). */
+  readonly alarms: AlarmStore;
+  /** The estimated database size (Status, the quota, Defragment). */
+  readonly backend: BackendSize;
+  /** The cluster's members (Cluster service). */
+  readonly membership: Membership;
 }
 
 /** A header with the cluster fields set, keeping `header`'s revision (none: the current one). */

@@ -1,34 +1,99 @@
-// etcdserverpb.Maintenance over gRPC. Only Status so far; the others answer Unimplemented.
+// etcdserverpb.Maintenance over gRPC. Status, Alarm, Hash, HashKV, Defragment, Snapshot and
+// MoveLeader answer as a single etcd member that leads itself; Downgrade is not served
+// (Unimplemented). Headers are filled as etcd's maintenance server fills them: Defragment and
+// MoveLeader answer without one.
 import { etcdserverpb_Maintenance } from '@etcdkit/client/protocol';
+import { EtcdServerError } from '../errors.js';
+import { revisionHeader } from '../kv/requests.js';
+import { encodeSnapshot, snapshotMessages } from '../maintenance/snapshot.js';
+import { Crc32c } from '../mvcc/hash.js';
 import { fillHeader, type ServiceContext } from './context.js';
 import type { ServiceRegistry } from './registry.js';
-
-/** Size of a fresh etcd's bbolt file, and how much of it is in use (measured on etcd 3.4). */
-const EMPTY_DB_SIZE = 20_480;
-const EMPTY_DB_SIZE_IN_USE = 16_384;
 
 export function registerMaintenanceService(
   registry: ServiceRegistry,
   context: ServiceContext,
 ): void {
-  registry.unary(etcdserverpb_Maintenance.Status, () => {
-    const history = context.store.historyBytes;
+  const { store, alarms, backend } = context;
+
+  registry.unary(etcdserverpb_Maintenance.Status, () => ({
+    header: fillHeader(context),
+    version: context.version,
+    dbSize: BigInt(backend.size),
+    leader: context.member.memberId,
+    raftIndex: BigInt(context.proposals.index),
+    raftTerm: BigInt(context.proposals.term),
+    raftAppliedIndex: BigInt(context.proposals.index),
+    errors: alarms.statusErrors(),
+    dbSizeInUse: BigInt(backend.sizeInUse),
+    isLearner: false,
+    storageVersion: storageVersionOf(context.version),
+    dbSizeQuota: BigInt(context.quotaBackendBytes),
+    downgradeInfo: { enabled: false },
+  }));
+
+  registry.unary(etcdserverpb_Maintenance.Alarm, (request, size) => {
+    const response = alarms.handle(request, size);
+    return { ...response, header: fillHeader(context, response.header) };
+  });
+
+  registry.unary(etcdserverpb_Maintenance.HashKV, (request) => {
+    const hash = store.hashKV(Number(request.revision ?? 0n));
     return {
-      header: fillHeader(context),
-      version: context.version,
-      dbSize: BigInt(EMPTY_DB_SIZE + history),
-      leader: context.member.memberId,
-      raftIndex: BigInt(context.proposals.index),
-      raftTerm: BigInt(context.proposals.term),
-      raftAppliedIndex: BigInt(context.proposals.index),
-      errors: [],
-      dbSizeInUse: BigInt(EMPTY_DB_SIZE_IN_USE + history),
-      isLearner: false,
-      storageVersion: storageVersionOf(context.version),
-      dbSizeQuota: BigInt(context.quotaBackendBytes),
-      downgradeInfo: { enabled: false },
+      header: fillHeader(context, revisionHeader(hash.revision)),
+      hash: hash.hash,
+      compactRevision: BigInt(hash.compactRevision),
+      hashRevision: BigInt(hash.hashRevision),
     };
   });
+
+  // etcd hashes its whole backend file; the embedded server hashes its snapshot, which holds the
+  // same state (history, leases, members, alarms), so equal states hash equal here too.
+  registry.unary(etcdserverpb_Maintenance.Hash, () => ({
+    header: fillHeader(context),
+    hash: new Crc32c().update(takeSnapshot(context)).digest(),
+  }));
+
+  registry.unary(etcdserverpb_Maintenance.Defragment, () => {
+    backend.defragment();
+    return {};
+  });
+
+  registry.serverStream(etcdserverpb_Maintenance.Snapshot, async (_request, send, call) => {
+    // Taken at once: the store is synchronous, so the snapshot is one consistent state.
+    const data = takeSnapshot(context);
+    for (const message of snapshotMessages(data, storageVersionOf(context.version))) {
+      if (call.cancelled) return;
+      await send(message);
+    }
+  });
+
+  registry.unary(etcdserverpb_Maintenance.MoveLeader, (request) => {
+    // Already the leader: moving leadership to itself is done at once, as in etcd. Any other
+    // target is unknown or a learner, which etcd refuses.
+    if ((request.targetID ?? 0n) !== context.member.memberId) {
+      throw new EtcdServerError('BAD_LEADER_TRANSFEREE');
+    }
+    return {};
+  });
+}
+
+/** The snapshot of the server's state now (see maintenance/snapshot.ts). */
+function takeSnapshot(context: ServiceContext): Uint8Array {
+  const { store, membership, leaseTable, alarms } = context;
+  return encodeSnapshot(
+    {
+      version: context.version,
+      clusterId: context.member.clusterId,
+      memberId: context.member.memberId,
+      revision: store.revision,
+      compactRevision: store.compactRevision,
+      members: membership.list(),
+      leases: leaseTable.all().map((lease) => ({ id: lease.id, ttl: lease.ttl })),
+      alarms: alarms.list().map((alarm) => ({ memberId: alarm.memberId, type: alarm.type })),
+    },
+    store.history.upTo(store.revision),
+  );
 }
 
 /** etcd records its storage format by minor version: "3.7.1" writes storage version "3.7.0". */

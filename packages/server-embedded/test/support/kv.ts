@@ -38,12 +38,8 @@ export function kv(server: TestServer) {
   };
 }
 
-/** Grants a lease: through LeaseGrant on a real etcd, directly on the embedded server's table. */
+/** Grants a lease with this id through LeaseGrant (TTL 60 s). */
 export async function grantLease(server: TestServer, id: bigint): Promise<bigint> {
-  if (server.embedded !== undefined) {
-    server.embedded.leases.grant(id);
-    return id;
-  }
   const response = await server.client.unary(Lease.LeaseGrant, { ID: id, TTL: 60n });
   return response.ID;
 }

@@ -1,0 +1,149 @@
+// Cluster membership of a server that is one started member, always the leader. What etcd allows
+// there is allowed here: adding a learner (which never starts, since it has no process behind it),
+// updating peer URLs, removing the learner. What etcd refuses is refused with etcd's error, checked
+// in etcd's order: removing the only voting member, promoting a voting member or a learner that is
+// not in sync (ours never is), too many learners, peer URLs already in use, unknown or removed ids.
+// Adding a voting member is the one thing etcd accepts and this server cannot honour: the new member
+// would never start and a real single member would then lose quorum; it is answered Unimplemented.
+// Every change that passes the checks made before proposing takes a raft log entry, as in etcd.
+import { EtcdServerError } from '../errors.js';
+import { type MemberIdentity, randomId } from './member.js';
+import { ProposalKind, type ProposalLog } from './proposals.js';
+
+/** A member as MemberList reports it. */
+export interface Member {
+  readonly id: bigint;
+  /** Empty for a member that never started. */
+  readonly name: string;
+  readonly peerUrls: readonly string[];
+  /** Empty for a member that never started. */
+  readonly clientUrls: readonly string[];
+  readonly isLearner: boolean;
+}
+
+/** etcd's default --max-learners. */
+const MAX_LEARNERS = 1;
+
+/** The members of the cluster this server is the only started member of. */
+export class Membership {
+  /** This server's member id. */
+  readonly selfId: bigint;
+  private readonly proposals: ProposalLog;
+  private readonly members = new Map<bigint, Member>();
+  /** Ids removed from the cluster; etcd never lets them back. */
+  private readonly removed = new Set<bigint>();
+
+  constructor(self: MemberIdentity, proposals: ProposalLog) {
+    this.selfId = self.memberId;
+    this.proposals = proposals;
+    this.members.set(self.memberId, {
+      id: self.memberId,
+      name: self.name,
+      peerUrls: [...self.peerUrls],
+      clientUrls: [...self.clientUrls],
+      isLearner: false,
+    });
+  }
+
+  /** Every member, by id (as etcd lists them). */
+  list(): Member[] {
+    return [...this.members.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  /** The member with this id, if it is in the cluster. */
+  get(id: bigint): Member | undefined {
+    return this.members.get(id);
+  }
+
+  /**
+   * MemberAdd: a learner that never starts. A voting member is refused (see the file comment),
+   * unless etcd would refuse it anyway for its peer URLs.
+   */
+  add(peerUrls: readonly string[], isLearner: boolean): Member {
+    const urls = parsePeerUrls(peerUrls);
+    if (!isLearner && this.urlsFree(urls, undefined))
+      throw new EtcdServerError('VOTING_MEMBER_ADD');
+    this.proposals.propose(ProposalKind.confChange, 0);
+    if (!this.urlsFree(urls, undefined)) throw new EtcdServerError('PEER_URL_EXISTS');
+    const learners = this.list().filter((m) => m.isLearner).length;
+    if (learners + 1 > MAX_LEARNERS) throw new EtcdServerError('TOO_MANY_LEARNERS');
+    let id = randomId();
+    while (this.members.has(id) || this.removed.has(id)) id = randomId();
+    const member: Member = { id, name: '', peerUrls: urls, clientUrls: [], isLearner: true };
+    this.members.set(id, member);
+    return member;
+  }
+
+  /** MemberRemove: a learner may go; the only voting member may not. */
+  remove(id: bigint): void {
+    const member = this.members.get(id);
+    // etcd's strict reconfiguration check: without this member, no started voting member is left.
+    if (member !== undefined && !member.isLearner) {
+      throw new EtcdServerError('MEMBER_NOT_ENOUGH_STARTED');
+    }
+    this.proposals.propose(ProposalKind.confChange, 0);
+    if (member === undefined) throw new EtcdServerError('MEMBER_NOT_FOUND');
+    this.members.delete(id);
+    this.removed.add(id);
+  }
+
+  /** MemberUpdate: new peer URLs, taken as given (etcd does not parse them here). */
+  update(id: bigint, peerUrls: readonly string[]): void {
+    this.proposals.propose(ProposalKind.confChange, 0);
+    const member = this.members.get(id);
+    if (member === undefined) throw new EtcdServerError('MEMBER_NOT_FOUND');
+    if (!this.urlsFree(peerUrls, id)) throw new EtcdServerError('PEER_URL_EXISTS');
+    this.members.set(id, { ...member, peerUrls: [...peerUrls] });
+  }
+
+  /**
+   * MemberPromote. etcd first asks raft whether the member is in sync: an unknown id is not found,
+   * and a learner here never is in sync since it never started. A voting member passes that check
+   * and is refused when the change is applied.
+   */
+  promote(id: bigint): void {
+    const member = this.members.get(id);
+    if (member === undefined) throw new EtcdServerError('MEMBER_NOT_FOUND');
+    if (member.isLearner) throw new EtcdServerError('LEARNER_NOT_READY');
+    this.proposals.propose(ProposalKind.confChange, 0);
+    throw new EtcdServerError('MEMBER_NOT_LEARNER');
+  }
+
+  /** True when no member but `except` has any of `urls`. */
+  private urlsFree(urls: readonly string[], except: bigint | undefined): boolean {
+    for (const member of this.members.values()) {
+      if (member.id !== except && member.peerUrls.some((url) => urls.includes(url))) return false;
+    }
+    return true;
+  }
+}
+
+/**
+ * Peer URLs as etcd's types.NewURLs takes them: at least one; each http(s) URL "host:port" with no
+ * path, or a unix(s) URL; trimmed, scheme lower-cased, sorted.
+ */
+export function parsePeerUrls(urls: readonly string[]): string[] {
+  if (urls.length === 0) throw new EtcdServerError('MEMBER_BAD_URLS');
+  return urls.map(parsePeerUrl).sort();
+}
+
+function parsePeerUrl(input: string): string {
+  const url = input.trim();
+  const match = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)(.*)$/s.exec(url);
+  if (match === null) throw new EtcdServerError('MEMBER_BAD_URLS');
+  const scheme = match[1]!.toLowerCase();
+  const authority = match[2]!;
+  const rest = match[3]!;
+  if (scheme === 'unix' || scheme === 'unixs') return `${scheme}://${authority}${rest}`;
+  if (scheme !== 'http' && scheme !== 'https') throw new EtcdServerError('MEMBER_BAD_URLS');
+  if (rest.startsWith('/') || !hasHostPort(authority.slice(authority.lastIndexOf('@') + 1))) {
+    throw new EtcdServerError('MEMBER_BAD_URLS');
+  }
+  return `${scheme}://${authority}${rest}`;
+}
+
+/** Go's net.SplitHostPort succeeds: "host:port" or "[ipv6]:port", one colon outside brackets. */
+function hasHostPort(host: string): boolean {
+  if (host.startsWith('[')) return /^\[[^\]]*\]:[^:]*$/.test(host);
+  return host.split(':').length === 2;
+}
