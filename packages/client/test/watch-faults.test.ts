@@ -280,6 +280,40 @@ describeRealEtcd('watch across etcd restarts', () => {
     }
   }
 
+  it('a watcher made while etcd is down reports it, waits, and starts when etcd is back', async () => {
+    const watching = new Etcd({ endpoints: server.endpoints, dialTimeoutMs: 300 });
+    const writer = new Etcd({ endpoints: server.endpoints });
+    try {
+      await server.kill();
+      const watcher = watching.watch({ key: 'late/a' });
+      const disconnected: EtcdError[] = [];
+      let resumed = 0;
+      watcher.on('disconnected', (error) => disconnected.push(error));
+      watcher.on('resumed', () => resumed++);
+      let ready: bigint | undefined;
+      void watcher.ready().then((revision) => {
+        ready = revision;
+      });
+      await waitFor(() => disconnected.length === 1, 20_000, 'the outage to be reported');
+      expect(disconnected[0]?.code).toBe('UNAVAILABLE');
+      expect(ready).toBeUndefined();
+      await server.restart();
+      await waitFor(() => ready !== undefined, 20_000, 'the watch to be created');
+      const r = await putEventually(writer, 'late/a', 'x');
+      expect(describeEvents(await takeEvents(watcher[Symbol.asyncIterator](), 1))).toEqual([
+        `${r} put late/a=x`,
+      ]);
+      // Reported once for the whole outage; its first creation is not a resumption.
+      expect(disconnected.length).toBe(1);
+      expect(resumed).toBe(0);
+      await watcher.close();
+    } finally {
+      if (!server.running) await server.restart();
+      await watching.close();
+      await writer.close();
+    }
+  }, 60_000);
+
   for (const mode of ['restart', 'kill'] as const) {
     it(`watchers resume after the etcd process is ${mode === 'kill' ? 'killed (SIGKILL) and started again' : 'restarted'}, losing and repeating nothing`, async () => {
       const p = `${mode}/`;

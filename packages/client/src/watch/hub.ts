@@ -235,6 +235,7 @@ export class WatchHub implements WatcherHost, SessionOwner {
           if (attempt.signal.aborted) continue;
           const failure = toEtcdError(error);
           if (!(await this.#shouldRetry(failure))) break;
+          for (const watcher of this.#active) watcher.disconnected(failure);
           failures++;
           continue;
         }
@@ -244,8 +245,9 @@ export class WatchHub implements WatcherHost, SessionOwner {
         }
         const session = new WatchSession(stream, this, this.#timing);
         this.#session = session;
-        safely(this.hooks.onStreamOpen, undefined);
         for (const watcher of this.#active) session.create(watcher);
+        // After the creations: a hook that starts a watcher must not have it created twice.
+        safely(this.hooks.onStreamOpen, undefined);
         const end = await session.run();
         if (this.#session === session) this.#session = undefined;
         safely(

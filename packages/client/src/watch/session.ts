@@ -290,17 +290,16 @@ export class WatchSession {
     }
     if (registration.dropped) return;
     const events = response.events ?? [];
+    const parts = this.#fragments.get(id);
     if (response.fragment) {
-      const parts = this.#fragments.get(id);
-      if (parts) parts.push(...events);
-      else this.#fragments.set(id, [...events]);
+      if (parts) append(parts, events);
+      else this.#fragments.set(id, events.slice());
       return;
     }
-    const parts = this.#fragments.get(id);
     let all: readonly mvccpb.Event.$Properties[] = events;
     if (parts) {
       this.#fragments.delete(id);
-      parts.push(...events);
+      append(parts, events);
       all = parts;
     }
     const header = toResponseHeader(response.header);
@@ -396,6 +395,11 @@ export class WatchSession {
       }
     }
   }
+}
+
+/** Appends `more` to `to` (a loop: a fragment can hold more events than call arguments allow). */
+function append<T>(to: T[], more: readonly T[]): void {
+  for (const item of more) to.push(item);
 }
 
 /** The typed error for a server-side cancel `reason`. */

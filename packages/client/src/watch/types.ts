@@ -109,9 +109,15 @@ export interface WatcherEvents {
   batch: (batch: WatchBatch) => void;
   /** Nothing changed up to a revision. */
   progress: (progress: WatchProgress) => void;
-  /** The stream failed; the watcher will resume by itself ('resumed'). Informational. */
+  /**
+   * The stream failed, or could not be opened; the watcher will resume by itself ('resumed').
+   * Reported once per outage. Informational.
+   */
   disconnected: (error: EtcdError) => void;
-  /** The watcher is watching again after a failure, with nothing lost and nothing repeated. */
+  /**
+   * The watcher is watching again after a failure, with nothing lost and nothing repeated. (Not
+   * reported for its first creation: that is ready().)
+   */
   resumed: (resumed: WatchResumed) => void;
   /** The watcher failed for good (compaction, permission, client closed); 'end' follows. */
   error: (error: EtcdError) => void;

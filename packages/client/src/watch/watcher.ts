@@ -165,14 +165,16 @@ export class Watcher
     if (this.#ended) return;
     this.authRetried = false;
     if (this.#lastDelivered === undefined) this.#lastDelivered = createdRevision;
-    if (this.#createdRevision === undefined) {
+    const first = this.#createdRevision === undefined;
+    if (first) {
       this.#createdRevision = createdRevision;
       this.#readyWaiter?.resolve(createdRevision);
       this.#readyWaiter = undefined;
       this.#readyPromise = undefined;
     }
-    if (this.#disconnected) {
-      this.#disconnected = false;
+    const wasDisconnected = this.#disconnected;
+    this.#disconnected = false;
+    if (wasDisconnected && !first) {
       const resumed = { startRevision, createdRevision };
       safely(this.#host.hooks.onResume, resumed);
       this.#emit('resumed', resumed);
@@ -219,7 +221,8 @@ export class Watcher
 
   /** @internal */
   disconnected(error: EtcdError): void {
-    if (this.#ended) return;
+    // Once per outage: reconnection attempts that fail in a row are not reported again.
+    if (this.#ended || this.#disconnected) return;
     this.#disconnected = true;
     this.#emit('disconnected', error);
   }
