@@ -115,8 +115,10 @@ export class LeaseApplier {
   }
 
   /**
-   * LeaseTimeToLive: whole seconds left, rounded toward zero as Go converts a duration (9 right
-   * after a grant of 10), and the granted TTL; an unknown lease answers TTL -1, not an error.
+   * LeaseTimeToLive: whole seconds left, rounded toward zero as Go converts a duration, and the
+   * granted TTL; an unknown lease answers TTL -1, not an error. On etcd some time always passes
+   * between two requests, so Grant(10) then TimeToLive answers 9; a virtual clock can stand still,
+   * so the time left is read as of a moment after now (see secondsLeft), which gives 9 there too.
    */
   timeToLive(r: LeaseTimeToLiveRequest): LeaseTimeToLiveResponse {
     const id = bigintOf(r.ID);
@@ -127,9 +129,7 @@ export class LeaseApplier {
     return {
       header,
       ID: id,
-      TTL: Number.isFinite(remaining)
-        ? BigInt(Math.trunc(remaining / 1000))
-        : NEVER_EXPIRES_SECONDS,
+      TTL: Number.isFinite(remaining) ? BigInt(secondsLeft(remaining)) : NEVER_EXPIRES_SECONDS,
       grantedTTL: BigInt(lease.ttl),
       keys: r.keys ? lease.keys() : [],
     };
@@ -196,4 +196,12 @@ export class LeaseApplier {
       return false;
     }
   }
+}
+
+/**
+ * Whole seconds left of `remainingMs`, rounded toward zero, as of an instant after now: exactly 10 s
+ * left reads 9 (as any later instant would), 0 and -0.5 s read 0, -1 s reads -1.
+ */
+function secondsLeft(remainingMs: number): number {
+  return remainingMs > 0 ? Math.ceil(remainingMs / 1000) - 1 : Math.trunc(remainingMs / 1000);
 }
