@@ -2,7 +2,7 @@
 // stream, and real etcd restarts and crashes. Every watcher must see every acknowledged change
 // exactly once, in revision order.
 //
-// ETCDKIT_WATCH_CUTS (default 100) and ETCDKIT_WATCH_WRITES (default 5000) size the cut test.
+// ETCDKIT_WATCH_CUTS (default 120: the issue asks for over 100) and ETCDKIT_WATCH_WRITES (default 5000) size the cut test.
 import { describeEachBackend, type EtcdProcess, startEtcd, startTcpProxy } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { EtcdError } from '../src/errors.js';
@@ -74,7 +74,7 @@ function withPrevious(acked: readonly Acked[]): string[] {
 }
 
 describeEachBackend('watch under faults', ({ backend, prefix }) => {
-  const cuts = envCount('ETCDKIT_WATCH_CUTS', 100);
+  const cuts = envCount('ETCDKIT_WATCH_CUTS', 120);
   const writes = envCount('ETCDKIT_WATCH_WRITES', 5_000);
 
   it(`key, prefix and filtered watchers see every event exactly once through ${cuts} forced disconnects during ${writes} writes`, async () => {
