@@ -381,3 +381,50 @@ describeRealEtcd('lease keepalive across etcd crashes', () => {
     await next.revoke();
   });
 });
+
+describeRealEtcd('lease keepalive with auth', () => {
+  let server: EtcdProcess;
+
+  beforeAll(async () => {
+    server = await startEtcd();
+    const setup = new Etcd({ endpoints: server.endpoints });
+    try {
+      await setup.auth.userAdd('root', 'root-secret');
+      await setup.auth.roleAdd('root');
+      await setup.auth.userGrantRole('root', 'root');
+      await setup.auth.enable();
+    } finally {
+      await setup.close();
+    }
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('keeps a lease alive with a token, through a restart that invalidates every token', async () => {
+    const refreshes: string[] = [];
+    const etcd = new Etcd({
+      endpoints: server.endpoints,
+      auth: { username: 'root', password: 'root-secret' },
+      hooks: { onAuthRefresh: (event) => refreshes.push(event.reason) },
+    });
+    try {
+      const lease = await etcd.lease.grant(5, { keepAlive: true });
+      const events = record(lease);
+      await etcd.put('auth/key', 'v', { lease });
+      await until(() => events.keepalives.length > 0, 'the lease was refreshed');
+      await server.restart();
+      const restartedAt = performance.now() - events.started;
+      await until(
+        () => events.keepalives.filter((t) => t > restartedAt).length >= 2,
+        'keepalives after the restart',
+      );
+      expect(events.lost).toBeUndefined();
+      expect((await etcd.get('auth/key'))?.text()).toBe('v');
+      expect(refreshes[0]).toBe('initial');
+      await lease.revoke();
+    } finally {
+      await etcd.close();
+    }
+  });
+});
