@@ -2,7 +2,8 @@
 // stream, and real etcd restarts and crashes. Every watcher must see every acknowledged change
 // exactly once, in revision order.
 //
-// ETCDKIT_WATCH_CUTS (default 120: the issue asks for over 100) and ETCDKIT_WATCH_WRITES (default 5000) size the cut test.
+// ETCDKIT_WATCH_CUTS (default 120; the issue asks for over 100) and ETCDKIT_WATCH_WRITES (default
+// 5000) size the cut test.
 import { describeEachBackend, type EtcdProcess, startEtcd, startTcpProxy } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { EtcdError } from '../src/errors.js';
