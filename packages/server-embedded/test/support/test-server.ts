@@ -23,7 +23,10 @@ export const specBackend: 'embedded' | 'etcd' =
   process.env.ETCDKIT_SERVER_SPEC_BACKEND === 'etcd' ? 'etcd' : 'embedded';
 
 /** Limits that both backends take (as options or as etcd flags). */
-export type TestServerOptions = Pick<EmbeddedEtcdOptions, 'maxTxnOps' | 'maxRequestBytes'>;
+export type TestServerOptions = Pick<
+  EmbeddedEtcdOptions,
+  'maxTxnOps' | 'maxRequestBytes' | 'quotaBackendBytes' | 'minLeaseTtl'
+>;
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   if (specBackend === 'etcd') {
@@ -31,6 +34,15 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     if (options.maxTxnOps !== undefined) args.push('--max-txn-ops', String(options.maxTxnOps));
     if (options.maxRequestBytes !== undefined) {
       args.push('--max-request-bytes', String(options.maxRequestBytes));
+    }
+    if (options.quotaBackendBytes !== undefined) {
+      args.push('--quota-backend-bytes', String(options.quotaBackendBytes));
+    }
+    if (options.minLeaseTtl !== undefined) {
+      // etcd's minimum TTL is ceil(1.5 x election timeout); the testkit's fast timing makes it 1 s.
+      const electionMs = Math.floor((options.minLeaseTtl * 1000) / 1.5);
+      args.push('--heartbeat-interval', String(Math.max(1, Math.floor(electionMs / 10))));
+      args.push('--election-timeout', String(electionMs));
     }
     const etcd = await startEtcd({ args });
     const client = new RawClient(etcd.endpoint);
