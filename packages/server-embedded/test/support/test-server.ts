@@ -25,7 +25,11 @@ export const specBackend: 'embedded' | 'etcd' =
 /** Limits that both backends take (as options or as etcd flags). */
 export type TestServerOptions = Pick<
   EmbeddedEtcdOptions,
-  'maxTxnOps' | 'maxRequestBytes' | 'watchProgressNotifyIntervalMs'
+  | 'maxTxnOps'
+  | 'maxRequestBytes'
+  | 'watchProgressNotifyIntervalMs'
+  | 'quotaBackendBytes'
+  | 'minLeaseTtl'
 >;
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -38,6 +42,15 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     if (options.watchProgressNotifyIntervalMs !== undefined) {
       const interval = `${options.watchProgressNotifyIntervalMs}ms`;
       args.push('--experimental-watch-progress-notify-interval', interval);
+    }
+    if (options.quotaBackendBytes !== undefined) {
+      args.push('--quota-backend-bytes', String(options.quotaBackendBytes));
+    }
+    if (options.minLeaseTtl !== undefined) {
+      // etcd's minimum TTL is ceil(1.5 x election timeout); the testkit's fast timing makes it 1 s.
+      const electionMs = Math.floor((options.minLeaseTtl * 1000) / 1.5);
+      args.push('--heartbeat-interval', String(Math.max(1, Math.floor(electionMs / 10))));
+      args.push('--election-timeout', String(electionMs));
     }
     const etcd = await startEtcd({ args });
     const client = new RawClient(etcd.endpoint);
