@@ -273,6 +273,46 @@ describe('Connection with a scripted transport', () => {
     await conn.close();
   });
 
+  it('reports a guarded write that gave up after a sent attempt as outcome unknown', async () => {
+    // First attempt reached a server and got no answer; the retries then cannot even connect.
+    const transport = new ScriptedTransport(() => {
+      transport.down.add('127.0.0.1:1');
+      transport.down.add('127.0.0.1:2');
+      throw failure(GrpcStatus.Unavailable, 'etcdserver: request timed out', true);
+    });
+    const conn = connect(transport, { retry: { maxAttempts: 2 } });
+    const error = await conn.unary(PUT, { key }, 'guarded-write').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OutcomeUnknownError);
+    expect((error as Error).cause).toBeInstanceOf(UnavailableError);
+    expect(transport.calls).toHaveLength(1);
+    await conn.close();
+  });
+
+  it('keeps a guarded write that never reached a server a plain UnavailableError', async () => {
+    const transport = new ScriptedTransport(() => ({}));
+    transport.down.add('127.0.0.1:1');
+    transport.down.add('127.0.0.1:2');
+    const conn = connect(transport, { retry: { maxAttempts: 2 } });
+    const error = await conn.unary(PUT, { key }, 'guarded-write').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnavailableError);
+    expect(transport.calls).toHaveLength(0);
+    await conn.close();
+  });
+
+  it('allows many concurrent calls without listener-leak warnings', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    const transport = new ScriptedTransport(() => ({}));
+    const conn = connect(transport);
+    await Promise.all(Array.from({ length: 50 }, () => conn.unary(RANGE, { key }, 'read')));
+    await new Promise((resolve) => setImmediate(resolve));
+    process.off('warning', onWarning);
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
+    expect(transport.calls).toHaveLength(50);
+    await conn.close();
+  });
+
   it('rejects with AbortedError (cause = reason) promptly, even while backing off', async () => {
     const transport = new ScriptedTransport(() => {
       throw failure(GrpcStatus.Unavailable, 'etcdserver: no leader', true);

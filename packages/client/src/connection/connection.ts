@@ -1,10 +1,12 @@
 // The connection: endpoints with failover, auth token, require-leader metadata, deadlines and the
 // retry policy, on top of a Transport. Services only see the `Rpc` interface it implements.
+import { setMaxListeners } from 'node:events';
 import pRetry, { AbortError as StopRetrying } from 'p-retry';
 import {
   ClientClosedError,
   DeadlineExceededError,
   type EtcdError,
+  OutcomeUnknownError,
   toEtcdError,
 } from '../errors.js';
 import { etcdserverpb_Auth, type MethodDescriptor } from '../generated/methods.js';
@@ -46,6 +48,8 @@ interface CallState {
   /** Set when the server rejected this token: the next attempt refreshes it first. */
   staleToken: string | undefined;
   authRetried: boolean;
+  /** An earlier attempt of this write may have been applied (see Verdict.ambiguous). */
+  ambiguous: boolean;
 }
 
 function newState(): CallState {
@@ -53,6 +57,7 @@ function newState(): CallState {
     attempts: 0,
     consumed: 0,
     endpoint: undefined,
+    ambiguous: false,
     tried: new Set(),
     dialWaited: new Map(),
     staleToken: undefined,
@@ -104,6 +109,8 @@ export class Connection implements Rpc {
   constructor(options: ConnectionOptions) {
     const o = resolveOptions(options);
     this.#options = o;
+    // Every call in flight listens to the closing signal; many concurrent calls are normal.
+    setMaxListeners(Number.POSITIVE_INFINITY, this.#closing.signal);
     const onSwitch = o.hooks?.onEndpointSwitch;
     this.#pool = new EndpointPool({
       endpoints: o.endpoints,
@@ -518,8 +525,17 @@ export class Connection implements Rpc {
       );
     } catch (error) {
       if (scope.aborted) throw scope.abortError();
-      if (error instanceof AttemptFailure) throw error.error;
-      throw toEtcdError(error);
+      const final = error instanceof AttemptFailure ? error.error : toEtcdError(error);
+      // A retried guarded write whose earlier attempt may have been applied: the last attempt's
+      // error (say, a failed connection) would wrongly suggest that nothing was applied.
+      if (state.ambiguous && !(final instanceof OutcomeUnknownError)) {
+        throw new OutcomeUnknownError({
+          message: `the write may or may not have been applied: ${final.message}`,
+          metadata: final.metadata,
+          cause: final,
+        });
+      }
+      throw final;
     }
   }
 
@@ -612,6 +628,7 @@ export class Connection implements Rpc {
       return new AttemptFailure(toEtcdError(error), false, false);
     }
     const verdict = judge(error, policy);
+    if (verdict.ambiguous) state.ambiguous = true;
     if (
       this.#auth &&
       !state.authRetried &&

@@ -12,6 +12,12 @@ export interface Verdict {
   readonly error: EtcdError;
   /** The endpoint looks unusable (connection failure or Unavailable answer): fail over. */
   readonly endpointFailed: boolean;
+  /**
+   * A write reached a server and failed without a definite answer: it may have been applied. A
+   * guarded write is still retried, but if it finally fails the caller must learn the outcome is
+   * unknown, whatever the last attempt said.
+   */
+  readonly ambiguous: boolean;
 }
 
 /**
@@ -41,10 +47,16 @@ export function judge(failure: TransportError, policy: RetryPolicy): Verdict {
   const typed = fromTransportError(failure);
   const endpointFailed = failure.code === GrpcStatus.Unavailable;
   if (!failure.sent) {
-    return { retry: failure.code === GrpcStatus.Unavailable, error: typed, endpointFailed };
+    return {
+      retry: failure.code === GrpcStatus.Unavailable,
+      error: typed,
+      endpointFailed,
+      ambiguous: false,
+    };
   }
+  const ambiguous = policy !== 'read' && OUTCOME_UNKNOWN.has(failure.code);
   if (failure.code === GrpcStatus.Unavailable && policy !== 'write') {
-    return { retry: true, error: typed, endpointFailed };
+    return { retry: true, error: typed, endpointFailed, ambiguous };
   }
   if (policy === 'write' && OUTCOME_UNKNOWN.has(failure.code)) {
     return {
@@ -55,7 +67,8 @@ export function judge(failure: TransportError, policy: RetryPolicy): Verdict {
         cause: typed,
       }),
       endpointFailed,
+      ambiguous,
     };
   }
-  return { retry: false, error: typed, endpointFailed };
+  return { retry: false, error: typed, endpointFailed, ambiguous };
 }
