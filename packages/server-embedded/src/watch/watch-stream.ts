@@ -5,7 +5,7 @@
 // created reply and a progress reply is ordered with the events before it.
 
 import { compareBytes, isNullByte, keyString } from '../bytes.js';
-import type { Clock, Timer } from '../clock.js';
+import { type Clock, every, type Timer } from '../clock.js';
 import { bytesOf, numberOf, type ResponseHeader } from '../kv/requests.js';
 import { fragmentResponse } from './fragments.js';
 import { type MessageWriter, ResponseQueue, WATCH_RESPONSE_CAPACITY } from './response-queue.js';
@@ -77,7 +77,8 @@ export class WatchStream implements WatchSink {
     this.queue = new ResponseQueue(call, options.capacity ?? WATCH_RESPONSE_CAPACITY, () =>
       this.written(),
     );
-    this.armTicker();
+    // One ticker per stream, from when it opens, as etcd's send loop has.
+    this.ticker = every(options.clock, options.progressNotifyIntervalMs, () => this.tick());
   }
 
   /** Number of watches on the stream, including ones canceled by a compaction. */
@@ -224,14 +225,6 @@ export class WatchStream implements WatchSink {
       this.readingPaused = false;
       this.call.resume();
     }
-  }
-
-  private armTicker(): void {
-    this.ticker = this.options.clock.setTimer(() => {
-      if (this.closed) return;
-      this.tick();
-      this.armTicker();
-    }, this.options.progressNotifyIntervalMs);
   }
 
   /**

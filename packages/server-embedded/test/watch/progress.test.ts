@@ -1,6 +1,7 @@
 // Progress over gRPC: WatchProgressRequest and progress_notify (exact tick rules are in
 // watch-stream.test.ts, on a clock moved by hand).
 import { afterEach, describe, expect, it } from 'vitest';
+import { EmbeddedEtcd } from '../../src/index.js';
 import { b } from '../support/bytes.js';
 import { kv } from '../support/kv.js';
 import {
@@ -106,6 +107,33 @@ describe(`Watch progress [${specBackend}]`, () => {
     for (const response of later) expect(response).toEqual({ revision: 3, watchId: 5 });
     for (const response of seen.filter((r) => !r.events)) {
       expect(response.watchId).toBe(5);
+    }
+  });
+});
+
+describe('Watch progress on a virtual clock [embedded]', () => {
+  it('server.clock.advance() drives progress notifications', async () => {
+    const server = await EmbeddedEtcd.start({
+      clock: 'virtual',
+      watchProgressNotifyIntervalMs: 5_000,
+    });
+    const connection = new WatchConnection(server.endpoint);
+    try {
+      const stream = connection.open();
+      stream.create({ key: b('a'), progressNotify: true });
+      await stream.take(1);
+      await server.clock.advance(4_999);
+      expect(await stream.drain(100)).toEqual([]);
+      await server.clock.advance(1);
+      expect(await stream.next()).toEqual({ revision: 1, watchId: 0 });
+      // Ten intervals at once: ten notifications, no real time spent.
+      await server.clock.advance(50_000);
+      expect(await stream.nextMany(10)).toEqual(
+        Array.from({ length: 10 }, () => ({ revision: 1, watchId: 0 })),
+      );
+    } finally {
+      connection.close();
+      await server.stop();
     }
   });
 });
