@@ -51,6 +51,7 @@ const definitions = {
   MEMBER_NOT_FOUND: [GrpcCode.NOT_FOUND, 'etcdserver: member not found'],
   MEMBER_BAD_URLS: [GrpcCode.INVALID_ARGUMENT, 'etcdserver: given member URLs are invalid'],
   PEER_URL_EXISTS: [GrpcCode.FAILED_PRECONDITION, 'etcdserver: Peer URLs already exists'],
+  MEMBER_EXISTS: [GrpcCode.FAILED_PRECONDITION, 'etcdserver: member ID already exist'],
   MEMBER_NOT_LEARNER: [
     GrpcCode.FAILED_PRECONDITION,
     'etcdserver: can only promote a learner member',

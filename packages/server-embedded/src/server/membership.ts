@@ -6,8 +6,9 @@
 // Adding a voting member is the one thing etcd accepts and this server cannot honour: the new member
 // would never start and a real single member would then lose quorum; it is answered Unimplemented.
 // Every change that passes the checks made before proposing takes a raft log entry, as in etcd.
+import { createHash } from 'node:crypto';
 import { EtcdServerError } from '../errors.js';
-import { type MemberIdentity, randomId } from './member.js';
+import type { MemberIdentity } from './member.js';
 import { ProposalKind, type ProposalLog } from './proposals.js';
 
 /** A member as MemberList reports it. */
@@ -32,10 +33,14 @@ export class Membership {
   private readonly members = new Map<bigint, Member>();
   /** Ids removed from the cluster; etcd never lets them back. */
   private readonly removed = new Set<bigint>();
+  /** Wall-clock milliseconds, which new member ids are derived from. */
+  private readonly wallClock: () => number;
 
-  constructor(self: MemberIdentity, proposals: ProposalLog) {
+  /** `wallClock` (default Date.now) is for tests of the ids of added members. */
+  constructor(self: MemberIdentity, proposals: ProposalLog, wallClock: () => number = Date.now) {
     this.selfId = self.memberId;
     this.proposals = proposals;
+    this.wallClock = wallClock;
     this.members.set(self.memberId, {
       id: self.memberId,
       name: self.name,
@@ -64,11 +69,14 @@ export class Membership {
     if (!isLearner && this.urlsFree(urls, undefined))
       throw new EtcdServerError('VOTING_MEMBER_ADD');
     this.proposals.propose(ProposalKind.confChange, 0);
+    const id = memberIdOf(urls, this.wallClock());
+    // Checked in etcd's order. The id depends on the URLs and the second only, so adding the same
+    // URLs twice within a second finds the first member (or its removal).
+    if (this.removed.has(id)) throw new EtcdServerError('MEMBER_NOT_FOUND');
+    if (this.members.has(id)) throw new EtcdServerError('MEMBER_EXISTS');
     if (!this.urlsFree(urls, undefined)) throw new EtcdServerError('PEER_URL_EXISTS');
     const learners = this.list().filter((m) => m.isLearner).length;
     if (learners + 1 > MAX_LEARNERS) throw new EtcdServerError('TOO_MANY_LEARNERS');
-    let id = randomId();
-    while (this.members.has(id) || this.removed.has(id)) id = randomId();
     const member: Member = { id, name: '', peerUrls: urls, clientUrls: [], isLearner: true };
     this.members.set(id, member);
     return member;
@@ -116,6 +124,18 @@ export class Membership {
     }
     return true;
   }
+}
+
+/**
+ * The id etcd gives a member added through MemberAdd: the first 8 bytes (big-endian) of the SHA-1
+ * of its sorted peer URLs joined, then the Unix time in seconds (the cluster name is empty there).
+ */
+export function memberIdOf(sortedPeerUrls: readonly string[], wallClockMs: number): bigint {
+  const seconds = Math.floor(wallClockMs / 1000);
+  const digest = createHash('sha1')
+    .update(`${sortedPeerUrls.join('')}${seconds}`)
+    .digest();
+  return digest.readBigUInt64BE(0);
 }
 
 /**
