@@ -37,3 +37,12 @@ export type { MemberIdentity } from './server/member.js';
 export type { ClockOption } from './server/member-services.js';
 export type { Member } from './server/membership.js';
 export { VirtualClock } from './virtual-clock.js';
+export type { WatchableStore, WatchableStoreOptions } from './watch/watchable-store.js';
+export type {
+  WatchedKeys,
+  Watcher,
+  WatcherOptions,
+  WatcherResponse,
+  WatcherState,
+  WatchSink,
+} from './watch/watcher.js';
