@@ -65,7 +65,7 @@ export class WatchStream implements WatchSink {
   /** Progress-notify watches, and whether nothing was sent for them since the last tick. */
   private readonly progressDue = new Map<bigint, boolean>();
   private nextId = 0n;
-  private ticker: Timer | undefined;
+  private readonly ticker: Timer;
   /** A watch result was refused since the queue last drained: tell the store when it has room. */
   private refused = false;
   private readingPaused = false;
@@ -115,7 +115,7 @@ export class WatchStream implements WatchSink {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.ticker?.cancel();
+    this.ticker.cancel();
     this.queue.close();
     for (const watcher of this.watchers.values()) this.options.watchable.cancel(watcher);
     this.watchers.clear();
