@@ -21,7 +21,7 @@ const stamp = () => `+${String(Date.now() - started).padStart(5, ' ')}ms`;
 const log = (who: string, message: string) =>
   console.log(`${stamp()}  ${who.padEnd(10)} ${message}`);
 
-async function increment(etcd: Etcd, key: string, worker: string): Promise<number> {
+async function increment(etcd: KV, key: string, worker: string): Promise<number> {
   let conflicts = 0;
   for (;;) {
     const current = await etcd.get(key);
