@@ -4,7 +4,7 @@
 // read, write only if nobody wrote in between), while a watcher prints every change as it happens
 // and a kept-alive lease holds a "presence" key. It ends by itself with a summary and exit code 0,
 // or exit code 1 if the final state is not exactly what the workers acknowledged.
-import { cmp, Etcd, OutcomeUnknownError, op } from '@etcdkit/client';
+import { cmp, Etcd, type KV, OutcomeUnknownError, op } from '@etcdkit/client';
 import { EmbeddedEtcd } from '@etcdkit/server-embedded';
 
 const WORKERS = 4;
