@@ -4,7 +4,47 @@
  *
  * @module @etcdkit/recipes
  */
-export { RecipeError, SessionExpiredError } from './errors.js';
+export {
+  type CampaignOptions,
+  Election,
+  Leadership,
+  type ObserveOptions,
+} from './election.js';
+export {
+  ElectionNoLeaderError,
+  ElectionNotLeaderError,
+  LockedError,
+  LockLostError,
+  LockNotHeldError,
+  RecipeError,
+  SessionExpiredError,
+  StaleFencingTokenError,
+} from './errors.js';
+export {
+  type FencedRead,
+  FencedResource,
+  type FencedResourceOptions,
+  type FencedUpdateOptions,
+  fencedPut,
+  GuardedTxn,
+  guardedTxn,
+} from './fencing.js';
+export { Hold, type Ownership } from './hold.js';
+export { Lock, type LockOptions, Mutex } from './mutex.js';
+export { type RWLockOptions, RWMutex } from './rwmutex.js';
+export { type AcquireOptions, Permit, Semaphore } from './semaphore.js';
+export { Session, type SessionOptions } from './session.js';
+export {
+  DEFAULT_STM_MAX_RETRIES,
+  runStm,
+  type Stm,
+  type StmOptions,
+  type StmPutOptions,
+  type StmResult,
+} from './stm.js';
+export type { StmBackoff } from './stm-backoff.js';
+export { STM_CONFLICT, StmConflictError, StmTooManyOpsError } from './stm-errors.js';
+export { STM_ISOLATION_LEVELS, type StmIsolation } from './stm-isolation.js';
 export {
   type OwnKey,
   type PredecessorWait,

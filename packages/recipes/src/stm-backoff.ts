@@ -1,0 +1,40 @@
+// The pause between two STM attempts: exponential, fully jittered, cancellable. Jitter matters
+// more than the exponent here: transactions that conflicted once tend to retry in lockstep and
+// conflict again unless they spread out.
+import { AbortedError } from '@etcdkit/client';
+
+/** How long to wait between STM attempts. */
+export interface StmBackoff {
+  /** Upper bound of the first pause, in ms; each further retry doubles it. Default 5. */
+  readonly minDelayMs?: number;
+  /** Largest pause, in ms. Default 500. */
+  readonly maxDelayMs?: number;
+}
+
+/** @internal */
+export const DEFAULT_STM_BACKOFF: Required<StmBackoff> = { minDelayMs: 5, maxDelayMs: 500 };
+
+/**
+ * @internal The pause before retry number `retry` (1 for the first): uniformly random between 0
+ * and min(maxDelayMs, minDelayMs * 2^(retry - 1)).
+ */
+export function backoffDelay(retry: number, backoff: Required<StmBackoff>): number {
+  const ceiling = Math.min(backoff.maxDelayMs, backoff.minDelayMs * 2 ** (retry - 1));
+  return Math.random() * ceiling;
+}
+
+/** @internal Waits `ms`; rejects with AbortedError as soon as `signal` aborts. No timer is left. */
+export function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.reject(new AbortedError({ cause: signal.reason }));
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new AbortedError({ cause: signal?.reason }));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
