@@ -82,11 +82,20 @@ describe('planBackends', () => {
 });
 
 describe('backend providers', () => {
-  it('embedded is unavailable until the embedded server is built', () => {
+  it('embedded is always available, and starts a server that answers', async () => {
     expect(embeddedBackend.availability({})).toEqual({
-      available: false,
-      reason: 'the embedded server is not built yet (issue 3)',
+      available: true,
+      detail: 'in-process @etcdkit/server-embedded',
     });
+    const backend = await embeddedBackend.start({});
+    try {
+      expect(backend.name).toBe('embedded');
+      expect(backend.features.rangeStream).toBe(true);
+      expect(backend.endpoints).toHaveLength(1);
+      expect(backend.endpoints[0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    } finally {
+      await backend.stop();
+    }
   });
 
   it('external is available when ETCDKIT_ENDPOINTS lists endpoints', () => {
@@ -149,7 +158,7 @@ describe('backend providers', () => {
 describe('backendReport (global setup)', () => {
   it('prints one line per backend with why it is skipped', () => {
     expect(backendReport({ ...MISSING_ETCD })).toEqual([
-      '[etcdkit] backend embedded: skipped (the embedded server is not built yet (issue 3))',
+      '[etcdkit] backend embedded: available (in-process @etcdkit/server-embedded)',
       '[etcdkit] backend etcd: skipped (ETCDKIT_ETCD_BIN=/nonexistent/etcd is not an executable file)',
       '[etcdkit] backend external: skipped (ETCDKIT_ENDPOINTS is not set)',
       '[etcdkit] backend container: skipped (not requested: set ETCDKIT_BACKEND=container to run against a container)',

@@ -372,11 +372,12 @@ describeEachBackend('watch', ({ backend, prefix }) => {
       made.push({ timer, stack: new Error().stack ?? '' });
       return timer;
     }) as typeof setTimeout);
-    // Timers of the watch module still pending (neither fired nor cleared).
+    // Timers of the client's watch module still pending (neither fired nor cleared); an in-process
+    // embedded server has a watch module of its own.
     const pending = () =>
       made.filter(
         ({ timer, stack }) =>
-          stack.includes('/src/watch/') &&
+          stack.includes('/client/src/watch/') &&
           !(timer as unknown as { _destroyed: boolean })._destroyed,
       ).length;
     const client = new Etcd({
