@@ -34,3 +34,90 @@ export class SessionExpiredError extends RecipeError<'SESSION_EXPIRED'> {
     this.key = options?.key;
   }
 }
+
+/** `tryLock()` (or `tryAcquire()`) found the lock held by someone else. Nothing was left behind. */
+export class LockedError extends RecipeError<'LOCKED'> {
+  /** The key of the current holder. */
+  readonly holderKey: string;
+
+  /** `holderKey` is the key of the current holder. */
+  constructor(name: string, holderKey: string) {
+    super('LOCKED', `${name} is held by ${holderKey}`);
+    this.holderKey = holderKey;
+  }
+}
+
+/**
+ * The lock (or permit, or leadership) is no longer held: its key was deleted (unlocked elsewhere,
+ * lease expired or revoked) or re-created, so a txn guarded by its ownership compare did not
+ * apply, an unlock found nothing of its own to delete, or the handle's signal fired.
+ */
+export class LockLostError extends RecipeError<'LOCK_LOST'> {
+  /** The key that held the lock. */
+  readonly key: string;
+  /** Its create revision while held: the fencing token that no longer owns anything. */
+  readonly fencingToken: bigint;
+
+  /** `key` and `fencingToken` identify the lost hold. */
+  constructor(key: string, fencingToken: bigint, message?: string, options?: { cause?: unknown }) {
+    super(
+      'LOCK_LOST',
+      message ?? `${key} (fencing token ${fencingToken}) is no longer held`,
+      options,
+    );
+    this.key = key;
+    this.fencingToken = fencingToken;
+  }
+}
+
+/** `unlock()` on a handle that this process already unlocked. Nothing was deleted. */
+export class LockNotHeldError extends RecipeError<'LOCK_NOT_HELD'> {
+  /** The key the handle held. */
+  readonly key: string;
+
+  /** `key` is the key the handle held. */
+  constructor(key: string) {
+    super('LOCK_NOT_HELD', `${key} was already unlocked through this handle`);
+    this.key = key;
+  }
+}
+
+/**
+ * A leader operation (proclaim) ran without leadership: this candidate is not (or no longer) the
+ * leader. Nothing was written. Go's `ErrElectionNotLeader`.
+ */
+export class ElectionNotLeaderError extends RecipeError<'ELECTION_NOT_LEADER'> {
+  /** `election` is the election's name. */
+  constructor(election: string, message?: string) {
+    super('ELECTION_NOT_LEADER', message ?? `not the leader of election ${election}`);
+  }
+}
+
+/** The election has no candidate, hence no leader. Go's `ErrElectionNoLeader`. */
+export class ElectionNoLeaderError extends RecipeError<'ELECTION_NO_LEADER'> {
+  /** `election` is the election's name. */
+  constructor(election: string) {
+    super('ELECTION_NO_LEADER', `election ${election} has no leader`);
+  }
+}
+
+/**
+ * A fenced write carried a token lower than the highest the resource has accepted: a newer holder
+ * exists, so this writer's lock is stale. Nothing was written.
+ */
+export class StaleFencingTokenError extends RecipeError<'STALE_FENCING_TOKEN'> {
+  /** The token the write carried. */
+  readonly token: bigint;
+  /** The highest token the resource has accepted. */
+  readonly highestToken: bigint;
+
+  /** `token` was refused because `highestToken` was accepted before. */
+  constructor(resource: string, token: bigint, highestToken: bigint) {
+    super(
+      'STALE_FENCING_TOKEN',
+      `${resource} refused fencing token ${token}: it has accepted ${highestToken}`,
+    );
+    this.token = token;
+    this.highestToken = highestToken;
+  }
+}

@@ -1,0 +1,210 @@
+// What every held key (a lock, a permit, a leadership) shares: a signal that fires as soon as the
+// hold may be lost, and a release that deletes only the incarnation that was held.
+import { type Compare, cmp, type ResponseHeader } from '@etcdkit/client';
+import { LockLostError, LockNotHeldError } from './errors.js';
+import { GuardedTxn } from './fencing.js';
+import { deleteIfCreatedAt, type QueueEntry } from './queue-key.js';
+import type { Session } from './session.js';
+import { waitForDelete } from './wait.js';
+
+/**
+ * Something held through a key in etcd: a mutex or rwmutex lock, a semaphore permit, a
+ * leadership. It is what `guardedTxn` needs.
+ */
+export interface Ownership {
+  /** The key that holds it. */
+  readonly key: string;
+  /**
+   * The create revision of {@link key}. Holders of one lock get strictly increasing tokens, so a
+   * resource that remembers the highest token it accepted can refuse a stale holder.
+   */
+  readonly fencingToken: bigint;
+  /** Aborts when the hold may have been lost (see the implementing class). */
+  readonly signal: AbortSignal;
+  /**
+   * The txn compare that holds exactly while this hold does: `createRevision(key) ==
+   * fencingToken`. (Guarding with `version > 0` would wrongly pass after the same session
+   * re-creates the key.)
+   */
+  isOwner(): Compare;
+}
+
+/**
+ * The shared mechanics of a held key. The public handles (Lock, Permit, Leadership) wrap one.
+ *
+ * The signal fires when the session is done, when the key is deleted or re-created (watched from
+ * the revision at which it was seen, so nothing in between is missed), when the watch fails for
+ * good, or when the hold is released through this handle.
+ */
+export class Holding {
+  readonly key: string;
+  readonly createRevision: bigint;
+  readonly header: ResponseHeader;
+  readonly #session: Session;
+  readonly #controller = new AbortController();
+  readonly #stopWatch = new AbortController();
+  #releasing = false;
+  readonly #onSessionDone: () => void;
+
+  constructor(session: Session, entry: QueueEntry, what: string) {
+    this.#session = session;
+    this.key = entry.key;
+    this.createRevision = entry.createRevision;
+    this.header = entry.header;
+    this.#onSessionDone = () =>
+      this.#lose(
+        new LockLostError(
+          this.key,
+          this.createRevision,
+          `${what} ${this.key} may be lost: the session ended`,
+          { cause: session.signal.reason },
+        ),
+      );
+    if (session.signal.aborted) {
+      this.#onSessionDone();
+      return;
+    }
+    session.signal.addEventListener('abort', this.#onSessionDone, { once: true });
+    waitForDelete(session.etcd, this.key, entry.header.revision, {
+      createRevision: entry.createRevision,
+      signal: this.#stopWatch.signal,
+    }).then(
+      (revision) =>
+        this.#lose(
+          new LockLostError(
+            this.key,
+            this.createRevision,
+            `${what} ${this.key} was lost: the key was deleted at revision ${revision}`,
+          ),
+        ),
+      (error: unknown) => {
+        if (this.#stopWatch.signal.aborted) return;
+        this.#lose(
+          new LockLostError(
+            this.key,
+            this.createRevision,
+            `${what} ${this.key} may be lost: its key can no longer be watched`,
+            { cause: error },
+          ),
+        );
+      },
+    );
+  }
+
+  /** Aborts when the hold may be lost or was released; the reason says which. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** `createRevision(key) == createRevision`. */
+  isOwner(): Compare {
+    return cmp.createRevision(this.key, '==', this.createRevision);
+  }
+
+  /**
+   * Deletes the key if it is still this incarnation. Throws LockNotHeldError when this handle
+   * already released it (or is releasing it), LockLostError when the key was no longer this
+   * incarnation (nothing deleted). A failure of the call itself leaves the handle as it was, so
+   * the release can be retried (the compare makes a retry harmless).
+   */
+  async release(): Promise<void> {
+    if (this.#releasing) throw new LockNotHeldError(this.key);
+    this.#releasing = true;
+    let deleted: boolean;
+    try {
+      deleted = await deleteIfCreatedAt(this.#session, this.key, this.createRevision);
+    } catch (error) {
+      this.#releasing = false;
+      throw error;
+    }
+    if (!deleted) {
+      const lost = new LockLostError(this.key, this.createRevision);
+      this.#lose(lost);
+      throw lost;
+    }
+    this.#lose(new LockNotHeldError(this.key));
+  }
+
+  /** Marks the hold lost (a guarded write found it gone): the signal fires, the watch stops. */
+  lose(): void {
+    this.#lose(new LockLostError(this.key, this.createRevision));
+  }
+
+  /** True once released through this handle (or while the release is in flight). */
+  get released(): boolean {
+    return this.#releasing;
+  }
+
+  #lose(reason: Error): void {
+    this.#stopWatch.abort();
+    this.#session.signal.removeEventListener('abort', this.#onSessionDone);
+    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+  }
+}
+
+/**
+ * What every held key offers (a {@link Lock}, a {@link Permit}, a {@link Leadership}): its key and
+ * fencing token, a signal that fires when the hold may be lost, the ownership compare, and txns
+ * guarded by it.
+ */
+export abstract class Hold implements Ownership {
+  /** @internal */
+  protected readonly holding: Holding;
+
+  /** @internal Holds are made by the recipes. */
+  constructor(
+    /** The session the hold's key is attached to. */
+    readonly session: Session,
+    holding: Holding,
+  ) {
+    this.holding = holding;
+  }
+
+  /** The key that holds it. */
+  get key(): string {
+    return this.holding.key;
+  }
+
+  /**
+   * The create revision of the key. Successive holders of a lock get strictly increasing tokens:
+   * give it to the resource the lock protects so it can refuse stale holders (see
+   * {@link FencedResource}).
+   */
+  get fencingToken(): bigint {
+    return this.holding.createRevision;
+  }
+
+  /** Header of the response that established the hold (the acquire txn or the final read). */
+  get header(): ResponseHeader {
+    return this.holding.header;
+  }
+
+  /**
+   * Aborts as soon as the hold may be lost: the session ended (lease expired or revoked, keepalive
+   * timed out, client closed), the key was deleted or re-created, or it was released through this
+   * handle. The reason is a LockLostError (LockNotHeldError after a release). Not aborted does NOT
+   * prove ownership: the server may expire the lease before this process hears of it, so fence
+   * what the hold protects ({@link txn}, {@link fencingToken}).
+   */
+  get signal(): AbortSignal {
+    return this.holding.signal;
+  }
+
+  /**
+   * The compare `createRevision(key) == fencingToken`: put it in your own txns so they apply only
+   * while this is held. It fails after expiry, release, or re-creation of the key by the same
+   * session (which a `version > 0` guard would not catch).
+   */
+  isOwner(): Compare {
+    return this.holding.isOwner();
+  }
+
+  /**
+   * A txn that applies only while this is held: your compares and branches, wrapped in the
+   * ownership compare; a commit that finds it lost rejects with LockLostError and applies nothing.
+   * See {@link GuardedTxn}.
+   */
+  txn(): GuardedTxn {
+    return new GuardedTxn(this.session.etcd, this);
+  }
+}

@@ -1,0 +1,178 @@
+// A distributed mutex with the key layout of Go's concurrency.Mutex (so Go services and
+// `etcdctl lock` contend on the same lock), FIFO by create revision, and without Go's known bugs.
+import { LockedError } from './errors.js';
+import { Hold, Holding } from './hold.js';
+import {
+  acquireSessionKey,
+  deleteIfCreatedAt,
+  type SessionEntry,
+  sessionEnded,
+  useSessionKey,
+  waitForTurn,
+} from './queue-key.js';
+import type { Session } from './session.js';
+import { throwIfAborted, type WaitOptions } from './wait.js';
+
+/** Options of {@link Mutex.lock} and {@link Mutex.withLock}. */
+export interface LockOptions extends WaitOptions {}
+
+/**
+ * A mutual-exclusion lock named by a key prefix, held by a {@link Session}.
+ *
+ * Each session queues under `name + "/"` with ONE key, `name/<lease id in lowercase hex>`, empty
+ * and attached to the session's lease (Go's layout, so `etcdctl lock name` and Go's
+ * `concurrency.NewMutex(s, name)` contend on the same lock). The holder is the key with the
+ * oldest create revision; the others wait in create-revision order (FIFO), each watching only the
+ * key just ahead of it.
+ *
+ * Ownership belongs to the session: two Mutex objects on one session and name share the key, and
+ * locking again on the same session returns the same key and fencing token (not a re-entrant
+ * count: one unlock releases it for both).
+ *
+ * A lock is only as safe as what it protects checks: a paused process can keep running after its
+ * lease expired and another holder took over (Jepsen, etcd 3.4.3). Guard writes with
+ * {@link Hold.txn} / {@link Hold.isOwner}, or pass {@link Hold.fencingToken} to the resource.
+ *
+ * @example
+ * ```ts
+ * const mutex = new Mutex(session, 'locks/orders');
+ * await using lock = await mutex.lock({ signal: AbortSignal.timeout(5_000) });
+ * await lock.txn().then(op.put('orders/42', 'paid')).commit();
+ * ```
+ */
+export class Mutex {
+  /** The queue's key prefix: the name followed by `/`. */
+  readonly prefix: string;
+
+  constructor(
+    /** The session whose lease the lock's key is attached to. */
+    readonly session: Session,
+    /** The lock's name (a key prefix, without the trailing `/` Go adds too). */
+    readonly name: string,
+  ) {
+    this.prefix = `${name}/`;
+  }
+
+  /** The key this session queues and holds the lock with. */
+  get key(): string {
+    return `${this.prefix}${this.session.leaseId.toString(16)}`;
+  }
+
+  /**
+   * Acquires the lock, waiting for the holders and waiters ahead of this session. Resolves with
+   * the held {@link Lock}.
+   *
+   * Fails with the client's AbortedError when `signal` aborts (use `AbortSignal.timeout(ms)` for a
+   * timeout), with SessionExpiredError when the session ends or this session's key disappears
+   * while waiting (never success after that: etcd issues 11456 and 19597), or with the error of a
+   * call. In every failure the key this call put in the queue is deleted (guarded by its create
+   * revision) unless another lock call of this process still uses it.
+   */
+  async lock(options: LockOptions = {}): Promise<Lock> {
+    return this.#acquire(options, false);
+  }
+
+  /**
+   * Acquires the lock only if no one else holds it; otherwise deletes the key it queued with and
+   * fails with {@link LockedError}, leaving nothing behind.
+   */
+  async tryLock(options: LockOptions = {}): Promise<Lock> {
+    return this.#acquire(options, true);
+  }
+
+  /**
+   * Runs `fn` holding the lock, then unlocks, whether `fn` succeeds or throws. `fn` gets the
+   * {@link Lock}: pass `lock.signal` to work that must stop when the lock may be lost, and guard
+   * writes with `lock.txn()`. If `fn` succeeded but the lock was lost before the unlock, this
+   * rejects with LockLostError, since `fn` did not run under the lock to the end.
+   */
+  async withLock<T>(fn: (lock: Lock) => Promise<T> | T, options: LockOptions = {}): Promise<T> {
+    const lock = await this.lock(options);
+    let result: T;
+    try {
+      result = await fn(lock);
+    } catch (error) {
+      await lock.unlock().catch(() => {
+        // fn's failure is the one to report; the key goes with the session at the latest.
+      });
+      throw error;
+    }
+    await lock.unlock();
+    return result;
+  }
+
+  async #acquire(options: LockOptions, tryOnly: boolean): Promise<Lock> {
+    const { session } = this;
+    throwIfAborted(options.signal);
+    if (session.isDone) throw sessionEnded(session);
+    const release = useSessionKey(session, this.key);
+    let entry: SessionEntry | undefined;
+    try {
+      // Not abortable: an acquire txn cut off in flight might still create a key we could not
+      // identify for cleanup. It is one short call; the signal is checked right after it.
+      entry = await acquireSessionKey(session, this.prefix, '');
+      throwIfAborted(options.signal);
+      if (entry.oldest?.createRevision === entry.createRevision) {
+        return new Lock(session, new Holding(session, entry, 'lock'), release);
+      }
+      if (tryOnly) {
+        throw new LockedError(this.name, entry.oldest?.keyText() ?? '(unknown holder)');
+      }
+      const header = await waitForTurn(session, {
+        prefix: this.prefix,
+        entry,
+        signal: options.signal,
+      });
+      return new Lock(session, new Holding(session, { ...entry, header }, 'lock'), release);
+    } catch (error) {
+      const othersLeft = release();
+      if (entry !== undefined && othersLeft === 0) {
+        await deleteIfCreatedAt(session, entry.key, entry.createRevision).catch(() => {
+          // Best effort: the key is attached to the session's lease and goes with it.
+        });
+      }
+      throw error;
+    }
+  }
+}
+
+/**
+ * A held lock, from {@link Mutex.lock} or the {@link RWMutex}. Unlock it when done
+ * ({@link unlock}, or `await using`); guard what it protects with {@link Hold.txn} or
+ * {@link Hold.fencingToken}.
+ */
+export class Lock extends Hold implements AsyncDisposable {
+  readonly #release: () => void;
+
+  /** @internal Locks are made by {@link Mutex.lock} and the {@link RWMutex}. */
+  constructor(session: Session, holding: Holding, release: () => void = () => {}) {
+    super(session, holding);
+    this.#release = release;
+  }
+
+  /**
+   * Releases the lock: deletes its key only if it is still this incarnation (Go deletes
+   * unconditionally; a retried unlock could then delete a newer holder's key, etcd issue 22082).
+   * Rejects with LockNotHeldError when already unlocked through this handle, with LockLostError
+   * when the key was already gone or re-created (nothing deleted). A failed call can be retried.
+   */
+  async unlock(): Promise<void> {
+    try {
+      await this.holding.release();
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'LOCK_LOST') this.#release();
+      throw error;
+    }
+    this.#release();
+  }
+
+  /** Unlocks, for `await using`; a lock already unlocked or lost is not an error here. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.holding.released) return;
+    try {
+      await this.unlock();
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'LOCK_LOST') throw error;
+    }
+  }
+}

@@ -1,0 +1,211 @@
+// How recipes put themselves in a queue of keys ordered by create revision, and take themselves
+// out again. Mutex and Election use one key per session (`prefix + lease id in hex`, Go's layout);
+// RWMutex and Semaphore create a fresh key per acquisition.
+import { AbortedError, cmp, type KeyValue, op, type ResponseHeader } from '@etcdkit/client';
+import { SessionExpiredError } from './errors.js';
+import type { Session } from './session.js';
+import { waitForPredecessors } from './wait.js';
+
+/** A key a recipe put (or found) in its queue. */
+export interface QueueEntry {
+  /** The full key. */
+  readonly key: string;
+  /** Its create revision: the position in the queue, and the fencing token once it holds. */
+  readonly createRevision: bigint;
+  /** Header of the txn that created or found it; the key existed at `header.revision`. */
+  readonly header: ResponseHeader;
+}
+
+/** A session key after the acquire txn. */
+export interface SessionEntry extends QueueEntry {
+  /** True when this call created the key; false when the session already had it. */
+  readonly created: boolean;
+  /** The oldest key under the prefix at the txn's revision (the current holder). */
+  readonly oldest: KeyValue | undefined;
+  /** The key as it was, when the session already had it (`created` false). */
+  readonly existing: KeyValue | undefined;
+}
+
+/** The key of `session` under `prefix`: the lease id in lowercase hex, as Go's `%x` prints it. */
+export function sessionKey(prefix: string, session: Session): string {
+  return `${prefix}${session.leaseId.toString(16)}`;
+}
+
+/**
+ * Puts the session's key under `prefix` (attached to its lease) unless it exists, and reads the
+ * oldest key under the prefix, in ONE txn. The compare makes it safe to retry after an unknown
+ * outcome: a retry finds the key the first attempt created and reports its create revision.
+ */
+export async function acquireSessionKey(
+  session: Session,
+  prefix: string,
+  value: string,
+): Promise<SessionEntry> {
+  const key = sessionKey(prefix, session);
+  const oldest = op.range({ prefix, sort: { target: 'create', order: 'ascend' }, limit: 1 });
+  const result = await session.etcd
+    .txn()
+    .if(cmp.createRevision(key, '==', 0n))
+    .then(op.put(key, value, { lease: session.leaseId }), oldest)
+    .else(op.get(key), oldest)
+    .commit({ retry: 'guarded' });
+  if (result.succeeded) {
+    const [, owner] = result.responses;
+    return {
+      key,
+      createRevision: result.header.revision,
+      header: result.header,
+      created: true,
+      oldest: owner.kvs[0],
+      existing: undefined,
+    };
+  }
+  const [mine, owner] = result.responses;
+  const existing = mine.kvs[0];
+  // The else branch runs only when the key exists, and both reads are of the same revision.
+  if (existing === undefined) throw new Error(`${key} vanished inside one txn`);
+  return {
+    key,
+    createRevision: existing.createRevision,
+    header: result.header,
+    created: false,
+    oldest: owner.kvs[0],
+    existing,
+  };
+}
+
+let lastUnique = 0n;
+
+/** A decimal timestamp in nanoseconds, strictly increasing within this process. */
+function uniqueSuffix(): string {
+  const now = BigInt(Date.now()) * 1_000_000n + (process.hrtime.bigint() % 1_000_000n);
+  lastUnique = now > lastUnique ? now : lastUnique + 1n;
+  return lastUnique.toString();
+}
+
+/**
+ * Creates a new key `prefix + <nanoseconds>` attached to the session's lease (the layout of Go's
+ * experimental recipes), retrying with a new name if one is taken. A retry after an unknown
+ * outcome that finds the name taken by our own lease knows it is the key it created (names are
+ * never reused within a process), so no attempt leaves a stray key in the queue.
+ */
+export async function createUniqueKey(session: Session, prefix: string): Promise<QueueEntry> {
+  for (;;) {
+    const key = `${prefix}${uniqueSuffix()}`;
+    const result = await session.etcd
+      .txn()
+      .if(cmp.createRevision(key, '==', 0n))
+      .then(op.put(key, '', { lease: session.leaseId }))
+      .else(op.get(key))
+      .commit({ retry: 'guarded' });
+    if (result.succeeded) {
+      return { key, createRevision: result.header.revision, header: result.header };
+    }
+    const existing = result.responses[0].kvs[0];
+    if (existing && existing.lease === session.leaseId) {
+      return { key, createRevision: existing.createRevision, header: result.header };
+    }
+  }
+}
+
+/**
+ * Deletes `key` only while it is the incarnation created at `createRevision`. Go deletes
+ * unconditionally, so a retried or late unlock can delete a newer holder's key (etcd issue
+ * 22082); with the compare it deletes nothing then. Safe to retry. Resolves true when it deleted.
+ */
+export async function deleteIfCreatedAt(
+  session: Session,
+  key: string,
+  createRevision: bigint,
+): Promise<boolean> {
+  const result = await session.etcd
+    .txn()
+    .if(cmp.createRevision(key, '==', createRevision))
+    .then(op.delete(key))
+    .commit({ retry: 'guarded' });
+  return result.succeeded;
+}
+
+// Calls of this process that use a session key right now (waiting for it or holding it). Two
+// Mutex objects on one session and prefix share one key: a failed wait of one must not delete
+// the key the other waits with or holds.
+const users = new WeakMap<Session, Map<string, number>>();
+
+/** Records a local user of a session key; call the returned function when it stops using it. */
+export function useSessionKey(session: Session, key: string): () => number {
+  let byKey = users.get(session);
+  if (!byKey) {
+    byKey = new Map();
+    users.set(session, byKey);
+  }
+  byKey.set(key, (byKey.get(key) ?? 0) + 1);
+  let done = false;
+  return () => {
+    const map = users.get(session);
+    if (done) return map?.get(key) ?? 0;
+    done = true;
+    const left = (map?.get(key) ?? 1) - 1;
+    if (left <= 0) map?.delete(key);
+    else map?.set(key, left);
+    return left;
+  };
+}
+
+/** What {@link waitForTurn} waits for. */
+export interface Turn {
+  /** The queue the waiter's predecessors are in (for a reader of an RWMutex: only the writers). */
+  readonly prefix: string;
+  /** The waiter's own key. */
+  readonly entry: QueueEntry;
+  /** Holders admitted at once; default 1. */
+  readonly slots?: number;
+  /** The caller's signal; the session's signal is added to it. */
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * Waits until the entry's turn comes, then checks that the entry's own key is still the
+ * incarnation that queued. Resolves with the header of that final read.
+ *
+ * Fails with SessionExpiredError when the session ends or the own key vanishes while waiting
+ * (etcd issue 19597: Go waits on) or is found missing afterwards (etcd issues 11456 and 11051: Go
+ * reported success then); with AbortedError when the caller's signal aborts.
+ */
+export async function waitForTurn(session: Session, turn: Turn): Promise<ResponseHeader> {
+  const { entry, signal } = turn;
+  const both = signal ? AbortSignal.any([signal, session.signal]) : session.signal;
+  try {
+    await waitForPredecessors(session.etcd, {
+      prefix: turn.prefix,
+      createRevision: entry.createRevision,
+      slots: turn.slots,
+      ownKey: {
+        key: entry.key,
+        createRevision: entry.createRevision,
+        seenAt: entry.header.revision,
+      },
+      signal: both,
+    });
+  } catch (error) {
+    if (error instanceof AbortedError && session.isDone && !signal?.aborted) {
+      throw sessionEnded(session, error);
+    }
+    throw error;
+  }
+  // "Nobody ahead" is not enough: only our own key, still this incarnation, means our turn.
+  const mine = await session.etcd.range({ key: entry.key });
+  if (mine.kvs[0]?.createRevision !== entry.createRevision) {
+    throw new SessionExpiredError(
+      `${entry.key} is gone after the wait: the session's lease expired or the key was deleted`,
+      { key: entry.key },
+    );
+  }
+  return mine.header;
+}
+
+/** The SessionExpiredError of an operation refused or cut short because the session ended. */
+export function sessionEnded(session: Session, cause?: unknown): SessionExpiredError {
+  return new SessionExpiredError(`the session (lease ${session.leaseId.toString(16)}) has ended`, {
+    cause: cause ?? session.signal.reason,
+  });
+}

@@ -1,0 +1,85 @@
+// A readers-writer lock with the key layout of Go's experimental recipes.RWMutex: readers queue
+// under `name/read/`, writers under `name/write/`, each acquisition with its own key attached to
+// the session's lease. A reader waits only for older writers; a writer waits for every older key.
+import { Holding } from './hold.js';
+import { Lock } from './mutex.js';
+import {
+  createUniqueKey,
+  deleteIfCreatedAt,
+  type QueueEntry,
+  sessionEnded,
+  waitForTurn,
+} from './queue-key.js';
+import type { Session } from './session.js';
+import { throwIfAborted, type WaitOptions } from './wait.js';
+
+/** Options of {@link RWMutex.readLock} and {@link RWMutex.writeLock}. */
+export interface RWLockOptions extends WaitOptions {}
+
+/**
+ * A readers-writer lock named by a key prefix: many readers at once, or one writer. Fair: locks
+ * are granted in create-revision order, so a waiting writer holds back readers that came after it.
+ *
+ * Each acquisition creates `name/read/<unique>` or `name/write/<unique>` (decimal nanoseconds, as
+ * Go's recipe names them), attached to the session's lease. A reader waits for the newest older
+ * writer key to go (then looks again); a writer for the newest older key of either kind. Each
+ * waiter watches one key. Locks of one session are independent (a session can hold several read
+ * locks), and the same loss semantics as the {@link Mutex} apply: fence what the lock protects.
+ *
+ * @example
+ * ```ts
+ * const rw = new RWMutex(session, 'locks/catalog');
+ * await using read = await rw.readLock({ signal });
+ * ```
+ */
+export class RWMutex {
+  /** The lock's key prefix: the name followed by `/`. */
+  readonly prefix: string;
+
+  constructor(
+    /** The session whose lease the lock keys are attached to. */
+    readonly session: Session,
+    /** The lock's name (a key prefix, without the trailing `/`). */
+    readonly name: string,
+  ) {
+    this.prefix = `${name}/`;
+  }
+
+  /**
+   * Acquires a shared (read) lock: waits until no writer that queued before it is left. Fails
+   * like {@link Mutex.lock} (AbortedError, SessionExpiredError...), deleting its key.
+   */
+  readLock(options: RWLockOptions = {}): Promise<Lock> {
+    return this.#lock(`${this.prefix}read/`, `${this.prefix}write/`, options);
+  }
+
+  /**
+   * Acquires the exclusive (write) lock: waits until no key of either kind that queued before it
+   * is left. Fails like {@link Mutex.lock}, deleting its key.
+   */
+  writeLock(options: RWLockOptions = {}): Promise<Lock> {
+    return this.#lock(`${this.prefix}write/`, this.prefix, options);
+  }
+
+  async #lock(queue: string, blockers: string, options: RWLockOptions): Promise<Lock> {
+    const { session } = this;
+    throwIfAborted(options.signal);
+    if (session.isDone) throw sessionEnded(session);
+    // Not abortable: see Mutex.lock. The key is unique, so no other call shares it.
+    const entry: QueueEntry = await createUniqueKey(session, queue);
+    try {
+      throwIfAborted(options.signal);
+      const header = await waitForTurn(session, {
+        prefix: blockers,
+        entry,
+        signal: options.signal,
+      });
+      return new Lock(session, new Holding(session, { ...entry, header }, 'lock'));
+    } catch (error) {
+      await deleteIfCreatedAt(session, entry.key, entry.createRevision).catch(() => {
+        // Best effort: the key is attached to the session's lease and goes with it.
+      });
+      throw error;
+    }
+  }
+}
