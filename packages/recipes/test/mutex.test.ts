@@ -1,0 +1,460 @@
+// Mutex: Go's key layout, FIFO by create revision, one watched key per waiter, no lost wakeup,
+// never success after the own lease expired, no leaked key, guarded unlock, fencing compare.
+import { AbortedError, cmp, Etcd, op } from '@etcdkit/client';
+import { describeEachBackend } from '@etcdkit/testkit';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  LockedError,
+  LockLostError,
+  LockNotHeldError,
+  SessionExpiredError,
+} from '../src/errors.js';
+import { type Lock, Mutex } from '../src/mutex.js';
+import { Session } from '../src/session.js';
+import { eventually, Fixture, recording, rejection, stillPending } from './recipes-support.js';
+
+const text = (bytes: string | Uint8Array | undefined) =>
+  typeof bytes === 'string' ? bytes : new TextDecoder().decode(bytes);
+
+describeEachBackend('Mutex', ({ backend, prefix }) => {
+  const fixture = new Fixture(() => backend().endpoints);
+  let admin: Etcd;
+  beforeAll(() => {
+    admin = new Etcd({ endpoints: backend().endpoints });
+  });
+  afterEach(() => fixture.close());
+  afterAll(() => admin?.close());
+
+  const keysUnder = async (name: string) =>
+    (await admin.range({ prefix: `${name}/`, sort: { target: 'create', order: 'ascend' } })).kvs;
+
+  /** Starts lock() and resolves once its key is in the queue (so queue order is known). */
+  async function queue(mutex: Mutex, signal?: AbortSignal): Promise<{ locked: Promise<Lock> }> {
+    const locked = mutex.lock({ signal });
+    locked.catch(() => {});
+    await eventually(async () => (await admin.get(mutex.key)) !== undefined);
+    return { locked };
+  }
+
+  describe('keys and acquisition', () => {
+    it("uses Go's key: name/<lease id in lowercase hex>, empty, on the session lease", async () => {
+      const name = `${prefix()}lock`;
+      const session = await fixture.session();
+      const lock = await new Mutex(session, name).lock();
+      expect(lock.key).toBe(`${name}/${session.leaseId.toString(16)}`);
+      expect(lock.key).toMatch(/\/[0-9a-f]+$/);
+      const kv = await admin.get(lock.key);
+      expect(kv?.value).toEqual(new Uint8Array(0));
+      expect(kv?.lease).toBe(session.leaseId);
+      expect(lock.fencingToken).toBe(kv?.createRevision);
+      // Uncontended: one txn, whose revision created the key.
+      expect(lock.header.revision).toBe(lock.fencingToken);
+    });
+
+    it('grants the lock in create-revision order, one holder at a time, with increasing tokens', async () => {
+      const name = `${prefix()}lock`;
+      const sessions = await Promise.all([1, 2, 3, 4, 5].map(() => fixture.session()));
+      const first = await new Mutex(sessions[0]!, name).lock();
+      const waiting: Promise<Lock>[] = [];
+      for (const session of sessions.slice(1)) {
+        waiting.push((await queue(new Mutex(session, name))).locked);
+      }
+      const order: bigint[] = [first.fencingToken];
+      let holders = 1;
+      let maxHolders = 1;
+      let current: Lock = first;
+      const settled = waiting.map((p, i) =>
+        p.then((lock) => {
+          holders++;
+          maxHolders = Math.max(maxHolders, holders);
+          order.push(lock.fencingToken);
+          return { lock, i };
+        }),
+      );
+      for (let i = 0; i < waiting.length; i++) {
+        expect(await stillPending(waiting[i]!, 100)).toBe(true);
+        holders--;
+        await current.unlock();
+        const { lock, i: index } = await settled[i]!;
+        expect(index).toBe(i);
+        current = lock;
+      }
+      await current.unlock();
+      expect(maxHolders).toBe(1);
+      const tokens = [...order];
+      expect(tokens).toEqual([...tokens].sort((a, b) => (a < b ? -1 : 1)));
+      expect(new Set(tokens).size).toBe(5);
+      expect(await keysUnder(name)).toEqual([]);
+    });
+
+    it('each waiter watches exactly one other key: the newest one ahead of it (and its own)', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      const second = await fixture.session();
+      const secondQueued = await queue(new Mutex(second, name));
+      const { etcd, watches } = recording(fixture.client());
+      const third = await Session.create(etcd, {});
+      try {
+        const mutex = new Mutex(third, name);
+        const thirdQueued = mutex.lock();
+        thirdQueued.catch(() => {});
+        await eventually(() => watches.length >= 2);
+        const keys = watches.map((w) => ('key' in w ? text(w.key) : `prefix:${text(w.prefix)}`));
+        expect(keys.sort()).toEqual([mutex.key, new Mutex(second, name).key].sort());
+        await lock.unlock();
+        const secondLock = await secondQueued.locked;
+        expect(await stillPending(thirdQueued, 100)).toBe(true);
+        await secondLock.unlock();
+        const thirdLock = await thirdQueued;
+        expect(thirdLock.key).toBe(mutex.key);
+        await thirdLock.unlock();
+      } finally {
+        await third.close();
+      }
+    });
+
+    it('re-locking on the same session returns the same key and fencing token', async () => {
+      const name = `${prefix()}lock`;
+      const session = await fixture.session();
+      const a = await new Mutex(session, name).lock();
+      const b = await new Mutex(session, name).lock();
+      expect(b.key).toBe(a.key);
+      expect(b.fencingToken).toBe(a.fencingToken);
+      expect((await keysUnder(name)).length).toBe(1);
+      await a.unlock();
+      expect(await keysUnder(name)).toEqual([]);
+      // b shared the key: its signal says so, and its unlock finds nothing of its own.
+      await eventually(() => b.signal.aborted);
+      expect(await rejection(b.unlock())).toBeInstanceOf(LockLostError);
+    });
+
+    it('withLock runs the function under the lock and unlocks, also when it throws', async () => {
+      const name = `${prefix()}lock`;
+      const session = await fixture.session();
+      const mutex = new Mutex(session, name);
+      const result = await mutex.withLock(async (lock) => {
+        expect((await keysUnder(name)).map((kv) => kv.keyText())).toEqual([lock.key]);
+        return 42;
+      });
+      expect(result).toBe(42);
+      expect(await keysUnder(name)).toEqual([]);
+      const failure = new Error('boom');
+      expect(await rejection(mutex.withLock(() => Promise.reject(failure)))).toBe(failure);
+      expect(await keysUnder(name)).toEqual([]);
+    });
+
+    it('await using unlocks', async () => {
+      const name = `${prefix()}lock`;
+      const session = await fixture.session();
+      {
+        await using lock = await new Mutex(session, name).lock();
+        expect(lock.signal.aborted).toBe(false);
+      }
+      expect(await keysUnder(name)).toEqual([]);
+    });
+  });
+
+  describe('no lost wakeup', () => {
+    it('wakes when the holder unlocks, is revoked, or its key is deleted', async () => {
+      const name = `${prefix()}lock`;
+      for (const release of ['unlock', 'revoke', 'delete'] as const) {
+        const holder = await fixture.session();
+        const lock = await new Mutex(holder, name).lock();
+        const waiter = await fixture.session();
+        const { locked } = await queue(new Mutex(waiter, name));
+        if (release === 'unlock') await lock.unlock();
+        if (release === 'revoke') await admin.lease.revoke(holder.leaseId);
+        if (release === 'delete') await admin.delete(lock.key);
+        const next = await locked;
+        expect(next.key).toBe(new Mutex(waiter, name).key);
+        await next.unlock();
+      }
+    });
+
+    it('wakes when the holder lease expires (orphaned session)', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session({ ttl: 1 });
+      await new Mutex(holder, name).lock();
+      const waiter = await fixture.session();
+      const { locked } = await queue(new Mutex(waiter, name));
+      holder.orphan();
+      const started = performance.now();
+      const next = await locked;
+      expect(performance.now() - started).toBeLessThan(Number(holder.ttl) * 1_000 + 1_000);
+      await next.unlock();
+    });
+
+    it('sees a predecessor deleted between its range and its watch', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      // The waiter's client deletes the holder's key right after the waiter's first range
+      // answered, before its watch exists: the watch from the range's revision still sees it.
+      const client = fixture.client();
+      let rangesSeen = 0;
+      const racy = new Proxy(client, {
+        get(target, property) {
+          if (property === 'range') {
+            return async (request: Parameters<Etcd['range']>[0]) => {
+              const result = await target.range(request);
+              if (request.maxCreateRevision !== undefined && rangesSeen++ === 0) {
+                await admin.delete(lock.key);
+              }
+              return result;
+            };
+          }
+          const value: unknown = Reflect.get(target, property, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const waiter = await Session.create(racy, {});
+      try {
+        const next = await new Mutex(waiter, name).lock({ signal: AbortSignal.timeout(5_000) });
+        expect(rangesSeen).toBeGreaterThanOrEqual(1);
+        await next.unlock();
+      } finally {
+        await waiter.close();
+      }
+    });
+  });
+
+  describe('own key lost while waiting', () => {
+    it('fails with SessionExpiredError at once when its lease is revoked, never succeeds', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      const waiter = await fixture.session();
+      const { locked } = await queue(new Mutex(waiter, name));
+      await admin.lease.revoke(waiter.leaseId);
+      // Go bug 11456: the holder leaving right after must not turn this into a success.
+      await lock.unlock();
+      expect(await rejection(locked)).toBeInstanceOf(SessionExpiredError);
+      expect(await keysUnder(name)).toEqual([]);
+    });
+
+    it('fails with SessionExpiredError when its key is deleted (etcd issue 19597)', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      const waiter = await fixture.session();
+      const mutex = new Mutex(waiter, name);
+      const { locked } = await queue(mutex);
+      await admin.delete(mutex.key);
+      const error = await rejection(locked);
+      expect(error).toBeInstanceOf(SessionExpiredError);
+      expect((error as SessionExpiredError).key).toBe(mutex.key);
+      expect(lock.signal.aborted).toBe(false);
+      await lock.unlock();
+    });
+
+    it('fails with SessionExpiredError as soon as its session ends (orphaned); the key then expires', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      const waiter = await fixture.session({ ttl: 1 });
+      const { locked } = await queue(new Mutex(waiter, name));
+      waiter.orphan();
+      expect(await rejection(locked)).toBeInstanceOf(SessionExpiredError);
+      await eventually(async () => (await keysUnder(name)).length === 1);
+      await lock.unlock();
+    });
+  });
+
+  describe('cleanup', () => {
+    it('an abort or a timeout leaves no key', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      const waiter = await fixture.session();
+      const controller = new AbortController();
+      const { locked } = await queue(new Mutex(waiter, name), controller.signal);
+      controller.abort(new Error('no longer needed'));
+      const aborted = await rejection(locked);
+      expect(aborted).toBeInstanceOf(AbortedError);
+      expect((await keysUnder(name)).map((kv) => kv.keyText())).toEqual([lock.key]);
+
+      const timedOut = await rejection(
+        new Mutex(waiter, name).lock({ signal: AbortSignal.timeout(200) }),
+      );
+      expect(timedOut).toBeInstanceOf(AbortedError);
+      expect((await keysUnder(name)).map((kv) => kv.keyText())).toEqual([lock.key]);
+      await lock.unlock();
+    });
+
+    it('an aborted waiter does not delete the key another lock call of its session waits with', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      const waiter = await fixture.session();
+      const patient = await queue(new Mutex(waiter, name));
+      const controller = new AbortController();
+      const impatient = new Mutex(waiter, name).lock({ signal: controller.signal });
+      controller.abort();
+      expect(await rejection(impatient)).toBeInstanceOf(AbortedError);
+      expect((await keysUnder(name)).length).toBe(2);
+      await lock.unlock();
+      const next = await patient.locked;
+      await next.unlock();
+    });
+
+    it('compaction during the wait neither breaks the wait nor leaves a key', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      const waiter = await fixture.session();
+      const controller = new AbortController();
+      const first = await queue(new Mutex(waiter, name), controller.signal);
+      for (let i = 0; i < 5; i++) await admin.put(`${prefix()}noise`, String(i));
+      const now = (await admin.get(`${prefix()}noise`))?.modRevision ?? 0n;
+      await admin.compact(now);
+      controller.abort();
+      expect(await rejection(first.locked)).toBeInstanceOf(AbortedError);
+      expect((await keysUnder(name)).length).toBe(1);
+
+      const second = await queue(new Mutex(waiter, name));
+      await admin.put(`${prefix()}noise`, 'more');
+      await admin.compact((await admin.get(`${prefix()}noise`))?.modRevision ?? 0n);
+      await lock.unlock();
+      const next = await second.locked;
+      await next.unlock();
+      expect(await keysUnder(name)).toEqual([]);
+    });
+  });
+
+  describe('tryLock and unlock', () => {
+    it('tryLock fails with LockedError and leaves no key', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      const other = await fixture.session();
+      const error = await rejection(new Mutex(other, name).tryLock());
+      expect(error).toBeInstanceOf(LockedError);
+      expect(error).toMatchObject({ code: 'LOCKED', holderKey: lock.key });
+      expect((await keysUnder(name)).map((kv) => kv.keyText())).toEqual([lock.key]);
+      await lock.unlock();
+      const mine = await new Mutex(other, name).tryLock();
+      expect(mine.key).toBe(new Mutex(other, name).key);
+      await mine.unlock();
+    });
+
+    it('unlock when not held fails: twice (LockNotHeldError), after loss (LockLostError)', async () => {
+      const name = `${prefix()}lock`;
+      const session = await fixture.session();
+      const lock = await new Mutex(session, name).lock();
+      await lock.unlock();
+      expect(await rejection(lock.unlock())).toBeInstanceOf(LockNotHeldError);
+      const again = await new Mutex(session, name).lock();
+      await admin.delete(again.key);
+      const error = await rejection(again.unlock());
+      expect(error).toBeInstanceOf(LockLostError);
+      expect(error).toMatchObject({ key: again.key, fencingToken: again.fencingToken });
+    });
+
+    it('a stale unlock never deletes a newer incarnation of the key (etcd issue 22082)', async () => {
+      const name = `${prefix()}lock`;
+      const session = await fixture.session();
+      const old = await new Mutex(session, name).lock();
+      await admin.delete(old.key);
+      const renewed = await new Mutex(session, name).lock();
+      expect(renewed.key).toBe(old.key);
+      expect(renewed.fencingToken).toBeGreaterThan(old.fencingToken);
+      expect(await rejection(old.unlock())).toBeInstanceOf(LockLostError);
+      expect((await admin.get(renewed.key))?.createRevision).toBe(renewed.fencingToken);
+      await renewed.unlock();
+    });
+  });
+
+  describe('ownership', () => {
+    it('the isOwner compare fails after expiry, unlock and re-creation (version > 0 would not)', async () => {
+      const p = prefix();
+      const name = `${p}lock`;
+      const guarded = async (lock: Lock) =>
+        (
+          await admin
+            .txn()
+            .if(lock.isOwner())
+            .then(op.put(`${p}data`, 'x'))
+            .commit()
+        ).succeeded;
+
+      const expiring = await fixture.session();
+      const a = await new Mutex(expiring, name).lock();
+      expect(await guarded(a)).toBe(true);
+      await admin.lease.revoke(expiring.leaseId);
+      expect(await guarded(a)).toBe(false);
+
+      const session = await fixture.session();
+      const b = await new Mutex(session, name).lock();
+      await b.unlock();
+      expect(await guarded(b)).toBe(false);
+
+      const c = await new Mutex(session, name).lock();
+      await admin.delete(c.key);
+      const d = await new Mutex(session, name).lock();
+      expect(await guarded(c)).toBe(false);
+      expect(await guarded(d)).toBe(true);
+      // The naive guard passes for the stale handle: the same session re-created the key.
+      const naive = await admin
+        .txn()
+        .if(cmp.version(c.key, '>', 0n))
+        .then(op.put(`${p}data`, 'y'))
+        .commit();
+      expect(naive.succeeded).toBe(true);
+      await d.unlock();
+    });
+
+    it('lock.txn() applies while held and throws LockLostError once lost', async () => {
+      const p = prefix();
+      const session = await fixture.session();
+      const lock = await new Mutex(session, `${p}lock`).lock();
+      const written = await lock
+        .txn()
+        .then(op.put(`${p}data`, '1'))
+        .commit();
+      expect(written.succeeded).toBe(true);
+      expect(written.responses[0]?.kind).toBe('put');
+      // Your own compares still pick your branch.
+      const cas = await lock
+        .txn()
+        .if(cmp.value(`${p}data`, '==', 'nope'))
+        .then(op.put(`${p}data`, '2'))
+        .else(op.get(`${p}data`))
+        .commit();
+      expect(cas.succeeded).toBe(false);
+      if (!cas.succeeded) expect(cas.responses[0].kvs[0]?.text()).toBe('1');
+      await admin.delete(lock.key);
+      const error = await rejection(
+        lock
+          .txn()
+          .then(op.put(`${p}data`, '3'))
+          .commit(),
+      );
+      expect(error).toBeInstanceOf(LockLostError);
+      expect((await admin.get(`${p}data`))?.text()).toBe('1');
+    });
+
+    it('the signal fires when the key is deleted, and when the session ends', async () => {
+      const name = `${prefix()}lock`;
+      const a = await fixture.session();
+      const lockA = await new Mutex(a, name).lock();
+      await admin.delete(lockA.key);
+      await eventually(() => lockA.signal.aborted);
+      expect(lockA.signal.reason).toBeInstanceOf(LockLostError);
+
+      const b = await fixture.session();
+      const lockB = await new Mutex(b, name).lock();
+      b.orphan();
+      expect(lockB.signal.aborted).toBe(true);
+      expect(lockB.signal.reason).toBeInstanceOf(LockLostError);
+      await admin.lease.revoke(b.leaseId);
+    });
+
+    it('lock() on an ended session fails at once with SessionExpiredError', async () => {
+      const session = await fixture.session();
+      await session.close();
+      const error = await rejection(new Mutex(session, `${prefix()}lock`).lock());
+      expect(error).toBeInstanceOf(SessionExpiredError);
+    });
+  });
+});

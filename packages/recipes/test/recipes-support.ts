@@ -1,0 +1,202 @@
+// Shared helpers of the recipes' lock, election and session suites.
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { Etcd, type KV, type WatchRequest } from '@etcdkit/client';
+import { planBackends } from '@etcdkit/testkit';
+import { describe, expect, it } from 'vitest';
+import { Session, type SessionOptions } from '../src/session.js';
+
+/** Resolves with what `promise` rejected with; fails the test if it resolves. */
+export async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
+/** Matches an error by class name and stable code. */
+export function typedError(name: string, code: string): unknown {
+  return expect.objectContaining({ name, code });
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** True when `promise` is still pending after `ms`. */
+export async function stillPending(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const pending = Symbol('pending');
+  const winner = await Promise.race([
+    promise.then(
+      () => 'settled',
+      () => 'settled',
+    ),
+    sleep(ms).then(() => pending),
+  ]);
+  return winner === pending;
+}
+
+/** Polls `check` until it returns true (every 20 ms), failing after `timeoutMs`. */
+export async function eventually(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 5_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
+
+/**
+ * Clients and sessions for one test, closed by {@link close} (call it in afterEach): every test
+ * leaves no lease kept alive and no connection open.
+ */
+export class Fixture {
+  readonly #clients: Etcd[] = [];
+  readonly #sessions: Session[] = [];
+  readonly #children: ChildProcessWithoutNullStreams[] = [];
+
+  constructor(private readonly endpoints: () => readonly string[]) {}
+
+  /** A new client (its own connection, so its own keepalive and watch streams). */
+  client(): Etcd {
+    const etcd = new Etcd({ endpoints: [...this.endpoints()] });
+    this.#clients.push(etcd);
+    return etcd;
+  }
+
+  /** A session on a new client (default) or on `etcd`. */
+  async session(options: SessionOptions = {}, etcd: Etcd = this.client()): Promise<Session> {
+    const session = await Session.create(etcd, options);
+    this.#sessions.push(session);
+    return session;
+  }
+
+  /** Spawns `etcdctl` against the backend; killed by {@link close} if still running. */
+  etcdctl(args: readonly string[]): EtcdctlProcess {
+    const child = spawn(
+      process.env.ETCDKIT_ETCDCTL_BIN ?? 'etcdctl',
+      ['--endpoints', this.endpoints().join(','), '--dial-timeout', '2s', ...args],
+      { env: { ...process.env, ETCDCTL_API: '3' }, stdio: 'pipe' },
+    );
+    this.#children.push(child);
+    return new EtcdctlProcess(child);
+  }
+
+  async close(): Promise<void> {
+    for (const child of this.#children.splice(0)) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await new Promise((resolve) => child.once('exit', resolve));
+      }
+    }
+    for (const session of this.#sessions.splice(0)) await session.close().catch(() => {});
+    for (const etcd of this.#clients.splice(0)) await etcd.close();
+  }
+}
+
+/** A running `etcdctl` and its output, line by line. */
+export class EtcdctlProcess {
+  readonly lines: string[] = [];
+  #stderr = '';
+  readonly exited: Promise<number | null>;
+
+  constructor(readonly child: ChildProcessWithoutNullStreams) {
+    let partial = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      partial += chunk;
+      const parts = partial.split('\n');
+      partial = parts.pop() ?? '';
+      this.lines.push(...parts);
+    });
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => {
+      this.#stderr += chunk;
+    });
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  /** Resolves once `count` lines were printed; fails after `timeoutMs` or if etcdctl exits. */
+  async waitForLines(count: number, timeoutMs = 10_000): Promise<string[]> {
+    await eventually(() => {
+      if (this.child.exitCode !== null && this.lines.length < count) {
+        throw new Error(`etcdctl exited with ${this.child.exitCode}: ${this.#stderr}`);
+      }
+      return this.lines.length >= count;
+    }, timeoutMs);
+    return this.lines.slice(0, count);
+  }
+
+  /** SIGTERM (etcdctl then unlocks or resigns), and waits for the exit. */
+  async terminate(): Promise<number | null> {
+    this.child.kill('SIGTERM');
+    return this.exited;
+  }
+
+  get stderr(): string {
+    return this.#stderr;
+  }
+}
+
+/**
+ * `etcd` with its `watch` and `range` calls recorded (the same client underneath), to check which
+ * keys a recipe watches.
+ */
+export function recording(etcd: Etcd): { etcd: Etcd; watches: WatchRequest[] } {
+  const watches: WatchRequest[] = [];
+  const proxy = new Proxy(etcd, {
+    get(target, property) {
+      if (property === 'watch') {
+        return (request: WatchRequest) => {
+          watches.push(request);
+          return target.watch(request);
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { etcd: proxy, watches };
+}
+
+/** A KV whose `range` runs `after` once the read answered, before returning it. */
+export function withHookAfterRange(kv: KV, after: () => Promise<void>): KV {
+  let done = false;
+  return new Proxy(kv, {
+    get(target, property) {
+      if (property === 'range') {
+        return async (request: Parameters<KV['range']>[0]) => {
+          const result = await target.range(request);
+          if (!done) {
+            done = true;
+            await after();
+          }
+          return result;
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/** A suite that starts its own real etcd; skipped by name without the binary. */
+export function describeRealEtcd(title: string, body: () => void): void {
+  const plan = planBackends({ only: ['etcd'] }).find((p) => p.name === 'etcd');
+  if (plan?.status === 'run') {
+    describe(`${title} [backend: etcd]`, body);
+    return;
+  }
+  const reason = plan?.reason ?? 'no etcd backend is known';
+  describe(`${title} [backend: etcd]`, () => {
+    if (plan?.status === 'fail') {
+      it(`backend is required but unavailable: ${reason}`, () => {
+        throw new Error(reason);
+      });
+    } else {
+      it.skip(`skipped: ${reason}`, () => {});
+    }
+  });
+}
