@@ -39,18 +39,8 @@ export function describeEachBackend(
 ): void {
   for (const plan of planBackends({ env: options.env, only: options.only })) {
     const suiteTitle = `${title} [backend: ${plan.name}]`;
-    if (plan.status === 'skip') {
-      describe(suiteTitle, () => {
-        it.skip(`skipped: ${plan.reason}`, () => {});
-      });
-      continue;
-    }
-    if (plan.status === 'fail') {
-      describe(suiteTitle, () => {
-        it(`backend is required but unavailable: ${plan.reason}`, () => {
-          throw new BackendUnavailableError(plan.name, plan.reason);
-        });
-      });
+    if (plan.status !== 'run') {
+      describeUnavailable(suiteTitle, plan.name, plan.status, plan.reason);
       continue;
     }
     describe(suiteTitle, () => {
@@ -91,4 +81,47 @@ export function describeEachBackend(
       });
     });
   }
+}
+
+/**
+ * Declares a suite that needs the real etcd binary itself: it starts its own servers (with
+ * particular flags, several members) to kill, pause or restart them. Without a binary it appears as
+ * one skipped test named with the reason; with ETCDKIT_REQUIRE_REAL_ETCD=1 as one failing test;
+ * ETCDKIT_BACKENDS can deselect it like the `etcd` backend.
+ */
+export function describeRealEtcd(
+  title: string,
+  body: () => void,
+  options: Pick<DescribeEachBackendOptions, 'env'> = {},
+): void {
+  const suiteTitle = `${title} [backend: etcd]`;
+  const plan = planBackends({ env: options.env, only: ['etcd'] }).find((p) => p.name === 'etcd');
+  if (plan?.status === 'run') {
+    describe(suiteTitle, body);
+    return;
+  }
+  describeUnavailable(
+    suiteTitle,
+    'etcd',
+    plan?.status ?? 'skip',
+    plan?.reason ?? 'no etcd backend is known',
+  );
+}
+
+/** The visible stand-in of a suite whose backend cannot run: skipped by name, or failing. */
+function describeUnavailable(
+  suiteTitle: string,
+  name: BackendName,
+  status: 'skip' | 'fail',
+  reason: string,
+): void {
+  describe(suiteTitle, () => {
+    if (status === 'fail') {
+      it(`backend is required but unavailable: ${reason}`, () => {
+        throw new BackendUnavailableError(name, reason);
+      });
+    } else {
+      it.skip(`skipped: ${reason}`, () => {});
+    }
+  });
 }

@@ -63,7 +63,7 @@ export interface EtcdClusterMember {
   /** {@link stop} then {@link start}. */
   restart(options?: MemberStartOptions): Promise<void>;
   /** SIGSTOP: the member holds its connections but answers nothing. */
-  pause(): void;
+  pause(): Promise<void>;
   /** SIGCONT after {@link pause}. */
   resume(): void;
   /** Last lines of this member's output. */
@@ -208,8 +208,8 @@ class ClusterMember implements EtcdClusterMember {
     await this.start(options);
   }
 
-  pause(): void {
-    this.node.pause();
+  pause(): Promise<void> {
+    return this.node.pause();
   }
 
   resume(): void {

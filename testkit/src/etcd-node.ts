@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { EtcdStartError } from './errors.js';
 import type { EtcdBinary } from './etcd-binary.js';
@@ -217,11 +218,16 @@ export class EtcdNode {
     await exited;
   }
 
-  /** SIGSTOP: the process keeps its sockets but answers nothing (a half-open peer). */
-  pause(): void {
+  /**
+   * SIGSTOP: the process keeps its sockets but answers nothing (a half-open peer). Resolves once
+   * the kernel reports the process stopped: the signal lands asynchronously, and a loopback request
+   * is fast enough to be answered in between.
+   */
+  async pause(): Promise<void> {
     const child = this.requireRunning('pause');
     child.kill('SIGSTOP');
     this.stopped = true;
+    if (child.pid !== undefined) await untilStopped(child.pid);
   }
 
   /** SIGCONT after {@link pause}. */
@@ -318,4 +324,20 @@ function describeExit(status: ExitStatus): string {
   if ('error' in status) return `could not be started: ${status.error.message}`;
   if (status.signal !== null) return `was killed by ${status.signal}`;
   return `exited with code ${status.code}`;
+}
+
+/** Polls /proc until the process is in the stopped state (or gone), for at most about a second. */
+async function untilStopped(pid: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    let stat: string;
+    try {
+      stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      return; // gone, or no /proc on this system
+    }
+    // The state is the first field after the parenthesised command name, which may hold spaces.
+    const state = stat.charAt(stat.lastIndexOf(')') + 2);
+    if (state === 'T' || state === 't') return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }

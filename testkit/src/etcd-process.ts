@@ -57,7 +57,7 @@ export interface EtcdProcess {
   /** Stops the process if it runs (keeping data), starts it on the same ports and data dir. */
   restart(): Promise<void>;
   /** SIGSTOP: connections stay open but nothing answers (half-open peer). */
-  pause(): void;
+  pause(): Promise<void>;
   /** SIGCONT after {@link pause}. */
   resume(): void;
   /** Last lines of etcd's output. */
@@ -174,8 +174,8 @@ class RunningEtcd implements EtcdProcess {
     }
   }
 
-  pause(): void {
-    this.node.pause();
+  pause(): Promise<void> {
+    return this.node.pause();
   }
 
   resume(): void {

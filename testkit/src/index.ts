@@ -35,6 +35,7 @@ export {
   type BackendSuiteContext,
   type DescribeEachBackendOptions,
   describeEachBackend,
+  describeRealEtcd,
 } from './describe-each-backend.js';
 export { BackendUnavailableError, EtcdStartError, type EtcdStartFailure } from './errors.js';
 export {

@@ -64,7 +64,7 @@ describe.skipIf(noEtcd)('startEtcd (real etcd binary)', () => {
     const etcd = await started();
     await new EtcdHttpGateway(etcd.endpoint).put('pause/key', 'v');
 
-    etcd.pause();
+    await etcd.pause();
     await tcpConnect(etcd.clientPort);
     await expect(
       new EtcdHttpGateway(etcd.endpoint, undefined, 300).get('pause/key'),
@@ -77,7 +77,7 @@ describe.skipIf(noEtcd)('startEtcd (real etcd binary)', () => {
   it('stop() also ends a paused server', async () => {
     const etcd = await startEtcd();
     const pid = etcd.pid!;
-    etcd.pause();
+    await etcd.pause();
 
     await etcd.stop();
 

@@ -1,5 +1,5 @@
 // AuthClient against a real etcd: users, roles, permissions, enabling and disabling auth.
-import { type EtcdProcess, planBackends, startEtcd } from '@etcdkit/testkit';
+import { describeRealEtcd, type EtcdProcess, startEtcd } from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AuthClient,
@@ -25,29 +25,6 @@ import {
   UserNotFoundError,
 } from '../src/errors.js';
 import { etcdserverpb_KV as kv } from '../src/generated/methods.js';
-
-/**
- * Declares a suite that needs the real etcd binary (it starts its own servers, with particular
- * flags or several members). Without one it is reported as skipped, by name; with
- * ETCDKIT_REQUIRE_REAL_ETCD=1 as failing; ETCDKIT_BACKENDS can deselect it.
- */
-function describeRealEtcd(title: string, body: () => void): void {
-  const plan = planBackends({ only: ['etcd'] }).find((p) => p.name === 'etcd');
-  if (plan?.status === 'run') {
-    describe(`${title} [backend: etcd]`, body);
-    return;
-  }
-  const reason = plan?.reason ?? 'no etcd backend is known';
-  describe(`${title} [backend: etcd]`, () => {
-    if (plan?.status === 'fail') {
-      it(`backend is required but unavailable: ${reason}`, () => {
-        throw new Error(reason);
-      });
-    } else {
-      it.skip(`skipped: ${reason}`, () => {});
-    }
-  });
-}
 
 /**
  * Matches an etcd error by its stable code and exact message. (`toBeInstanceOf` would be the natural

@@ -1,13 +1,13 @@
 // ClusterClient against a real single-member etcd and a real 3-member cluster.
 import { createServer } from 'node:net';
 import {
+  describeRealEtcd,
   type EtcdCluster,
   type EtcdProcess,
-  planBackends,
   startEtcd,
   startEtcdCluster,
 } from '@etcdkit/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ClusterClient, type Member } from '../src/cluster.js';
 import { Connection } from '../src/connection/connection.js';
 import {
@@ -19,29 +19,6 @@ import {
   type ServerErrorClass,
 } from '../src/errors.js';
 import { MaintenanceClient } from '../src/maintenance.js';
-
-/**
- * Declares a suite that needs the real etcd binary (it starts its own servers, with particular
- * flags or several members). Without one it is reported as skipped, by name; with
- * ETCDKIT_REQUIRE_REAL_ETCD=1 as failing; ETCDKIT_BACKENDS can deselect it.
- */
-function describeRealEtcd(title: string, body: () => void): void {
-  const plan = planBackends({ only: ['etcd'] }).find((p) => p.name === 'etcd');
-  if (plan?.status === 'run') {
-    describe(`${title} [backend: etcd]`, body);
-    return;
-  }
-  const reason = plan?.reason ?? 'no etcd backend is known';
-  describe(`${title} [backend: etcd]`, () => {
-    if (plan?.status === 'fail') {
-      it(`backend is required but unavailable: ${reason}`, () => {
-        throw new Error(reason);
-      });
-    } else {
-      it.skip(`skipped: ${reason}`, () => {});
-    }
-  });
-}
 
 /**
  * Matches an etcd error by its stable code and exact message. (`toBeInstanceOf` would be the natural

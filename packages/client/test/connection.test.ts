@@ -1,7 +1,6 @@
 // Connection and the grpc-js transport against one real etcd member.
 
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { type EtcdProcess, startEtcd } from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -248,7 +247,7 @@ describe('Connection against a real etcd', () => {
     it('aborts a hanging call: AbortedError whose cause is the reason', async () => {
       const c = new Connection({ endpoints: [etcd.endpoint] });
       await c.unary(etcdserverpb_KV.Range, { key: bytes('a') }, 'read');
-      await freeze(etcd);
+      await etcd.pause();
       try {
         const controller = new AbortController();
         const reason = new Error('enough');
@@ -268,7 +267,7 @@ describe('Connection against a real etcd', () => {
     it('times out a read with DeadlineExceededError, a write with OutcomeUnknownError', async () => {
       const c = new Connection({ endpoints: [etcd.endpoint] });
       await c.unary(etcdserverpb_KV.Range, { key: bytes('a') }, 'read');
-      await freeze(etcd);
+      await etcd.pause();
       try {
         const read = await c
           .unary(etcdserverpb_KV.Range, { key: bytes('a') }, 'read', { timeoutMs: 300 })
@@ -294,7 +293,7 @@ describe('Connection against a real etcd', () => {
       watch.write({ createRequest: { key: bytes('c') } });
       const watchIt = watch[Symbol.asyncIterator]();
       await watchIt.next();
-      await freeze(etcd);
+      await etcd.pause();
       try {
         const pending = c.unary(etcdserverpb_KV.Range, { key: bytes('a') }, 'read');
         const pendingWatch = watchIt.next();
@@ -320,23 +319,4 @@ async function drain<T>(it: AsyncIterator<T>): Promise<void> {
     const r = await it.next();
     if (r.done) return;
   }
-}
-
-/**
- * SIGSTOPs etcd and waits until the kernel reports it stopped: the signal lands asynchronously,
- * and a loopback request is fast enough to be answered in between.
- */
-async function freeze(etcd: EtcdProcess): Promise<void> {
-  etcd.pause();
-  const stat = `/proc/${etcd.pid}/stat`;
-  for (let i = 0; i < 200; i++) {
-    const state = await readFile(stat, 'utf8').then(
-      (text) => text.slice(text.lastIndexOf(')') + 2, text.lastIndexOf(')') + 3),
-      () => undefined,
-    );
-    if (state === undefined) break;
-    if (state === 'T' || state === 't') return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  await new Promise((r) => setTimeout(r, 100));
 }

@@ -3,13 +3,12 @@
 // with a typed error; a counter updated by revision-guarded txns ends at exactly the number of
 // updates that were applied, each applied once, and every acknowledged one among them.
 import { randomUUID } from 'node:crypto';
-import { type EtcdCluster, startEtcdCluster } from '@etcdkit/testkit';
+import { describeRealEtcd, type EtcdCluster, startEtcdCluster } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { cmp } from '../src/compare.js';
 import { EtcdError, OutcomeUnknownError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
 import { op } from '../src/op.js';
-import { describeRealEtcd } from './real-etcd.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -124,7 +123,7 @@ describeRealEtcd('failover of a 3-member cluster under load', () => {
     }
     const before = attempts.length;
     killedAt = performance.now();
-    leader.pause();
+    await leader.pause();
     await sleep(300);
     const stuck = inFlight.plain;
     await leader.kill();

@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
   describeEachBackend,
+  describeRealEtcd,
   type EtcdProcess,
   startEtcd,
   startTcpProxy,
@@ -23,7 +24,6 @@ import {
   sleep,
   until,
 } from './lease-keepalive-support.js';
-import { describeRealEtcd } from './real-etcd.js';
 
 describeEachBackend('lease keepalive', ({ backend, prefix }) => {
   let proxy: TcpProxy;

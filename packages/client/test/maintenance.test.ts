@@ -6,13 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
+  describeRealEtcd,
   type EtcdCluster,
   type EtcdProcess,
-  planBackends,
   startEtcd,
   startEtcdCluster,
 } from '@etcdkit/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { prefixEnd, toBytes } from '../src/bytes.js';
 import { Connection } from '../src/connection/connection.js';
 import {
@@ -24,29 +24,6 @@ import {
 import { etcdserverpb_KV as kv } from '../src/generated/methods.js';
 import { LeaseClient } from '../src/lease.js';
 import { MaintenanceClient } from '../src/maintenance.js';
-
-/**
- * Declares a suite that needs the real etcd binary (it starts its own servers, with particular
- * flags or several members). Without one it is reported as skipped, by name; with
- * ETCDKIT_REQUIRE_REAL_ETCD=1 as failing; ETCDKIT_BACKENDS can deselect it.
- */
-function describeRealEtcd(title: string, body: () => void): void {
-  const plan = planBackends({ only: ['etcd'] }).find((p) => p.name === 'etcd');
-  if (plan?.status === 'run') {
-    describe(`${title} [backend: etcd]`, body);
-    return;
-  }
-  const reason = plan?.reason ?? 'no etcd backend is known';
-  describe(`${title} [backend: etcd]`, () => {
-    if (plan?.status === 'fail') {
-      it(`backend is required but unavailable: ${reason}`, () => {
-        throw new Error(reason);
-      });
-    } else {
-      it.skip(`skipped: ${reason}`, () => {});
-    }
-  });
-}
 
 /**
  * Matches an etcd error by its stable code and exact message. (`toBeInstanceOf` would be the natural

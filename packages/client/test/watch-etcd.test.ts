@@ -1,7 +1,7 @@
 // Watch behaviour that needs etcd started with particular flags: expiring auth tokens and missing
 // permissions, progress notifications (which keep a quiet watcher's resume point fresh), and
 // responses large enough to be fragmented.
-import { type EtcdProcess, startEtcd, startTcpProxy } from '@etcdkit/testkit';
+import { describeRealEtcd, type EtcdProcess, startEtcd, startTcpProxy } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Connection } from '../src/connection/connection.js';
 import { type EtcdError, PermissionDeniedError } from '../src/errors.js';
@@ -10,14 +10,7 @@ import { etcdserverpb_Auth } from '../src/generated/methods.js';
 import { KV } from '../src/kv.js';
 import { WatchCompactedError } from '../src/watch/errors.js';
 import type { WatchProgress } from '../src/watch/types.js';
-import {
-  describeEvents,
-  describeRealEtcd,
-  recordingRpc,
-  streamLog,
-  takeEvents,
-  waitFor,
-} from './watch-support.js';
+import { describeEvents, recordingRpc, streamLog, takeEvents, waitFor } from './watch-support.js';
 
 const ROOT_PASSWORD = 'root-secret';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

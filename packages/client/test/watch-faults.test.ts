@@ -4,20 +4,19 @@
 //
 // ETCDKIT_WATCH_CUTS (default 120; the issue asks for over 100) and ETCDKIT_WATCH_WRITES (default
 // 5000) size the cut test.
-import { describeEachBackend, type EtcdProcess, startEtcd, startTcpProxy } from '@etcdkit/testkit';
+import {
+  describeEachBackend,
+  describeRealEtcd,
+  type EtcdProcess,
+  startEtcd,
+  startTcpProxy,
+} from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { EtcdError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
 import type { WatchBatch, WatchRequest } from '../src/watch/types.js';
 import type { Watcher } from '../src/watch/watcher.js';
-import {
-  describeEvents,
-  describeRealEtcd,
-  envCount,
-  streamLog,
-  takeEvents,
-  waitFor,
-} from './watch-support.js';
+import { describeEvents, envCount, streamLog, takeEvents, waitFor } from './watch-support.js';
 
 /** One acknowledged write, as a watcher should report it. */
 interface Acked {

@@ -1,6 +1,3 @@
-// Shared helpers of the watch suites.
-import { planBackends } from '@etcdkit/testkit';
-import { describe, it } from 'vitest';
 import type { Connection } from '../src/connection/connection.js';
 import type { Rpc } from '../src/connection/types.js';
 import type { EtcdError } from '../src/errors.js';
@@ -104,29 +101,6 @@ export function streamLog(): StreamLog {
     },
   };
   return log;
-}
-
-/**
- * Declares a suite that needs the real etcd binary (it starts its own servers, with particular
- * flags). Without one it is reported as skipped, by name; with ETCDKIT_REQUIRE_REAL_ETCD=1 as
- * failing; ETCDKIT_BACKENDS can deselect it.
- */
-export function describeRealEtcd(title: string, body: () => void): void {
-  const plan = planBackends({ only: ['etcd'] }).find((p) => p.name === 'etcd');
-  if (plan?.status === 'run') {
-    describe(`${title} [backend: etcd]`, body);
-    return;
-  }
-  const reason = plan?.reason ?? 'no etcd backend is known';
-  describe(`${title} [backend: etcd]`, () => {
-    if (plan?.status === 'fail') {
-      it(`backend is required but unavailable: ${reason}`, () => {
-        throw new Error(reason);
-      });
-    } else {
-      it.skip(`skipped: ${reason}`, () => {});
-    }
-  });
 }
 
 /** A positive integer from the environment, or `fallback`. */
