@@ -70,6 +70,16 @@ const definitions = {
     GrpcCode.UNKNOWN,
     'etcdserver: re-configuration failed due to not enough started members',
   ],
+  // The lock and election services. etcd runs them on its in-process client, whose errors carry no
+  // gRPC status, so grpc-go sends every one of them as Unknown with Go's message.
+  ELECTION_NOT_LEADER: [GrpcCode.UNKNOWN, 'election: not leader'],
+  ELECTION_NO_LEADER: [GrpcCode.UNKNOWN, 'election: no leader'],
+  MISSING_LEADER_KEY: [GrpcCode.UNKNOWN, '"leader" field must be provided'],
+  // etcd 3.5+ answers a Lock whose key vanished while it waited with this (3.4 wrongly succeeds).
+  LOCK_SESSION_EXPIRED: [GrpcCode.UNKNOWN, 'mutex: session is expired'],
+  // Not etcd's: etcd reports leadership even when the candidate's key vanished while it waited
+  // (etcd issue 11051); the embedded server fails the Campaign instead, in the words of the mutex.
+  ELECTION_SESSION_EXPIRED: [GrpcCode.UNKNOWN, 'election: session is expired'],
   // Not etcd's: a single embedded member cannot add a voting member, which would never start (etcd
   // accepts the add and then loses quorum). See docs/embedded-server.md.
   VOTING_MEMBER_ADD: [
