@@ -4,6 +4,8 @@
  *
  * @module @etcdkit/recipes
  */
+export { Barrier } from './barrier.js';
+export { DoubleBarrier, TooManyClientsError } from './double-barrier.js';
 export {
   type CampaignOptions,
   Election,
@@ -31,6 +33,9 @@ export {
 } from './fencing.js';
 export { Hold, type Ownership } from './hold.js';
 export { Lock, type LockOptions, Mutex } from './mutex.js';
+export { MAX_QUEUE_PRIORITY, PriorityQueue } from './priority-queue.js';
+export { Queue } from './queue.js';
+export type { Dequeued, DequeueOptions, Enqueued, EnqueueOptions } from './queue-claim.js';
 export { type RWLockOptions, RWMutex } from './rwmutex.js';
 export { type AcquireOptions, Permit, Semaphore } from './semaphore.js';
 export { Session, type SessionOptions } from './session.js';

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runStm, type Stm, type StmOptions } from '../src/stm.js';
 import { StmConflictError, StmTooManyOpsError } from '../src/stm-errors.js';
 import type { StmIsolation } from '../src/stm-isolation.js';
+import { rejection } from './recipes-support.js';
 
 const validating: StmIsolation[] = ['serializable-snapshot', 'serializable', 'repeatable-reads'];
 
@@ -15,15 +16,6 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
     resolve = r;
   });
   return { promise, resolve };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
 }
 
 describeEachBackend('STM', ({ backend, prefix }) => {
