@@ -14,14 +14,28 @@ export type UnaryHandler<Req, Res> = (
   requestBytes: number,
 ) => ResponseOf<Res> | Promise<ResponseOf<Res>>;
 
+/**
+ * A unary handler that may wait for a long time (Lock, Campaign). `signal` aborts when the call
+ * ends without an answer: the client cancelled it, its deadline passed or its connection dropped.
+ */
+export type WaitingUnaryHandler<Req, Res> = (
+  request: Req,
+  requestBytes: number,
+  signal: AbortSignal,
+) => Promise<ResponseOf<Res>>;
+
 /** Writes one message of a response stream; resolves once it may send the next (backpressure). */
 export type StreamSend<Res> = (message: ResponseOf<Res>) => Promise<void>;
 
-/** A server-streaming handler: sends messages, then returns (or throws to end with an error). */
+/**
+ * A server-streaming handler: sends messages, then returns (or throws to end with an error).
+ * `signal` aborts when the client cancels the stream or its connection drops.
+ */
 export type ServerStreamHandler<Req, Res> = (
   request: Req,
   send: StreamSend<Res>,
   call: { readonly cancelled: boolean },
+  signal: AbortSignal,
 ) => Promise<void>;
 
 /**
@@ -104,13 +118,46 @@ export class ServiceRegistry {
           }
           call.write(message as Res, (error?: Error | null) => (error ? reject(error) : resolve()));
         });
-      handler(call.request, send, call).then(
+      const cancelled = new AbortController();
+      const onCancelled = (): void => cancelled.abort(new Error('the call was cancelled'));
+      call.once('cancelled', onCancelled);
+      if (call.cancelled) onCancelled();
+      handler(call.request, send, call, cancelled.signal).then(
         () => call.end(),
         (error: unknown) => {
           if (!call.cancelled) call.emit('error', toStatus(error));
         },
       );
     });
+  }
+
+  /** Registers a {@link WaitingUnaryHandler}: a unary call that learns when it is cancelled. */
+  waitingUnary<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'unary'>,
+    handler: WaitingUnaryHandler<Req, Res>,
+  ): void {
+    this.register(
+      method,
+      (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>) => {
+        const cancelled = new AbortController();
+        const onCancelled = (): void => cancelled.abort(new Error('the call was cancelled'));
+        call.once('cancelled', onCancelled);
+        if (call.cancelled) onCancelled();
+        const request = call.request;
+        const answer = (error: unknown, response?: ResponseOf<Res>): void => {
+          call.off('cancelled', onCancelled);
+          if (error === undefined) callback(null, response as Res);
+          else callback(toStatus(error));
+        };
+        // A handler that throws before returning its promise still gets a status back.
+        new Promise<ResponseOf<Res>>((resolve) =>
+          resolve(handler(request, requestSizes.get(request as object) ?? 0, cancelled.signal)),
+        ).then(
+          (response) => answer(undefined, response),
+          (error: unknown) => answer(error ?? new Error('unknown error')),
+        );
+      },
+    );
   }
 
   bidi<Req, Res>(
