@@ -9,19 +9,26 @@ import {
   etcdserverpb_Watch,
   grpc_health_v1_Health,
   type MethodDescriptor,
+  etcdserverpb as pb,
   v3electionpb_Election,
   v3lockpb_Lock,
 } from '@etcdkit/client/protocol';
 import * as grpc from '@grpc/grpc-js';
-import type { Clock } from './clock.js';
+import type { Clock, Timer } from './clock.js';
 import { KvApplier } from './kv/kv-applier.js';
 import type { LeaseApplier } from './lease/lease-applier.js';
 import { LeaseTable } from './lease/lease-table.js';
 import { effectiveQuota } from './maintenance/quota.js';
 import { MvccStore } from './mvcc/store.js';
+import { type AutoCompactionOptions, startAutoCompaction } from './server/auto-compaction.js';
+import type { ClientListeners } from './server/client-listeners.js';
+import { openClientPort } from './server/client-port.js';
+import { formatClientUrl } from './server/client-urls.js';
+import { createLogger, type LoggerOption, type ServerLogger } from './server/logger.js';
 import { type MemberIdentity, randomId } from './server/member.js';
 import { type ClockOption, createMemberServices, resolveClock } from './server/member-services.js';
 import { ProposalLog } from './server/proposals.js';
+import type { ServerTlsOptions } from './server/server-tls.js';
 import { registerClusterService } from './services/cluster-service.js';
 import type { ServiceContext } from './services/context.js';
 import { registerHealthService } from './services/health-service.js';
@@ -38,8 +45,34 @@ export const DEFAULT_ETCD_VERSION = '3.7.0';
 
 /** Options of {@link EmbeddedEtcd.start}. Every limit defaults to etcd's default. */
 export interface EmbeddedEtcdOptions {
-  /** Port to listen on, on 127.0.0.1. Default 0: a free port chosen by the system. */
+  /**
+   * Port to listen on, on 127.0.0.1. Default 0: a free port chosen by the system. Not together
+   * with {@link listenClientUrls}.
+   */
   readonly port?: number;
+  /**
+   * URLs to listen on for clients (`--listen-client-urls`): `http://` or `https://` (needs
+   * {@link tls}), an IP address or `localhost`, a port (0: a free one). Default
+   * `http://127.0.0.1:0`, or `https://` with {@link tls}.
+   */
+  readonly listenClientUrls?: readonly string[];
+  /**
+   * URLs MemberList reports for this member (`--advertise-client-urls`). Default: the URLs
+   * listened on, with the ports actually bound.
+   */
+  readonly advertiseClientUrls?: readonly string[];
+  /** Serve clients over TLS, and with a CA or `clientCertAuth` mutual TLS (see ServerTlsOptions). */
+  readonly tls?: ServerTlsOptions;
+  /**
+   * Where the server logs: `'silent'` (default), a level (`'info'`, `'debug'`...: JSON lines on
+   * stderr, like etcd's), or a function receiving every line.
+   */
+  readonly logger?: LoggerOption;
+  /**
+   * Auto-compaction (`--auto-compaction-mode`, `--auto-compaction-retention`), on the server's
+   * clock. Default: none.
+   */
+  readonly autoCompaction?: AutoCompactionOptions;
   /** Member name (`--name`). Default `"default"`. */
   readonly name?: string;
   /** Most operations in one list of a txn (`--max-txn-ops`). Default 128. */
@@ -81,17 +114,22 @@ export interface EmbeddedEtcdOptions {
   readonly watchProgressNotifyIntervalMs?: number;
 }
 
-const HOST = '127.0.0.1';
 /** gRPC accepts this much more than max-request-bytes, as etcd does, so the limit is etcd's error. */
 const GRPC_OVERHEAD_BYTES = 512 * 1024;
 
+/** Options of {@link EmbeddedEtcd.restart}. */
+export interface RestartOptions {
+  /** How long the server stays down (not listening) before it listens again, in ms. Default 0. */
+  readonly downtimeMs?: number;
+}
+
 /** An etcd v3 server running inside this process, in memory. */
 export class EmbeddedEtcd {
-  /** The client URL, `http://127.0.0.1:PORT`. */
+  /** The client URL, `http://127.0.0.1:PORT` (`https://` with TLS); the first listened on. */
   readonly endpoint: string;
-  /** The client URLs, for clients that take a list. */
+  /** Every client URL listened on, for clients that take a list. */
   readonly endpoints: readonly string[];
-  /** The port the server listens on. */
+  /** The port of {@link endpoint}. */
   readonly port: number;
   /** The etcd version the server claims (Status' `version`). */
   readonly version: string;
@@ -108,11 +146,19 @@ export class EmbeddedEtcd {
   private readonly server: grpc.Server;
   private readonly closeWatchStreams: () => void;
   private readonly leaseApplier: LeaseApplier;
+  private readonly listeners: ClientListeners;
+  private readonly logger: ServerLogger;
+  private readonly background: () => Timer[];
+  private timers: Timer[];
+  // Restarts and the stop run one after the other, so a stop never races a listen.
+  private lifecycle: Promise<void> = Promise.resolve();
   private stopped: Promise<void> | undefined;
 
   private constructor(init: {
     server: grpc.Server;
-    port: number;
+    listeners: ClientListeners;
+    logger: ServerLogger;
+    background: () => Timer[];
     version: string;
     member: MemberIdentity;
     store: MvccStore;
@@ -123,7 +169,9 @@ export class EmbeddedEtcd {
     leaseApplier: LeaseApplier;
   }) {
     this.server = init.server;
-    this.port = init.port;
+    this.listeners = init.listeners;
+    this.logger = init.logger;
+    this.background = init.background;
     this.version = init.version;
     this.member = init.member;
     this.store = init.store;
@@ -132,8 +180,10 @@ export class EmbeddedEtcd {
     this.closeWatchStreams = init.closeWatchStreams;
     this.clock = init.clock;
     this.leaseApplier = init.leaseApplier;
-    this.endpoint = `http://${HOST}:${init.port}`;
-    this.endpoints = [this.endpoint];
+    this.endpoints = init.listeners.urls.map(formatClientUrl);
+    this.endpoint = this.endpoints[0]!;
+    this.port = init.listeners.urls[0]!.port;
+    this.timers = this.background();
   }
 
   /** Starts a server with a fresh, empty store (revision 1). */
@@ -147,25 +197,21 @@ export class EmbeddedEtcd {
       'grpc.max_receive_message_length': maxRequestBytes + GRPC_OVERHEAD_BYTES,
       'grpc.max_send_message_length': -1,
     });
-    // A failed bind (a port in use) must not leave the server object holding resources.
-    const port = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(
-        `${HOST}:${options.port ?? 0}`,
-        grpc.ServerCredentials.createInsecure(),
-        (error, bound) => (error ? reject(error) : resolve(bound)),
-      );
-    }).catch((error: unknown) => {
+    const logger = createLogger(options.logger);
+    // A failed listen (a port in use) must not leave the server object holding resources. The
+    // handlers are registered below before any request can arrive: nothing from here to the end
+    // of start() waits, so no connection is served in between.
+    const clientPort = await openClientPort(server, options, logger).catch((error: unknown) => {
       server.forceShutdown();
       throw error;
     });
-    const endpoint = `http://${HOST}:${port}`;
     const member: MemberIdentity = {
       clusterId: options.clusterId ?? randomId(),
       memberId: options.memberId ?? randomId(),
       name: options.name ?? 'default',
       // etcd's default --initial-advertise-peer-urls; the embedded server has no peer listener.
       peerUrls: ['http://localhost:2380'],
-      clientUrls: [endpoint],
+      clientUrls: clientPort.advertisedUrls,
     };
     const leases = new LeaseTable();
     const store = new MvccStore({ lessor: leases });
@@ -229,10 +275,36 @@ export class EmbeddedEtcd {
     for (const service of services) {
       registry.unimplemented(service as Record<string, MethodDescriptor<unknown, unknown>>);
     }
-    shared.leases.startExpiryChecks(options.leaseCheckIntervalMs);
-    return new EmbeddedEtcd({
+    const compactor = options.autoCompaction;
+    // Timers of the running member, started again by restart().
+    const background = (): Timer[] => {
+      shared.leases.startExpiryChecks(options.leaseCheckIntervalMs);
+      const stopExpiry = { cancel: () => shared.leases.stopExpiryChecks() };
+      if (compactor === undefined) return [stopExpiry];
+      const compaction = startAutoCompaction(compactor, {
+        clock,
+        logger,
+        currentRevision: () => store.revision,
+        compact: (revision) => {
+          const request = { revision: BigInt(revision) };
+          context.kv.compact(request, pb.CompactionRequest.encode(request).finish().length);
+        },
+      });
+      return compaction === undefined ? [stopExpiry] : [stopExpiry, compaction];
+    };
+    logger.info('started etcd server', {
+      'etcd-version': version,
+      name: member.name,
+      'member-id': member.memberId.toString(16),
+      'cluster-id': member.clusterId.toString(16),
+      'listen-client-urls': clientPort.listeners.urls.map(formatClientUrl),
+      'advertise-client-urls': member.clientUrls,
+    });
+    const embedded = new EmbeddedEtcd({
       server,
-      port,
+      listeners: clientPort.listeners,
+      logger,
+      background,
       version,
       member,
       store,
@@ -242,18 +314,71 @@ export class EmbeddedEtcd {
       clock,
       leaseApplier: shared.leases,
     });
+    logger.info('ready to serve client requests', { endpoints: embedded.endpoints });
+    return embedded;
+  }
+
+  /** Connections from clients open now. */
+  get connectionCount(): number {
+    return this.listeners.connectionCount;
+  }
+
+  /**
+   * Restarts the server, keeping its data: the store, revision, leases, members and alarms. Clients
+   * see a real disconnect: the listener and every connection are closed, calls in flight fail,
+   * watch and keep-alive streams end; after `downtimeMs` the server listens again on the same
+   * port(s) and clients reconnect. As on an etcd restart, every lease gets its full TTL again.
+   */
+  restart(options: RestartOptions = {}): Promise<void> {
+    if (this.stopped !== undefined) return Promise.reject(new Error('the server is stopped'));
+    const restarted = this.lifecycle.then(() => this.restartNow(options.downtimeMs ?? 0));
+    this.lifecycle = restarted.catch(() => {});
+    return restarted;
+  }
+
+  /**
+   * Destroys every client connection now and keeps listening: clients reconnect, calls in flight
+   * fail, streams end. Returns how many connections were dropped.
+   */
+  dropConnections(): number {
+    const dropped = this.listeners.dropConnections();
+    this.logger.info('dropped client connections', { connections: dropped });
+    return dropped;
   }
 
   /** Stops listening and closes every connection; calls in flight fail. Safe to call twice. */
   stop(): Promise<void> {
-    this.stopped ??= new Promise<void>((resolve) => {
-      this.leaseApplier.stopExpiryChecks();
+    this.stopped ??= this.lifecycle.then(async () => {
+      this.logger.info('stopping etcd server', { name: this.member.name });
+      for (const timer of this.timers) timer.cancel();
       this.closeWatchStreams();
       this.watchable.close();
+      await this.listeners.close();
       this.server.forceShutdown();
-      resolve();
+      this.logger.info('stopped etcd server', { name: this.member.name });
     });
     return this.stopped;
+  }
+
+  private async restartNow(downtimeMs: number): Promise<void> {
+    if (this.stopped !== undefined) return;
+    this.logger.info('restarting etcd server', { 'downtime-ms': downtimeMs });
+    for (const timer of this.timers) timer.cancel();
+    this.timers = [];
+    await this.listeners.close();
+    // Their connections are gone; end the streams now rather than when the transport notices.
+    this.closeWatchStreams();
+    if (downtimeMs > 0) await new Promise((resolve) => setTimeout(resolve, downtimeMs));
+    if (this.stopped !== undefined) return;
+    // A restarted etcd member, once leader again, gives every lease its full TTL (lessor Promote):
+    // nothing could have kept a lease alive while the member was down.
+    const now = this.clock.now();
+    for (const lease of this.leases.all()) {
+      if (Number.isFinite(lease.expiresAt)) this.leases.setExpiry(lease, now + lease.ttl * 1000);
+    }
+    this.timers = this.background();
+    await this.listeners.listen();
+    this.logger.info('ready to serve client requests', { endpoints: this.endpoints });
   }
 
   /**

@@ -10,6 +10,7 @@ export {
   DEFAULT_ETCD_VERSION,
   EmbeddedEtcd,
   type EmbeddedEtcdOptions,
+  type RestartOptions,
 } from './embedded-etcd.js';
 export { EtcdServerError, GrpcCode, type ServerErrorCode } from './errors.js';
 export type { Lease } from './lease/lease.js';
@@ -33,9 +34,19 @@ export type {
 } from './mvcc/store.js';
 export type { StoreWrite } from './mvcc/store-write.js';
 export type { CommittedRevision, KeyValue, MvccEvent } from './mvcc/types.js';
+export type { AutoCompactionOptions } from './server/auto-compaction.js';
+export { ClientUrlError } from './server/client-urls.js';
+export type {
+  LogEntry,
+  LoggerOption,
+  LogLevel,
+  LogSink,
+  LogValue,
+} from './server/logger.js';
 export type { MemberIdentity } from './server/member.js';
 export type { ClockOption } from './server/member-services.js';
 export type { Member } from './server/membership.js';
+export type { ServerTlsOptions } from './server/server-tls.js';
 export { VirtualClock } from './virtual-clock.js';
 export type { WatchableStore, WatchableStoreOptions } from './watch/watchable-store.js';
 export type {
