@@ -83,15 +83,18 @@ export interface EtcdErrorInit {
 }
 
 /** Base class of every error the client reports. */
-export class EtcdError extends Error {
-  /** Stable identifier of the kind of failure. */
-  readonly code: EtcdErrorCode;
+export class EtcdError<Code extends string = EtcdErrorCode> extends Error {
+  /**
+   * Stable identifier of the kind of failure. The client's own codes are {@link EtcdErrorCode};
+   * packages built on the client (such as @etcdkit/recipes) add theirs through the type parameter.
+   */
+  readonly code: Code;
   /** gRPC status the failure arrived with (or the closest one, for client-side failures). */
   readonly grpcStatus: GrpcStatus;
   /** Response trailers, when the server sent any. */
   readonly metadata: Metadata;
 
-  constructor(code: EtcdErrorCode, grpcStatus: GrpcStatus, message: string, init?: EtcdErrorInit) {
+  constructor(code: Code, grpcStatus: GrpcStatus, message: string, init?: EtcdErrorInit) {
     super(init?.message ?? message, init?.cause === undefined ? undefined : { cause: init.cause });
     this.name = new.target.name;
     this.code = code;

@@ -1,15 +1,9 @@
 // The typed failures of runStm that are not etcd's own: giving up after repeated conflicts, and a
 // transaction too large for one etcd txn.
-import { EtcdError, type EtcdErrorCode, GrpcStatus, TooManyTxnOpsError } from '@etcdkit/client';
+import { EtcdError, GrpcStatus, TooManyTxnOpsError } from '@etcdkit/client';
 
 /** Stable code of {@link StmConflictError}. */
-export const STM_CONFLICT = 'STM_CONFLICT';
-
-// The client's EtcdErrorCode lists the client's own codes; a recipe code is a new member the client
-// does not know yet. The value is what callers compare against; only its static type is widened.
-function recipeCode(code: string): EtcdErrorCode {
-  return code as EtcdErrorCode;
-}
+export const STM_CONFLICT = 'STM_CONFLICT' as const;
 
 /**
  * An STM transaction conflicted with concurrent writers on every attempt: `attempts` runs of
@@ -17,14 +11,14 @@ function recipeCode(code: string): EtcdErrorCode {
  * had changed. Nothing was written. Code `STM_CONFLICT`. Raise `maxRetries`, or reduce contention
  * on the keys involved.
  */
-export class StmConflictError extends EtcdError {
+export class StmConflictError extends EtcdError<typeof STM_CONFLICT> {
   /** How many times `apply` ran and its commit failed. */
   readonly attempts: number;
 
   /** @internal */
   constructor(attempts: number) {
     super(
-      recipeCode(STM_CONFLICT),
+      STM_CONFLICT,
       GrpcStatus.Aborted,
       `STM transaction gave up after ${attempts} conflicting attempts; nothing was written`,
     );
