@@ -15,6 +15,7 @@ import {
 } from '@etcdkit/client/protocol';
 import * as grpc from '@grpc/grpc-js';
 import type { Clock, Timer } from './clock.js';
+import { LocalClient } from './concurrency/local-client.js';
 import { KvApplier } from './kv/kv-applier.js';
 import type { LeaseApplier } from './lease/lease-applier.js';
 import { LeaseTable } from './lease/lease-table.js';
@@ -31,9 +32,11 @@ import { ProposalLog } from './server/proposals.js';
 import type { ServerTlsOptions } from './server/server-tls.js';
 import { registerClusterService } from './services/cluster-service.js';
 import type { ServiceContext } from './services/context.js';
+import { registerElectionService } from './services/election-service.js';
 import { registerHealthService } from './services/health-service.js';
 import { registerKvService } from './services/kv-service.js';
 import { registerLeaseService } from './services/lease-service.js';
+import { registerLockService } from './services/lock-service.js';
 import { registerMaintenanceService } from './services/maintenance-service.js';
 import { ServiceRegistry } from './services/registry.js';
 import { registerWatchService } from './services/watch-service.js';
@@ -145,6 +148,8 @@ export class EmbeddedEtcd {
   readonly watchable: WatchableStore;
   private readonly server: grpc.Server;
   private readonly closeWatchStreams: () => void;
+  // Ends the waits of Lock, Campaign and Observe without undoing anything (stop, restart).
+  private readonly dropWaits: () => void;
   private readonly leaseApplier: LeaseApplier;
   private readonly listeners: ClientListeners;
   private readonly logger: ServerLogger;
@@ -165,6 +170,7 @@ export class EmbeddedEtcd {
     leases: LeaseTable;
     watchable: WatchableStore;
     closeWatchStreams: () => void;
+    dropWaits: () => void;
     clock: Clock;
     leaseApplier: LeaseApplier;
   }) {
@@ -178,6 +184,7 @@ export class EmbeddedEtcd {
     this.leases = init.leases;
     this.watchable = init.watchable;
     this.closeWatchStreams = init.closeWatchStreams;
+    this.dropWaits = init.dropWaits;
     this.clock = init.clock;
     this.leaseApplier = init.leaseApplier;
     this.endpoints = init.listeners.urls.map(formatClientUrl);
@@ -261,6 +268,10 @@ export class EmbeddedEtcd {
       clock,
       progressNotifyIntervalMs: options.watchProgressNotifyIntervalMs,
     });
+    // Lock and Election run etcd's client recipes on the server itself, as etcd does.
+    const local = new LocalClient({ kv: context.kv, leases: shared.leases, watchable });
+    registerLockService(registry, context, local);
+    registerElectionService(registry, context, local);
     const services = [
       etcdserverpb_KV,
       etcdserverpb_Watch,
@@ -311,6 +322,7 @@ export class EmbeddedEtcd {
       leases,
       watchable,
       closeWatchStreams,
+      dropWaits: () => local.dropWaits(),
       clock,
       leaseApplier: shared.leases,
     });
@@ -351,6 +363,7 @@ export class EmbeddedEtcd {
     this.stopped ??= this.lifecycle.then(async () => {
       this.logger.info('stopping etcd server', { name: this.member.name });
       for (const timer of this.timers) timer.cancel();
+      this.dropWaits();
       this.closeWatchStreams();
       this.watchable.close();
       await this.listeners.close();
@@ -365,6 +378,8 @@ export class EmbeddedEtcd {
     this.logger.info('restarting etcd server', { 'downtime-ms': downtimeMs });
     for (const timer of this.timers) timer.cancel();
     this.timers = [];
+    // Before the connections close: their cancelled calls must not undo what they queued.
+    this.dropWaits();
     await this.listeners.close();
     // Their connections are gone; end the streams now rather than when the transport notices.
     this.closeWatchStreams();

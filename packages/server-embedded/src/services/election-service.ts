@@ -1,0 +1,87 @@
+// v3electionpb.Election over gRPC: Campaign waits until elected (no deadline unless the client
+// sets one), Proclaim and Resign act on a LeaderKey, Leader reads the current leader, Observe
+// streams leaders and their values. The algorithms are in concurrency/election.ts and observe.ts.
+// Errors go out as etcd sends them from this service: status Unknown with etcd's message.
+import { type v3electionpb, v3electionpb_Election } from '@etcdkit/client/protocol';
+import {
+  campaign,
+  type LeaderKey,
+  leader,
+  proclaim,
+  resign,
+  resumed,
+} from '../concurrency/election.js';
+import { type LocalClient, withoutStatus } from '../concurrency/local-client.js';
+import { observe } from '../concurrency/observe.js';
+import { EtcdServerError } from '../errors.js';
+import { bigintOf, bytesOf } from '../kv/requests.js';
+import { fillHeader, type ServiceContext } from './context.js';
+import type { ServiceRegistry } from './registry.js';
+
+/** Registers the Election methods, running on `local`. */
+export function registerElectionService(
+  registry: ServiceRegistry,
+  context: ServiceContext,
+  local: LocalClient,
+): void {
+  const header = (revision: bigint | null | undefined) => fillHeader(context, { revision });
+  registry.waitingUnary(v3electionpb_Election.Campaign, async (request, _size, signal) => {
+    try {
+      const elected = await campaign(local, {
+        name: bytesOf(request.name),
+        lease: bigintOf(request.lease),
+        value: bytesOf(request.value),
+        signal,
+      });
+      return { header: fillHeader(context, elected.header), leader: elected.leader };
+    } catch (error) {
+      throw withoutStatus(error);
+    }
+  });
+  registry.unary(v3electionpb_Election.Proclaim, (request) => {
+    try {
+      const key = resumed(local, leaderKeyOf(request.leader));
+      return { header: fillHeader(context, proclaim(local, key, bytesOf(request.value))) };
+    } catch (error) {
+      throw withoutStatus(error);
+    }
+  });
+  registry.unary(v3electionpb_Election.Resign, (request) => {
+    try {
+      const key = resumed(local, leaderKeyOf(request.leader));
+      return { header: fillHeader(context, resign(local, key)) };
+    } catch (error) {
+      throw withoutStatus(error);
+    }
+  });
+  registry.unary(v3electionpb_Election.Leader, (request) => {
+    try {
+      const found = leader(local, bytesOf(request.name));
+      return { header: fillHeader(context, found.header), kv: found.kv };
+    } catch (error) {
+      throw withoutStatus(error);
+    }
+  });
+  registry.serverStream(v3electionpb_Election.Observe, async (request, send, _call, signal) => {
+    const stopped = AbortSignal.any([signal, local.halted]);
+    try {
+      for await (const observation of observe(local, bytesOf(request.name), stopped)) {
+        await send({ header: header(observation.revision), kv: observation.kv });
+      }
+    } catch (error) {
+      // A cancelled stream needs no answer; the registry sends none to a cancelled call.
+      throw withoutStatus(error);
+    }
+  });
+}
+
+/** The request's LeaderKey; a request without one fails as etcd's does. */
+function leaderKeyOf(leader: v3electionpb.LeaderKey.$Properties | null | undefined): LeaderKey {
+  if (leader === null || leader === undefined) throw new EtcdServerError('MISSING_LEADER_KEY');
+  return {
+    name: bytesOf(leader.name),
+    key: bytesOf(leader.key),
+    rev: bigintOf(leader.rev),
+    lease: bigintOf(leader.lease),
+  };
+}
