@@ -68,6 +68,11 @@ export type EtcdErrorCode =
   | 'INVALID_CONFIG'
   | 'SNAPSHOT_INTEGRITY'
   | 'LEASE_LOST'
+  | 'ELECTION_NOT_LEADER'
+  | 'ELECTION_NO_LEADER'
+  | 'MISSING_LEADER_KEY'
+  | 'LOCK_SESSION_EXPIRED'
+  | 'ELECTION_SESSION_EXPIRED'
   | 'UNKNOWN';
 
 /** What an EtcdError is built from. */
@@ -491,6 +496,57 @@ for (const cls of [
   NotSupportedForLearnerError,
   BadLeaderTransfereeError,
   RequestCanceledError,
+] satisfies ServerErrorClass[]) {
+  byMessage.set(cls.etcdMessage, cls);
+}
+
+// The Lock and Election services (v3lock, v3election). etcd runs them on its in-process client,
+// whose errors carry no gRPC status, so these arrive as Unknown; so does every other error of those
+// services (LeaseNotFoundError from a Lock on an unknown lease, for instance).
+/** Proclaim or Campaign by a candidate whose key is no longer the one it was elected with. */
+export class ElectionNotLeaderError extends serverError(
+  'ELECTION_NOT_LEADER',
+  S.Unknown,
+  'election: not leader',
+) {}
+/** Leader (or the server-side Observe's first read) found no candidate in the election. */
+export class ElectionNoLeaderError extends serverError(
+  'ELECTION_NO_LEADER',
+  S.Unknown,
+  'election: no leader',
+) {}
+/** Proclaim or Resign without a LeaderKey. */
+export class MissingLeaderKeyError extends serverError(
+  'MISSING_LEADER_KEY',
+  S.Unknown,
+  '"leader" field must be provided',
+) {}
+/**
+ * Lock: the key queued for the lock vanished while the call waited (its lease expired or was
+ * revoked, or someone deleted it), so the lock was not acquired. Sent by etcd 3.5+ and the
+ * embedded server; etcd 3.4 instead reports such a lock as held.
+ */
+export class LockSessionExpiredError extends serverError(
+  'LOCK_SESSION_EXPIRED',
+  S.Unknown,
+  'mutex: session is expired',
+) {}
+/**
+ * Campaign: the candidate's key vanished while the call waited, so it was not elected. Sent by
+ * the embedded server; etcd (issue 11051) reports such a candidate as elected.
+ */
+export class ElectionSessionExpiredError extends serverError(
+  'ELECTION_SESSION_EXPIRED',
+  S.Unknown,
+  'election: session is expired',
+) {}
+
+for (const cls of [
+  ElectionNotLeaderError,
+  ElectionNoLeaderError,
+  MissingLeaderKeyError,
+  LockSessionExpiredError,
+  ElectionSessionExpiredError,
 ] satisfies ServerErrorClass[]) {
   byMessage.set(cls.etcdMessage, cls);
 }
