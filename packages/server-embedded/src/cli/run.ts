@@ -1,0 +1,98 @@
+// The etcdkit-server command: parse etcd's flags, start the embedded server, log like a server,
+// and stop cleanly on the first SIGINT or SIGTERM. Exit codes follow etcd: 2 for a command line
+// that does not parse (with the usage), 1 for a server that cannot start, 0 after a clean stop.
+import { DEFAULT_ETCD_VERSION, EmbeddedEtcd } from '../embedded-etcd.js';
+import { jsonLogSink } from '../server/logger.js';
+import { buildConfig, type CliConfig, ConfigError } from './config.js';
+import { FlagError, parseFlags } from './flags.js';
+import { shortUsage, usage } from './usage.js';
+import { packageVersion } from './version.js';
+
+/** What the command talks to: its output streams, environment and shutdown signal. */
+export interface CliEnvironment {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  /** Read for `ETCD_*` variables. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /**
+   * Resolves with the name of the signal that asks the server to stop. Subscribed to before the
+   * server starts, so a signal during startup is not lost.
+   */
+  readonly shutdownSignal: Promise<string>;
+}
+
+/** Exit codes of the command. */
+export const ExitCode = { ok: 0, failed: 1, usage: 2 } as const;
+
+/** Runs the command with `args` (no program name); resolves with the exit code. */
+export async function runCli(
+  args: readonly string[],
+  environment: CliEnvironment,
+): Promise<number> {
+  let config: CliConfig;
+  try {
+    const flags = parseFlags(args, environment.env);
+    if (flags.values.get('help') === 'true') {
+      environment.stdout(usage());
+      return ExitCode.ok;
+    }
+    if (flags.values.get('version') === 'true') {
+      environment.stdout(versionText());
+      return ExitCode.ok;
+    }
+    config = await buildConfig(flags);
+  } catch (error) {
+    if (error instanceof FlagError) {
+      environment.stderr(`etcdkit-server: ${error.message}\n${shortUsage()}`);
+      return ExitCode.usage;
+    }
+    if (error instanceof ConfigError) {
+      environment.stderr(`etcdkit-server: ${error.message}\n`);
+      return ExitCode.failed;
+    }
+    throw error;
+  }
+  return serve(config, args, environment);
+}
+
+async function serve(
+  config: CliConfig,
+  args: readonly string[],
+  environment: CliEnvironment,
+): Promise<number> {
+  const write = config.logOutput === 'stdout' ? environment.stdout : environment.stderr;
+  const sink = jsonLogSink(config.logLevel, write);
+  const log = (level: 'info' | 'warn' | 'error', message: string, fields = {}): void =>
+    sink({ level, time: new Date(), message, fields });
+  log('info', 'starting etcdkit-server', {
+    'etcdkit-version': packageVersion(),
+    'etcd-version': DEFAULT_ETCD_VERSION,
+    'node-version': process.version,
+    'os-arch': `${process.platform}/${process.arch}`,
+    args: [...args],
+  });
+  for (const warning of config.warnings) log('warn', warning);
+  let server: EmbeddedEtcd;
+  try {
+    server = await EmbeddedEtcd.start({ ...config.options, logger: sink });
+  } catch (error) {
+    log('error', 'failed to start etcd server', {
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return ExitCode.failed;
+  }
+  const signal = await environment.shutdownSignal;
+  log('info', 'received signal; shutting down', { signal });
+  await server.stop();
+  return ExitCode.ok;
+}
+
+function versionText(): string {
+  return [
+    `etcdkit-server Version: ${packageVersion()}`,
+    `etcd Version: ${DEFAULT_ETCD_VERSION}`,
+    `Node.js Version: ${process.version}`,
+    `OS/Arch: ${process.platform}/${process.arch}`,
+    '',
+  ].join('\n');
+}
