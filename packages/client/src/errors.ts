@@ -509,7 +509,7 @@ export class ElectionNotLeaderError extends serverError(
   S.Unknown,
   'election: not leader',
 ) {}
-/** Leader (or the server-side Observe's first read) found no candidate in the election. */
+/** Leader found no candidate in the election. */
 export class ElectionNoLeaderError extends serverError(
   'ELECTION_NO_LEADER',
   S.Unknown,

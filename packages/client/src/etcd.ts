@@ -3,9 +3,11 @@ import { AuthClient } from './auth.js';
 import { ClusterClient } from './cluster.js';
 import { Connection } from './connection/connection.js';
 import type { ConnectionOptions } from './connection/options.js';
+import { ElectionClient } from './election.js';
 import { KV } from './kv.js';
 import { LeaseClient } from './lease.js';
 import { closeLeaseKeepAlives } from './lease-keepalive.js';
+import { LockClient } from './lock.js';
 import { MaintenanceClient } from './maintenance.js';
 import { closeWatchHub, configureWatchHub } from './watch/hub.js';
 import type { WatchStreamOptions } from './watch/types.js';
@@ -41,6 +43,16 @@ export class Etcd extends KV {
   readonly maintenance: MaintenanceClient;
   /** Users, roles and permissions; enabling and disabling auth. */
   readonly auth: AuthClient;
+  /**
+   * The server's Lock service (etcd's v3lock): one call acquires a lock the server manages. For
+   * the client-side lock with sessions and fencing, see `Mutex` in `@etcdkit/recipes` (same keys).
+   */
+  readonly lock: LockClient;
+  /**
+   * The server's Election service (etcd's v3election). For the client-side election with sessions
+   * and leadership signals, see `Election` in `@etcdkit/recipes` (same keys).
+   */
+  readonly election: ElectionClient;
 
   /**
    * Validates the options (InvalidConfigError on a bad endpoint, mixed schemes, half a TLS key
@@ -54,6 +66,8 @@ export class Etcd extends KV {
     this.cluster = new ClusterClient(connection);
     this.maintenance = new MaintenanceClient(connection);
     this.auth = new AuthClient(connection);
+    this.lock = new LockClient(connection);
+    this.election = new ElectionClient(connection);
     configureWatchHub(connection, options.watch);
   }
 

@@ -22,6 +22,13 @@ export type {
 } from './connection/options.js';
 export type { CallOptions, RetryPolicy, Rpc } from './connection/types.js';
 export type { DeleteOptions, DeleteResponseBody, DeleteResult } from './delete.js';
+export {
+  type CampaignCallOptions,
+  type CampaignResult,
+  ElectionClient,
+  type LeaderKey,
+  type ObserveCallOptions,
+} from './election.js';
 export * from './errors.js';
 export { Etcd, type EtcdOptions } from './etcd.js';
 export type { ResponseHeader } from './header.js';
@@ -36,6 +43,7 @@ export type {
   LeaseKeepAliveOptions,
 } from './lease-events.js';
 export { LeaseLostError, type LeaseLostReason } from './lease-lost.js';
+export { type LockAcquired, type LockCallOptions, LockClient, lockKey } from './lock.js';
 export * from './maintenance.js';
 export {
   type AnyOpResponse,

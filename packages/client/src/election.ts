@@ -1,0 +1,208 @@
+// The server-side Election service (etcd's v3electionpb.Election, `etcd.election`): the server runs
+// the election and the client makes one call per step. The client-side Election of
+// @etcdkit/recipes does the same with KV calls and watches; both use Go's key layout, so they, Go
+// services and `etcdctl elect` take part in the same elections.
+import { type Acknowledged, acknowledged } from './acknowledged.js';
+import type { Bytes } from './bytes.js';
+import type { CallOptions, Rpc } from './connection/types.js';
+import { v3electionpb_Election as methods } from './generated/methods.js';
+import type { v3electionpb } from './generated/protocol.js';
+import { type ResponseHeader, toResponseHeader } from './header.js';
+import { type KeyValue, toKeyValue } from './key-value.js';
+import { plainBytes } from './plain-bytes.js';
+import { withServiceAnswers } from './service-answers.js';
+import { bytesArg, type LeaseRef, leaseArg, objectArg, revisionArg } from './validate.js';
+
+/**
+ * Who leads an election, as {@link ElectionClient.campaign} reports it. Keep it to proclaim and
+ * resign; it holds nothing but these four fields, so it can be stored and passed around.
+ */
+export interface LeaderKey {
+  /** The election's name. */
+  readonly name: Uint8Array;
+  /** The leader's key, `name/<lease id in lowercase hex>`; it exists while the leadership lasts. */
+  readonly key: Uint8Array;
+  /**
+   * The key's create revision: the leadership's epoch. It grows with every new leader, so it
+   * serves as a fencing token.
+   */
+  readonly rev: bigint;
+  /** The lease the key is attached to; the leadership ends when it expires or is revoked. */
+  readonly lease: bigint;
+}
+
+/** The answer of {@link ElectionClient.campaign}: the leader key, and the campaign's header. */
+export interface CampaignResult extends LeaderKey {
+  /**
+   * The header of the campaign's first write (when the candidate queued), not of the moment it was
+   * elected, as etcd reports it.
+   */
+  readonly header: ResponseHeader;
+}
+
+/** Options of {@link ElectionClient.campaign}. */
+export interface CampaignCallOptions extends CallOptions {
+  /**
+   * The lease the candidate's key is attached to: the leadership ends when the lease expires or is
+   * revoked, so keep it alive (`lease.keepAlive()`). One lease is one candidate per election:
+   * campaigning again with it keeps its key and place, and proclaims the new value.
+   *
+   * Without it the server grants a fresh lease of 60 s that nothing keeps alive, so the leadership
+   * ends a minute later at the latest.
+   */
+  readonly lease?: LeaseRef;
+  /**
+   * Deadline in ms. Default: none, unlike other calls, since a leader may stay for a long time;
+   * pass `signal` to give up.
+   */
+  readonly timeoutMs?: number;
+}
+
+/** Options of {@link ElectionClient.observe}. */
+export interface ObserveCallOptions {
+  /** Ends the observation: the iteration then throws AbortedError. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The Election service of the server (etcd's v3election): candidates queue under the election's
+ * name, the oldest one leads, and the others wait their turn (in the order they queued).
+ *
+ * This is the server-side election, one call per step. The client-side `Election` of
+ * `@etcdkit/recipes` runs the same algorithm from the client and adds a session that keeps the
+ * lease alive and a signal when leadership may be lost. Both use the same keys and take part in
+ * the same elections (with Go services and `etcdctl elect` too).
+ *
+ * @example
+ * ```ts
+ * const lease = await etcd.lease.grant(10, { keepAlive: true });
+ * const leader = await etcd.election.campaign('elections/scheduler', 'node-1', { lease });
+ * await etcd.election.proclaim(leader, 'node-1 (draining)');
+ * await etcd.election.resign(leader);
+ * ```
+ */
+export class ElectionClient {
+  /** The Election service over a connection (or any {@link Rpc}); most programs use `etcd.election`. */
+  constructor(
+    /** The connection calls go through. */
+    protected readonly rpc: Rpc,
+  ) {}
+
+  /**
+   * Puts `value` up for election `name` and resolves once elected: when every candidate that
+   * queued earlier has resigned or lost its lease. Election names are keys of the whole store
+   * (namespaces do not apply).
+   *
+   * Fails with LeaseNotFoundError for an unknown lease, with AbortedError when `signal` aborts
+   * (the server then withdraws the candidate's key), and on the embedded server with
+   * ElectionSessionExpiredError when the key vanished while waiting (etcd then reports the
+   * candidate elected although its key is gone: etcd issue 11051).
+   *
+   * Not retried once sent: a campaign cut off fails with OutcomeUnknownError, and the candidate's
+   * key may exist, waiting or leading. Campaigning again with the same lease is safe: it finds
+   * the same key and place. Otherwise withdraw it by revoking the lease.
+   */
+  async campaign(
+    name: Bytes,
+    value: Bytes,
+    options: CampaignCallOptions = {},
+  ): Promise<CampaignResult> {
+    const o = objectArg(options, 'options');
+    const request = {
+      name: bytesArg(name, 'name'),
+      value: bytesArg(value, 'value'),
+      lease: leaseArg(o.lease, 'lease'),
+    };
+    const response = await withServiceAnswers(
+      this.rpc.unary(methods.Campaign, request, 'write', {
+        signal: options.signal,
+        timeoutMs: options.timeoutMs ?? Number.POSITIVE_INFINITY,
+      }),
+    );
+    return { ...toLeaderKey(response.leader), header: toResponseHeader(response.header) };
+  }
+
+  /**
+   * Announces a new value as the leader, without a new election. Fails with
+   * ElectionNotLeaderError (and writes nothing) when `leader` no longer leads: its key was deleted
+   * or re-created since. Not retried once sent (a repeated proclaim writes the value twice).
+   */
+  async proclaim(
+    leader: LeaderKey,
+    value: Bytes,
+    options: CallOptions = {},
+  ): Promise<Acknowledged> {
+    const request = { leader: fromLeaderKey(leader), value: bytesArg(value, 'value') };
+    return acknowledged(
+      await withServiceAnswers(this.rpc.unary(methods.Proclaim, request, 'write', options)),
+    );
+  }
+
+  /**
+   * Gives up the leadership (or the place in the queue): deletes the key if it is still the one
+   * `leader` was elected with. Resigning when no longer leading is not an error, so the call is
+   * retried like a read.
+   */
+  async resign(leader: LeaderKey, options: CallOptions = {}): Promise<Acknowledged> {
+    const request = { leader: fromLeaderKey(leader) };
+    return acknowledged(
+      await withServiceAnswers(this.rpc.unary(methods.Resign, request, 'guarded-write', options)),
+    );
+  }
+
+  /**
+   * The current leader's key and value (its create revision is the leadership's epoch). Fails
+   * with ElectionNoLeaderError when no candidate stands.
+   */
+  async leader(name: Bytes, options: CallOptions = {}): Promise<KeyValue> {
+    const request = { name: bytesArg(name, 'name') };
+    const response = await this.rpc.unary(methods.Leader, request, 'read', options);
+    return toKeyValue(response.kv ?? {}, (key) => key);
+  }
+
+  /**
+   * The leaders of election `name` and the values they proclaim, as they change: first the current
+   * leader (or, when there is none, the first candidate), then every value its key takes, then the
+   * next leader when its key is deleted, and so on. Leaders come in the order they were elected
+   * and a deleted leader is not reported after its delete; a leader that comes and goes while the
+   * next one is looked up can be skipped (the server reads the current leader then).
+   *
+   * The iteration runs until `signal` aborts (AbortedError), the loop breaks, or the stream fails
+   * (a typed error; observe again to resume: the current leader is reported first). Opening the
+   * stream is retried like a read.
+   */
+  observe(name: Bytes, options: ObserveCallOptions = {}): AsyncIterable<KeyValue> {
+    const request = { name: bytesArg(name, 'name') };
+    const { signal } = objectArg(options, 'options');
+    const rpc = this.rpc;
+    return {
+      // Each iteration opens its own stream, and only when it starts.
+      async *[Symbol.asyncIterator]() {
+        for await (const response of rpc.serverStream(methods.Observe, request, 'read', {
+          signal,
+        })) {
+          if (response.kv) yield toKeyValue(response.kv, (key) => key);
+        }
+      },
+    };
+  }
+}
+
+function toLeaderKey(leader: v3electionpb.LeaderKey.$Properties | null | undefined): LeaderKey {
+  return {
+    name: plainBytes(leader?.name),
+    key: plainBytes(leader?.key),
+    rev: leader?.rev ?? 0n,
+    lease: leader?.lease ?? 0n,
+  };
+}
+
+function fromLeaderKey(leader: LeaderKey): v3electionpb.LeaderKey.$Properties {
+  const o = objectArg(leader, 'leader');
+  return {
+    name: bytesArg(o.name, 'leader.name'),
+    key: bytesArg(o.key, 'leader.key'),
+    rev: revisionArg(o.rev, 'leader.rev'),
+    lease: leaseArg(o.lease, 'leader.lease'),
+  };
+}
