@@ -8,10 +8,20 @@ import { EtcdServerError, GrpcCode } from '../errors.js';
 /** What a handler may return: any subset of the response's fields (unset ones are defaults). */
 export type ResponseOf<Res> = { [K in keyof Res]?: Res[K] | null };
 
+/**
+ * The call a handler serves, for what the request itself does not say: its metadata (the auth
+ * token), its TLS peer (a client certificate) and whether the client cancelled it.
+ */
+export type CallInfo = Pick<
+  grpc.ServerUnaryCall<unknown, unknown>,
+  'cancelled' | 'metadata' | 'getAuthContext' | 'getPeer'
+>;
+
 /** A unary handler; `requestBytes` is the size of the request as received. */
 export type UnaryHandler<Req, Res> = (
   request: Req,
   requestBytes: number,
+  call: CallInfo,
 ) => ResponseOf<Res> | Promise<ResponseOf<Res>>;
 
 /**
@@ -22,6 +32,7 @@ export type WaitingUnaryHandler<Req, Res> = (
   request: Req,
   requestBytes: number,
   signal: AbortSignal,
+  call: CallInfo,
 ) => Promise<ResponseOf<Res>>;
 
 /** Writes one message of a response stream; resolves once it may send the next (backpressure). */
@@ -34,7 +45,7 @@ export type StreamSend<Res> = (message: ResponseOf<Res>) => Promise<void>;
 export type ServerStreamHandler<Req, Res> = (
   request: Req,
   send: StreamSend<Res>,
-  call: { readonly cancelled: boolean },
+  call: CallInfo,
   signal: AbortSignal,
 ) => Promise<void>;
 
@@ -92,7 +103,7 @@ export class ServiceRegistry {
         const request = call.request;
         let result: ResponseOf<Res> | Promise<ResponseOf<Res>>;
         try {
-          result = handler(request, requestSizes.get(request as object) ?? 0);
+          result = handler(request, requestSizes.get(request as object) ?? 0, call);
         } catch (error) {
           callback(toStatus(error));
           return;
@@ -151,7 +162,9 @@ export class ServiceRegistry {
         };
         // A handler that throws before returning its promise still gets a status back.
         new Promise<ResponseOf<Res>>((resolve) =>
-          resolve(handler(request, requestSizes.get(request as object) ?? 0, cancelled.signal)),
+          resolve(
+            handler(request, requestSizes.get(request as object) ?? 0, cancelled.signal, call),
+          ),
         ).then(
           (response) => answer(undefined, response),
           (error: unknown) => answer(error ?? new Error('unknown error')),
