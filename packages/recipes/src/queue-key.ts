@@ -1,7 +1,14 @@
 // How recipes put themselves in a queue of keys ordered by create revision, and take themselves
 // out again. Mutex and Election use one key per session (`prefix + lease id in hex`, Go's layout);
 // RWMutex and Semaphore create a fresh key per acquisition.
-import { AbortedError, cmp, type KeyValue, op, type ResponseHeader } from '@etcdkit/client';
+import {
+  AbortedError,
+  cmp,
+  type KeyValue,
+  LeaseNotFoundError,
+  op,
+  type ResponseHeader,
+} from '@etcdkit/client';
 import { SessionExpiredError } from './errors.js';
 import type { Session } from './session.js';
 import { waitForPredecessors } from './wait.js';
@@ -43,12 +50,15 @@ export async function acquireSessionKey(
 ): Promise<SessionEntry> {
   const key = sessionKey(prefix, session);
   const oldest = op.range({ prefix, sort: { target: 'create', order: 'ascend' }, limit: 1 });
-  const result = await session.etcd
-    .txn()
-    .if(cmp.createRevision(key, '==', 0n))
-    .then(op.put(key, value, { lease: session.leaseId }), oldest)
-    .else(op.get(key), oldest)
-    .commit({ retry: 'guarded' });
+  const result = await leased(
+    session,
+    session.etcd
+      .txn()
+      .if(cmp.createRevision(key, '==', 0n))
+      .then(op.put(key, value, { lease: session.leaseId }), oldest)
+      .else(op.get(key), oldest)
+      .commit({ retry: 'guarded' }),
+  );
   if (result.succeeded) {
     const [, owner] = result.responses;
     return {
@@ -74,6 +84,19 @@ export async function acquireSessionKey(
   };
 }
 
+/**
+ * A put on the session's lease that the server refuses with "lease not found" means the session
+ * is over, even if its keepalive has not heard yet (revoked elsewhere, or expired): say so.
+ */
+async function leased<T>(session: Session, write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (error) {
+    if (error instanceof LeaseNotFoundError) throw sessionEnded(session, error);
+    throw error;
+  }
+}
+
 let lastUnique = 0n;
 
 /** A decimal timestamp in nanoseconds, strictly increasing within this process. */
@@ -92,12 +115,15 @@ function uniqueSuffix(): string {
 export async function createUniqueKey(session: Session, prefix: string): Promise<QueueEntry> {
   for (;;) {
     const key = `${prefix}${uniqueSuffix()}`;
-    const result = await session.etcd
-      .txn()
-      .if(cmp.createRevision(key, '==', 0n))
-      .then(op.put(key, '', { lease: session.leaseId }))
-      .else(op.get(key))
-      .commit({ retry: 'guarded' });
+    const result = await leased(
+      session,
+      session.etcd
+        .txn()
+        .if(cmp.createRevision(key, '==', 0n))
+        .then(op.put(key, '', { lease: session.leaseId }))
+        .else(op.get(key))
+        .commit({ retry: 'guarded' }),
+    );
     if (result.succeeded) {
       return { key, createRevision: result.header.revision, header: result.header };
     }

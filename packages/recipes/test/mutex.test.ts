@@ -450,6 +450,15 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       await admin.lease.revoke(b.leaseId);
     });
 
+    it('lock() on a session whose lease was revoked elsewhere fails with SessionExpiredError', async () => {
+      const session = await fixture.session();
+      await admin.lease.revoke(session.leaseId);
+      // The keepalive has not heard yet; the server refuses the put on the dead lease.
+      expect(session.isDone).toBe(false);
+      const error = await rejection(new Mutex(session, `${prefix()}lock`).lock());
+      expect(error).toBeInstanceOf(SessionExpiredError);
+    });
+
     it('lock() on an ended session fails at once with SessionExpiredError', async () => {
       const session = await fixture.session();
       await session.close();
