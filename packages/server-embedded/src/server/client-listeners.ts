@@ -93,13 +93,22 @@ export class ClientListeners {
     this.servers = servers;
   }
 
-  /** Stops listening and destroys every connection. */
+  /** Stops listening and destroys every connection; resolves once all of them have closed. */
   async close(): Promise<void> {
     const servers = this.servers;
     this.servers = [];
     const closed = Promise.all(servers.map(closeServer));
+    // A destroyed socket reports 'close' a tick later; wait for it, so that a restart that listens
+    // again right away has really ended every old connection first.
+    const sockets = [...this.connections].map(
+      (socket) =>
+        new Promise<void>((resolve) => {
+          if (socket.closed) resolve();
+          else socket.once('close', () => resolve());
+        }),
+    );
     this.dropConnections();
-    await closed;
+    await Promise.all([closed, ...sockets]);
   }
 
   /** Destroys every open connection now, still listening; returns how many there were. */
