@@ -129,7 +129,11 @@ export class GuardedTxn<T extends readonly Op[] = [], E extends readonly Op[] = 
   }
 }
 
-/** A {@link GuardedTxn} on `kv` (the client or a namespace of it) guarded by `owner`. */
+/**
+ * A {@link GuardedTxn} guarded by `owner`, sent through `kv`. Use the client the lock was taken with
+ * (or any client of the same cluster): the lock's key is a full key, so a namespaced view would
+ * compare the wrong key.
+ */
 export function guardedTxn(kv: KV, owner: Ownership): GuardedTxn {
   return new GuardedTxn(kv, owner);
 }

@@ -135,6 +135,14 @@ describeEachBackend('Session', ({ backend, prefix }) => {
     await admin.lease.revoke(session.leaseId);
   });
 
+  it('is done when its client closes, with reason client-closed', async () => {
+    const etcd = fixture.client();
+    const session = await fixture.session({ ttl: 5 }, etcd);
+    await etcd.close();
+    expect((await session.done).reason).toBe('client-closed');
+    await admin.lease.revoke(session.leaseId);
+  });
+
   it('await using closes the session', async () => {
     let id: bigint;
     {
