@@ -16,11 +16,15 @@ import {
 import * as grpc from '@grpc/grpc-js';
 import type { Clock, Timer } from './clock.js';
 import { LocalClient } from './concurrency/local-client.js';
+import { CallGate } from './faults/call-gate.js';
+import { FaultInjector } from './faults/fault-injector.js';
 import { KvApplier } from './kv/kv-applier.js';
 import type { LeaseApplier } from './lease/lease-applier.js';
 import { LeaseTable } from './lease/lease-table.js';
 import { effectiveQuota } from './maintenance/quota.js';
 import { MvccStore } from './mvcc/store.js';
+import { persistCoreState } from './persistence/core-state.js';
+import { DataDir } from './persistence/data-dir.js';
 import { type AutoCompactionOptions, startAutoCompaction } from './server/auto-compaction.js';
 import type { ClientListeners } from './server/client-listeners.js';
 import { openClientPort } from './server/client-port.js';
@@ -76,6 +80,25 @@ export interface EmbeddedEtcdOptions {
    * clock. Default: none.
    */
   readonly autoCompaction?: AutoCompactionOptions;
+  /**
+   * Directory to keep the server's state in (`--data-dir`), created if missing. The store with
+   * all its history, compactions, leases, alarms, members and the raft term survive a restart
+   * of the process, and no acknowledged change is lost in a crash (see "Persistence" in
+   * docs/embedded-server.md). Default: none, the server is purely in memory and touches no file.
+   * Its member and cluster ids, once written there, win over {@link clusterId} and
+   * {@link memberId}.
+   */
+  readonly dataDir?: string;
+  /**
+   * Log records between two snapshots of the data dir (etcd's `--snapshot-count`); each
+   * snapshot lets the log before it go. Default 10,000.
+   */
+  readonly snapshotCount?: number;
+  /**
+   * How the data dir's log reaches the disk: `true` (default), changes that arrive together share
+   * one fsync (group commit); `false`, one fsync per change (slower under load; for comparison).
+   */
+  readonly groupCommit?: boolean;
   /** Member name (`--name`). Default `"default"`. */
   readonly name?: string;
   /** Most operations in one list of a txn (`--max-txn-ops`). Default 128. */
@@ -146,7 +169,12 @@ export class EmbeddedEtcd {
   readonly clock: Clock;
   /** The watchers of the Watch service, over {@link store} (tests may count them). */
   readonly watchable: WatchableStore;
+  /** Fault injection: delays, failures, pause, leader change and more (see FaultInjector). */
+  readonly faults: FaultInjector;
+  /** The data dir the state is kept in; undefined for a server purely in memory. */
+  readonly dataDir: string | undefined;
   private readonly server: grpc.Server;
+  private readonly journal: DataDir | undefined;
   private readonly closeWatchStreams: () => void;
   // Ends the waits of Lock, Campaign and Observe without undoing anything (stop, restart).
   private readonly dropWaits: () => void;
@@ -173,6 +201,8 @@ export class EmbeddedEtcd {
     dropWaits: () => void;
     clock: Clock;
     leaseApplier: LeaseApplier;
+    faults: FaultInjector;
+    journal: DataDir | undefined;
   }) {
     this.server = init.server;
     this.listeners = init.listeners;
@@ -187,6 +217,9 @@ export class EmbeddedEtcd {
     this.dropWaits = init.dropWaits;
     this.clock = init.clock;
     this.leaseApplier = init.leaseApplier;
+    this.faults = init.faults;
+    this.journal = init.journal;
+    this.dataDir = init.journal?.path;
     this.endpoints = init.listeners.urls.map(formatClientUrl);
     this.endpoint = this.endpoints[0]!;
     this.port = init.listeners.urls[0]!.port;
@@ -200,21 +233,41 @@ export class EmbeddedEtcd {
   static start(options?: EmbeddedEtcdOptions): Promise<EmbeddedEtcd>;
   static async start(options: EmbeddedEtcdOptions = {}): Promise<EmbeddedEtcd> {
     const maxRequestBytes = options.maxRequestBytes ?? 1.5 * 1024 * 1024;
+    // Every call passes the gate: fault injection, and responses held until they are durable.
+    const gate = new CallGate();
     const server = new grpc.Server({
       'grpc.max_receive_message_length': maxRequestBytes + GRPC_OVERHEAD_BYTES,
       'grpc.max_send_message_length': -1,
+      interceptors: [gate.interceptor()],
     });
     const logger = createLogger(options.logger);
+    // Read back before listening, so that recovery below is synchronous like the rest of start().
+    const dataDir =
+      options.dataDir === undefined
+        ? undefined
+        : await DataDir.open({
+            path: options.dataDir,
+            newMember: {
+              clusterId: options.clusterId ?? randomId(),
+              memberId: options.memberId ?? randomId(),
+            },
+            snapshotCount: options.snapshotCount,
+            groupCommit: options.groupCommit,
+            logger,
+          });
     // A failed listen (a port in use) must not leave the server object holding resources. The
     // handlers are registered below before any request can arrive: nothing from here to the end
     // of start() waits, so no connection is served in between.
-    const clientPort = await openClientPort(server, options, logger).catch((error: unknown) => {
-      server.forceShutdown();
-      throw error;
-    });
+    const clientPort = await openClientPort(server, options, logger).catch(
+      async (error: unknown) => {
+        server.forceShutdown();
+        await dataDir?.close();
+        throw error;
+      },
+    );
     const member: MemberIdentity = {
-      clusterId: options.clusterId ?? randomId(),
-      memberId: options.memberId ?? randomId(),
+      clusterId: dataDir?.ids.clusterId ?? options.clusterId ?? randomId(),
+      memberId: dataDir?.ids.memberId ?? options.memberId ?? randomId(),
       name: options.name ?? 'default',
       // etcd's default --initial-advertise-peer-urls; the embedded server has no peer listener.
       peerUrls: ['http://localhost:2380'],
@@ -256,6 +309,38 @@ export class EmbeddedEtcd {
       backend: shared.backend,
       membership: shared.membership,
     };
+    // Every state kept in the data dir registers with it (a StateJournal) before it recovers;
+    // without a data dir, states may register with inMemoryJournal, which keeps nothing.
+    const persisted =
+      dataDir === undefined
+        ? undefined
+        : persistCoreState(dataDir, {
+            store,
+            leases,
+            alarms: shared.alarms,
+            membership: shared.membership,
+            proposals,
+            clock,
+          });
+    if (dataDir !== undefined && persisted !== undefined) {
+      try {
+        dataDir.recover();
+      } catch (error) {
+        await clientPort.listeners.close();
+        server.forceShutdown();
+        await dataDir.close();
+        throw error;
+      }
+      persisted.recovered();
+      gate.setBarrier(() => dataDir.barrier());
+      logger.info('recovered the data dir', {
+        'data-dir': dataDir.path,
+        revision: store.revision,
+        'compact-revision': store.compactRevision,
+        leases: leases.size,
+        'replayed-records': dataDir.replayedRecords,
+      });
+    }
     const registry = new ServiceRegistry(server);
     registerKvService(registry, context);
     registerMaintenanceService(registry, context);
@@ -311,7 +396,17 @@ export class EmbeddedEtcd {
       'listen-client-urls': clientPort.listeners.urls.map(formatClientUrl),
       'advertise-client-urls': member.clientUrls,
     });
-    const embedded = new EmbeddedEtcd({
+    const faults = new FaultInjector(gate, {
+      dropConnections: () => embedded.dropConnections(),
+      electLeader: () => persisted?.raft.electLeader() ?? proposals.electLeader(),
+      raiseNoSpace: () => shared.alarms.raiseNoSpace(member.memberId),
+      compact: (revision) => {
+        const request = { revision: BigInt(revision) };
+        context.kv.compact(request, pb.CompactionRequest.encode(request).finish().length);
+      },
+      expireLease: (leaseId) => shared.leases.expire(leaseId),
+    });
+    const embedded: EmbeddedEtcd = new EmbeddedEtcd({
       server,
       listeners: clientPort.listeners,
       logger,
@@ -325,6 +420,8 @@ export class EmbeddedEtcd {
       dropWaits: () => local.dropWaits(),
       clock,
       leaseApplier: shared.leases,
+      faults,
+      journal: dataDir,
     });
     logger.info('ready to serve client requests', { endpoints: embedded.endpoints });
     return embedded;
@@ -368,6 +465,8 @@ export class EmbeddedEtcd {
       this.watchable.close();
       await this.listeners.close();
       this.server.forceShutdown();
+      // Last: what was acknowledged is on disk already; this flushes the rest and unlocks the dir.
+      await this.journal?.close();
       this.logger.info('stopped etcd server', { name: this.member.name });
     });
     return this.stopped;

@@ -7,11 +7,29 @@ import { ExpiryQueue } from './expiry-queue.js';
 import { Lease } from './lease.js';
 import type { Lessor } from './lessor.js';
 
+/**
+ * A lease coming or going: what a data dir logs (expiries and keep-alives are not changes: a
+ * restarted member gives every lease its full TTL again).
+ */
+export type LeaseChange =
+  | { readonly type: 'grant'; readonly leaseId: bigint; readonly ttl: number }
+  | { readonly type: 'revoke'; readonly leaseId: bigint };
+
 /** Leases by id, each with the keys attached to it. */
 export class LeaseTable implements Lessor {
   private readonly leases = new Map<bigint, Lease>();
   private readonly expiries = new ExpiryQueue();
   private grants = 0;
+  private readonly changeListeners = new Set<(change: LeaseChange) => void>();
+
+  /**
+   * Calls `listener` after every grant and revoke from now on (a revoke after its keys were
+   * deleted). Returns an unsubscribe function.
+   */
+  subscribe(listener: (change: LeaseChange) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
 
   /**
    * Creates a lease of `ttl` seconds expiring at `expiresAt` (default: never). False when the id
@@ -22,6 +40,7 @@ export class LeaseTable implements Lessor {
     const lease = new Lease(leaseId, ttl, this.grants++, expiresAt);
     this.leases.set(leaseId, lease);
     this.expiries.push(lease);
+    this.changed({ type: 'grant', leaseId, ttl });
     return true;
   }
 
@@ -90,6 +109,11 @@ export class LeaseTable implements Lessor {
       }
     }
     this.leases.delete(leaseId);
+    this.changed({ type: 'revoke', leaseId });
     return true;
+  }
+
+  private changed(change: LeaseChange): void {
+    for (const listener of this.changeListeners) listener(change);
   }
 }

@@ -23,12 +23,19 @@ export interface Alarm {
   readonly type: AlarmType;
 }
 
+/** An alarm raised (`active`) or cleared. */
+export interface AlarmChange {
+  readonly active: boolean;
+  readonly alarm: Alarm;
+}
+
 /** The active alarms of the cluster. */
 export class AlarmStore {
   private readonly proposals: ProposalLog;
   private readonly store: MvccStore;
   // By type, then by member; listed in that order (etcd lists them in Go map order, which varies).
   private readonly active = new Map<AlarmType, Map<bigint, Alarm>>();
+  private readonly changeListeners = new Set<(change: AlarmChange) => void>();
 
   constructor(options: { proposals: ProposalLog; store: MvccStore }) {
     this.proposals = options.proposals;
@@ -71,6 +78,15 @@ export class AlarmStore {
     this.handle(request, pb.AlarmRequest.encode(request).finish().length);
   }
 
+  /**
+   * Calls `listener` after every alarm raised or cleared from now on (not for one raised again
+   * while active). Returns an unsubscribe function.
+   */
+  subscribe(listener: (change: AlarmChange) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
   /** Raises an alarm; returns it (the one already active, if it was). */
   activate(memberId: bigint, type: AlarmType): Alarm {
     let members = this.active.get(type);
@@ -82,6 +98,7 @@ export class AlarmStore {
     if (existing !== undefined) return existing;
     const alarm: Alarm = { memberId, type };
     members.set(memberId, alarm);
+    for (const listener of this.changeListeners) listener({ active: true, alarm });
     return alarm;
   }
 
@@ -89,6 +106,9 @@ export class AlarmStore {
   deactivate(memberId: bigint, type: AlarmType): Alarm | undefined {
     const alarm = this.active.get(type)?.get(memberId);
     this.active.get(type)?.delete(memberId);
+    if (alarm !== undefined) {
+      for (const listener of this.changeListeners) listener({ active: false, alarm });
+    }
     return alarm;
   }
 

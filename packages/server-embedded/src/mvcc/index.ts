@@ -45,6 +45,26 @@ export class KeyIndexTree {
     index.put(revision);
   }
 
+  /**
+   * Restores a key from its oldest kept change (see KeyIndex.restore); later changes of the key
+   * are then recorded with put and tombstone.
+   */
+  restore(
+    key: Uint8Array,
+    change: { created: Revision; modified: Revision; version: number; tombstone: boolean },
+  ): void {
+    const id = keyString(key);
+    if (this.tree.has(id)) throw new Error('key index: restoring a key that already has history');
+    const index = new KeyIndex(key);
+    index.restore(change.created, change.modified, change.version, change.tombstone);
+    this.tree.set(id, index);
+  }
+
+  /** True when `key` has history (live, or deleted and not compacted away yet). */
+  has(key: Uint8Array): boolean {
+    return this.tree.has(keyString(key));
+  }
+
   /** Records a delete of `key` at `revision`; false when the key is not live. */
   tombstone(key: Uint8Array, revision: Revision): boolean {
     return this.tree.get(keyString(key))?.tombstone(revision) ?? false;

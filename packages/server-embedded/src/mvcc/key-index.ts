@@ -64,6 +64,22 @@ export class KeyIndex {
   }
 
   /**
+   * Restores the key's oldest kept change, read back from a snapshot whose older history was
+   * compacted away (etcd's keyIndex.restore): its generation began at `created` and counted
+   * `version` puts up to `modified`. A kept tombstone (one exactly at the compaction revision)
+   * restores an ended generation. Only for a key with nothing recorded yet.
+   */
+  restore(created: Revision, modified: Revision, version: number, tombstone: boolean): void {
+    if (!this.isEmpty) throw new Error('key index: restoring a key that already has history');
+    const generation = this.generations[0]!;
+    generation.created = tombstone ? modified : created;
+    generation.revisions = [modified];
+    generation.version = tombstone ? 1 : version;
+    this.modified = modified;
+    if (tombstone) this.generations.push(new Generation());
+  }
+
+  /**
    * Records a delete at `revision`: the tombstone ends the current generation and an empty one
    * starts. Returns false (and records nothing) when the key is not live.
    */

@@ -5,7 +5,7 @@
 import { EtcdServerError } from '../errors.js';
 import type { Lessor } from '../lease/lessor.js';
 import { newHistoryHasher } from './hash.js';
-import { RevisionHistory } from './history.js';
+import { type HistoryEntry, RevisionHistory } from './history.js';
 import { KeyIndexTree, type KeyRange } from './index.js';
 import { StoreWrite } from './store-write.js';
 import type { CommittedRevision, KeyValue, MvccEvent } from './types.js';
@@ -55,6 +55,19 @@ export interface KvHash {
 /** Receives every committed revision, in revision order, right after it is committed. */
 export type CommitListener = (committed: CommittedRevision) => void;
 
+/** Receives the revision of every compaction, right after it took effect. */
+export type CompactionListener = (revision: number) => void;
+
+/** A store's whole state, as a snapshot holds it (see {@link MvccStore.restore}). */
+export interface StoreState {
+  /** The store's current revision. */
+  readonly revision: number;
+  /** The last compaction revision; -1 if never compacted. */
+  readonly compactRevision: number;
+  /** Every kept change, in revision order; a tombstone's kv holds only key and modRevision. */
+  readonly changes: Iterable<HistoryEntry>;
+}
+
 /** The multi-version key-value store. */
 export class MvccStore implements ReadView {
   /** @internal */ readonly index = new KeyIndexTree();
@@ -64,6 +77,7 @@ export class MvccStore implements ReadView {
   private compacted = -1;
   private writing: StoreWrite | undefined;
   private readonly listeners = new Set<CommitListener>();
+  private readonly compactionListeners = new Set<CompactionListener>();
 
   /** `lessor` is told about every attach and detach of a key to a lease. */
   constructor(options?: { lessor?: Lessor }) {
@@ -155,6 +169,42 @@ export class MvccStore implements ReadView {
     return () => this.listeners.delete(listener);
   }
 
+  /** Calls `listener` after every compaction from now on. Returns an unsubscribe function. */
+  subscribeCompactions(listener: CompactionListener): () => void {
+    this.compactionListeners.add(listener);
+    return () => this.compactionListeners.delete(listener);
+  }
+
+  /**
+   * Loads a state read back from a snapshot into this store, which must be fresh (revision 1,
+   * nothing written). The index is rebuilt as etcd rebuilds it from its backend: a key's oldest
+   * kept change restores its generation (create revision, version), later ones replay. Nothing is
+   * told to the commit listeners or the lessor: this is not a write.
+   */
+  restore(state: StoreState): void {
+    if (this.current !== 1 || this.history.bytes > 0 || this.writing !== undefined) {
+      throw new Error('mvcc: only a fresh store can be restored');
+    }
+    for (const entry of state.changes) {
+      const { key } = entry.kv;
+      if (!this.index.has(key)) {
+        this.index.restore(key, {
+          created: { main: entry.kv.createRevision, sub: 0 },
+          modified: entry.revision,
+          version: entry.kv.version,
+          tombstone: entry.tombstone,
+        });
+      } else if (entry.tombstone) {
+        this.index.tombstone(key, entry.revision);
+      } else {
+        this.index.put(key, entry.revision);
+      }
+      this.history.add(entry);
+    }
+    this.current = state.revision;
+    this.compacted = state.compactRevision;
+  }
+
   /**
    * The changes of `revision`, in op order. Revisions from the compaction revision on keep every
    * change; revision 1 (the empty store) has none.
@@ -189,6 +239,15 @@ export class MvccStore implements ReadView {
     const dropped: { main: number; sub: number }[] = [];
     this.index.compact(revision, (dropRevision) => dropped.push(dropRevision));
     this.history.remove(dropped);
+    for (const listener of this.compactionListeners) {
+      try {
+        listener(revision);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
   }
 
   /**

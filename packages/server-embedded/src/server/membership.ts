@@ -22,6 +22,13 @@ export interface Member {
   readonly isLearner: boolean;
 }
 
+/** Everything membership remembers: what a data dir keeps of it. */
+export interface MembershipState {
+  readonly members: readonly Member[];
+  /** Ids removed from the cluster, never accepted again. */
+  readonly removed: readonly bigint[];
+}
+
 /** etcd's default --max-learners. */
 const MAX_LEARNERS = 1;
 
@@ -35,6 +42,7 @@ export class Membership {
   private readonly removed = new Set<bigint>();
   /** Wall-clock milliseconds, which new member ids are derived from. */
   private readonly wallClock: () => number;
+  private readonly changeListeners = new Set<(state: MembershipState) => void>();
 
   /** `wallClock` (default Date.now) is for tests of the ids of added members. */
   constructor(self: MemberIdentity, proposals: ProposalLog, wallClock: () => number = Date.now) {
@@ -48,6 +56,37 @@ export class Membership {
       clientUrls: [...self.clientUrls],
       isLearner: false,
     });
+  }
+
+  /** Calls `listener` with the new state after every change from now on. Returns an unsubscribe. */
+  subscribe(listener: (state: MembershipState) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  /** The members and removed ids now. */
+  state(): MembershipState {
+    return { members: this.list(), removed: [...this.removed] };
+  }
+
+  /**
+   * Replaces the state with one recovered from a data dir. This member keeps the name and client
+   * URLs it was started with, as a restarted etcd member publishes its new attributes.
+   */
+  restore(state: MembershipState): void {
+    const self = this.members.get(this.selfId);
+    this.members.clear();
+    this.removed.clear();
+    for (const member of state.members) this.members.set(member.id, member);
+    for (const id of state.removed) this.removed.add(id);
+    const recovered = this.members.get(this.selfId);
+    if (self !== undefined) {
+      this.members.set(this.selfId, {
+        ...(recovered ?? self),
+        name: self.name,
+        clientUrls: self.clientUrls,
+      });
+    }
   }
 
   /** Every member, by id (as etcd lists them). */
@@ -79,6 +118,7 @@ export class Membership {
     if (learners + 1 > MAX_LEARNERS) throw new EtcdServerError('TOO_MANY_LEARNERS');
     const member: Member = { id, name: '', peerUrls: urls, clientUrls: [], isLearner: true };
     this.members.set(id, member);
+    this.changed();
     return member;
   }
 
@@ -93,6 +133,7 @@ export class Membership {
     if (member === undefined) throw new EtcdServerError('MEMBER_NOT_FOUND');
     this.members.delete(id);
     this.removed.add(id);
+    this.changed();
   }
 
   /** MemberUpdate: new peer URLs, taken as given (etcd does not parse them here). */
@@ -102,6 +143,7 @@ export class Membership {
     if (member === undefined) throw new EtcdServerError('MEMBER_NOT_FOUND');
     if (!this.urlsFree(peerUrls, id)) throw new EtcdServerError('PEER_URL_EXISTS');
     this.members.set(id, { ...member, peerUrls: [...peerUrls] });
+    this.changed();
   }
 
   /**
@@ -115,6 +157,12 @@ export class Membership {
     if (member.isLearner) throw new EtcdServerError('LEARNER_NOT_READY');
     this.proposals.propose(ProposalKind.confChange, 0);
     throw new EtcdServerError('MEMBER_NOT_LEARNER');
+  }
+
+  private changed(): void {
+    if (this.changeListeners.size === 0) return;
+    const state = this.state();
+    for (const listener of this.changeListeners) listener(state);
   }
 
   /** True when no member but `except` has any of `urls`. */

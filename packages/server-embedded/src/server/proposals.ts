@@ -28,8 +28,7 @@ const INITIAL_INDEX = 4;
 
 /** The raft log of a single member: every proposal is committed and applied at once. */
 export class ProposalLog {
-  /** The raft term; constant while there is one member and no leader change. */
-  readonly term = INITIAL_TERM;
+  private currentTerm = INITIAL_TERM;
   private appliedIndex = INITIAL_INDEX;
   private readonly maxRequestBytes: number;
   private readonly requestIds: RequestIdGenerator;
@@ -37,6 +36,27 @@ export class ProposalLog {
   constructor(options: { memberId: bigint; maxRequestBytes: number }) {
     this.maxRequestBytes = options.maxRequestBytes;
     this.requestIds = new RequestIdGenerator(options.memberId);
+  }
+
+  /** The raft term; it moves only with a leader change (an election after a restart, a fault). */
+  get term(): number {
+    return this.currentTerm;
+  }
+
+  /**
+   * A new leader was elected (this member again): the term goes up by one and the new leader's
+   * empty entry takes a log index, as in raft. Returns the new term.
+   */
+  electLeader(): number {
+    this.currentTerm++;
+    this.appliedIndex++;
+    return this.currentTerm;
+  }
+
+  /** Sets the term and index recovered from a data dir (before the member serves anything). */
+  restore(term: number, index: number): void {
+    this.currentTerm = term;
+    this.appliedIndex = index;
   }
 
   /** The index of the last applied entry (Status' raftIndex and raftAppliedIndex). */

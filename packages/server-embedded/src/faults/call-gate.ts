@@ -1,0 +1,246 @@
+// Every gRPC call passes through one gate, a grpc-js server interceptor, on its way in and out. On
+// the way in it may hold the call (a pause, a delay) or refuse it with a chosen status (an
+// injected failure) before any handler sees it; on the way out it holds each response message and
+// status until what the server did is durable (the data dir's fsync) and while the server is
+// paused, or replaces a response with an injected failure. Holding keeps order: within a call,
+// messages in each direction pass in the order they came, each after the one before it.
+//
+// When nothing is paused, delayed, failing or waiting for the disk, every step passes
+// synchronously, so the gate costs nothing measurable.
+import * as grpc from '@grpc/grpc-js';
+import { GrpcCode } from '../errors.js';
+
+/** A status to answer a call with instead of its own. */
+export interface InjectedStatus {
+  readonly code: GrpcCode;
+  readonly details: string;
+}
+
+/** What happens to a call arriving now. */
+export interface Admission {
+  /** Hold the call this long first, in ms (0: not at all). */
+  readonly delayMs: number;
+  /** Answer this and never run the handler. */
+  readonly refuse?: InjectedStatus;
+  /** Run the handler, then answer this instead of its response (unary calls). */
+  readonly replaceResponse?: InjectedStatus;
+}
+
+/** What the gate asks about each call. */
+export interface GatePolicy {
+  /** Decides about a call of `path` as it arrives (after a pause ends). */
+  admit(path: string): Admission;
+}
+
+/** What a data dir reports: resolves once every change made so far is on disk. */
+export type DurabilityBarrier = () => Promise<void> | undefined;
+
+/** Sent when the disk failed under a response: etcd stops in that case; this member stops answering. */
+const DURABILITY_FAILED: InjectedStatus = {
+  code: GrpcCode.UNAVAILABLE,
+  details: 'etcdkit embedded server: the data dir could not be written; the change is not durable',
+};
+
+/** The gate of one server. */
+export class CallGate {
+  private pausedUntil: { promise: Promise<void>; resolve: () => void } | undefined;
+  private policy: GatePolicy = { admit: () => ({ delayMs: 0 }) };
+  private barrier: DurabilityBarrier = () => undefined;
+
+  /** True while paused. */
+  get paused(): boolean {
+    return this.pausedUntil !== undefined;
+  }
+
+  /** Sets what decides about arriving calls. */
+  setPolicy(policy: GatePolicy): void {
+    this.policy = policy;
+  }
+
+  /** Sets what responses wait for before they leave (the data dir). */
+  setBarrier(barrier: DurabilityBarrier): void {
+    this.barrier = barrier;
+  }
+
+  /** Holds every call, message and response from now on (connections stay open). */
+  pause(): void {
+    if (this.pausedUntil !== undefined) return;
+    let resolve = (): void => {};
+    const promise = new Promise<void>((done) => {
+      resolve = done;
+    });
+    this.pausedUntil = { promise, resolve };
+  }
+
+  /** Lets everything held by a pause go on, in the order it came. */
+  resume(): void {
+    const paused = this.pausedUntil;
+    this.pausedUntil = undefined;
+    paused?.resolve();
+  }
+
+  /** The interceptor to give the grpc-js server. */
+  interceptor(): grpc.ServerInterceptor {
+    return (method, call) => this.intercept(method.path, call);
+  }
+
+  private whilePaused(): Promise<void> | undefined {
+    return this.pausedUntil?.promise;
+  }
+
+  private intercept(
+    path: string,
+    call: grpc.ServerInterceptingCallInterface,
+  ): grpc.ServerInterceptingCall {
+    const inbound = new OrderedSteps();
+    const outbound = new OrderedSteps();
+    let refused = false;
+    let replacement: InjectedStatus | undefined;
+    const answer = (status: InjectedStatus): void => {
+      refused = true;
+      call.sendStatus({
+        code: status.code,
+        details: status.details,
+        metadata: new grpc.Metadata(),
+      });
+    };
+    const outboundGate = (): Promise<void> | undefined => {
+      const paused = this.whilePaused();
+      const durable = this.barrier();
+      if (paused === undefined) return durable;
+      return durable === undefined ? paused : Promise.all([paused, durable]).then(() => {});
+    };
+    const onOutboundFailure = (): void => answer(DURABILITY_FAILED);
+    const listener: grpc.ServerListener = {
+      onReceiveMetadata: (metadata, next) => {
+        let admission: Admission | undefined;
+        inbound.run(
+          () =>
+            this.admissionGate((decided) => {
+              admission = decided;
+            }, path),
+          () => {
+            if (admission?.refuse !== undefined) {
+              answer(admission.refuse);
+              return;
+            }
+            replacement = admission?.replaceResponse;
+            next(metadata);
+          },
+        );
+      },
+      onReceiveMessage: (message, next) => {
+        inbound.run(
+          () => this.whilePaused(),
+          () => {
+            if (!refused) next(message);
+          },
+        );
+      },
+      onReceiveHalfClose: (next) => {
+        inbound.run(
+          () => this.whilePaused(),
+          () => {
+            if (!refused) next();
+          },
+        );
+      },
+    };
+    const responder: grpc.Responder = {
+      start: (next) => next(listener),
+      sendMessage: (message, next) => {
+        outbound.run(
+          outboundGate,
+          () => {
+            if (refused) return;
+            if (replacement !== undefined) {
+              answer(replacement);
+              return;
+            }
+            next(message);
+          },
+          onOutboundFailure,
+        );
+      },
+      sendStatus: (status, next) => {
+        outbound.run(
+          outboundGate,
+          () => {
+            if (!refused) next(status);
+          },
+          onOutboundFailure,
+        );
+      },
+    };
+    return new grpc.ServerInterceptingCall(call, responder);
+  }
+
+  /**
+   * Holds an arriving call through a pause and its delay, then hands the policy's decision to
+   * `decided`; undefined (pass at once) when there is nothing to wait for.
+   */
+  private admissionGate(
+    decided: (admission: Admission) => void,
+    path: string,
+  ): Promise<void> | undefined {
+    const paused = this.whilePaused();
+    if (paused === undefined) {
+      const admission = this.policy.admit(path);
+      decided(admission);
+      if (admission.delayMs <= 0) return undefined;
+      // A pause that starts during the delay holds the call too.
+      return sleep(admission.delayMs).then(() => this.whilePaused());
+    }
+    return paused.then(() => this.admissionGate(decided, path));
+  }
+}
+
+/**
+ * Steps of one direction of one call, run in order, each once its gate opens. A step whose gate
+ * is open and that has nobody ahead of it runs at once, synchronously.
+ */
+class OrderedSteps {
+  private waiting = 0;
+  private tail: Promise<void> = Promise.resolve();
+
+  run(
+    gate: () => Promise<void> | undefined,
+    step: () => void,
+    onGateFailure: (error: unknown) => void = () => {},
+  ): void {
+    if (this.waiting === 0) {
+      const wait = gate();
+      if (wait === undefined) {
+        step();
+        return;
+      }
+      this.hold(wait, step, onGateFailure);
+      return;
+    }
+    this.hold(
+      this.tail.then(() => gate()),
+      step,
+      onGateFailure,
+    );
+  }
+
+  private hold(
+    wait: Promise<void> | undefined,
+    step: () => void,
+    onGateFailure: (error: unknown) => void,
+  ): void {
+    this.waiting++;
+    this.tail = Promise.resolve(wait)
+      .then(step, onGateFailure)
+      // A step only hands the message on to grpc-js; if that throws, the call is gone anyway, and
+      // the steps after it must still run.
+      .catch(() => {})
+      .finally(() => {
+        this.waiting--;
+      });
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

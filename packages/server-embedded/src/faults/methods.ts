@@ -1,0 +1,50 @@
+// Which gRPC methods a fault applies to. A method is named as in etcd's API: by its name alone
+// (`Put`, `LeaseKeepAlive`), by service and name (`KV/Put`), or by its full path
+// (`/etcdserverpb.KV/Put`). Names that match no method of the served API are refused at once, so a
+// typo cannot silently inject nothing.
+import {
+  etcdserverpb_Auth,
+  etcdserverpb_Cluster,
+  etcdserverpb_KV,
+  etcdserverpb_Lease,
+  etcdserverpb_Maintenance,
+  etcdserverpb_Watch,
+  grpc_health_v1_Health,
+  v3electionpb_Election,
+  v3lockpb_Lock,
+} from '@etcdkit/client/protocol';
+
+/** A gRPC method: `Put`, `KV/Put` or `/etcdserverpb.KV/Put`. */
+export type MethodName = string;
+
+const SERVICES = [
+  etcdserverpb_KV,
+  etcdserverpb_Watch,
+  etcdserverpb_Lease,
+  etcdserverpb_Cluster,
+  etcdserverpb_Maintenance,
+  etcdserverpb_Auth,
+  v3lockpb_Lock,
+  v3electionpb_Election,
+  grpc_health_v1_Health,
+];
+
+/** Every method path the server answers. */
+const PATHS: readonly string[] = SERVICES.flatMap((service) =>
+  Object.values(service).map((method) => method.path),
+);
+
+/** The paths `name` stands for; throws when it names no method. */
+export function resolveMethods(name: MethodName): ReadonlySet<string> {
+  const matches = PATHS.filter((path) => matchesPath(name, path));
+  if (matches.length === 0) throw new RangeError(`no gRPC method is named "${name}"`);
+  return new Set(matches);
+}
+
+function matchesPath(name: string, path: string): boolean {
+  if (name === path || `/${name}` === path) return true;
+  // "/etcdserverpb.KV/Put": service "etcdserverpb.KV", method "Put".
+  const [service = '', method = ''] = path.slice(1).split('/');
+  const shortService = service.slice(service.lastIndexOf('.') + 1);
+  return name === method || name === `${shortService}/${method}`;
+}
