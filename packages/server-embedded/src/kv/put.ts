@@ -16,11 +16,26 @@ import {
 
 /**
  * The checks of a put that depend on state, against the view the request starts from: the lease
- * must exist, and ignore_value / ignore_lease need the key.
+ * must exist, and ignore_value / ignore_lease need the key. A plain Put checks the lease first
+ * (etcd's applier.Put); a put inside a txn checks the key first (etcd's checkRequestPut).
  */
 export function checkPut(view: ReadView, lessor: Lessor, r: PutRequest): void {
+  checkLease(lessor, r);
+  checkIgnoredKey(view, r);
+}
+
+/** {@link checkPut} for a put inside a txn: the key first, then the lease. */
+export function checkPutInTxn(view: ReadView, lessor: Lessor, r: PutRequest): void {
+  checkIgnoredKey(view, r);
+  checkLease(lessor, r);
+}
+
+function checkLease(lessor: Lessor, r: PutRequest): void {
   const lease = bigintOf(r.lease);
   if (lease !== 0n && !lessor.has(lease)) throw new EtcdServerError('LEASE_NOT_FOUND');
+}
+
+function checkIgnoredKey(view: ReadView, r: PutRequest): void {
   if ((r.ignoreValue || r.ignoreLease) && view.range({ key: bytesOf(r.key) }).kvs.length === 0) {
     throw new EtcdServerError('KEY_NOT_FOUND');
   }

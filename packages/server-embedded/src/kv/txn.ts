@@ -9,7 +9,7 @@ import type { ReadView } from '../mvcc/store.js';
 import type { StoreWrite } from '../mvcc/store-write.js';
 import { applyCompares } from './compare.js';
 import { applyDeleteRange } from './delete.js';
-import { applyPut, checkPut } from './put.js';
+import { applyPut, checkPutInTxn } from './put.js';
 import { executeRange } from './range.js';
 import {
   numberOf,
@@ -60,7 +60,7 @@ export function checkTxn(view: ReadView, lessor: Lessor, r: TxnRequest, plan: Tx
         checkRangeRevision(view, operation.request);
         break;
       case 'put':
-        checkPut(view, lessor, operation.request);
+        checkPutInTxn(view, lessor, operation.request);
         break;
       case 'txn':
         checkTxn(view, lessor, operation.request, plan.nested[nested++]!);

@@ -266,6 +266,15 @@ describeConformance('KV (01-22)', ({ fresh }) => {
     expect((await api.range('a')).kvs.map(summary)).toEqual([kvAt('a', 'kept', 2, 3, 2)]);
   });
 
+  it('19 ignore_value on missing key with an unknown lease: a Put checks the lease first, a txn put the key first', async () => {
+    const { api } = await fresh();
+    const put = op.put('a', '', { ignoreValue: true, lease: 0x19n });
+    await expect(api.put('a', '', { ignoreValue: true, lease: 0x19n })).rejects.toMatchObject(
+      Errors.leaseNotFound,
+    );
+    await expect(api.txn({ success: [put] })).rejects.toMatchObject(Errors.keyNotFound);
+  });
+
   it('20 ignore_value with value: InvalidArgument "value is provided"', async () => {
     const { api } = await fresh();
     await api.put('a', '1');
