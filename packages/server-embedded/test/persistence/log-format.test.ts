@@ -56,7 +56,7 @@ describe('log segments', () => {
   it('a last record whose bytes were scrambled is a torn tail', () => {
     const { bytes, starts } = segment(3);
     const damaged = Buffer.from(bytes);
-    damaged[starts[2]! + 14] ^= 0xff;
+    damaged[starts[2]! + 14]! ^= 0xff;
     const scanned = scanSegment(damaged, 1);
     expect(scanned.records).toHaveLength(2);
     expect(scanned.damage).toMatchObject({
@@ -71,7 +71,7 @@ describe('log segments', () => {
     for (const at of [starts[2]! + 14, starts[2]!, starts[2]! + 5]) {
       const damaged = Buffer.from(bytes);
       // In the body, in the length, in the checksum.
-      damaged[at] ^= 0x5a;
+      damaged[at]! ^= 0x5a;
       const scanned = scanSegment(damaged, 1);
       expect(scanned.records).toHaveLength(2);
       expect(scanned.damage).toMatchObject({ offset: starts[2], tail: false });
