@@ -1,8 +1,9 @@
 // Txn (etcd's txn/txn.go). All compares, nested ones included, are evaluated first against the
 // state the txn starts from; that fixes the path (which branch of each txn runs). Then the ops on
-// that path, and only those, are checked (range revisions, lease existence, ignore_*), and any
-// failure rejects the whole txn before anything is written. Finally the ops run in order within
-// one store write, so later ops see earlier ones and every change shares one revision.
+// that path, and only those, are checked (the puts' ignore_* keys and leases, then the ranges'
+// revisions), and any failure rejects the whole txn before anything is written. Finally the ops
+// run in order within one store write, so later ops see earlier ones and every change shares one
+// revision.
 import { EtcdServerError } from '../errors.js';
 import type { Lessor } from '../lease/lessor.js';
 import type { ReadView } from '../mvcc/store.js';
@@ -13,6 +14,7 @@ import { applyPut, checkPutInTxn } from './put.js';
 import { executeRange } from './range.js';
 import {
   numberOf,
+  type Operation,
   operationOf,
   type RangeRequest,
   type RequestOp,
@@ -50,22 +52,28 @@ export function isReadOnlyTxn(r: TxnRequest): boolean {
   return ops.every((op) => operationOf(op)?.kind === 'range');
 }
 
-/** Checks the ops on the planned path against `view`, the state the txn starts from. */
+/**
+ * Checks the ops on the planned path against `view`, the state the txn starts from, in etcd's
+ * order (its applier's two checkRequests passes): every put on the path first, then every range,
+ * so a bad put is reported before a bad range revision wherever they sit.
+ */
 export function checkTxn(view: ReadView, lessor: Lessor, r: TxnRequest, plan: TxnPlan): void {
+  forEachOnPath(r, plan, (operation) => {
+    if (operation.kind === 'put') checkPutInTxn(view, lessor, operation.request);
+  });
+  forEachOnPath(r, plan, (operation) => {
+    if (operation.kind === 'range') checkRangeRevision(view, operation.request);
+  });
+}
+
+/** Calls `visit` for each op on the planned path, nested txns' ops in place of the txn. */
+function forEachOnPath(r: TxnRequest, plan: TxnPlan, visit: (operation: Operation) => void): void {
   let nested = 0;
   for (const op of branchOf(r, plan.succeeded)) {
     const operation = operationOf(op);
-    switch (operation?.kind) {
-      case 'range':
-        checkRangeRevision(view, operation.request);
-        break;
-      case 'put':
-        checkPutInTxn(view, lessor, operation.request);
-        break;
-      case 'txn':
-        checkTxn(view, lessor, operation.request, plan.nested[nested++]!);
-        break;
-    }
+    if (operation === undefined) continue;
+    if (operation.kind === 'txn') forEachOnPath(operation.request, plan.nested[nested++]!, visit);
+    else visit(operation);
   }
 }
 

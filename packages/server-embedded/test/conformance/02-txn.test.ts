@@ -159,6 +159,20 @@ describeConformance('Txn (23-32)', ({ fresh }) => {
     expect([response.count, response.header?.revision]).toEqual([0n, 2n]);
   });
 
+  it('29 txn put plus future range: the puts on the path are checked before the ranges, wherever they sit', async () => {
+    const { api } = await fresh();
+    const future = op.range('a', { revision: 5n });
+    await expect(
+      api.txn({ success: [future, op.put('b', '', { ignoreValue: true })] }),
+    ).rejects.toMatchObject(Errors.keyNotFound);
+    await expect(
+      api.txn({ success: [future, op.txn([], [op.put('b', '1', { lease: 0x29n })])] }),
+    ).rejects.toMatchObject(Errors.leaseNotFound);
+    await expect(api.txn({ success: [future, op.put('b', '1')] })).rejects.toMatchObject(
+      Errors.future,
+    );
+  });
+
   it('30 untaken branch not validated: unknown lease, ignore_value on a missing key, future range', async () => {
     const { api } = await fresh();
     const response = await api.txn({
