@@ -5,6 +5,7 @@
 import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
+import { acceptSchemeInAuthority } from './authority-rewriter.js';
 import {
   bindHost,
   type ClientUrl,
@@ -146,7 +147,9 @@ export class ClientListeners {
       const server = createTcpServer({ noDelay: true });
       server.on('connection', (socket) => {
         onConnection(socket);
-        this.accept(socket);
+        // Only plain connections can be read on their way in; over TLS the HTTP/2 server gets the
+        // TLS socket itself, which grpc-js needs to show calls the client's certificate.
+        this.accept(acceptSchemeInAuthority(socket));
       });
       return server;
     }

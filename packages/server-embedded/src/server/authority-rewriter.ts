@@ -1,0 +1,231 @@
+// Lets a client send `:authority` with a scheme (`http://127.0.0.1:2379`), as etcdctl 3.4 does on
+// the connection it opens per endpoint for maintenance calls (endpoint status, hashkv, alarm,
+// defrag, move-leader). grpc-go accepts that; Node's HTTP/2 layer (nghttp2) checks the authority's
+// characters and resets the stream with PROTOCOL_ERROR before grpc-js sees it, and Node offers no
+// option to turn that check off.
+//
+// So plain-HTTP connections pass through this filter on their way to the HTTP/2 server. It reads
+// the frames the client sends until the first complete header block and decodes it (HPACK). When
+// that block's :authority has no scheme, as with every other client, it forwards everything
+// unchanged from then on without looking at it again. When it has one, every header block of the
+// connection is decoded with the client's dynamic table and re-encoded as literals with the scheme
+// cut off, so the server's decoder never holds an entry and cannot disagree with the client.
+// Anything unexpected before that decision (not HTTP/2, a block that does not decode) is forwarded
+// unchanged too, for the HTTP/2 server to answer as it would have.
+import type { Socket } from 'node:net';
+import { Duplex } from 'node:stream';
+import { encodeLiterals, HeaderBlockDecoder, type HeaderField } from './hpack/header-block.js';
+
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+const FRAME_HEADER_BYTES = 9;
+const FRAME_HEADERS = 0x1;
+const FRAME_CONTINUATION = 0x9;
+const FLAG_END_STREAM = 0x1;
+const FLAG_END_HEADERS = 0x4;
+const FLAG_PADDED = 0x8;
+const FLAG_PRIORITY = 0x20;
+/** SETTINGS_MAX_FRAME_SIZE of Node's HTTP/2 server (HTTP/2's default). */
+const MAX_FRAME_PAYLOAD = 16_384;
+const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+
+/** A header block being received: its HEADERS frame, then CONTINUATION frames. */
+interface OpenBlock {
+  readonly streamId: number;
+  readonly endStream: boolean;
+  /** The priority fields of the HEADERS frame, if it had them. */
+  readonly priority: Buffer | undefined;
+  readonly fragments: Buffer[];
+  /** The frames as received, to forward unchanged when nothing needs rewriting. */
+  readonly frames: Buffer[];
+}
+
+type Mode = 'inspect' | 'rewrite' | 'pass';
+
+/**
+ * Wraps a client socket for the HTTP/2 server so that an `:authority` with a scheme arrives as
+ * `host:port`. Destroying the socket destroys the wrapper.
+ */
+export function acceptSchemeInAuthority(socket: Socket): Duplex {
+  return new AuthorityRewriter(socket);
+}
+
+class AuthorityRewriter extends Duplex {
+  private mode: Mode = 'inspect';
+  private prefaceSeen = false;
+  private pending: Buffer = Buffer.alloc(0);
+  private block: OpenBlock | undefined;
+  private readonly decoder = new HeaderBlockDecoder();
+
+  constructor(private readonly socket: Socket) {
+    super();
+    socket.on('data', (chunk: Buffer) => this.receive(chunk));
+    socket.on('end', () => this.push(null));
+    socket.on('close', () => this.destroy());
+  }
+
+  override _read(): void {
+    this.socket.resume();
+  }
+
+  override _write(
+    chunk: Buffer,
+    _encoding: BufferEncoding,
+    callback: (error?: Error | null) => void,
+  ): void {
+    this.socket.write(chunk, callback);
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.socket.end();
+    callback();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.socket.destroy();
+    callback(error);
+  }
+
+  private forward(bytes: Buffer): void {
+    if (bytes.length > 0 && !this.push(bytes)) this.socket.pause();
+  }
+
+  private receive(chunk: Buffer): void {
+    if (this.mode === 'pass') {
+      this.forward(chunk);
+      return;
+    }
+    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    try {
+      this.readFrames();
+    } catch {
+      if (this.mode === 'rewrite') {
+        // The server's view of this connection's headers is ours; without it nothing can go on.
+        this.destroy();
+        return;
+      }
+      // Not understood before anything was changed: hand it all over as it came.
+      const held = this.block?.frames ?? [];
+      this.block = undefined;
+      for (const frame of held) this.forward(frame);
+      this.passThrough();
+    }
+  }
+
+  private readFrames(): void {
+    if (!this.prefaceSeen) {
+      if (this.pending.length < PREFACE.length) return;
+      if (!this.pending.subarray(0, PREFACE.length).equals(PREFACE)) {
+        throw new Error('not an HTTP/2 connection preface');
+      }
+      this.prefaceSeen = true;
+      this.forward(this.pending.subarray(0, PREFACE.length));
+      this.pending = this.pending.subarray(PREFACE.length);
+    }
+    while (this.mode !== 'pass' && this.pending.length >= FRAME_HEADER_BYTES) {
+      const length = this.pending.readUIntBE(0, 3);
+      if (this.pending.length < FRAME_HEADER_BYTES + length) return;
+      const frame = this.pending.subarray(0, FRAME_HEADER_BYTES + length);
+      this.pending = this.pending.subarray(FRAME_HEADER_BYTES + length);
+      this.readFrame(frame);
+    }
+    if (this.mode === 'pass') {
+      const rest = this.pending;
+      this.pending = Buffer.alloc(0);
+      this.forward(rest);
+    }
+  }
+
+  private readFrame(frame: Buffer): void {
+    const type = frame[3]!;
+    const flags = frame[4]!;
+    const streamId = frame.readUInt32BE(5) & 0x7fff_ffff;
+    const payload = frame.subarray(FRAME_HEADER_BYTES);
+    if (this.block !== undefined) {
+      if (type !== FRAME_CONTINUATION || streamId !== this.block.streamId) {
+        throw new Error('a header block was interrupted');
+      }
+      this.block.fragments.push(payload);
+      this.block.frames.push(frame);
+    } else if (type === FRAME_HEADERS) {
+      let start = 0;
+      let end = payload.length;
+      if (flags & FLAG_PADDED) {
+        start = 1;
+        end -= payload[0]!;
+      }
+      let priority: Buffer | undefined;
+      if (flags & FLAG_PRIORITY) {
+        priority = payload.subarray(start, start + 5);
+        start += 5;
+      }
+      if (end < start) throw new Error('bad HEADERS padding');
+      this.block = {
+        streamId,
+        endStream: (flags & FLAG_END_STREAM) !== 0,
+        priority,
+        fragments: [payload.subarray(start, end)],
+        frames: [frame],
+      };
+    } else {
+      this.forward(frame);
+      return;
+    }
+    if (flags & FLAG_END_HEADERS) {
+      // Cleared only once handled: a block that fails to decode is still there to forward as is.
+      this.completeBlock(this.block);
+      this.block = undefined;
+    }
+  }
+
+  private completeBlock(block: OpenBlock): void {
+    const fields = this.decoder.decode(Buffer.concat(block.fragments));
+    if (this.mode === 'inspect') {
+      const authority = fields.find((field) => field.name === ':authority');
+      if (authority === undefined || !SCHEME.test(authority.value)) {
+        for (const frame of block.frames) this.forward(frame);
+        this.passThrough();
+        return;
+      }
+      this.mode = 'rewrite';
+    }
+    const fixed: HeaderField[] = fields.map((field) =>
+      field.name === ':authority' ? { ...field, value: field.value.replace(SCHEME, '') } : field,
+    );
+    for (const frame of headerFrames(block, encodeLiterals(fixed))) this.forward(frame);
+  }
+
+  /** Forwards everything from now on unchanged, without reading it. */
+  private passThrough(): void {
+    this.mode = 'pass';
+    const rest = this.pending;
+    this.pending = Buffer.alloc(0);
+    this.forward(rest);
+  }
+}
+
+/** A HEADERS frame, and CONTINUATION frames if the block is too large for one frame. */
+function headerFrames(block: OpenBlock, headerBlock: Buffer): Buffer[] {
+  const frames: Buffer[] = [];
+  const priority = block.priority ?? Buffer.alloc(0);
+  let offset = 0;
+  let first = true;
+  do {
+    const room = MAX_FRAME_PAYLOAD - (first ? priority.length : 0);
+    const piece = headerBlock.subarray(offset, offset + room);
+    offset += piece.length;
+    let flags = offset >= headerBlock.length ? FLAG_END_HEADERS : 0;
+    if (first) {
+      if (block.endStream) flags |= FLAG_END_STREAM;
+      if (block.priority !== undefined) flags |= FLAG_PRIORITY;
+    }
+    const payload = first ? Buffer.concat([priority, piece]) : piece;
+    const header = Buffer.alloc(FRAME_HEADER_BYTES);
+    header.writeUIntBE(payload.length, 0, 3);
+    header[3] = first ? FRAME_HEADERS : FRAME_CONTINUATION;
+    header[4] = flags;
+    header.writeUInt32BE(block.streamId, 5);
+    frames.push(header, payload);
+    first = false;
+  } while (offset < headerBlock.length);
+  return frames;
+}

@@ -1,0 +1,241 @@
+// HPACK header blocks (RFC 7541): a decoder that follows the peer's dynamic table, and an encoder
+// that writes literals only. Used on connections whose header blocks must be changed before
+// Node's HTTP/2 layer reads them (see authority-rewriter.ts): the blocks are decoded with the
+// client's table state and re-encoded without indexing, so the receiver's dynamic table stays
+// empty and never disagrees with what the client meant.
+import { decodeHuffman } from './huffman.js';
+
+/** One header field; names and values are bytes, held as latin1 strings (one char per byte). */
+export interface HeaderField {
+  readonly name: string;
+  readonly value: string;
+  /** Sent as "never indexed" (a sensitive value): kept so when re-encoded. */
+  readonly sensitive: boolean;
+}
+
+/** A header block that is not valid HPACK. */
+export class HpackError extends Error {
+  constructor(message: string) {
+    super(`invalid HPACK header block: ${message}`);
+    this.name = 'HpackError';
+  }
+}
+
+// RFC 7541, Appendix A.
+const STATIC_TABLE: readonly (readonly [string, string])[] = [
+  [':authority', ''],
+  [':method', 'GET'],
+  [':method', 'POST'],
+  [':path', '/'],
+  [':path', '/index.html'],
+  [':scheme', 'http'],
+  [':scheme', 'https'],
+  [':status', '200'],
+  [':status', '204'],
+  [':status', '206'],
+  [':status', '304'],
+  [':status', '400'],
+  [':status', '404'],
+  [':status', '500'],
+  ['accept-charset', ''],
+  ['accept-encoding', 'gzip, deflate'],
+  ['accept-language', ''],
+  ['accept-ranges', ''],
+  ['accept', ''],
+  ['access-control-allow-origin', ''],
+  ['age', ''],
+  ['allow', ''],
+  ['authorization', ''],
+  ['cache-control', ''],
+  ['content-disposition', ''],
+  ['content-encoding', ''],
+  ['content-language', ''],
+  ['content-length', ''],
+  ['content-location', ''],
+  ['content-range', ''],
+  ['content-type', ''],
+  ['cookie', ''],
+  ['date', ''],
+  ['etag', ''],
+  ['expect', ''],
+  ['expires', ''],
+  ['from', ''],
+  ['host', ''],
+  ['if-match', ''],
+  ['if-modified-since', ''],
+  ['if-none-match', ''],
+  ['if-range', ''],
+  ['if-unmodified-since', ''],
+  ['last-modified', ''],
+  ['link', ''],
+  ['location', ''],
+  ['max-forwards', ''],
+  ['proxy-authenticate', ''],
+  ['proxy-authorization', ''],
+  ['range', ''],
+  ['referer', ''],
+  ['refresh', ''],
+  ['retry-after', ''],
+  ['server', ''],
+  ['set-cookie', ''],
+  ['strict-transport-security', ''],
+  ['transfer-encoding', ''],
+  ['user-agent', ''],
+  ['vary', ''],
+  ['via', ''],
+  ['www-authenticate', ''],
+];
+
+/** Every entry costs its name and value plus 32 octets (RFC 7541, 4.1). */
+const ENTRY_OVERHEAD = 32;
+/** SETTINGS_HEADER_TABLE_SIZE that Node's HTTP/2 server announces (and HTTP/2's default). */
+export const DEFAULT_HEADER_TABLE_SIZE = 4096;
+
+/** Decodes the header blocks of one direction of one connection, in order. */
+export class HeaderBlockDecoder {
+  // Newest first, as HPACK indexes them (62 is the newest).
+  private readonly entries: (readonly [string, string])[] = [];
+  private size = 0;
+  private maxSize: number;
+
+  constructor(maxSize = DEFAULT_HEADER_TABLE_SIZE) {
+    this.maxSize = maxSize;
+  }
+
+  /** Decodes one complete header block, updating the dynamic table as the encoder did. */
+  decode(block: Uint8Array): HeaderField[] {
+    const fields: HeaderField[] = [];
+    const reader = new BlockReader(block);
+    while (!reader.done) {
+      const first = reader.peek();
+      if (first & 0x80) {
+        // Indexed header field.
+        const [name, value] = this.lookup(reader.integer(7));
+        fields.push({ name, value, sensitive: false });
+      } else if (first & 0x40) {
+        // Literal with incremental indexing.
+        const field = this.literal(reader, 6, false);
+        this.add(field.name, field.value);
+        fields.push(field);
+      } else if (first & 0x20) {
+        // Dynamic table size update.
+        this.maxSize = reader.integer(5);
+        this.evict(0);
+      } else {
+        // Literal without indexing (0000) or never indexed (0001).
+        fields.push(this.literal(reader, 4, (first & 0x10) !== 0));
+      }
+    }
+    return fields;
+  }
+
+  private literal(reader: BlockReader, prefixBits: number, sensitive: boolean): HeaderField {
+    const index = reader.integer(prefixBits);
+    const name = index === 0 ? reader.string() : this.lookup(index)[0];
+    return { name, value: reader.string(), sensitive };
+  }
+
+  private lookup(index: number): readonly [string, string] {
+    if (index === 0) throw new HpackError('index 0');
+    const entry =
+      index <= STATIC_TABLE.length
+        ? STATIC_TABLE[index - 1]
+        : this.entries[index - STATIC_TABLE.length - 1];
+    if (entry === undefined) throw new HpackError(`index ${index} is not in the table`);
+    return entry;
+  }
+
+  private add(name: string, value: string): void {
+    const entrySize = name.length + value.length + ENTRY_OVERHEAD;
+    // An entry larger than the table empties it and is not added (RFC 7541, 4.4).
+    this.evict(entrySize);
+    if (entrySize > this.maxSize) return;
+    this.entries.unshift([name, value]);
+    this.size += entrySize;
+  }
+
+  /** Evicts the oldest entries until `room` more octets fit. */
+  private evict(room: number): void {
+    while (this.entries.length > 0 && this.size + room > this.maxSize) {
+      const [name, value] = this.entries.pop()!;
+      this.size -= name.length + value.length + ENTRY_OVERHEAD;
+    }
+  }
+}
+
+/**
+ * Encodes header fields as literals without indexing (never indexed for sensitive ones), with
+ * plain strings: the block is valid for a receiver in any dynamic table state and changes none.
+ */
+export function encodeLiterals(fields: readonly HeaderField[]): Buffer {
+  const bytes: number[] = [];
+  for (const field of fields) {
+    bytes.push(field.sensitive ? 0x10 : 0x00);
+    for (const text of [field.name, field.value]) {
+      writeInteger(bytes, 0x00, 7, text.length);
+      for (let i = 0; i < text.length; i++) bytes.push(text.charCodeAt(i) & 0xff);
+    }
+  }
+  return Buffer.from(bytes);
+}
+
+function writeInteger(bytes: number[], flags: number, prefixBits: number, value: number): void {
+  const limit = 2 ** prefixBits - 1;
+  if (value < limit) {
+    bytes.push(flags | value);
+    return;
+  }
+  bytes.push(flags | limit);
+  let rest = value - limit;
+  while (rest >= 128) {
+    bytes.push((rest % 128) | 0x80);
+    rest = Math.floor(rest / 128);
+  }
+  bytes.push(rest);
+}
+
+/** Reads HPACK's primitives from one header block. */
+class BlockReader {
+  private offset = 0;
+
+  constructor(private readonly block: Uint8Array) {}
+
+  get done(): boolean {
+    return this.offset >= this.block.length;
+  }
+
+  peek(): number {
+    return this.block[this.offset]!;
+  }
+
+  /** An integer with an N-bit prefix (RFC 7541, 5.1). */
+  integer(prefixBits: number): number {
+    const limit = 2 ** prefixBits - 1;
+    let value = this.byte() & limit;
+    if (value < limit) return value;
+    let factor = 1;
+    for (;;) {
+      const byte = this.byte();
+      value += (byte & 0x7f) * factor;
+      factor *= 128;
+      if ((byte & 0x80) === 0) return value;
+      // Headers never need integers this large; a longer run is garbage or an attack.
+      if (factor > 2 ** 28) throw new HpackError('integer too large');
+    }
+  }
+
+  /** A string literal, Huffman-encoded or not (RFC 7541, 5.2), as latin1. */
+  string(): string {
+    const huffman = (this.peek() & 0x80) !== 0;
+    const length = this.integer(7);
+    if (this.offset + length > this.block.length) throw new HpackError('string past the end');
+    const raw = this.block.subarray(this.offset, this.offset + length);
+    this.offset += length;
+    return (huffman ? decodeHuffman(raw) : Buffer.from(raw)).toString('latin1');
+  }
+
+  private byte(): number {
+    if (this.done) throw new HpackError('truncated');
+    return this.block[this.offset++]!;
+  }
+}
