@@ -14,6 +14,8 @@ import {
   v3lockpb_Lock,
 } from '@etcdkit/client/protocol';
 import * as grpc from '@grpc/grpc-js';
+import { AuthStore } from './auth/auth-store.js';
+import { Authorizer } from './auth/authorizer.js';
 import type { Clock, Timer } from './clock.js';
 import { LocalClient } from './concurrency/local-client.js';
 import { CallGate } from './faults/call-gate.js';
@@ -34,6 +36,7 @@ import { type MemberIdentity, randomId } from './server/member.js';
 import { type ClockOption, createMemberServices, resolveClock } from './server/member-services.js';
 import { ProposalLog } from './server/proposals.js';
 import type { ServerTlsOptions } from './server/server-tls.js';
+import { registerAuthService } from './services/auth-service.js';
 import { registerClusterService } from './services/cluster-service.js';
 import type { ServiceContext } from './services/context.js';
 import { registerElectionService } from './services/election-service.js';
@@ -68,8 +71,17 @@ export interface EmbeddedEtcdOptions {
    * listened on, with the ports actually bound.
    */
   readonly advertiseClientUrls?: readonly string[];
-  /** Serve clients over TLS, and with a CA or `clientCertAuth` mutual TLS (see ServerTlsOptions). */
+  /**
+   * Serve clients over TLS, and with a CA or `clientCertAuth` mutual TLS (see ServerTlsOptions).
+   * With `clientCertAuth` and auth enabled, a call without a token is the user its client
+   * certificate's common name names, as etcd's `--client-cert-auth` does.
+   */
   readonly tls?: ServerTlsOptions;
+  /**
+   * Seconds an auth token lives unused (`--auth-token-ttl`); every call presenting it starts the
+   * time again. On the server's clock, so virtual time expires tokens too. Default 300.
+   */
+  readonly authTokenTtlSeconds?: number;
   /**
    * Where the server logs: `'silent'` (default), a level (`'info'`, `'debug'`...: JSON lines on
    * stderr, like etcd's), or a function receiving every line.
@@ -169,6 +181,8 @@ export class EmbeddedEtcd {
   readonly clock: Clock;
   /** The watchers of the Watch service, over {@link store} (tests may count them). */
   readonly watchable: WatchableStore;
+  /** Users, roles, permissions and tokens (the Auth service's state; tests may look inside). */
+  readonly auth: AuthStore;
   /** Fault injection: delays, failures, pause, leader change and more (see FaultInjector). */
   readonly faults: FaultInjector;
   /** The data dir the state is kept in; undefined for a server purely in memory. */
@@ -197,6 +211,7 @@ export class EmbeddedEtcd {
     store: MvccStore;
     leases: LeaseTable;
     watchable: WatchableStore;
+    auth: AuthStore;
     closeWatchStreams: () => void;
     dropWaits: () => void;
     clock: Clock;
@@ -213,6 +228,7 @@ export class EmbeddedEtcd {
     this.store = init.store;
     this.leases = init.leases;
     this.watchable = init.watchable;
+    this.auth = init.auth;
     this.closeWatchStreams = init.closeWatchStreams;
     this.dropWaits = init.dropWaits;
     this.clock = init.clock;
@@ -279,6 +295,12 @@ export class EmbeddedEtcd {
     const version = options.version ?? DEFAULT_ETCD_VERSION;
     const clock = resolveClock(options.clock);
     const quotaBackendBytes = effectiveQuota(options.quotaBackendBytes);
+    const auth = new AuthStore({ clock, tokenTtlSeconds: options.authTokenTtlSeconds });
+    const authorizer = new Authorizer({
+      store: auth,
+      leases,
+      clientCertAuth: options.tls?.clientCertAuth === true,
+    });
     const shared = createMemberServices({
       member,
       store,
@@ -287,6 +309,7 @@ export class EmbeddedEtcd {
       clock,
       quotaBytes: quotaBackendBytes,
       minLeaseTtl: options.minLeaseTtl,
+      authorizer,
     });
     const context: ServiceContext = {
       member,
@@ -298,6 +321,7 @@ export class EmbeddedEtcd {
         proposals,
         maxTxnOps: options.maxTxnOps ?? 128,
         guard: shared.guard,
+        authorizer,
       }),
       version,
       maxRequestBytes,
@@ -308,6 +332,7 @@ export class EmbeddedEtcd {
       alarms: shared.alarms,
       backend: shared.backend,
       membership: shared.membership,
+      authorizer,
     };
     // Every state kept in the data dir registers with it (a StateJournal) before it recovers;
     // without a data dir, states may register with inMemoryJournal, which keeps nothing.
@@ -346,6 +371,7 @@ export class EmbeddedEtcd {
     registerMaintenanceService(registry, context);
     registerClusterService(registry, context);
     registerLeaseService(registry, context);
+    registerAuthService(registry, context);
     registerHealthService(registry);
     const watchable = new WatchableStore(store);
     const closeWatchStreams = registerWatchService(registry, context, {
@@ -416,6 +442,7 @@ export class EmbeddedEtcd {
       store,
       leases,
       watchable,
+      auth,
       closeWatchStreams,
       dropWaits: () => local.dropWaits(),
       clock,
@@ -482,6 +509,8 @@ export class EmbeddedEtcd {
     await this.listeners.close();
     // Their connections are gone; end the streams now rather than when the transport notices.
     this.closeWatchStreams();
+    // A restarted etcd has forgotten its simple tokens (they live in memory only).
+    this.auth.forgetTokens();
     if (downtimeMs > 0) await new Promise((resolve) => setTimeout(resolve, downtimeMs));
     if (this.stopped !== undefined) return;
     // A restarted etcd member, once leader again, gives every lease its full TTL (lessor Promote):

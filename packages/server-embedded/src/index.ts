@@ -4,6 +4,16 @@
  *
  * @module @etcdkit/server-embedded
  */
+export type { AuthStore, AuthStoreOptions } from './auth/auth-store.js';
+export { DEFAULT_AUTH_TOKEN_TTL_SECONDS } from './auth/simple-tokens.js';
+export {
+  type AuthInfo,
+  type AuthStatus,
+  type AuthUser,
+  type CallCredentials,
+  type KeyPermission,
+  PermissionType,
+} from './auth/types.js';
 export type { Clock, Timer } from './clock.js';
 export { every, systemClock } from './clock.js';
 export {

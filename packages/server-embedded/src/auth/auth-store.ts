@@ -98,6 +98,11 @@ export class AuthStore {
     this.changed();
   }
 
+  /** Forgets every token, as a restarted etcd has (auth stays as it was). */
+  forgetTokens(): void {
+    this.tokens.clear();
+  }
+
   /**
    * Checks a password before a token is issued (etcd's CheckPassword, which runs before the
    * Authenticate request is proposed).

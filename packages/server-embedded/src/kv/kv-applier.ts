@@ -1,7 +1,13 @@
 // The KV requests as a single etcd member handles them: stateless validation first (what etcd's
 // gRPC layer checks), then a proposal for requests that write (size limit, raft index), then the
 // apply, which turns one request into at most one new revision. Responses carry a header with the
-// revision only; the service layer adds the cluster fields.
+// revision only; the service layer adds the cluster fields. With auth, the caller is identified
+// after the validation and before the proposal, and its permissions are checked when the request is
+// applied, after the alarms, as in etcd; a request that comes with no credentials at all is the
+// server's own and is not checked.
+import type { Authorizer } from '../auth/authorizer.js';
+import type { Caller } from '../auth/caller.js';
+import type { CallCredentials } from '../auth/types.js';
 import { EtcdServerError } from '../errors.js';
 import type { Lessor } from '../lease/lessor.js';
 import type { MvccStore } from '../mvcc/store.js';
@@ -41,6 +47,8 @@ export interface KvApplierOptions {
   readonly maxTxnOps: number;
   /** The backend quota and the alarms; none: nothing is refused. */
   readonly guard?: WriteGuard;
+  /** Users and permissions; none: every request is allowed. */
+  readonly authorizer?: Authorizer;
 }
 
 /** Handles Range, Put, DeleteRange, Txn and Compact requests. */
@@ -50,6 +58,7 @@ export class KvApplier {
   private readonly proposals: ProposalLog;
   private readonly maxTxnOps: number;
   private readonly guard: WriteGuard | undefined;
+  private readonly authorizer: Authorizer | undefined;
 
   constructor(options: KvApplierOptions) {
     this.store = options.store;
@@ -57,27 +66,33 @@ export class KvApplier {
     this.proposals = options.proposals;
     this.maxTxnOps = options.maxTxnOps;
     this.guard = options.guard;
+    this.authorizer = options.authorizer;
   }
 
-  range(r: RangeRequest): RangeResponse {
+  /** `credentials`: what the call presented (see the file comment). */
+  range(r: RangeRequest, credentials?: CallCredentials): RangeResponse {
     checkRangeRequest(r);
+    this.identify(credentials)?.checkRangeRequest(r);
     return executeRange(this.store, r);
   }
 
   /** Checks a RangeStream request before its first chunk (see range-stream.ts). */
-  checkRangeStream(r: RangeRequest): void {
+  checkRangeStream(r: RangeRequest, credentials?: CallCredentials): void {
     checkRangeRequest(r);
     if (!isDefaultOrdering(r)) throw new EtcdServerError('RANGE_STREAM_SORT');
     if (hasRevisionFilters(r)) throw new EtcdServerError('RANGE_STREAM_FILTER');
+    this.identify(credentials)?.checkRangeRequest(r);
   }
 
   /** `requestBytes` is the size of the request's encoding, for the proposal size limit. */
-  put(r: PutRequest, requestBytes: number): PutResponse {
+  put(r: PutRequest, requestBytes: number, credentials?: CallCredentials): PutResponse {
     // etcd's quota layer wraps the KV server, so the quota is checked before the request is.
     this.guard?.beforeProposal({ kind: 'put', request: r });
     checkPutRequest(r);
-    this.proposals.propose(ProposalKind.put, requestBytes);
+    const caller = this.identify(credentials);
+    this.proposals.propose(ProposalKind.put, requestBytes, caller?.info);
     this.guard?.atApply({ kind: 'put', request: r });
+    caller?.checkPut(r);
     checkPut(this.store, this.lessor, r);
     const write = this.store.write();
     try {
@@ -87,10 +102,16 @@ export class KvApplier {
     }
   }
 
-  deleteRange(r: DeleteRangeRequest, requestBytes: number): DeleteRangeResponse {
+  deleteRange(
+    r: DeleteRangeRequest,
+    requestBytes: number,
+    credentials?: CallCredentials,
+  ): DeleteRangeResponse {
     checkDeleteRequest(r);
-    this.proposals.propose(ProposalKind.deleteRange, requestBytes);
+    const caller = this.identify(credentials);
+    this.proposals.propose(ProposalKind.deleteRange, requestBytes, caller?.info);
     this.guard?.atApply({ kind: 'deleteRange' });
+    caller?.checkDeleteRange(r);
     const write = this.store.write();
     try {
       return applyDeleteRange(write, r);
@@ -99,18 +120,20 @@ export class KvApplier {
     }
   }
 
-  txn(r: TxnRequest, requestBytes: number): TxnResponse {
+  txn(r: TxnRequest, requestBytes: number, credentials?: CallCredentials): TxnResponse {
     this.guard?.beforeProposal({ kind: 'txn', request: r });
     checkTxnRequest(r, this.maxTxnOps);
     // After the per-op checks, so that a huge txn fails cheaply on them first (as in etcd).
     checkIntervals(r.success ?? []);
     checkIntervals(r.failure ?? []);
     const readOnly = isReadOnlyTxn(r);
+    const caller = this.identify(credentials);
     // A txn that cannot write is served like a read: no proposal, no size limit, no log entry.
     if (!readOnly) {
-      this.proposals.propose(ProposalKind.txn, requestBytes);
+      this.proposals.propose(ProposalKind.txn, requestBytes, caller?.info);
       this.guard?.atApply({ kind: 'txn', request: r });
     }
+    caller?.checkTxn(r);
     const plan = planTxn(this.store, r);
     checkTxn(this.store, this.lessor, r, plan);
     if (readOnly) return executeTxn(this.store, r, plan);
@@ -122,11 +145,25 @@ export class KvApplier {
     }
   }
 
-  /** Compaction takes effect logically at once, so `physical` needs no waiting here. */
-  compact(r: CompactionRequest, requestBytes: number): CompactionResponse {
-    this.proposals.propose(ProposalKind.compaction, requestBytes);
+  /**
+   * Compaction takes effect logically at once, so `physical` needs no waiting here. With auth on,
+   * only admins may compact (checked first, as etcd's gRPC layer does).
+   */
+  compact(
+    r: CompactionRequest,
+    requestBytes: number,
+    credentials?: CallCredentials,
+  ): CompactionResponse {
+    const caller = this.identify(credentials);
+    caller?.requireAdmin();
+    this.proposals.propose(ProposalKind.compaction, requestBytes, caller?.info);
     this.guard?.atApply({ kind: 'compaction' });
     this.store.compact(numberOf(r.revision));
     return { header: revisionHeader(this.store.revision) };
+  }
+
+  /** The caller presenting `credentials`; none for the server's own requests or without auth. */
+  private identify(credentials: CallCredentials | undefined): Caller | undefined {
+    return credentials === undefined ? undefined : this.authorizer?.identify(credentials);
   }
 }

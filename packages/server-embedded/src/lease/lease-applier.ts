@@ -3,7 +3,12 @@
 // answered from the lessor directly, as etcd's leader does. Expiry is checked on the server's Clock
 // every 500 ms (etcd's lessor loop): each lease found expired is revoked by its own proposal, so its
 // keys go in a revision of their own. Headers carry the revision only; the service adds the rest.
+// With auth, each request is checked where etcd checks it; requests that come with no credentials
+// are the server's own (expiry) and are not checked.
 import { type etcdserverpb, etcdserverpb as pb } from '@etcdkit/client/protocol';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { Caller } from '../auth/caller.js';
+import type { CallCredentials } from '../auth/types.js';
 import { type Clock, every, type Timer } from '../clock.js';
 import { EtcdServerError } from '../errors.js';
 import { bigintOf, revisionHeader } from '../kv/requests.js';
@@ -46,6 +51,8 @@ export interface LeaseApplierOptions {
   readonly minTtl?: number;
   /** The backend quota and alarms; none: nothing is refused. */
   readonly guard?: WriteGuard;
+  /** Users and permissions; none: every request is allowed. */
+  readonly authorizer?: Authorizer;
 }
 
 /** Grants, renews, revokes and expires leases. */
@@ -56,6 +63,7 @@ export class LeaseApplier {
   private readonly clock: Clock;
   private readonly minTtl: number;
   private readonly guard: WriteGuard | undefined;
+  private readonly authorizer: Authorizer | undefined;
   private expiryChecks: Timer | undefined;
 
   constructor(options: LeaseApplierOptions) {
@@ -65,6 +73,7 @@ export class LeaseApplier {
     this.clock = options.clock;
     this.minTtl = options.minTtl ?? DEFAULT_MIN_LEASE_TTL;
     this.guard = options.guard;
+    this.authorizer = options.authorizer;
   }
 
   /**
@@ -72,18 +81,25 @@ export class LeaseApplier {
    * bit cleared, so ids are positive and grow with every grant. A TTL below the minimum is raised
    * and the response shows the TTL granted. No revision is made.
    */
-  grant(r: LeaseGrantRequest, requestBytes: number): LeaseGrantResponse {
+  grant(
+    r: LeaseGrantRequest,
+    requestBytes: number,
+    credentials?: CallCredentials,
+  ): LeaseGrantResponse {
     this.guard?.beforeProposal({ kind: 'leaseGrant' });
     const requested = bigintOf(r.ID);
     let id = requested;
     while (id === 0n) id = this.proposals.nextRequestId() & POSITIVE_ID_MASK;
+    // Any user may grant a lease, but there must be one.
+    const caller = this.identify(credentials);
+    caller?.requireUser();
     const ttl = bigintOf(r.TTL);
     // The proposal carries the chosen id, which changes the request's size.
     const proposedBytes =
       id === requested
         ? requestBytes
         : pb.LeaseGrantRequest.encode({ ID: id, TTL: ttl }).finish().length;
-    this.proposals.propose(ProposalKind.leaseGrant, proposedBytes);
+    this.proposals.propose(ProposalKind.leaseGrant, proposedBytes, caller?.info);
     this.guard?.atApply({ kind: 'leaseGrant' });
     if (ttl > BigInt(MAX_LEASE_TTL)) throw new EtcdServerError('LEASE_TTL_TOO_LARGE');
     if (this.table.has(id)) throw new EtcdServerError('LEASE_EXISTS');
@@ -92,10 +108,20 @@ export class LeaseApplier {
     return { header: revisionHeader(this.store.revision), ID: id, TTL: BigInt(granted) };
   }
 
-  /** LeaseRevoke: deletes the lease's keys in one revision (none without keys). */
-  revoke(r: LeaseRevokeRequest, requestBytes: number): LeaseRevokeResponse {
-    this.proposals.propose(ProposalKind.leaseRevoke, requestBytes);
+  /**
+   * LeaseRevoke: deletes the lease's keys in one revision (none without keys). With auth, the user
+   * must be allowed to write every one of those keys.
+   */
+  revoke(
+    r: LeaseRevokeRequest,
+    requestBytes: number,
+    credentials?: CallCredentials,
+  ): LeaseRevokeResponse {
+    const caller = this.identify(credentials);
+    caller?.requireUser();
+    this.proposals.propose(ProposalKind.leaseRevoke, requestBytes, caller?.info);
     this.guard?.atApply({ kind: 'leaseRevoke' });
+    caller?.checkLeaseRevoke(bigintOf(r.ID));
     if (!this.table.revoke(bigintOf(r.ID), this.store)) {
       throw new EtcdServerError('LEASE_NOT_FOUND');
     }
@@ -104,9 +130,11 @@ export class LeaseApplier {
 
   /**
    * One keep-alive: restarts the lease's full TTL and returns it, or 0 for an unknown lease or one
-   * whose time is up (etcd waits for such a lease to be revoked, then answers 0 too).
+   * whose time is up (etcd waits for such a lease to be revoked, then answers 0 too). With auth,
+   * the user must be allowed to write the lease's keys, or the keep-alive stream fails.
    */
-  renew(leaseId: bigint): bigint {
+  renew(leaseId: bigint, credentials?: CallCredentials): bigint {
+    this.identify(credentials)?.checkLeaseRenew(leaseId);
     const lease = this.table.get(leaseId);
     const now = this.clock.now();
     if (lease === undefined || lease.isExpired(now)) return 0n;
@@ -120,8 +148,9 @@ export class LeaseApplier {
    * between two requests, so Grant(10) then TimeToLive answers 9; a virtual clock can stand still,
    * so the time left is read as of a moment after now (see secondsLeft), which gives 9 there too.
    */
-  timeToLive(r: LeaseTimeToLiveRequest): LeaseTimeToLiveResponse {
+  timeToLive(r: LeaseTimeToLiveRequest, credentials?: CallCredentials): LeaseTimeToLiveResponse {
     const id = bigintOf(r.ID);
+    this.identify(credentials)?.checkLeaseTimeToLive(id, r.keys === true);
     const header = revisionHeader(this.store.revision);
     const lease = this.table.get(id);
     if (lease === undefined) return { header, ID: id, TTL: -1n };
@@ -135,8 +164,12 @@ export class LeaseApplier {
     };
   }
 
-  /** LeaseLeases: every lease, soonest expiry first, as etcd sorts them. */
-  leases(): LeaseLeasesResponse {
+  /**
+   * LeaseLeases: every lease, soonest expiry first, as etcd sorts them. With auth, a user who is
+   * not an admin must be allowed to read every key of every lease.
+   */
+  leases(credentials?: CallCredentials): LeaseLeasesResponse {
+    this.identify(credentials)?.checkLeaseList();
     const leases = this.table
       .all()
       .sort((a, b) => a.expiresAt - b.expiresAt || a.grantSequence - b.grantSequence);
@@ -182,6 +215,11 @@ export class LeaseApplier {
     const now = this.clock.now();
     this.table.setExpiry(lease, now);
     return this.revokeExpiredLease(lease, now);
+  }
+
+  /** The caller presenting `credentials`; none for the server's own requests or without auth. */
+  private identify(credentials: CallCredentials | undefined): Caller | undefined {
+    return credentials === undefined ? undefined : this.authorizer?.identify(credentials);
   }
 
   private revokeExpiredLease(lease: Lease, now: number): boolean {

@@ -1,6 +1,7 @@
 // Builds the parts of the member that the lease, maintenance and cluster services share: the lease
 // applier on the server's clock, the alarms and the backend quota (which the KV and lease appliers
 // consult through one WriteGuard), the database size estimate, and the membership.
+import type { Authorizer } from '../auth/authorizer.js';
 import { type Clock, systemClock } from '../clock.js';
 import { LeaseApplier } from '../lease/lease-applier.js';
 import type { LeaseTable } from '../lease/lease-table.js';
@@ -43,6 +44,8 @@ export function createMemberServices(options: {
   /** The quota in force, in bytes; negative: none. */
   readonly quotaBytes: number;
   readonly minLeaseTtl: number | undefined;
+  /** Users and permissions the lease requests are checked against; none: no checks. */
+  readonly authorizer?: Authorizer;
 }): MemberServices {
   const { member, store, leaseTable, proposals, clock } = options;
   const alarms = new AlarmStore({ proposals, store });
@@ -63,6 +66,7 @@ export function createMemberServices(options: {
     clock,
     guard,
     ...(options.minLeaseTtl === undefined ? {} : { minTtl: options.minLeaseTtl }),
+    ...(options.authorizer === undefined ? {} : { authorizer: options.authorizer }),
   });
   return { leases, alarms, backend, membership: new Membership(member, proposals), guard };
 }

@@ -3,6 +3,7 @@
 // write request in an InternalRaftRequest with a request header and rejects it when that encoding
 // is over --max-request-bytes, so the limit bites a few bytes before the request's own size; the
 // wrapper is sized here exactly as etcd would encode it.
+import type { AuthInfo } from '../auth/types.js';
 import { EtcdServerError } from '../errors.js';
 
 /** InternalRaftRequest field numbers of the requests that go through raft. */
@@ -14,6 +15,9 @@ export const ProposalKind = {
   leaseGrant: 8,
   leaseRevoke: 9,
   alarm: 10,
+  // Every auth request (AuthEnable 1000 ... AuthRoleRevokePermission 1204): these field numbers
+  // all take a two-byte tag, so one of them sizes any of them exactly.
+  auth: 1000,
   // Membership changes are raft configuration changes, not InternalRaftRequests; they take a log
   // entry all the same, and no request size limit applies to them.
   confChange: 0,
@@ -68,10 +72,11 @@ export class ProposalLog {
    * Proposes a request whose encoding is `requestBytes` long: rejects it when the wrapped request
    * is over the limit, otherwise appends it to the log. The caller applies it afterwards; a request
    * that then fails (a missing lease, a compacted revision) still used its log entry, as in etcd.
+   * `requester` is who sent it, when auth is on: etcd writes the user into the request's header.
    */
-  propose(kind: ProposalKind, requestBytes: number): void {
+  propose(kind: ProposalKind, requestBytes: number, requester?: AuthInfo): void {
     const id = this.requestIds.next();
-    const header = fieldSize(100, 1 + varintSize(id));
+    const header = fieldSize(100, requestHeaderSize(id, requester));
     if (
       kind !== ProposalKind.confChange &&
       header + fieldSize(kind, requestBytes) > this.maxRequestBytes
@@ -104,6 +109,19 @@ class RequestIdGenerator {
     this.suffix = (this.suffix + 1n) & 0xffff_ffff_ffffn;
     return this.prefix | this.suffix;
   }
+}
+
+/**
+ * Size of the RequestHeader etcd puts on a proposal: the request id, and with auth on the user and
+ * auth revision of whoever sent it (empty values are not encoded, as in proto3).
+ */
+function requestHeaderSize(id: bigint, requester: AuthInfo | undefined): number {
+  let size = 1 + varintSize(id);
+  if (requester === undefined) return size;
+  const username = Buffer.byteLength(requester.username, 'utf8');
+  if (username > 0) size += fieldSize(2, username);
+  if (requester.revision > 0) size += 1 + varintSize(BigInt(requester.revision));
+  return size;
 }
 
 /** Size of a length-delimited field: tag, length, payload. */

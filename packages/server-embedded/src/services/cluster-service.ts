@@ -1,19 +1,26 @@
 // etcdserverpb.Cluster over gRPC: one started member, which is its own leader, and the learner it
 // may be given (see server/membership.ts). Its headers carry no revision: etcd's cluster service
-// does not read the store.
+// does not read the store. With auth on, listing members needs a user and changing them the root
+// role (checked after the peer URLs are parsed, as etcd's gRPC layer parses them first).
 import { type etcdserverpb, etcdserverpb_Cluster } from '@etcdkit/client/protocol';
-import type { Member } from '../server/membership.js';
+import { type Member, parsePeerUrls } from '../server/membership.js';
 import { fillHeaderWithoutRevision, type ServiceContext } from './context.js';
-import type { ServiceRegistry } from './registry.js';
+import type { CallInfo, ServiceRegistry } from './registry.js';
 
 export function registerClusterService(registry: ServiceRegistry, context: ServiceContext): void {
-  const { membership } = context;
+  const { membership, authorizer } = context;
+  const caller = (call: CallInfo) => authorizer.identify(authorizer.credentialsOf(call));
   const header = () => fillHeaderWithoutRevision(context);
   const members = () => membership.list().map(toWire);
 
-  registry.unary(etcdserverpb_Cluster.MemberList, () => ({ header: header(), members: members() }));
+  registry.unary(etcdserverpb_Cluster.MemberList, (_request, _size, call) => {
+    caller(call).requireUser();
+    return { header: header(), members: members() };
+  });
 
-  registry.unary(etcdserverpb_Cluster.MemberAdd, (request) => {
+  registry.unary(etcdserverpb_Cluster.MemberAdd, (request, _size, call) => {
+    parsePeerUrls(request.peerURLs ?? []);
+    caller(call).requireAdmin();
     const added = membership.add(request.peerURLs ?? [], request.isLearner ?? false);
     return {
       header: header(),
@@ -22,17 +29,20 @@ export function registerClusterService(registry: ServiceRegistry, context: Servi
     };
   });
 
-  registry.unary(etcdserverpb_Cluster.MemberRemove, (request) => {
+  registry.unary(etcdserverpb_Cluster.MemberRemove, (request, _size, call) => {
+    caller(call).requireAdmin();
     membership.remove(request.ID ?? 0n);
     return { header: header(), members: members() };
   });
 
-  registry.unary(etcdserverpb_Cluster.MemberUpdate, (request) => {
+  registry.unary(etcdserverpb_Cluster.MemberUpdate, (request, _size, call) => {
+    caller(call).requireAdmin();
     membership.update(request.ID ?? 0n, request.peerURLs ?? []);
     return { header: header(), members: members() };
   });
 
-  registry.unary(etcdserverpb_Cluster.MemberPromote, (request) => {
+  registry.unary(etcdserverpb_Cluster.MemberPromote, (request, _size, call) => {
+    caller(call).requireAdmin();
     membership.promote(request.ID ?? 0n);
     return { header: header(), members: members() };
   });

@@ -1,4 +1,5 @@
 // What the gRPC services share: the member's identity, its raft log, the store and the KV applier.
+import type { Authorizer } from '../auth/authorizer.js';
 import type { Clock } from '../clock.js';
 import type { KvApplier } from '../kv/kv-applier.js';
 import type { ResponseHeader } from '../kv/requests.js';
@@ -34,6 +35,8 @@ export interface ServiceContext {
   readonly backend: BackendSize;
   /** The cluster's members (Cluster service). */
   readonly membership: Membership;
+  /** Users, roles and permissions: who a call comes from and what it may do (every service). */
+  readonly authorizer: Authorizer;
 }
 
 /** A header with the cluster fields set, keeping `header`'s revision (none: the current one). */

@@ -5,32 +5,45 @@
 import { type etcdserverpb, etcdserverpb_Lease } from '@etcdkit/client/protocol';
 import { bigintOf } from '../kv/requests.js';
 import { fillHeader, type ServiceContext } from './context.js';
-import type { ServiceRegistry } from './registry.js';
+import { type ServiceRegistry, toStatus } from './registry.js';
 
 export function registerLeaseService(registry: ServiceRegistry, context: ServiceContext): void {
   const { leases } = context;
-  registry.unary(etcdserverpb_Lease.LeaseGrant, (request, size) => {
-    const response = leases.grant(request, size);
+  const { authorizer } = context;
+  registry.unary(etcdserverpb_Lease.LeaseGrant, (request, size, call) => {
+    const response = leases.grant(request, size, authorizer.credentialsOf(call));
     return { ...response, header: fillHeader(context, response.header) };
   });
-  registry.unary(etcdserverpb_Lease.LeaseRevoke, (request, size) => {
-    const response = leases.revoke(request, size);
+  registry.unary(etcdserverpb_Lease.LeaseRevoke, (request, size, call) => {
+    const response = leases.revoke(request, size, authorizer.credentialsOf(call));
     return { ...response, header: fillHeader(context, response.header) };
   });
-  registry.unary(etcdserverpb_Lease.LeaseTimeToLive, (request) => {
-    const response = leases.timeToLive(request);
+  registry.unary(etcdserverpb_Lease.LeaseTimeToLive, (request, _size, call) => {
+    const response = leases.timeToLive(request, authorizer.credentialsOf(call));
     return { ...response, header: fillHeader(context, response.header) };
   });
-  registry.unary(etcdserverpb_Lease.LeaseLeases, () => {
-    const response = leases.leases();
+  registry.unary(etcdserverpb_Lease.LeaseLeases, (_request, _size, call) => {
+    const response = leases.leases(authorizer.credentialsOf(call));
     return { ...response, header: fillHeader(context, response.header) };
   });
   registry.bidi(etcdserverpb_Lease.LeaseKeepAlive, (call) => {
+    // The stream's token is the one it was opened with; each renewal presents it again.
+    const credentials = authorizer.credentialsOf(call);
+    let failed = false;
     call.on('data', (request: etcdserverpb.LeaseKeepAliveRequest.$Properties) => {
-      if (call.cancelled) return;
+      if (call.cancelled || failed) return;
       const header = fillHeader(context);
       const id = bigintOf(request.ID);
-      call.write({ header, ID: id, TTL: leases.renew(id) });
+      let ttl: bigint;
+      try {
+        ttl = leases.renew(id, credentials);
+      } catch (error) {
+        // A refused renewal (an expired token, a missing permission) ends the stream, as in etcd.
+        failed = true;
+        call.emit('error', toStatus(error));
+        return;
+      }
+      call.write({ header, ID: id, TTL: ttl });
     });
     // The client closing its side ends the stream cleanly, as etcd returns on EOF.
     call.on('end', () => call.end());

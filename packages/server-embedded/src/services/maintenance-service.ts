@@ -1,22 +1,25 @@
 // etcdserverpb.Maintenance over gRPC. Status, Alarm, Hash, HashKV, Defragment, Snapshot and
 // MoveLeader answer as a single etcd member that leads itself; Downgrade is not served
 // (Unimplemented). Headers are filled as etcd's maintenance server fills them: Defragment and
-// MoveLeader answer without one.
+// MoveLeader answer without one. With auth on, Status and listing alarms need a user, everything
+// else the root role, checked before anything else (etcd's authMaintenanceServer).
 import { etcdserverpb_Maintenance } from '@etcdkit/client/protocol';
 import { EtcdServerError } from '../errors.js';
 import { revisionHeader } from '../kv/requests.js';
 import { encodeSnapshot, snapshotMessages } from '../maintenance/snapshot.js';
 import { Crc32c } from '../mvcc/hash.js';
 import { fillHeader, type ServiceContext } from './context.js';
-import type { ServiceRegistry } from './registry.js';
+import type { CallInfo, ServiceRegistry } from './registry.js';
 
 export function registerMaintenanceService(
   registry: ServiceRegistry,
   context: ServiceContext,
 ): void {
-  const { store, alarms, backend } = context;
+  const { store, alarms, backend, authorizer } = context;
+  const caller = (call: CallInfo) => authorizer.identify(authorizer.credentialsOf(call));
+  const admin = (call: CallInfo) => caller(call).requireAdmin();
 
-  registry.unary(etcdserverpb_Maintenance.Status, () => ({
+  const status = () => ({
     header: fillHeader(context),
     version: context.version,
     dbSize: BigInt(backend.size),
@@ -30,14 +33,22 @@ export function registerMaintenanceService(
     storageVersion: storageVersionOf(context.version),
     dbSizeQuota: BigInt(context.quotaBackendBytes),
     downgradeInfo: { enabled: false },
-  }));
+  });
+  registry.unary(etcdserverpb_Maintenance.Status, (_request, _size, call) => {
+    caller(call).requireUser();
+    return status();
+  });
 
-  registry.unary(etcdserverpb_Maintenance.Alarm, (request, size) => {
+  registry.unary(etcdserverpb_Maintenance.Alarm, (request, size, call) => {
+    // Listing needs a user; raising or clearing an alarm is an admin's (GET is action 0).
+    if ((request.action ?? 0) === 0) caller(call).requireUser();
+    else admin(call);
     const response = alarms.handle(request, size);
     return { ...response, header: fillHeader(context, response.header) };
   });
 
-  registry.unary(etcdserverpb_Maintenance.HashKV, (request) => {
+  registry.unary(etcdserverpb_Maintenance.HashKV, (request, _size, call) => {
+    admin(call);
     const hash = store.hashKV(Number(request.revision ?? 0n));
     return {
       header: fillHeader(context, revisionHeader(hash.revision)),
@@ -49,17 +60,22 @@ export function registerMaintenanceService(
 
   // etcd hashes its whole backend file; the embedded server hashes its snapshot, which holds the
   // same state (history, leases, members, alarms), so equal states hash equal here too.
-  registry.unary(etcdserverpb_Maintenance.Hash, () => ({
-    header: fillHeader(context),
-    hash: new Crc32c().update(takeSnapshot(context)).digest(),
-  }));
+  registry.unary(etcdserverpb_Maintenance.Hash, (_request, _size, call) => {
+    admin(call);
+    return {
+      header: fillHeader(context),
+      hash: new Crc32c().update(takeSnapshot(context)).digest(),
+    };
+  });
 
-  registry.unary(etcdserverpb_Maintenance.Defragment, () => {
+  registry.unary(etcdserverpb_Maintenance.Defragment, (_request, _size, call) => {
+    admin(call);
     backend.defragment();
     return {};
   });
 
   registry.serverStream(etcdserverpb_Maintenance.Snapshot, async (_request, send, call) => {
+    admin(call);
     // Taken at once: the store is synchronous, so the snapshot is one consistent state.
     const data = takeSnapshot(context);
     for (const message of snapshotMessages(data, storageVersionOf(context.version))) {
@@ -68,7 +84,8 @@ export function registerMaintenanceService(
     }
   });
 
-  registry.unary(etcdserverpb_Maintenance.MoveLeader, (request) => {
+  registry.unary(etcdserverpb_Maintenance.MoveLeader, (request, _size, call) => {
+    admin(call);
     // Already the leader: moving leadership to itself is done at once, as in etcd. Any other
     // target is unknown or a learner, which etcd refuses.
     if ((request.targetID ?? 0n) !== context.member.memberId) {

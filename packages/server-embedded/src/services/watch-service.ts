@@ -1,8 +1,13 @@
 // etcdserverpb.Watch over gRPC: one WatchStream per call. The stream lives until the client cancels
 // it, the connection drops or the server stops; a client that only half-closes keeps receiving
-// events, as with etcd. However it ends, every watcher of the stream leaves the store.
+// events, as with etcd. However it ends, every watcher of the stream leaves the store. With auth
+// on, each create is checked against the user of the token the stream was opened with: a refused
+// watch is created and canceled at once, with the error as its cancel reason.
 import { etcdserverpb_Watch } from '@etcdkit/client/protocol';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { CallCredentials } from '../auth/types.js';
 import type { Clock } from '../clock.js';
+import { EtcdServerError } from '../errors.js';
 import { progressNotifyInterval, WatchStream } from '../watch/watch-stream.js';
 import type { WatchableStore } from '../watch/watchable-store.js';
 import { fillHeaderWithoutRevision, type ServiceContext } from './context.js';
@@ -35,6 +40,7 @@ export function registerWatchService(
       progressNotifyIntervalMs,
       fragmentLimitBytes: context.maxRequestBytes + GRPC_OVERHEAD_BYTES,
       header: (revision) => fillHeaderWithoutRevision(context, { revision: BigInt(revision) }),
+      authorize: watchAuthorization(context.authorizer, context.authorizer.credentialsOf(call)),
     });
     open.add(stream);
     const end = (): void => {
@@ -57,5 +63,34 @@ export function registerWatchService(
   return () => {
     for (const stream of open) stream.close();
     open.clear();
+  };
+}
+
+/**
+ * The cancel reasons of refused watches: etcd prints the gRPC status as grpc-go formats it
+ * ("rpc error: code = ... desc = ..."); any other refusal reads as permission denied.
+ */
+const AUTH_CANCEL_REASONS = {
+  INVALID_AUTH_TOKEN: 'rpc error: code = Unauthenticated desc = etcdserver: invalid auth token',
+  USER_EMPTY: 'rpc error: code = InvalidArgument desc = etcdserver: user name is empty',
+  PERMISSION_DENIED: 'rpc error: code = PermissionDenied desc = etcdserver: permission denied',
+} as const;
+
+/** The create check of a stream opened with `credentials` (identified anew at each create). */
+function watchAuthorization(
+  authorizer: Authorizer,
+  credentials: CallCredentials,
+): (key: Uint8Array, rangeEnd: Uint8Array) => string | undefined {
+  return (key, rangeEnd) => {
+    try {
+      authorizer.identify(credentials).checkRange(key, rangeEnd);
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof EtcdServerError)) throw error;
+      if (error.code === 'INVALID_AUTH_TOKEN' || error.code === 'USER_EMPTY') {
+        return AUTH_CANCEL_REASONS[error.code];
+      }
+      return AUTH_CANCEL_REASONS.PERMISSION_DENIED;
+    }
   };
 }

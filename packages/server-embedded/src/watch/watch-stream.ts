@@ -45,6 +45,11 @@ export interface WatchStreamOptions {
   readonly header: (revision: number) => ResponseHeader;
   /** Watch results that may wait on a congested stream. Default 128, as etcd. */
   readonly capacity?: number;
+  /**
+   * Checks that the stream's user may watch [key, rangeEnd) (etcd's range permission; `rangeEnd`
+   * as sent, empty for one key): the reason to cancel the watch with, or undefined to create it.
+   */
+  readonly authorize?: (key: Uint8Array, rangeEnd: Uint8Array) => string | undefined;
 }
 
 /** The gRPC call, as the stream uses it: responses out, and flow control of requests in. */
@@ -137,6 +142,11 @@ export class WatchStream implements WatchSink {
     const startRevision = numberOf(request.startRevision);
     if (startRevision < 0) {
       refuse(CancelReason.COMPACTED);
+      return;
+    }
+    const denied = this.options.authorize?.(key, bytesOf(request.rangeEnd));
+    if (denied !== undefined) {
+      refuse(denied);
       return;
     }
     // range_end: empty watches the one key, "\0" every key from `key` on, anything else [key, end).
