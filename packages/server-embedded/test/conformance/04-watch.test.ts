@@ -51,6 +51,25 @@ describeConformance('Watch (34-44)', ({ fresh }) => {
     expect(created!.header).toEqual({ ...range.header, revision: 1n });
   });
 
+  it('34 watch ids: auto ids count up from 0 per stream, skip ids in use, and are not reused after a cancel', async () => {
+    const { stream, connection } = await watching();
+    stream.create({ key: b('a'), watchId: 1n });
+    stream.create({ key: b('a') });
+    stream.create({ key: b('a') });
+    stream.cancel(0);
+    stream.create({ key: b('a') });
+    expect(await stream.nextMany(5)).toEqual([
+      { revision: 1, watchId: 1, created: true },
+      { revision: 1, watchId: 0, created: true },
+      { revision: 1, watchId: 2, created: true },
+      { revision: 1, watchId: 0, canceled: true },
+      { revision: 1, watchId: 3, created: true },
+    ]);
+    const other = connection.open();
+    other.create({ key: b('a') });
+    expect(await other.next()).toEqual({ revision: 1, watchId: 0, created: true });
+  });
+
   it('35 watch event shapes: a create PUT has no prev_kv; a DELETE kv holds only key and mod_revision', async () => {
     const { stream, api } = await watching();
     everything(stream, { prevKv: true });
