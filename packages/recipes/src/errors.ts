@@ -1,21 +1,19 @@
 // Typed failures of the recipes. Each is a class with a stable `code` so callers can tell "someone
 // else holds the lock" from "we lost the lock" from "the session is gone" without parsing messages.
 // Failures of the etcd calls underneath reach the caller unchanged, as the client's EtcdError.
+import { EtcdError, GrpcStatus } from '@etcdkit/client';
 
 /**
  * Base class of every error a recipe reports itself (the client's EtcdErrors pass through as they
- * are). `code` is stable across releases; recipes in their own modules subclass this with their
- * own code.
+ * are). It is an EtcdError too, so one `instanceof EtcdError` check covers everything the SDK
+ * throws; `code` is stable across releases; recipes in their own modules subclass this with their
+ * own code. `grpcStatus` is FailedPrecondition: the failure is a state of the recipe, not a gRPC
+ * answer.
  */
-export class RecipeError<C extends string = string> extends Error {
-  /** Stable identifier of the kind of failure. */
-  readonly code: C;
-
+export class RecipeError<C extends string = string> extends EtcdError<C> {
   /** `cause` is the failure behind this one, when there is one. */
   constructor(code: C, message: string, options?: { readonly cause?: unknown }) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
-    this.code = code;
+    super(code, GrpcStatus.FailedPrecondition, message, { cause: options?.cause });
   }
 }
 

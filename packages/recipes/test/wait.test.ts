@@ -2,7 +2,7 @@
 // one watched key per waiter, own-key loss.
 import { AbortedError, Etcd } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { SessionExpiredError } from '../src/errors.js';
 import { waitForDelete, waitForEvent, waitForPredecessors } from '../src/wait.js';
 import { recording, rejection, stillPending } from './recipes-support.js';
@@ -77,12 +77,15 @@ describeEachBackend('wait primitives', ({ backend, prefix }) => {
       createRevision: c.header.revision,
       ownKey: { key: `${p}c`, createRevision: c.header.revision, seenAt: c.header.revision },
     });
-    expect(await stillPending(waiting, 100)).toBe(true);
     const watched = () => watches.map((w) => ('key' in w ? text(w.key) : '?'));
-    expect(new Set(watched())).toEqual(new Set([`${p}b`, `${p}c`]));
+    // Poll for the watches rather than sleeping a fixed time: a loaded machine may take longer.
+    await vi.waitFor(() => expect(new Set(watched())).toEqual(new Set([`${p}b`, `${p}c`])), {
+      timeout: 5_000,
+    });
+    expect(await stillPending(waiting, 50)).toBe(true);
     await etcd.delete(`${p}b`);
-    expect(await stillPending(waiting, 100)).toBe(true);
-    expect(watched()).toContain(`${p}a`);
+    await vi.waitFor(() => expect(watched()).toContain(`${p}a`), { timeout: 5_000 });
+    expect(await stillPending(waiting, 50)).toBe(true);
     await etcd.delete(`${p}a`);
     const header = await waiting;
     expect(header.revision).toBeGreaterThan(a.header.revision);
