@@ -1,9 +1,10 @@
 // `npm run bench`: runs every benchmark suite and prints each result beside its alternative.
 // Benchmarks are never assertions: they report numbers for people to compare.
 import { codecSuite } from './codec.js';
+import { dataDirSuite } from './data-dir.js';
 import { watchMemorySuite } from './watch-memory.js';
 
-const suites = [codecSuite, watchMemorySuite];
+const suites = [codecSuite, watchMemorySuite, dataDirSuite];
 const only = process.argv[2];
 
 for (const suite of suites) {
