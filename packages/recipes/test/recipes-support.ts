@@ -1,8 +1,7 @@
 // Shared helpers of the recipes' lock, election and session suites.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { Etcd, type KV, type WatchRequest } from '@etcdkit/client';
-import { planBackends } from '@etcdkit/testkit';
-import { describe, expect, it } from 'vitest';
+import { expect } from 'vitest';
 import { Session, type SessionOptions } from '../src/session.js';
 
 /** Resolves with what `promise` rejected with; fails the test if it resolves. */
@@ -179,24 +178,5 @@ export function withHookAfterRange(kv: KV, after: () => Promise<void>): KV {
       const value: unknown = Reflect.get(target, property, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },
-  });
-}
-
-/** A suite that starts its own real etcd; skipped by name without the binary. */
-export function describeRealEtcd(title: string, body: () => void): void {
-  const plan = planBackends({ only: ['etcd'] }).find((p) => p.name === 'etcd');
-  if (plan?.status === 'run') {
-    describe(`${title} [backend: etcd]`, body);
-    return;
-  }
-  const reason = plan?.reason ?? 'no etcd backend is known';
-  describe(`${title} [backend: etcd]`, () => {
-    if (plan?.status === 'fail') {
-      it(`backend is required but unavailable: ${reason}`, () => {
-        throw new Error(reason);
-      });
-    } else {
-      it.skip(`skipped: ${reason}`, () => {});
-    }
   });
 }

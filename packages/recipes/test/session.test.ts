@@ -6,13 +6,18 @@ import {
   LeaseNotFoundError,
   type WatchEvent,
 } from '@etcdkit/client';
-import { describeEachBackend, type EtcdProcess, startEtcd } from '@etcdkit/testkit';
+import {
+  describeEachBackend,
+  describeRealEtcd,
+  type EtcdProcess,
+  startEtcd,
+} from '@etcdkit/testkit';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { Election } from '../src/election.js';
 import { Mutex } from '../src/mutex.js';
 import { Session } from '../src/session.js';
 import { waitForDelete } from '../src/wait.js';
-import { describeRealEtcd, Fixture, rejection, sleep } from './recipes-support.js';
+import { Fixture, rejection, sleep } from './recipes-support.js';
 
 describeEachBackend('Session', ({ backend, prefix }) => {
   const fixture = new Fixture(() => backend().endpoints);
