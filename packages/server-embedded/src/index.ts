@@ -23,8 +23,14 @@ export {
   type RestartOptions,
 } from './embedded-etcd.js';
 export { EtcdServerError, GrpcCode, type ServerErrorCode } from './errors.js';
+export {
+  type CancelFault,
+  FaultInjector,
+  type InjectedFailure,
+} from './faults/fault-injector.js';
+export type { MethodName } from './faults/methods.js';
 export type { Lease } from './lease/lease.js';
-export { LeaseTable } from './lease/lease-table.js';
+export { type LeaseChange, LeaseTable } from './lease/lease-table.js';
 export type { Lessor } from './lease/lessor.js';
 export {
   type DecodedSnapshot,
@@ -36,6 +42,7 @@ export {
 export type { KeyRange } from './mvcc/index.js';
 export type {
   CommitListener,
+  CompactionListener,
   KvHash,
   MvccStore,
   RangeOptions,
@@ -44,6 +51,14 @@ export type {
 } from './mvcc/store.js';
 export type { StoreWrite } from './mvcc/store-write.js';
 export type { CommittedRevision, KeyValue, MvccEvent } from './mvcc/types.js';
+export { DataDirCorruptError } from './persistence/data-dir.js';
+export { DataDirLockedError } from './persistence/dir-lock.js';
+export {
+  type AppendRecord,
+  inMemoryJournal,
+  type PersistentState,
+  type StateJournal,
+} from './persistence/journal.js';
 export type { AutoCompactionOptions } from './server/auto-compaction.js';
 export { ClientUrlError } from './server/client-urls.js';
 export type {

@@ -180,6 +180,7 @@ export class MvccStore implements ReadView {
    * nothing written). The index is rebuilt as etcd rebuilds it from its backend: a key's oldest
    * kept change restores its generation (create revision, version), later ones replay. Nothing is
    * told to the commit listeners or the lessor: this is not a write.
+   * @internal
    */
   restore(state: StoreState): void {
     if (this.current !== 1 || this.history.bytes > 0 || this.writing !== undefined) {
