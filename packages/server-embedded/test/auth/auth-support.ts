@@ -349,17 +349,18 @@ export const ROOT_PASSWORD = 'root-secret';
  * Creates root (with the root role), then `users` with their roles' permissions, then enables
  * auth. Returns a token for root and one for each user.
  */
-export async function setUpAuth(
+export async function setUpAuth<User extends string = never>(
   client: AuthClient,
-  users: Readonly<Record<string, readonly Permission[]>> = {},
-): Promise<{ root: string } & Record<string, string>> {
+  users: Readonly<Record<User, readonly Permission[]>> = {} as Record<User, Permission[]>,
+): Promise<Record<'root' | User, string>> {
   await client.unary(Auth.UserAdd, { name: 'root', password: ROOT_PASSWORD });
   await client.unary(Auth.RoleAdd, { name: 'root' });
   await client.unary(Auth.UserGrantRole, { user: 'root', role: 'root' });
-  for (const [name, permissions] of Object.entries(users)) {
+  const names = Object.keys(users) as User[];
+  for (const name of names) {
     await client.unary(Auth.UserAdd, { name, password: `${name}-secret` });
     await client.unary(Auth.RoleAdd, { name: `${name}-role` });
-    for (const permission of permissions) {
+    for (const permission of users[name]) {
       await client.unary(Auth.RoleGrantPermission, {
         name: `${name}-role`,
         perm: {
@@ -372,9 +373,12 @@ export async function setUpAuth(
     await client.unary(Auth.UserGrantRole, { user: name, role: `${name}-role` });
   }
   await client.unary(Auth.AuthEnable, {});
-  const tokens: Record<string, string> = { root: await client.token('root', ROOT_PASSWORD) };
-  for (const name of Object.keys(users)) tokens[name] = await client.token(name, `${name}-secret`);
-  return tokens as { root: string } & Record<string, string>;
+  const tokens = { root: await client.token('root', ROOT_PASSWORD) } as Record<
+    'root' | User,
+    string
+  >;
+  for (const name of names) tokens[name] = await client.token(name, `${name}-secret`);
+  return tokens;
 }
 
 /** A permission in a fixture: `end` '' (default) one key, '\0' from the key on. */
