@@ -346,6 +346,7 @@ export class EmbeddedEtcd {
             membership: shared.membership,
             proposals,
             clock,
+            auth,
           });
     if (dataDir !== undefined && persisted !== undefined) {
       try {

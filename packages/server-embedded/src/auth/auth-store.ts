@@ -43,6 +43,26 @@ interface StoredRole {
   permissions: KeyPermission[];
 }
 
+/**
+ * Everything auth keeps across a restart (tokens are not: a restarted etcd forgets its simple
+ * tokens). What a data dir stores of the auth store.
+ * @internal
+ */
+export interface AuthState {
+  readonly enabled: boolean;
+  readonly revision: number;
+  readonly users: readonly {
+    readonly name: string;
+    readonly roles: readonly string[];
+    readonly password: PasswordHash | undefined;
+    readonly noPassword: boolean;
+  }[];
+  readonly roles: readonly {
+    readonly name: string;
+    readonly permissions: readonly KeyPermission[];
+  }[];
+}
+
 /** Options of {@link AuthStore}. */
 export interface AuthStoreOptions {
   /** The server's clock, which token expiry runs on. */
@@ -61,6 +81,7 @@ export class AuthStore {
   private isEnabled = false;
   // A new etcd store starts at revision 1.
   private currentRevision = 1;
+  private readonly changeListeners = new Set<() => void>();
 
   constructor(options: AuthStoreOptions) {
     this.tokens = new SimpleTokens(options.clock, options.tokenTtlSeconds);
@@ -88,6 +109,7 @@ export class AuthStore {
     if (root === undefined) throw new EtcdServerError('ROOT_USER_NOT_EXIST');
     if (!hasRootRole(root)) throw new EtcdServerError('ROOT_ROLE_NOT_EXIST');
     this.isEnabled = true;
+    this.notify();
   }
 
   /** AuthDisable: every token is forgotten. Disabling twice does nothing. */
@@ -334,9 +356,50 @@ export class AuthStore {
     return permissions;
   }
 
+  /**
+   * Calls `listener` after every change of users, roles, permissions or whether auth is on (a
+   * data dir logs them). Returns an unsubscribe function.
+   * @internal
+   */
+  subscribe(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  /** Everything a restart keeps (see {@link AuthState}). @internal */
+  state(): AuthState {
+    return {
+      enabled: this.isEnabled,
+      revision: this.currentRevision,
+      users: [...this.users.values()].map((user) => ({ ...user, roles: [...user.roles] })),
+      roles: [...this.roles.values()].map((role) => ({
+        name: role.name,
+        permissions: role.permissions.map((p) => ({ ...p })),
+      })),
+    };
+  }
+
+  /** Replaces users, roles and the auth revision with a state read back from a data dir. @internal */
+  restore(state: AuthState): void {
+    this.users.clear();
+    this.roles.clear();
+    for (const user of state.users) this.users.set(user.name, { ...user, roles: [...user.roles] });
+    for (const role of state.roles) {
+      this.roles.set(role.name, { name: role.name, permissions: [...role.permissions] });
+    }
+    this.isEnabled = state.enabled;
+    this.currentRevision = state.revision;
+    this.permissionCache.clear();
+  }
+
   private changed(): void {
     this.currentRevision++;
     this.permissionCache.clear();
+    this.notify();
+  }
+
+  private notify(): void {
+    for (const listener of this.changeListeners) listener();
   }
 }
 

@@ -1,6 +1,7 @@
-// Puts the member's own state into a data dir: the raft term, the members, the alarms, the leases
-// and the store, registered in that order, which is the order they are restored in (the store's
-// keys attach to leases that must exist by then).
+// Puts the member's own state into a data dir: the raft term, the members, the alarms, auth, the
+// leases and the store, registered in that order, which is the order they are restored in (the
+// store's keys attach to leases that must exist by then).
+import type { AuthStore } from '../auth/auth-store.js';
 import type { Clock } from '../clock.js';
 import type { LeaseTable } from '../lease/lease-table.js';
 import type { AlarmStore } from '../maintenance/alarms.js';
@@ -9,6 +10,7 @@ import type { Membership } from '../server/membership.js';
 import type { ProposalLog } from '../server/proposals.js';
 import type { DataDir } from './data-dir.js';
 import { persistAlarms } from './states/alarm-state.js';
+import { persistAuth } from './states/auth-state.js';
 import { persistStore } from './states/kv-state.js';
 import { persistLeases } from './states/lease-state.js';
 import { persistMembership } from './states/membership-state.js';
@@ -21,6 +23,8 @@ export interface CoreState {
   readonly alarms: AlarmStore;
   readonly membership: Membership;
   readonly proposals: ProposalLog;
+  /** Users, roles and permissions. */
+  readonly auth: AuthStore;
   /** Restored leases expire a full TTL from now on this clock. */
   readonly clock: Clock;
 }
@@ -41,6 +45,7 @@ export function persistCoreState(dataDir: DataDir, core: CoreState): PersistedCo
   const raft = new RaftTermRecorder(dataDir, core.proposals);
   const publishMembership = persistMembership(dataDir, core.membership);
   persistAlarms(dataDir, core.alarms);
+  persistAuth(dataDir, core.auth);
   persistLeases(dataDir, core.leases, core.store, core.clock);
   persistStore(dataDir, core.store, core.leases);
   return {

@@ -2,7 +2,7 @@
 // of history, compactions, leases (with a full TTL again), alarms, members, ids, and a raft term
 // one higher, as a restarted etcd member has.
 import { readdir } from 'node:fs/promises';
-import { Etcd, op } from '@etcdkit/client';
+import { Etcd, op, prefixPermission } from '@etcdkit/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EmbeddedEtcd, type EmbeddedEtcdOptions, type VirtualClock } from '../../src/index.js';
 import { removeDir, temporaryDir } from './support.js';
@@ -151,6 +151,40 @@ describe('a server restarted on its data dir', () => {
     expect(members.find((m) => m.id === server.member.memberId)?.clientUrls).toEqual([
       server.endpoint,
     ]);
+  });
+
+  it('keeps users, roles, permissions and auth on; tokens are forgotten', async () => {
+    const first = await start();
+    const { auth } = first.etcd;
+    await auth.userAdd('root', 'rootpw');
+    await auth.userGrantRole('root', 'root');
+    await auth.roleAdd('reader');
+    await auth.roleGrantPermission('reader', prefixPermission('app/', 'read'));
+    await auth.userAdd('alice', 'alicepw');
+    await auth.userGrantRole('alice', 'reader');
+    await auth.enable();
+    const status = first.server.auth.status();
+    const token = await auth.authenticate('alice', 'alicepw');
+    await stop(first.server, first.etcd);
+
+    const { server } = await start();
+    expect(server.auth.tokenCount).toBe(0);
+    const alice = new Etcd({
+      endpoints: [...server.endpoints],
+      auth: { username: 'alice', password: 'alicepw' },
+    });
+    clients.push(alice);
+    expect(await alice.get('app/x')).toBeUndefined();
+    await expect(alice.put('app/x', '1')).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
+    expect(server.auth.status()).toEqual(status);
+    expect(token).not.toBe('');
+    expect(server.auth.tokenCount).toBe(1);
+    const wrong = new Etcd({
+      endpoints: [...server.endpoints],
+      auth: { username: 'alice', password: 'wrong' },
+    });
+    clients.push(wrong);
+    await expect(wrong.get('app/x')).rejects.toMatchObject({ code: 'AUTH_FAILED' });
   });
 
   it('writes a snapshot every snapshotCount records and drops the log it covers', async () => {
