@@ -75,6 +75,18 @@ class AuthorityRewriter extends Duplex {
     this.socket.write(chunk, callback);
   }
 
+  // Whatever the HTTP/2 server queued meanwhile goes out in one go, not a chunk per round trip.
+  override _writev(
+    chunks: { chunk: Buffer; encoding: BufferEncoding }[],
+    callback: (error?: Error | null) => void,
+  ): void {
+    this.socket.cork();
+    for (const [index, { chunk }] of chunks.entries()) {
+      this.socket.write(chunk, index === chunks.length - 1 ? callback : undefined);
+    }
+    this.socket.uncork();
+  }
+
   override _final(callback: (error?: Error | null) => void): void {
     this.socket.end();
     callback();
