@@ -252,10 +252,10 @@ export function sequence(maxLength: number): fc.Arbitrary<Sequence> {
 }
 
 /**
- * etcd (3.4 to 3.7) crashes its apply loop on a txn that deletes a range ending in "\0" and then
- * puts with ignore_value or ignore_lease a key that delete removed (a known difference: the
- * embedded server writes the put instead). Such txns are never generated: in a txn with a delete
- * ending in "\0", puts lose their ignore_* flags.
+ * etcd crashes its apply loop on a txn that deletes a range ending in "\0" and then puts with
+ * ignore_value or ignore_lease a key that delete removed (a known difference, see
+ * docs/embedded-server.md: the embedded server writes the put instead). Such txns are never
+ * generated: in a txn with a delete ending in "\0", puts lose their ignore_* flags.
  */
 export function avoidEtcdApplyCrash(spec: TxnSpec): TxnSpec {
   if (!deletesToTheEnd(spec)) return spec;
