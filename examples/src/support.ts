@@ -1,4 +1,6 @@
 // Helpers the examples share: command-line flags and a timeline printer. Not part of any package.
+import { Etcd } from '@etcdkit/client';
+import { EmbeddedEtcd } from '@etcdkit/server-embedded';
 
 /** The `--endpoints a,b` (or `--endpoints=a,b`) flag; `undefined` when absent. */
 export function parseEndpoints(argv: readonly string[]): string[] | undefined {
@@ -61,4 +63,37 @@ export class Timeline {
       `${ms.padStart(7)}  ${this.#holder.padEnd(18)} ${this.#leader.padEnd(8)} ${actor.padEnd(9)} ${event}`,
     );
   }
+}
+
+/** A client, and the embedded server it talks to when no `--endpoints` was given. */
+export interface Connected {
+  readonly etcd: Etcd;
+  readonly endpoints: readonly string[];
+  /** The embedded server; `undefined` against a real etcd. */
+  readonly server: EmbeddedEtcd | undefined;
+  /** Closes the client, then stops the embedded server if one was started. */
+  close(): Promise<void>;
+}
+
+/**
+ * Connects to `--endpoints` when given, otherwise starts an embedded server on a free loopback port
+ * and connects to it, so every example runs with one command and no etcd installed.
+ */
+export async function connect(argv: readonly string[] = process.argv.slice(2)): Promise<Connected> {
+  const given = parseEndpoints(argv);
+  const server = given ? undefined : await EmbeddedEtcd.start();
+  const endpoints = given ?? server?.endpoints ?? [];
+  const etcd = new Etcd({ endpoints: [...endpoints] });
+  console.log(
+    `connected to ${given ? 'etcd at' : 'the embedded server at'} ${endpoints.join(', ')}`,
+  );
+  return {
+    etcd,
+    endpoints,
+    server,
+    async close() {
+      await etcd.close();
+      await server?.stop();
+    },
+  };
 }

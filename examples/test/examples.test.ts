@@ -1,0 +1,86 @@
+// Every runnable example, run as CI runs it: a child process with its own embedded server, which
+// must end by itself with exit code 0 and print the line that shows it worked.
+// `npx vitest run examples/test/examples.test.ts`.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, test } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+interface Run {
+  readonly code: number | null;
+  readonly output: string;
+}
+
+/** Starts an example the way `npm start` / `npm run example` do (TypeScript sources, no build). */
+function start(file: string, args: readonly string[] = []): ChildProcess {
+  return spawn(
+    process.execPath,
+    ['--conditions=etcdkit-source', '--import', 'tsx', `examples/src/${file}.ts`, ...args],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+}
+
+function finished(child: ChildProcess, onOutput?: (output: string) => void): Promise<Run> {
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+    onOutput?.(output);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`timed out; output so far:\n${output}`));
+    }, 60_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+const EXAMPLES: readonly { name: string; args?: string[]; shows: RegExp }[] = [
+  {
+    name: 'demo',
+    shows: /REJECTED worker-\d's write: token \d+ < highest accepted \d+[\s\S]*demo OK/,
+  },
+  { name: 'lock-with-fencing', shows: /A's write REJECTED[\s\S]*lock-with-fencing OK/ },
+  { name: 'stm-bank-transfer', args: ['--transfers', '60'], shows: /the total is preserved/ },
+  { name: 'watch-informer', shows: /the cache matches a fresh read/ },
+  {
+    name: 'leader-election-service',
+    args: ['--name', 'ci', '--duration', '700'],
+    shows: /ci: leading[\s\S]*ci: resigned gracefully/,
+  },
+];
+
+describe('examples', () => {
+  for (const example of EXAMPLES) {
+    test(`${example.name} ends by itself with exit code 0`, async () => {
+      const run = await finished(start(example.name, example.args));
+      expect(run.output).toMatch(example.shows);
+      expect(run.code, run.output).toBe(0);
+    }, 60_000);
+  }
+
+  test('leader-election-service resigns gracefully on SIGTERM', async () => {
+    const child = start('leader-election-service', ['--name', 'svc']);
+    let signalled = false;
+    const run = await finished(child, (output) => {
+      if (!signalled && output.includes('svc: wrote report 1')) {
+        signalled = true;
+        child.kill('SIGTERM');
+      }
+    });
+    expect(run.output).toMatch(/svc: SIGTERM received[\s\S]*svc: resigned gracefully/);
+    expect(run.code, run.output).toBe(0);
+  }, 60_000);
+
+  test('npm run example without a name lists the examples', async () => {
+    const run = await finished(start('example'));
+    expect(run.output).toMatch(/examples: .*lock-with-fencing/);
+    expect(run.code).toBe(0);
+  });
+});
