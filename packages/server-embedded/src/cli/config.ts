@@ -57,9 +57,7 @@ export async function buildConfig(flags: ParsedFlags): Promise<CliConfig> {
     }
     if (spec.support === 'ignored' && raw !== 'false' && raw !== '') {
       warnings.push(
-        spec.name === 'data-dir'
-          ? `--data-dir=${raw} is accepted but not used: data is kept in memory only and lost when the server stops`
-          : `--${spec.name} is accepted and ignored: the embedded server is one in-memory member`,
+        `--${spec.name} is accepted and ignored: the embedded server is a single member`,
       );
     }
   }
@@ -88,6 +86,16 @@ export async function buildConfig(flags: ParsedFlags): Promise<CliConfig> {
   if (advertise !== undefined) options.advertiseClientUrls = urlList(advertise);
   const tls = await tlsOf(value, warnings);
   if (tls !== undefined) options.tls = tls;
+  const dataDir = value('data-dir');
+  if (dataDir !== undefined && dataDir !== '') options.dataDir = dataDir;
+  if (given('snapshot-count')) options.snapshotCount = Number(value('snapshot-count'));
+  const authToken = value('auth-token') ?? 'simple';
+  if (authToken.split(',')[0] !== 'simple') {
+    throw new ConfigError(
+      `unsupported --auth-token ${JSON.stringify(authToken)}: only simple tokens are issued`,
+    );
+  }
+  if (given('auth-token-ttl')) options.authTokenTtlSeconds = Number(value('auth-token-ttl'));
   if (given('max-txn-ops')) options.maxTxnOps = Number(value('max-txn-ops'));
   if (given('max-request-bytes')) options.maxRequestBytes = Number(value('max-request-bytes'));
   if (given('quota-backend-bytes'))

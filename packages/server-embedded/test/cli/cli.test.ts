@@ -1,7 +1,10 @@
 // The etcdkit-server CLI as a child process: it serves on the URL it is given, logs like a server,
 // stops cleanly on SIGTERM and SIGINT (exit 0, port released), and refuses bad command lines with
 // etcd's exit codes (2: the flags do not parse; 1: the server cannot start).
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Etcd, op } from '@etcdkit/client';
 import { makeTestCertificates } from '@etcdkit/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -173,13 +176,25 @@ describe('etcdkit-server', () => {
     expect((await runCli(['-h'])).stdout).toBe(exit.stdout);
   });
 
-  it('accepts --data-dir with a warning that data stays in memory', async () => {
-    const cli = await startCli(['--data-dir=/tmp/etcdkit-never-written']);
-    expect(cli.logs().find((line) => line.level === 'warn')?.msg).toContain(
-      '--data-dir=/tmp/etcdkit-never-written is accepted but not used: data is kept in memory only',
-    );
-    cli.child.kill('SIGTERM');
-    expect((await cli.exited).code).toBe(0);
+  it('keeps its data in --data-dir across a stop and a new start', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'etcdkit-cli-data-'));
+    try {
+      const first = await startCli([`--data-dir=${dir}`]);
+      await withClient(first.endpoint, (etcd) => etcd.put('kept', 'yes'));
+      first.child.kill('SIGTERM');
+      expect((await first.exited).code).toBe(0);
+
+      const second = await startCli(['--data-dir', dir]);
+      await withClient(second.endpoint, async (etcd) => {
+        const kept = await etcd.get('kept');
+        expect(kept?.text()).toBe('yes');
+        expect(kept?.modRevision).toBe(2n);
+      });
+      second.child.kill('SIGTERM');
+      expect((await second.exited).code).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('applies limits and names from flags, and flags from ETCD_* variables', async () => {

@@ -108,22 +108,40 @@ describe('buildConfig', () => {
 
   it('warns about flags it accepts without using them', async () => {
     const { warnings } = await config([
-      '--data-dir=/var/lib/etcd',
+      '--wal-dir=/var/lib/etcd/wal',
       '--initial-cluster=a=http://127.0.0.1:2380',
       '--enable-v2=false',
       '--logger=capnslog',
     ]);
     expect(warnings).toEqual([
-      '--data-dir=/var/lib/etcd is accepted but not used: data is kept in memory only and lost when the server stops',
-      '--initial-cluster is accepted and ignored: the embedded server is one in-memory member',
+      '--wal-dir is accepted and ignored: the embedded server is a single member',
+      '--initial-cluster is accepted and ignored: the embedded server is a single member',
       '--logger=capnslog is accepted, but logs are written as JSON lines (zap)',
     ]);
   });
 
+  it('keeps the state in --data-dir, with the snapshot count and simple tokens', async () => {
+    const { options, warnings } = await config([
+      '--data-dir=/var/lib/etcd',
+      '--snapshot-count=500',
+      '--auth-token=simple',
+      '--auth-token-ttl=60',
+    ]);
+    expect(options).toMatchObject({
+      dataDir: '/var/lib/etcd',
+      snapshotCount: 500,
+      authTokenTtlSeconds: 60,
+    });
+    expect(warnings).toEqual([]);
+    await expect(config(['--auth-token=jwt,pub-key=a.pub'])).rejects.toThrow(
+      'unsupported --auth-token "jwt,pub-key=a.pub": only simple tokens are issued',
+    );
+  });
+
   it('refuses unsupported etcd flags as a command-line error', async () => {
     await expect(config(['--config-file=/etc/etcd.yaml'])).rejects.toThrow(FlagError);
-    await expect(config(['--auth-token=simple'])).rejects.toThrow(
-      '--auth-token is not supported by etcdkit-server',
+    await expect(config(['--auto-tls'])).rejects.toThrow(
+      '--auto-tls is not supported by etcdkit-server',
     );
   });
 
