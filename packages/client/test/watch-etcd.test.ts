@@ -1,113 +1,13 @@
-// Watch behaviour that needs etcd started with particular flags: expiring auth tokens and missing
-// permissions, progress notifications (which keep a quiet watcher's resume point fresh), and
-// responses large enough to be fragmented.
+// Watch behaviour that needs etcd started with particular flags: progress notifications (which
+// keep a quiet watcher's resume point fresh), and responses large enough to be fragmented. (Watch
+// with auth and expiring tokens is in watch-auth.test.ts, on both backends.)
 import { describeRealEtcd, type EtcdProcess, startEtcd, startTcpProxy } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Connection } from '../src/connection/connection.js';
-import { type EtcdError, PermissionDeniedError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
-import { etcdserverpb_Auth } from '../src/generated/methods.js';
 import { KV } from '../src/kv.js';
 import { WatchCompactedError } from '../src/watch/errors.js';
 import type { WatchProgress } from '../src/watch/types.js';
-import { describeEvents, recordingRpc, streamLog, takeEvents, waitFor } from './watch-support.js';
-
-const ROOT_PASSWORD = 'root-secret';
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Creates root (with the root role) and a role-less user `nobody`, then turns auth on. */
-async function enableAuth(endpoint: string): Promise<void> {
-  const admin = new Connection({ endpoints: [endpoint] });
-  try {
-    const A = etcdserverpb_Auth;
-    await admin.unary(A.UserAdd, { name: 'root', password: ROOT_PASSWORD }, 'write');
-    await admin.unary(A.RoleAdd, { name: 'root' }, 'write');
-    await admin.unary(A.UserGrantRole, { user: 'root', role: 'root' }, 'write');
-    await admin.unary(A.UserAdd, { name: 'nobody', password: 'nobody-secret' }, 'write');
-    await admin.unary(A.AuthEnable, {}, 'write');
-  } finally {
-    await admin.close();
-  }
-}
-
-describeRealEtcd('watch with auth (--auth-token-ttl=1)', () => {
-  let server: EtcdProcess;
-
-  beforeAll(async () => {
-    server = await startEtcd({ args: ['--auth-token=simple', '--auth-token-ttl=1'] });
-    await enableAuth(server.endpoint);
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
-
-  it('an expired token on resume is refreshed once and the watcher resumes, losing nothing', async () => {
-    const proxy = await startTcpProxy(server.endpoint);
-    const auth = { username: 'root', password: ROOT_PASSWORD };
-    const refreshes: string[] = [];
-    const log = streamLog();
-    const writer = new Etcd({ endpoints: [server.endpoint], auth });
-    const watching = new Etcd({
-      endpoints: [proxy.endpoint],
-      auth,
-      hooks: { onAuthRefresh: (event) => refreshes.push(event.reason) },
-      watch: { hooks: log.hooks },
-    });
-    try {
-      const watcher = watching.watch({ prefix: 'expiry/' });
-      let resumed = 0;
-      watcher.on('resumed', () => resumed++);
-      const iterator = watcher[Symbol.asyncIterator]();
-      await watcher.ready();
-      const r1 = (await writer.put('expiry/a', '1')).header.revision;
-      expect(describeEvents(await takeEvents(iterator, 1))).toEqual([`${r1} put expiry/a=1`]);
-      // Unused for longer than its TTL, the watching client's token is forgotten by the server;
-      // the watch re-created after the cut presents it.
-      await sleep(2_500);
-      const r2 = (await writer.put('expiry/a', '2')).header.revision;
-      proxy.cutAll();
-      await waitFor(() => resumed === 1, 20_000, 'the watcher to resume');
-      const r3 = (await writer.put('expiry/a', '3')).header.revision;
-      expect(describeEvents(await takeEvents(iterator, 2))).toEqual([
-        `${r2} put expiry/a=2`,
-        `${r3} put expiry/a=3`,
-      ]);
-      expect(refreshes[0]).toBe('initial');
-      expect(refreshes).toContain('explicit');
-      expect(log.reasons).toContain('auth');
-      await watcher.close();
-    } finally {
-      await watching.close();
-      await writer.close();
-      await proxy.close();
-    }
-  }, 60_000);
-
-  it('a watch the user may not make fails with PermissionDeniedError after one token refresh', async () => {
-    const refreshes: string[] = [];
-    const etcd = new Etcd({
-      endpoints: [server.endpoint],
-      auth: { username: 'nobody', password: 'nobody-secret' },
-      hooks: { onAuthRefresh: (event) => refreshes.push(event.reason) },
-    });
-    try {
-      const watcher = etcd.watch({ key: 'secret' });
-      const errors: EtcdError[] = [];
-      watcher.on('error', (error) => errors.push(error));
-      const failure = await watcher.ready().catch((error: unknown) => error);
-      expect(failure).toBeInstanceOf(PermissionDeniedError);
-      expect(failure).toMatchObject({
-        code: 'PERMISSION_DENIED',
-        message: 'etcdserver: permission denied',
-      });
-      expect(errors).toEqual([failure]);
-      expect(refreshes).toEqual(['initial', 'explicit']);
-      expect(watcher.closed).toBe(true);
-    } finally {
-      await etcd.close();
-    }
-  });
-});
+import { describeEvents, recordingRpc, takeEvents, waitFor } from './watch-support.js';
 
 describeRealEtcd('watch progress (--experimental-watch-progress-notify-interval=200ms)', () => {
   let server: EtcdProcess;
