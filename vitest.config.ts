@@ -24,6 +24,7 @@ export default defineConfig({
       'packages/*/test/**/*.test.ts',
       'testkit/test/**/*.test.ts',
       'examples/test/**/*.test.ts',
+      'docs/samples/**/*.test.ts',
     ],
     testTimeout: 30_000,
     hookTimeout: 60_000,
