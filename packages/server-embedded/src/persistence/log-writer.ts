@@ -99,6 +99,9 @@ export class LogWriter {
       throw new Error(`log record ${sequence} appended after ${this.appended}`);
     }
     this.appended = sequence;
+    // Once the disk failed nothing is written again, and nothing is acknowledged (barrier rejects):
+    // keeping the bytes would only grow memory.
+    if (this.failure !== undefined) return;
     this.queue.push({ kind: 'record', sequence, frame });
     this.scheduleFlush();
   }
