@@ -82,11 +82,17 @@ export const READWRITE = 2;
 export class AuthClient {
   private readonly client: grpc.Client;
 
-  constructor(endpoint: string) {
-    this.client = new grpc.Client(
-      endpoint.replace(/^https?:\/\//, ''),
-      grpc.credentials.createInsecure(),
-    );
+  /** `tls`: PEM material for an `https` endpoint (the client certificate makes it mutual). */
+  constructor(endpoint: string, tls?: { ca: string; cert?: string; key?: string }) {
+    const credentials =
+      tls === undefined
+        ? grpc.credentials.createInsecure()
+        : grpc.credentials.createSsl(
+            Buffer.from(tls.ca),
+            tls.key === undefined ? null : Buffer.from(tls.key),
+            tls.cert === undefined ? null : Buffer.from(tls.cert),
+          );
+    this.client = new grpc.Client(endpoint.replace(/^https?:\/\//, ''), credentials);
   }
 
   unary<Req, Res>(method: MethodDescriptor<Req, Res>, request: Req, token?: Token): Promise<Res> {
