@@ -266,6 +266,8 @@ export interface AuthServerOptions {
   readonly tokenTtlSeconds?: number;
   /** Run the embedded server on a virtual clock (ignored by etcd). */
   readonly virtualClock?: boolean;
+  /** `--max-request-bytes` / `maxRequestBytes`. */
+  readonly maxRequestBytes?: number;
 }
 
 /** Starts a fresh server of kind `backend`. */
@@ -279,6 +281,9 @@ export async function startAuthServer(
         ? {}
         : { authTokenTtlSeconds: options.tokenTtlSeconds }),
       ...(options.virtualClock ? { clock: new VirtualClock() } : {}),
+      ...(options.maxRequestBytes === undefined
+        ? {}
+        : { maxRequestBytes: options.maxRequestBytes }),
     });
     const client = new AuthClient(embedded.endpoint);
     return {
@@ -298,6 +303,9 @@ export async function startAuthServer(
     options.tokenTtlSeconds === undefined
       ? []
       : ['--auth-token=simple', `--auth-token-ttl=${options.tokenTtlSeconds}`];
+  if (options.maxRequestBytes !== undefined) {
+    args.push(`--max-request-bytes=${options.maxRequestBytes}`);
+  }
   const etcd = await startEtcd({ args });
   const client = new AuthClient(etcd.endpoint);
   return {
