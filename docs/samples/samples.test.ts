@@ -20,7 +20,7 @@ interface Sample {
 }
 
 /** Every ```ts block of a markdown file. */
-export function extractSamples(file: string, markdown: string): Sample[] {
+function extractSamples(file: string, markdown: string): Sample[] {
   const samples: Sample[] = [];
   const lines = markdown.split('\n');
   for (let i = 0; i < lines.length; i++) {
