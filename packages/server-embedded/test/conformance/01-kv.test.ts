@@ -5,6 +5,7 @@ import { expect, it } from 'vitest';
 import { b } from '../support/bytes.js';
 import { grantLease, keysOf, op, SortOrder, SortTarget, summary } from '../support/kv.js';
 import { put, WatchConnection } from '../watch/watch-client.js';
+import { atLeast } from './fresh-server.js';
 import { describeConformance, Errors } from './suite.js';
 
 /** A key-value summary with no lease. */
@@ -208,14 +209,15 @@ describeConformance('KV (01-22)', ({ fresh }) => {
     expect((await api.range('a', { revision: 2n })).count).toBe(1n);
   });
 
-  it('16 keys_only drops the value only: revisions, version and lease stay', async () => {
+  it('16 keys_only drops the value only: revisions, version and lease stay (etcd 3.7 drops the lease too; the embedded server keeps it, a known difference)', async () => {
     const server = await fresh();
     const lease = await grantLease(server, 0x10n);
     await server.api.put('a', 'value', { lease }); // 2
     await server.api.put('a', 'value2', { lease }); // 3
     const response = await server.api.range('a', { keysOnly: true });
+    const dropsLease = server.backend === 'etcd' && atLeast(server.version, 3, 7);
     expect(response.kvs.map(summary)).toEqual([
-      { key: 'a', value: '', create: 2, mod: 3, version: 2, lease: 0x10n },
+      { key: 'a', value: '', create: 2, mod: 3, version: 2, lease: dropsLease ? 0n : 0x10n },
     ]);
   });
 
