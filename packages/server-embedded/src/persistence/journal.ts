@@ -21,8 +21,8 @@ export interface PersistentState {
    */
   snapshot(): Uint8Array;
   /**
-   * Replaces the state with one {@link snapshot} produced. Called at most once per start, before
-   * any {@link replay}; states are restored in registration order.
+   * Replaces the state with one {@link PersistentState.snapshot} produced. Called at most once per
+   * start, before any {@link PersistentState.replay}; states are restored in registration order.
    */
   restore(snapshot: Uint8Array): void;
   /** Applies one record this state appended, in log order, after the snapshot was restored. */
