@@ -10,6 +10,8 @@ declare global {
   const cmp: typeof cmpBuilders;
   /** Some key. */
   const key: string;
+  /** Some revision. */
+  const rev: bigint;
   /** A connected client. */
   const etcd: Etcd;
   /** Any KV view (a client or a namespace). */
