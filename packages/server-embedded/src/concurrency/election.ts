@@ -75,7 +75,7 @@ export async function campaign(client: LocalClient, request: CampaignRequest): P
   const withdraw = (): void => {
     if (halted.aborted) return;
     try {
-      deleteIfCreatedAt(client, key, leader.rev);
+      deleteIfCreatedAt(client.asServer(), key, leader.rev);
     } catch {
       // The campaign's failure is the one to report; the key goes with its lease at the latest.
     }

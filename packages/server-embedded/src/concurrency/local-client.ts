@@ -3,7 +3,13 @@
 // with the same requests, so each one is validated, size-checked (by its real encoded size),
 // quota-checked and applied exactly like a client's. Waiting uses watches on the server's
 // watchable store (store-watch.ts).
+//
+// With auth, etcd's in-process client carries the incoming call's context, so every request is
+// checked as the caller's: a view made with `as(credentials)` does the same. Undoing what a failed
+// call queued runs as the server itself (`asServer()`), so that nothing leaks: etcd runs that delete
+// on a context without the caller's token, which fails with auth on and leaves the key to its lease.
 import { etcdserverpb } from '@etcdkit/client/protocol';
+import type { CallCredentials } from '../auth/types.js';
 import { EtcdServerError } from '../errors.js';
 import type { KvApplier } from '../kv/kv-applier.js';
 import type {
@@ -25,17 +31,36 @@ export interface LocalClientOptions {
   readonly watchable: WatchableStore;
 }
 
+/** What the views of one {@link LocalClient} share. */
+interface Shared extends LocalClientOptions {
+  /** Replaced by dropWaits(): aborting it ends the waits in progress. */
+  halt: AbortController;
+}
+
 /** The requests the lock and election recipes make, applied on this server. */
 export class LocalClient {
-  private readonly kv: KvApplier;
-  private readonly leases: LeaseApplier;
-  private readonly watchable: WatchableStore;
-  private halt = new AbortController();
+  private readonly shared: Shared;
+  /** Whose requests these are; undefined: the server's own, never checked. */
+  private readonly credentials: CallCredentials | undefined;
 
-  constructor(options: LocalClientOptions) {
-    this.kv = options.kv;
-    this.leases = options.leases;
-    this.watchable = options.watchable;
+  constructor(options: LocalClientOptions | { shared: Shared; credentials?: CallCredentials }) {
+    if ('shared' in options) {
+      this.shared = options.shared;
+      this.credentials = options.credentials;
+    } else {
+      this.shared = { ...options, halt: new AbortController() };
+      this.credentials = undefined;
+    }
+  }
+
+  /** This client acting for the caller that presented `credentials` (checked as with auth). */
+  as(credentials: CallCredentials): LocalClient {
+    return new LocalClient({ shared: this.shared, credentials });
+  }
+
+  /** This client acting as the server itself: no permission checks. */
+  asServer(): LocalClient {
+    return new LocalClient({ shared: this.shared });
   }
 
   /**
@@ -44,41 +69,40 @@ export class LocalClient {
    * queued to their leases. Read it when a wait starts: later waits get a fresh signal.
    */
   get halted(): AbortSignal {
-    return this.halt.signal;
+    return this.shared.halt.signal;
   }
 
   /** Ends every wait in progress without undoing anything (see {@link halted}). */
   dropWaits(): void {
-    const halt = this.halt;
-    this.halt = new AbortController();
+    const halt = this.shared.halt;
+    this.shared.halt = new AbortController();
     halt.abort(new Error('etcdserver: server stopped'));
   }
 
   range(request: RangeRequest): RangeResponse {
-    return this.kv.range(request);
+    return this.shared.kv.range(request, this.credentials);
   }
 
   txn(request: TxnRequest): TxnResponse {
-    return this.kv.txn(request, etcdserverpb.TxnRequest.encode(request).finish().length);
+    const size = etcdserverpb.TxnRequest.encode(request).finish().length;
+    return this.shared.kv.txn(request, size, this.credentials);
   }
 
   deleteRange(request: DeleteRangeRequest): DeleteRangeResponse {
-    return this.kv.deleteRange(
-      request,
-      etcdserverpb.DeleteRangeRequest.encode(request).finish().length,
-    );
+    const size = etcdserverpb.DeleteRangeRequest.encode(request).finish().length;
+    return this.shared.kv.deleteRange(request, size, this.credentials);
   }
 
   /** Grants a lease of `ttlSeconds` with an id the server picks; returns the id. */
   grant(ttlSeconds: number): bigint {
     const request = { TTL: BigInt(ttlSeconds), ID: 0n };
     const size = etcdserverpb.LeaseGrantRequest.encode(request).finish().length;
-    return this.leases.grant(request, size).ID ?? 0n;
+    return this.shared.leases.grant(request, size, this.credentials).ID ?? 0n;
   }
 
   /** Watches `target` from the next revision (see store-watch.ts). */
   watch(target: WatchTarget, options?: StoreWatchOptions): StoreWatch {
-    return new StoreWatch(this.watchable, target, options);
+    return new StoreWatch(this.shared.watchable, target, options);
   }
 }
 

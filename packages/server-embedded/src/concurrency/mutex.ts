@@ -75,7 +75,7 @@ export async function lock(client: LocalClient, request: LockRequest): Promise<H
   } catch (error) {
     if (!halted.aborted) {
       try {
-        deleteIfCreatedAt(client, key, createRevision);
+        deleteIfCreatedAt(client.asServer(), key, createRevision);
       } catch {
         // The wait's failure is the one to report; the key goes with its lease at the latest.
       }

@@ -1,7 +1,8 @@
 // v3electionpb.Election over gRPC: Campaign waits until elected (no deadline unless the client
 // sets one), Proclaim and Resign act on a LeaderKey, Leader reads the current leader, Observe
 // streams leaders and their values. The algorithms are in concurrency/election.ts and observe.ts.
-// Errors go out as etcd sends them from this service: status Unknown with etcd's message.
+// With auth, every request it makes is checked as the caller's. Errors go out as etcd sends them
+// from this service: status Unknown with etcd's message.
 import { type v3electionpb, v3electionpb_Election } from '@etcdkit/client/protocol';
 import {
   campaign,
@@ -16,7 +17,7 @@ import { observe } from '../concurrency/observe.js';
 import { EtcdServerError } from '../errors.js';
 import { bigintOf, bytesOf } from '../kv/requests.js';
 import { fillHeader, type ServiceContext } from './context.js';
-import type { ServiceRegistry } from './registry.js';
+import type { CallInfo, ServiceRegistry } from './registry.js';
 
 /** Registers the Election methods, running on `local`. */
 export function registerElectionService(
@@ -25,9 +26,10 @@ export function registerElectionService(
   local: LocalClient,
 ): void {
   const header = (revision: bigint | null | undefined) => fillHeader(context, { revision });
-  registry.waitingUnary(v3electionpb_Election.Campaign, async (request, _size, signal) => {
+  const caller = (call: CallInfo) => local.as(context.authorizer.credentialsOf(call));
+  registry.waitingUnary(v3electionpb_Election.Campaign, async (request, _size, signal, call) => {
     try {
-      const elected = await campaign(local, {
+      const elected = await campaign(caller(call), {
         name: bytesOf(request.name),
         lease: bigintOf(request.lease),
         value: bytesOf(request.value),
@@ -38,34 +40,36 @@ export function registerElectionService(
       throw withoutStatus(error);
     }
   });
-  registry.unary(v3electionpb_Election.Proclaim, (request) => {
+  registry.unary(v3electionpb_Election.Proclaim, (request, _size, call) => {
     try {
-      const key = resumed(local, leaderKeyOf(request.leader));
-      return { header: fillHeader(context, proclaim(local, key, bytesOf(request.value))) };
+      const client = caller(call);
+      const key = resumed(client, leaderKeyOf(request.leader));
+      return { header: fillHeader(context, proclaim(client, key, bytesOf(request.value))) };
     } catch (error) {
       throw withoutStatus(error);
     }
   });
-  registry.unary(v3electionpb_Election.Resign, (request) => {
+  registry.unary(v3electionpb_Election.Resign, (request, _size, call) => {
     try {
-      const key = resumed(local, leaderKeyOf(request.leader));
-      return { header: fillHeader(context, resign(local, key)) };
+      const client = caller(call);
+      const key = resumed(client, leaderKeyOf(request.leader));
+      return { header: fillHeader(context, resign(client, key)) };
     } catch (error) {
       throw withoutStatus(error);
     }
   });
-  registry.unary(v3electionpb_Election.Leader, (request) => {
+  registry.unary(v3electionpb_Election.Leader, (request, _size, call) => {
     try {
-      const found = leader(local, bytesOf(request.name));
+      const found = leader(caller(call), bytesOf(request.name));
       return { header: fillHeader(context, found.header), kv: found.kv };
     } catch (error) {
       throw withoutStatus(error);
     }
   });
-  registry.serverStream(v3electionpb_Election.Observe, async (request, send, _call, signal) => {
+  registry.serverStream(v3electionpb_Election.Observe, async (request, send, call, signal) => {
     const stopped = AbortSignal.any([signal, local.halted]);
     try {
-      for await (const observation of observe(local, bytesOf(request.name), stopped)) {
+      for await (const observation of observe(caller(call), bytesOf(request.name), stopped)) {
         await send({ header: header(observation.revision), kv: observation.kv });
       }
     } catch (error) {
