@@ -171,15 +171,22 @@ export class DataDir implements StateJournal {
           const where = last ? 'followed by intact records' : 'in a segment that is not the last';
           throw corrupt(`${name}: ${reason} at offset ${offset}, ${where}`);
         }
-        // A torn tail: the last write of a crash, never acknowledged. Cut it, and say so.
+        // A torn tail: the last write of a crash, never acknowledged. Cut it, and say so (a
+        // segment created just before the crash, still empty, held nothing to cut).
         const size = (await readFile(path)).length;
-        options.logger.warn('cut a torn tail off the data dir log', {
-          file: name,
-          offset,
-          'cut-bytes': size - offset,
-          reason,
-          'intact-records': scanned.records.length,
-        });
+        const log = size === 0 ? options.logger.debug : options.logger.warn;
+        log(
+          size === 0
+            ? 'removed an empty data dir log segment'
+            : 'cut a torn tail off the data dir log',
+          {
+            file: name,
+            offset,
+            'cut-bytes': size - offset,
+            reason,
+            'intact-records': scanned.records.length,
+          },
+        );
         if (scanned.intactBytes === 0) await rm(path);
         else await truncate(path, scanned.intactBytes);
       }
