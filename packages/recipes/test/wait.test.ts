@@ -101,8 +101,10 @@ describeEachBackend('wait primitives', ({ backend, prefix }) => {
       createRevision: mine.header.revision,
       ownKey: { key: `${p}b`, createRevision: mine.header.revision, seenAt: mine.header.revision },
     });
+    // Observe the rejection before causing it, so it is never momentarily unhandled.
+    const failure = rejection(waiting);
     await etcd.delete(`${p}b`);
-    expect(await rejection(waiting)).toBeInstanceOf(SessionExpiredError);
+    expect(await failure).toBeInstanceOf(SessionExpiredError);
   });
 
   it('waitForPredecessors with slots admits when enough predecessors go, whichever they are', async () => {
