@@ -120,7 +120,9 @@ export class Election {
    */
   async proclaim(value: string): Promise<ResponseHeader> {
     const leadership = this.#leadership;
-    if (!leadership) throw new ElectionNotLeaderError(this.name);
+    if (!leadership) {
+      throw new ElectionNotLeaderError({ message: `not the leader of election ${this.name}` });
+    }
     return leadership.proclaim(value);
   }
 
@@ -141,7 +143,9 @@ export class Election {
       signal: options.signal,
     });
     const leader = read.kvs[0];
-    if (!leader) throw new ElectionNoLeaderError(this.name);
+    if (!leader) {
+      throw new ElectionNoLeaderError({ message: `election ${this.name} has no leader` });
+    }
     return leader;
   }
 
@@ -206,10 +210,9 @@ export class Election {
       .then(op.put(key, value, { lease: this.session.leaseId }))
       .commit({ retry: 'guarded' });
     if (!result.succeeded) {
-      throw new ElectionNotLeaderError(
-        this.name,
-        `${key} is no longer the candidate key created at revision ${createRevision}`,
-      );
+      throw new ElectionNotLeaderError({
+        message: `${key} is no longer the candidate key created at revision ${createRevision}`,
+      });
     }
     return result.header;
   }
@@ -266,7 +269,11 @@ export class Leadership extends Hold implements AsyncDisposable {
    * signal fires) and this rejects with {@link ElectionNotLeaderError}.
    */
   async proclaim(value: string): Promise<ResponseHeader> {
-    if (this.#resigned) throw new ElectionNotLeaderError(this.election.name);
+    if (this.#resigned) {
+      throw new ElectionNotLeaderError({
+        message: `not the leader of election ${this.election.name}`,
+      });
+    }
     try {
       const header = await this.election.putIfOwner(this.key, this.epoch, value);
       this.#value = value;

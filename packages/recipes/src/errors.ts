@@ -80,24 +80,9 @@ export class LockNotHeldError extends RecipeError<'LOCK_NOT_HELD'> {
   }
 }
 
-/**
- * A leader operation (proclaim) ran without leadership: this candidate is not (or no longer) the
- * leader. Nothing was written. Go's `ErrElectionNotLeader`.
- */
-export class ElectionNotLeaderError extends RecipeError<'ELECTION_NOT_LEADER'> {
-  /** `election` is the election's name. */
-  constructor(election: string, message?: string) {
-    super('ELECTION_NOT_LEADER', message ?? `not the leader of election ${election}`);
-  }
-}
-
-/** The election has no candidate, hence no leader. Go's `ErrElectionNoLeader`. */
-export class ElectionNoLeaderError extends RecipeError<'ELECTION_NO_LEADER'> {
-  /** `election` is the election's name. */
-  constructor(election: string) {
-    super('ELECTION_NO_LEADER', `election ${election} has no leader`);
-  }
-}
+// The election errors are the client's own classes (also what etcd's Election service answers),
+// so one `instanceof` works whichever side, recipe or server service, ran the election.
+export { ElectionNoLeaderError, ElectionNotLeaderError } from '@etcdkit/client';
 
 /**
  * A fenced write carried a token lower than the highest the resource has accepted: a newer holder
