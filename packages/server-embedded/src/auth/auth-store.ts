@@ -133,10 +133,11 @@ export class AuthStore {
     if (!this.isEnabled) throw new EtcdServerError('AUTH_NOT_ENABLED');
     const user = this.users.get(name);
     if (user === undefined) throw new EtcdServerError('AUTH_FAILED');
-    if (user.noPassword || user.password === undefined) {
-      throw new EtcdServerError('NO_PASSWORD_USER');
+    if (user.noPassword) throw new EtcdServerError('NO_PASSWORD_USER');
+    // No hash at all: the password was changed to an empty one (see userChangePassword).
+    if (user.password === undefined || !verifyPassword(user.password, password)) {
+      throw new EtcdServerError('AUTH_FAILED');
     }
-    if (!verifyPassword(user.password, password)) throw new EtcdServerError('AUTH_FAILED');
   }
 
   /** Authenticate, applied: a new token for `name`; `index` is the request's raft index. */
@@ -168,10 +169,14 @@ export class AuthStore {
     this.changed();
   }
 
-  /** UserChangePassword: the user's tokens are forgotten; a no-password user stays one. */
+  /**
+   * UserChangePassword: the user's tokens are forgotten; a no-password user stays one. As in
+   * etcd 3.5+, an empty new password is not hashed (etcd hashes only a non-empty one before it
+   * proposes the change, and stores an empty hash), so no password opens the account any more.
+   */
   userChangePassword(name: string, password: string): void {
     const user = this.requireUser(name);
-    if (!user.noPassword) user.password = hashPassword(password);
+    if (!user.noPassword) user.password = password === '' ? undefined : hashPassword(password);
     this.tokens.invalidateUser(name);
     this.changed();
   }

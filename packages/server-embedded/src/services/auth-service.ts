@@ -86,8 +86,12 @@ export function registerAuthService(registry: ServiceRegistry, context: ServiceC
     return { header: header() };
   });
 
-  registry.unary(A.UserChangePassword, (request, _size, call) => {
-    admin(call, passwordHashedSize(A.UserChangePassword.request, request));
+  registry.unary(A.UserChangePassword, (request, size, call) => {
+    // etcd hashes a non-empty password only; an empty one is proposed as it came.
+    admin(
+      call,
+      request.password ? passwordHashedSize(A.UserChangePassword.request, request) : size,
+    );
     store.userChangePassword(request.name ?? '', request.password ?? '');
     return { header: header() };
   });
@@ -173,6 +177,6 @@ function passwordHashedSize<T extends { password?: string | null }>(
   codec: Encoder<T>,
   request: T,
 ): number {
-  // The hash takes the password's place; the field numbers differ by one byte of tag at most.
+  // The hash goes in its own field instead of the password; both take a one-byte tag.
   return encodedSize(codec, { ...request, password: PROPOSED_PASSWORD_HASH });
 }

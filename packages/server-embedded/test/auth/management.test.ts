@@ -262,6 +262,16 @@ describeAuth('management', ({ fresh }) => {
     expect(await client.token('alice', 'new')).toMatch(/\./);
   });
 
+  it('a password changed to an empty one opens nothing on etcd 3.5+ (3.4 hashes it)', async () => {
+    const { client, version } = await fresh();
+    const { root } = await setUpAuth(client, { alice: [] });
+    await client.unary(Auth.UserChangePassword, { name: 'alice', password: '' }, root);
+    const login = client.token('alice', '');
+    if (isModern(version)) expect(await failure(login)).toEqual(Errors.authFailed);
+    else expect(await login).toMatch(/\./);
+    expect(await failure(client.token('alice', 'alice-secret'))).toEqual(Errors.authFailed);
+  });
+
   it('AuthDisable forgets every token; with auth off, calls need none', async () => {
     const { client, version } = await fresh();
     const { root } = await setUpAuth(client);
