@@ -37,38 +37,45 @@ describe('a server restarted on its data dir', () => {
     await server.stop();
   }
 
-  it('has every revision, the compaction and the same HashKV', async () => {
-    const first = await start();
-    await first.etcd.put('a', '1'); // 2
-    await first.etcd.put('b', '1'); // 3
-    await first.etcd.put('a', '2'); // 4
-    await first.etcd.delete('b'); // 5
-    await first.etcd.put('b', '2'); // 6
-    await first.etcd.txn().then(op.put('c', '1'), op.put('a', '3')).commit(); // 7
-    await first.etcd.compact(5n);
-    await first.etcd.put('a', '4'); // 8
-    const before = await first.etcd.maintenance.hashKV();
-    await stop(first.server, first.etcd);
+  // Read back from the log alone, and from snapshots taken along the way.
+  it.each([
+    ['the log', undefined],
+    ['snapshots', 2],
+  ])(
+    'has every revision, the compaction and the same HashKV (from %s)',
+    async (_, snapshotCount) => {
+      const first = await start({ snapshotCount });
+      await first.etcd.put('a', '1'); // 2
+      await first.etcd.put('b', '1'); // 3
+      await first.etcd.put('a', '2'); // 4
+      await first.etcd.delete('b'); // 5
+      await first.etcd.put('b', '2'); // 6
+      await first.etcd.txn().then(op.put('c', '1'), op.put('a', '3')).commit(); // 7
+      await first.etcd.compact(5n);
+      await first.etcd.put('a', '4'); // 8
+      const before = await first.etcd.maintenance.hashKV();
+      await stop(first.server, first.etcd);
 
-    const { etcd } = await start();
-    const a = await etcd.range({ key: 'a' });
-    expect(a.header.revision).toBe(8n);
-    expect(a.kvs[0]).toMatchObject({ createRevision: 2n, modRevision: 8n, version: 4n });
-    const atFive = await etcd.range({ prefix: '', revision: 5n });
-    expect(atFive.kvs.map((kv) => `${kv.keyText()}=${kv.text()}`)).toEqual(['a=2']);
-    const atSeven = await etcd.range({ prefix: '', revision: 7n });
-    expect(atSeven.kvs.map((kv) => `${kv.keyText()}@${kv.modRevision}`)).toEqual([
-      'a@7',
-      'b@6',
-      'c@7',
-    ]);
-    await expect(etcd.range({ key: 'a', revision: 4n })).rejects.toMatchObject({
-      code: 'COMPACTED',
-    });
-    const after = await etcd.maintenance.hashKV();
-    expect(after).toMatchObject({ hash: before.hash, compactRevision: 5n, hashRevision: 8n });
-    expect((await etcd.put('d', '1')).header.revision).toBe(9n);
-  });
+      const { etcd } = await start();
+      const a = await etcd.range({ key: 'a' });
+      expect(a.header.revision).toBe(8n);
+      expect(a.kvs[0]).toMatchObject({ createRevision: 2n, modRevision: 8n, version: 4n });
+      const atFive = await etcd.range({ prefix: '', revision: 5n });
+      expect(atFive.kvs.map((kv) => `${kv.keyText()}=${kv.text()}`)).toEqual(['a=2']);
+      const atSeven = await etcd.range({ prefix: '', revision: 7n });
+      expect(atSeven.kvs.map((kv) => `${kv.keyText()}@${kv.modRevision}`)).toEqual([
+        'a@7',
+        'b@6',
+        'c@7',
+      ]);
+      await expect(etcd.range({ key: 'a', revision: 4n })).rejects.toMatchObject({
+        code: 'COMPACTED',
+      });
+      const after = await etcd.maintenance.hashKV();
+      expect(after).toMatchObject({ hash: before.hash, compactRevision: 5n, hashRevision: 8n });
+      expect((await etcd.put('d', '1')).header.revision).toBe(9n);
+    },
+  );
 
   it('keeps its ids whatever the options say, and its raft term goes up by one each start', async () => {
     const first = await start({ clusterId: 111n, memberId: 222n });
@@ -82,32 +89,38 @@ describe('a server restarted on its data dir', () => {
     expect((await third.etcd.maintenance.status()).raftTerm).toBe(4n);
   });
 
-  it('gives every lease its full TTL again, with its keys; revoked leases stay gone', async () => {
-    const first = await start({ clock: 'virtual' });
-    const kept = await first.etcd.lease.grant(10);
-    const revoked = await first.etcd.lease.grant(10);
-    await first.etcd.put('session', 'x', { lease: kept.id });
-    await first.etcd.put('other', 'y', { lease: revoked.id });
-    await revoked.revoke();
-    await (first.server.clock as VirtualClock).advance(8_000);
-    await stop(first.server, first.etcd);
+  it.each([
+    ['the log', undefined],
+    ['snapshots', 2],
+  ])(
+    'gives every lease its full TTL again, with its keys; revoked leases stay gone (from %s)',
+    async (_, snapshotCount) => {
+      const first = await start({ clock: 'virtual', snapshotCount });
+      const kept = await first.etcd.lease.grant(10);
+      const revoked = await first.etcd.lease.grant(10);
+      await first.etcd.put('session', 'x', { lease: kept.id });
+      await first.etcd.put('other', 'y', { lease: revoked.id });
+      await revoked.revoke();
+      await (first.server.clock as VirtualClock).advance(8_000);
+      await stop(first.server, first.etcd);
 
-    const { server, etcd } = await start({ clock: 'virtual' });
-    expect(await etcd.lease.leases()).toEqual([kept.id]);
-    expect(await etcd.lease.timeToLive(kept.id, { keys: true })).toMatchObject({
-      ttl: 9n,
-      grantedTtl: 10n,
-    });
-    expect(server.leases.keys(kept.id).map((key) => Buffer.from(key).toString())).toEqual([
-      'session',
-    ]);
-    const clock = server.clock as VirtualClock;
-    await clock.advance(9_999);
-    expect((await etcd.get('session'))?.text()).toBe('x');
-    await clock.advance(1);
-    expect(await etcd.get('session')).toBeUndefined();
-    expect(await etcd.get('other')).toBeUndefined();
-  });
+      const { server, etcd } = await start({ clock: 'virtual' });
+      expect(await etcd.lease.leases()).toEqual([kept.id]);
+      expect(await etcd.lease.timeToLive(kept.id, { keys: true })).toMatchObject({
+        ttl: 9n,
+        grantedTtl: 10n,
+      });
+      expect(server.leases.keys(kept.id).map((key) => Buffer.from(key).toString())).toEqual([
+        'session',
+      ]);
+      const clock = server.clock as VirtualClock;
+      await clock.advance(9_999);
+      expect((await etcd.get('session'))?.text()).toBe('x');
+      await clock.advance(1);
+      expect(await etcd.get('session')).toBeUndefined();
+      expect(await etcd.get('other')).toBeUndefined();
+    },
+  );
 
   it('keeps NOSPACE raised; a compaction, defragment and disarm bring writes back', async () => {
     const quota = { quotaBackendBytes: 64 * 1024 };
