@@ -55,6 +55,8 @@ describe('a server restarted on its data dir', () => {
       await first.etcd.put('a', '4'); // 8
       const before = await first.etcd.maintenance.hashKV();
       await stop(first.server, first.etcd);
+      const snapshots = (await readdir(dir)).filter((name) => name.startsWith('snap-'));
+      expect(snapshots.length > 0).toBe(snapshotCount !== undefined);
 
       const { etcd } = await start();
       const a = await etcd.range({ key: 'a' });
