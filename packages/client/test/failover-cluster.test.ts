@@ -124,12 +124,30 @@ describeRealEtcd('failover of a 3-member cluster under load', () => {
     const before = attempts.length;
     killedAt = performance.now();
     await leader.pause();
+    // The writers' txns in flight may have been answered just before the stop landed, and the
+    // writers may all be waiting in reads now; this plain txn is surely on the wire to the frozen
+    // leader. Its compare can never hold, so even applied it would change nothing.
+    const probeToken = randomUUID();
+    inFlight.plain++;
+    const probe = etcd
+      .txn()
+      .if(cmp.modRevision(COUNTER, '==', 0n))
+      .then(op.put(COUNTER, JSON.stringify({ n: -1, token: probeToken })))
+      .commit()
+      .then(
+        (result): Outcome => ({ kind: result.succeeded ? 'applied' : 'conflict' }),
+        (error: unknown): Outcome => ({ kind: 'failed', error }),
+      )
+      .then((outcome) => {
+        inFlight.plain--;
+        attempts.push({ token: probeToken, guardedRetry: false, outcome });
+      });
     await sleep(300);
     const stuck = inFlight.plain;
     await leader.kill();
     await sleep(3_000);
     stop = true;
-    await Promise.all(workers);
+    await Promise.all([...workers, probe]);
     const movedTo = etcd.connection.currentEndpoint;
     await etcd.close();
 
