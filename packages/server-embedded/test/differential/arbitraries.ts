@@ -209,7 +209,6 @@ const topTxn: fc.Arbitrary<NestedTxnOp> = txn.map((spec) => ({
 const compact: fc.Arbitrary<CompactOp> = fc.record({
   type: fc.constant('compact'),
   revision,
-  physical: fc.boolean(),
 });
 
 const grant: fc.Arbitrary<GrantOp> = fc.record({

@@ -104,7 +104,7 @@ export function describeOperation(op: Operation): string {
     case 'txn':
       return describeTxn(op.txn);
     case 'compact':
-      return `compact ${describeRevision(op.revision)}${flags([op.physical && 'physical'])}`;
+      return `compact ${describeRevision(op.revision)}`;
     case 'grant':
       return `lease grant ttl=${op.ttl}${op.id === 0n ? '' : ` id=${op.id}`}`;
     case 'revoke':

@@ -118,7 +118,6 @@ export interface NestedTxnOp {
 export interface CompactOp {
   readonly type: 'compact';
   readonly revision: RevisionRef;
-  readonly physical: boolean;
 }
 
 export interface GrantOp {
