@@ -32,27 +32,18 @@ export type TestServerOptions = Pick<
   | 'minLeaseTtl'
 >;
 
-export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  if (specBackend === 'etcd') {
-    const args: string[] = [];
-    if (options.maxTxnOps !== undefined) args.push('--max-txn-ops', String(options.maxTxnOps));
-    if (options.maxRequestBytes !== undefined) {
-      args.push('--max-request-bytes', String(options.maxRequestBytes));
-    }
-    if (options.watchProgressNotifyIntervalMs !== undefined) {
-      const interval = `${options.watchProgressNotifyIntervalMs}ms`;
-      args.push('--experimental-watch-progress-notify-interval', interval);
-    }
-    if (options.quotaBackendBytes !== undefined) {
-      args.push('--quota-backend-bytes', String(options.quotaBackendBytes));
-    }
-    if (options.minLeaseTtl !== undefined) {
-      // etcd's minimum TTL is ceil(1.5 x election timeout); the testkit's fast timing makes it 1 s.
-      const electionMs = Math.floor((options.minLeaseTtl * 1000) / 1.5);
-      args.push('--heartbeat-interval', String(Math.max(1, Math.floor(electionMs / 10))));
-      args.push('--election-timeout', String(electionMs));
-    }
-    const etcd = await startEtcd({ args });
+/** A fresh server of the spec backend (ETCDKIT_SERVER_SPEC_BACKEND), embedded by default. */
+export function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  return startServer(specBackend, options);
+}
+
+/** A fresh server of the given kind with a raw client; etcd gets `options` as its flags. */
+export async function startServer(
+  backend: 'embedded' | 'etcd',
+  options: TestServerOptions = {},
+): Promise<TestServer> {
+  if (backend === 'etcd') {
+    const etcd = await startEtcd({ args: etcdFlags(options) });
     const client = new RawClient(etcd.endpoint);
     return {
       backend: 'etcd',
@@ -81,8 +72,40 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   };
 }
 
+/** etcd's flags for the options both backends take. */
+export function etcdFlags(options: TestServerOptions): string[] {
+  const args: string[] = [];
+  if (options.maxTxnOps !== undefined) args.push('--max-txn-ops', String(options.maxTxnOps));
+  if (options.maxRequestBytes !== undefined) {
+    args.push('--max-request-bytes', String(options.maxRequestBytes));
+  }
+  if (options.watchProgressNotifyIntervalMs !== undefined) {
+    const interval = `${options.watchProgressNotifyIntervalMs}ms`;
+    args.push('--experimental-watch-progress-notify-interval', interval);
+  }
+  if (options.quotaBackendBytes !== undefined) {
+    args.push('--quota-backend-bytes', String(options.quotaBackendBytes));
+  }
+  // etcd's minimum TTL is ceil(1.5 x election timeout). The testkit's fast timing (100 ms election
+  // timeout) already makes it 1 s; 2 s is etcd's default timing (heartbeat 100 ms, election 1 s).
+  const ttl = options.minLeaseTtl;
+  if (ttl === 2) {
+    args.push('--heartbeat-interval', '100', '--election-timeout', '1000');
+  } else if (ttl !== undefined && ttl !== 1) {
+    const electionMs = Math.floor((ttl * 1000) / 1.5);
+    args.push('--heartbeat-interval', String(Math.max(1, Math.floor(electionMs / 10))));
+    args.push('--election-timeout', String(electionMs));
+  }
+  return args;
+}
+
+/** True when `version` is at least major.minor.patch. */
+export function atLeast(version: string, major: number, minor: number, patch = 0): boolean {
+  const [a = 0, b = 0, c = 0] = version.split('.').map((part) => Number.parseInt(part, 10));
+  return a !== major ? a > major : b !== minor ? b > minor : c >= patch;
+}
+
 /** True when the version is at least `major.minor`. */
 export function versionAtLeast(version: string, major: number, minor: number): boolean {
-  const [a = 0, b = 0] = version.split('.').map(Number);
-  return a > major || (a === major && b >= minor);
+  return atLeast(version, major, minor);
 }
