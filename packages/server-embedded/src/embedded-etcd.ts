@@ -1,54 +1,32 @@
 // The embedded server: an in-process etcd member serving the etcd v3 gRPC API on 127.0.0.1.
 
-import {
-  etcdserverpb_Auth,
-  etcdserverpb_Cluster,
-  etcdserverpb_KV,
-  etcdserverpb_Lease,
-  etcdserverpb_Maintenance,
-  etcdserverpb_Watch,
-  grpc_health_v1_Health,
-  type MethodDescriptor,
-  etcdserverpb as pb,
-  v3electionpb_Election,
-  v3lockpb_Lock,
-} from '@etcdkit/client/protocol';
-import * as grpc from '@grpc/grpc-js';
-import { AuthStore } from './auth/auth-store.js';
-import { Authorizer } from './auth/authorizer.js';
+import type * as grpc from '@grpc/grpc-js';
+import type { AuthStore } from './auth/auth-store.js';
 import type { Clock, Timer } from './clock.js';
-import { LocalClient } from './concurrency/local-client.js';
-import { CallGate } from './faults/call-gate.js';
+import { EtcdServerError } from './errors.js';
 import { FaultInjector } from './faults/fault-injector.js';
-import { KvApplier } from './kv/kv-applier.js';
 import type { LeaseApplier } from './lease/lease-applier.js';
-import { LeaseTable } from './lease/lease-table.js';
-import { effectiveQuota } from './maintenance/quota.js';
-import { MvccStore } from './mvcc/store.js';
+import type { LeaseTable } from './lease/lease-table.js';
+import type { MvccStore } from './mvcc/store.js';
 import { persistCoreState } from './persistence/core-state.js';
 import { DataDir } from './persistence/data-dir.js';
-import { type AutoCompactionOptions, startAutoCompaction } from './server/auto-compaction.js';
+import type { AutoCompactionOptions } from './server/auto-compaction.js';
 import type { ClientListeners } from './server/client-listeners.js';
-import { openClientPort } from './server/client-port.js';
 import { formatClientUrl } from './server/client-urls.js';
 import { createLogger, type LoggerOption, type ServerLogger } from './server/logger.js';
 import { type MemberIdentity, randomId } from './server/member.js';
-import { type ClockOption, createMemberServices, resolveClock } from './server/member-services.js';
-import { ProposalLog } from './server/proposals.js';
+import { MemberServer } from './server/member-server.js';
+import type { ClockOption } from './server/member-services.js';
+import {
+  compactCore,
+  createServerCore,
+  renewLeases,
+  serviceContext,
+  startLeaderWork,
+} from './server/server-core.js';
 import type { ServerTlsOptions } from './server/server-tls.js';
-import { registerAuthService } from './services/auth-service.js';
-import { registerClusterService } from './services/cluster-service.js';
-import type { ServiceContext } from './services/context.js';
-import { registerElectionService } from './services/election-service.js';
-import { registerHealthService } from './services/health-service.js';
-import { registerKvService } from './services/kv-service.js';
-import { registerLeaseService } from './services/lease-service.js';
-import { registerLockService } from './services/lock-service.js';
-import { registerMaintenanceService } from './services/maintenance-service.js';
-import { ServiceRegistry } from './services/registry.js';
-import { registerWatchService } from './services/watch-service.js';
 import type { VirtualClock } from './virtual-clock.js';
-import { WatchableStore } from './watch/watchable-store.js';
+import type { WatchableStore } from './watch/watchable-store.js';
 
 /** The etcd version the server claims by default: the API level it implements (RangeStream). */
 export const DEFAULT_ETCD_VERSION = '3.7.0';
@@ -152,9 +130,6 @@ export interface EmbeddedEtcdOptions {
   readonly watchProgressNotifyIntervalMs?: number;
 }
 
-/** gRPC accepts this much more than max-request-bytes, as etcd does, so the limit is etcd's error. */
-const GRPC_OVERHEAD_BYTES = 512 * 1024;
-
 /** Options of {@link EmbeddedEtcd.restart}. */
 export interface RestartOptions {
   /** How long the server stays down (not listening) before it listens again, in ms. Default 0. */
@@ -249,13 +224,6 @@ export class EmbeddedEtcd {
   static start(options?: EmbeddedEtcdOptions): Promise<EmbeddedEtcd>;
   static async start(options: EmbeddedEtcdOptions = {}): Promise<EmbeddedEtcd> {
     const maxRequestBytes = options.maxRequestBytes ?? 1.5 * 1024 * 1024;
-    // Every call passes the gate: fault injection, and responses held until they are durable.
-    const gate = new CallGate();
-    const server = new grpc.Server({
-      'grpc.max_receive_message_length': maxRequestBytes + GRPC_OVERHEAD_BYTES,
-      'grpc.max_send_message_length': -1,
-      interceptors: [gate.interceptor()],
-    });
     const logger = createLogger(options.logger);
     // Read back before listening, so that recovery below is synchronous like the rest of start().
     const dataDir =
@@ -274,9 +242,8 @@ export class EmbeddedEtcd {
     // A failed listen (a port in use) must not leave the server object holding resources. The
     // handlers are registered below before any request can arrive: nothing from here to the end
     // of start() waits, so no connection is served in between.
-    const clientPort = await openClientPort(server, options, logger).catch(
+    const network = await MemberServer.open({ ...options, maxRequestBytes }, logger).catch(
       async (error: unknown) => {
-        server.forceShutdown();
         await dataDir?.close();
         throw error;
       },
@@ -287,53 +254,28 @@ export class EmbeddedEtcd {
       name: options.name ?? 'default',
       // etcd's default --initial-advertise-peer-urls; the embedded server has no peer listener.
       peerUrls: ['http://localhost:2380'],
-      clientUrls: clientPort.advertisedUrls,
+      clientUrls: network.advertisedUrls,
     };
-    const leases = new LeaseTable();
-    const store = new MvccStore({ lessor: leases });
-    const proposals = new ProposalLog({ memberId: member.memberId, maxRequestBytes });
     const version = options.version ?? DEFAULT_ETCD_VERSION;
-    const clock = resolveClock(options.clock);
-    const quotaBackendBytes = effectiveQuota(options.quotaBackendBytes);
-    const auth = new AuthStore({ clock, tokenTtlSeconds: options.authTokenTtlSeconds });
-    const authorizer = new Authorizer({
-      store: auth,
-      leases,
+    const core = createServerCore({
+      member,
+      maxRequestBytes,
+      maxTxnOps: options.maxTxnOps,
+      quotaBackendBytes: options.quotaBackendBytes,
+      clock: options.clock,
+      minLeaseTtl: options.minLeaseTtl,
+      authTokenTtlSeconds: options.authTokenTtlSeconds,
       clientCertAuth: options.tls?.clientCertAuth === true,
     });
-    const shared = createMemberServices({
-      member,
-      store,
-      leaseTable: leases,
-      proposals,
-      clock,
-      quotaBytes: quotaBackendBytes,
-      minLeaseTtl: options.minLeaseTtl,
-      authorizer,
+    const { store, leaseTable: leases, proposals, clock, auth } = core;
+    const shared = core.services;
+    // The only member, always the leader: leadership can only "move" to itself.
+    const context = serviceContext(core, member, version, {
+      leader: () => member.memberId,
+      moveLeader: (targetId) => {
+        if (targetId !== member.memberId) throw new EtcdServerError('BAD_LEADER_TRANSFEREE');
+      },
     });
-    const context: ServiceContext = {
-      member,
-      proposals,
-      store,
-      kv: new KvApplier({
-        store,
-        lessor: leases,
-        proposals,
-        maxTxnOps: options.maxTxnOps ?? 128,
-        guard: shared.guard,
-        authorizer,
-      }),
-      version,
-      maxRequestBytes,
-      quotaBackendBytes,
-      clock,
-      leases: shared.leases,
-      leaseTable: leases,
-      alarms: shared.alarms,
-      backend: shared.backend,
-      membership: shared.membership,
-      authorizer,
-    };
     // Every state kept in the data dir registers with it (a StateJournal) before it recovers;
     // without a data dir, states may register with inMemoryJournal, which keeps nothing.
     const persisted =
@@ -352,13 +294,13 @@ export class EmbeddedEtcd {
       try {
         dataDir.recover();
       } catch (error) {
-        await clientPort.listeners.close();
-        server.forceShutdown();
+        await network.listeners.close();
+        network.server.forceShutdown();
         await dataDir.close();
         throw error;
       }
       persisted.recovered();
-      gate.setBarrier(() => dataDir.barrier());
+      network.gate.setBarrier(() => dataDir.barrier());
       logger.info('recovered the data dir', {
         'data-dir': dataDir.path,
         revision: store.revision,
@@ -367,85 +309,44 @@ export class EmbeddedEtcd {
         'replayed-records': dataDir.replayedRecords,
       });
     }
-    const registry = new ServiceRegistry(server);
-    registerKvService(registry, context);
-    registerMaintenanceService(registry, context);
-    registerClusterService(registry, context);
-    registerLeaseService(registry, context);
-    registerAuthService(registry, context);
-    registerHealthService(registry);
-    const watchable = new WatchableStore(store);
-    const closeWatchStreams = registerWatchService(registry, context, {
-      watchable,
-      clock,
+    const served = network.serve(context, {
       progressNotifyIntervalMs: options.watchProgressNotifyIntervalMs,
     });
-    // Lock and Election run etcd's client recipes on the server itself, as etcd does.
-    const local = new LocalClient({ kv: context.kv, leases: shared.leases, watchable });
-    registerLockService(registry, context, local);
-    registerElectionService(registry, context, local);
-    const services = [
-      etcdserverpb_KV,
-      etcdserverpb_Watch,
-      etcdserverpb_Lease,
-      etcdserverpb_Cluster,
-      etcdserverpb_Maintenance,
-      etcdserverpb_Auth,
-      v3lockpb_Lock,
-      v3electionpb_Election,
-      grpc_health_v1_Health,
-    ];
-    for (const service of services) {
-      registry.unimplemented(service as Record<string, MethodDescriptor<unknown, unknown>>);
-    }
-    const compactor = options.autoCompaction;
     // Timers of the running member, started again by restart().
-    const background = (): Timer[] => {
-      shared.leases.startExpiryChecks(options.leaseCheckIntervalMs);
-      const stopExpiry = { cancel: () => shared.leases.stopExpiryChecks() };
-      if (compactor === undefined) return [stopExpiry];
-      const compaction = startAutoCompaction(compactor, {
-        clock,
+    const background = (): Timer[] =>
+      startLeaderWork(core, {
+        leaseCheckIntervalMs: options.leaseCheckIntervalMs,
+        autoCompaction: options.autoCompaction,
         logger,
-        currentRevision: () => store.revision,
-        compact: (revision) => {
-          const request = { revision: BigInt(revision) };
-          context.kv.compact(request, pb.CompactionRequest.encode(request).finish().length);
-        },
       });
-      return compaction === undefined ? [stopExpiry] : [stopExpiry, compaction];
-    };
     logger.info('started etcd server', {
       'etcd-version': version,
       name: member.name,
       'member-id': member.memberId.toString(16),
       'cluster-id': member.clusterId.toString(16),
-      'listen-client-urls': clientPort.listeners.urls.map(formatClientUrl),
+      'listen-client-urls': network.listeners.urls.map(formatClientUrl),
       'advertise-client-urls': member.clientUrls,
     });
-    const faults = new FaultInjector(gate, {
+    const faults = new FaultInjector(network.gate, {
       dropConnections: () => embedded.dropConnections(),
       electLeader: () => persisted?.raft.electLeader() ?? proposals.electLeader(),
       raiseNoSpace: () => shared.alarms.raiseNoSpace(member.memberId),
-      compact: (revision) => {
-        const request = { revision: BigInt(revision) };
-        context.kv.compact(request, pb.CompactionRequest.encode(request).finish().length);
-      },
+      compact: (revision) => compactCore(core, revision),
       expireLease: (leaseId) => shared.leases.expire(leaseId),
     });
     const embedded: EmbeddedEtcd = new EmbeddedEtcd({
-      server,
-      listeners: clientPort.listeners,
+      server: network.server,
+      listeners: network.listeners,
       logger,
       background,
       version,
       member,
       store,
       leases,
-      watchable,
+      watchable: served.watchable,
       auth,
-      closeWatchStreams,
-      dropWaits: () => local.dropWaits(),
+      closeWatchStreams: served.closeWatchStreams,
+      dropWaits: served.dropWaits,
       clock,
       leaseApplier: shared.leases,
       faults,
@@ -516,10 +417,7 @@ export class EmbeddedEtcd {
     if (this.stopped !== undefined) return;
     // A restarted etcd member, once leader again, gives every lease its full TTL (lessor Promote):
     // nothing could have kept a lease alive while the member was down.
-    const now = this.clock.now();
-    for (const lease of this.leases.all()) {
-      if (Number.isFinite(lease.expiresAt)) this.leases.setExpiry(lease, now + lease.ttl * 1000);
-    }
+    renewLeases(this.leases, this.clock);
     this.timers = this.background();
     await this.listeners.listen();
     this.logger.info('ready to serve client requests', { endpoints: this.endpoints });

@@ -37,6 +37,16 @@ export interface ServiceContext {
   readonly membership: Membership;
   /** Users, roles and permissions: who a call comes from and what it may do (every service). */
   readonly authorizer: Authorizer;
+  /** Who leads the cluster as this member sees it (Status, MoveLeader). */
+  readonly leaderView: LeaderView;
+}
+
+/** Who leads, as one member sees it, and how that member answers MoveLeader. */
+export interface LeaderView {
+  /** The leader's member id; `0n` when this member knows of no leader. */
+  leader(): bigint;
+  /** MoveLeader sent to this member: hands leadership to `targetId`, or throws etcd's error. */
+  moveLeader(targetId: bigint): void;
 }
 
 /** A header with the cluster fields set, keeping `header`'s revision (none: the current one). */

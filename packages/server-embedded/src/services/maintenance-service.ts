@@ -23,7 +23,7 @@ export function registerMaintenanceService(
     header: fillHeader(context),
     version: context.version,
     dbSize: BigInt(backend.size),
-    leader: context.member.memberId,
+    leader: context.leaderView.leader(),
     raftIndex: BigInt(context.proposals.index),
     raftTerm: BigInt(context.proposals.term),
     raftAppliedIndex: BigInt(context.proposals.index),
@@ -86,11 +86,7 @@ export function registerMaintenanceService(
 
   registry.unary(etcdserverpb_Maintenance.MoveLeader, (request, _size, call) => {
     admin(call);
-    // Already the leader: moving leadership to itself is done at once, as in etcd. Any other
-    // target is unknown or a learner, which etcd refuses.
-    if ((request.targetID ?? 0n) !== context.member.memberId) {
-      throw new EtcdServerError('BAD_LEADER_TRANSFEREE');
-    }
+    context.leaderView.moveLeader(request.targetID ?? 0n);
     return {};
   });
 }

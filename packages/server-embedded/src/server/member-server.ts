@@ -1,0 +1,131 @@
+// The network side of one member: a grpc-js server behind the call gate, listening on the member's
+// client URLs, with every etcd v3 service registered over a ServiceContext. The state it serves
+// (the ServerCore) is built apart, so a simulated cluster can serve one core from several members.
+import {
+  etcdserverpb_Auth,
+  etcdserverpb_Cluster,
+  etcdserverpb_KV,
+  etcdserverpb_Lease,
+  etcdserverpb_Maintenance,
+  etcdserverpb_Watch,
+  grpc_health_v1_Health,
+  type MethodDescriptor,
+  v3electionpb_Election,
+  v3lockpb_Lock,
+} from '@etcdkit/client/protocol';
+import * as grpc from '@grpc/grpc-js';
+import { LocalClient } from '../concurrency/local-client.js';
+import { CallGate } from '../faults/call-gate.js';
+import { registerAuthService } from '../services/auth-service.js';
+import { registerClusterService } from '../services/cluster-service.js';
+import type { ServiceContext } from '../services/context.js';
+import { registerElectionService } from '../services/election-service.js';
+import { registerHealthService } from '../services/health-service.js';
+import { registerKvService } from '../services/kv-service.js';
+import { registerLeaseService } from '../services/lease-service.js';
+import { registerLockService } from '../services/lock-service.js';
+import { registerMaintenanceService } from '../services/maintenance-service.js';
+import { ServiceRegistry } from '../services/registry.js';
+import { registerWatchService } from '../services/watch-service.js';
+import { WatchableStore } from '../watch/watchable-store.js';
+import type { ClientListeners } from './client-listeners.js';
+import { type ClientPortOptions, openClientPort } from './client-port.js';
+import type { ServerLogger } from './logger.js';
+
+/** gRPC accepts this much more than max-request-bytes, as etcd does, so the limit is etcd's error. */
+const GRPC_OVERHEAD_BYTES = 512 * 1024;
+
+/** Options of {@link MemberServer.open}. */
+export interface MemberServerOptions extends ClientPortOptions {
+  readonly maxRequestBytes: number;
+  /** Interceptors every call passes before the call gate (a simulated cluster's leader gate). */
+  readonly interceptors?: readonly grpc.ServerInterceptor[];
+}
+
+/** What serving the services started, for the member's stop and restart. */
+export interface ServedServices {
+  /** This member's watchers over the store (its Watch service, Lock and Election waits). */
+  readonly watchable: WatchableStore;
+  /** Ends every open watch stream. */
+  closeWatchStreams(): void;
+  /** Ends the waits of Lock, Campaign and Observe without undoing anything. */
+  dropWaits(): void;
+}
+
+/** A member's grpc-js server and client listeners. */
+export class MemberServer {
+  readonly server: grpc.Server;
+  /** Fault injection and durability: every call passes it. */
+  readonly gate: CallGate;
+  readonly listeners: ClientListeners;
+  /** The URLs MemberList reports for the member. */
+  readonly advertisedUrls: readonly string[];
+
+  private constructor(
+    server: grpc.Server,
+    gate: CallGate,
+    listeners: ClientListeners,
+    advertised: readonly string[],
+  ) {
+    this.server = server;
+    this.gate = gate;
+    this.listeners = listeners;
+    this.advertisedUrls = advertised;
+  }
+
+  /**
+   * Validates the URL options and listens. Nothing is answered until {@link serve} registers the
+   * services, which the caller does before it next waits, so no connection is served in between.
+   */
+  static async open(options: MemberServerOptions, logger: ServerLogger): Promise<MemberServer> {
+    const gate = new CallGate();
+    const server = new grpc.Server({
+      'grpc.max_receive_message_length': options.maxRequestBytes + GRPC_OVERHEAD_BYTES,
+      'grpc.max_send_message_length': -1,
+      interceptors: [...(options.interceptors ?? []), gate.interceptor()],
+    });
+    try {
+      const port = await openClientPort(server, options, logger);
+      return new MemberServer(server, gate, port.listeners, port.advertisedUrls);
+    } catch (error) {
+      server.forceShutdown();
+      throw error;
+    }
+  }
+
+  /** Registers every etcd v3 service over `context`. */
+  serve(context: ServiceContext, options: { progressNotifyIntervalMs?: number }): ServedServices {
+    const registry = new ServiceRegistry(this.server);
+    registerKvService(registry, context);
+    registerMaintenanceService(registry, context);
+    registerClusterService(registry, context);
+    registerLeaseService(registry, context);
+    registerAuthService(registry, context);
+    registerHealthService(registry);
+    const watchable = new WatchableStore(context.store);
+    const closeWatchStreams = registerWatchService(registry, context, {
+      watchable,
+      clock: context.clock,
+      progressNotifyIntervalMs: options.progressNotifyIntervalMs,
+    });
+    // Lock and Election run etcd's client recipes on the server itself, as etcd does.
+    const local = new LocalClient({ kv: context.kv, leases: context.leases, watchable });
+    registerLockService(registry, context, local);
+    registerElectionService(registry, context, local);
+    const services = [
+      etcdserverpb_KV,
+      etcdserverpb_Watch,
+      etcdserverpb_Lease,
+      etcdserverpb_Cluster,
+      etcdserverpb_Maintenance,
+      etcdserverpb_Auth,
+      v3lockpb_Lock,
+      v3electionpb_Election,
+      grpc_health_v1_Health,
+    ];
+    for (const service of services) {
+      registry.unimplemented(service as Record<string, MethodDescriptor<unknown, unknown>>);
+    }
+    return { watchable, closeWatchStreams, dropWaits: () => local.dropWaits() };
+  }
+}
