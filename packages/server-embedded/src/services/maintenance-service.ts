@@ -4,7 +4,6 @@
 // MoveLeader answer without one. With auth on, Status and listing alarms need a user, everything
 // else the root role, checked before anything else (etcd's authMaintenanceServer).
 import { etcdserverpb_Maintenance } from '@etcdkit/client/protocol';
-import { EtcdServerError } from '../errors.js';
 import { revisionHeader } from '../kv/requests.js';
 import { encodeSnapshot, snapshotMessages } from '../maintenance/snapshot.js';
 import { Crc32c } from '../mvcc/hash.js';
