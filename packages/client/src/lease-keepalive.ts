@@ -33,17 +33,6 @@ type KeepAliveStream = BidiStream<
   etcdserverpb.LeaseKeepAliveResponse
 >;
 
-/**
- * What the keeper uses beyond `Rpc` when the connection offers it (the Connection does): whether it
- * is closed, a fresh auth token after the server refused the stream's, a fresh TCP connection after
- * a stall.
- */
-interface RecoverableRpc extends Rpc {
-  readonly closed?: boolean;
-  refreshToken?(): Promise<void>;
-  redial?(): void;
-}
-
 /** Why the keeper gives up on a lease (the handle itself ends it for the other reasons). */
 export type KeeperLossReason = Extract<LeaseLostReason, 'expired' | 'timeout' | 'client-closed'>;
 
@@ -94,7 +83,8 @@ const keepers = new WeakMap<Rpc, LeaseKeeper>();
  * `lease.keepAlive()`.
  */
 export class LeaseKeeper {
-  readonly #rpc: RecoverableRpc;
+  /** Its optional `closed`, `refreshToken` and `redial` are used when present. */
+  readonly #rpc: Rpc;
   readonly #entries = new Map<bigint, Entry>();
   #stream: KeepAliveStream | undefined;
   #running = false;

@@ -47,4 +47,22 @@ export interface Rpc {
     method: MethodDescriptor<Req, Res, 'bidi-stream'>,
     options?: CallOptions,
   ): Promise<BidiStream<Req, Res>>;
+  /**
+   * True once the connection was closed: every later call fails with ClientClosedError. Optional:
+   * an `Rpc` without it is taken as open, and its calls say when it is not.
+   */
+  readonly closed?: boolean;
+  /**
+   * Forces a new auth token. Owners of long-lived streams (the watch stream, the lease keepalive
+   * stream) call it after their stream was refused for its token, before reopening it. Optional:
+   * without it, such a refusal is final. Rejects with ClientClosedError once closed.
+   */
+  refreshToken?(): Promise<void>;
+  /**
+   * Drops the connection to the current endpoint (into backoff, its channel closed), so the next
+   * call or stream dials afresh, on another endpoint if there is one. Owners of long-lived streams
+   * call it when their stream stopped answering although its connection looks ready (half-open
+   * TCP, a frozen server). Optional: without it, the next stream goes wherever the next call would.
+   */
+  redial?(): void;
 }

@@ -28,15 +28,6 @@ export const WATCH_STREAM_DEFAULTS = {
   maxReconnectDelayMs: 5_000,
 } as const;
 
-/**
- * What the hub can use beyond `Rpc` when the connection offers it (the Connection does): a fresh
- * auth token after the server refused the stream's, and a fresh TCP connection after a stall.
- */
-interface RecoverableRpc extends Rpc {
-  refreshToken?(): Promise<void>;
-  redial?(): void;
-}
-
 /** Failures after which reopening the stream cannot help. */
 const FATAL_CODES = new Set(['CLIENT_CLOSED', 'UNIMPLEMENTED', 'INVALID_ARGUMENT', 'AUTH_FAILED']);
 
@@ -77,7 +68,8 @@ function duration(name: string, value: unknown, fallback: number): number {
 export class WatchHub implements WatcherHost, SessionOwner {
   /** Observability callbacks. */
   readonly hooks: WatchHooks;
-  readonly #rpc: RecoverableRpc;
+  /** Its optional `refreshToken` and `redial` are used when present. */
+  readonly #rpc: Rpc;
   readonly #timing: StallTiming;
   readonly #maxDelayMs: number;
   readonly #watchers = new Set<Watcher>();
