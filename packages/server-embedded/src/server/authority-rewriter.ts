@@ -125,10 +125,13 @@ class AuthorityRewriter extends Duplex {
 
   private readFrames(): void {
     if (!this.prefaceSeen) {
-      if (this.pending.length < PREFACE.length) return;
-      if (!this.pending.subarray(0, PREFACE.length).equals(PREFACE)) {
+      // Checked as it arrives: a client that is not speaking HTTP/2 may send less than the
+      // preface's 24 octets and wait, and must get the server's answer rather than silence.
+      const head = this.pending.subarray(0, PREFACE.length);
+      if (!head.equals(PREFACE.subarray(0, head.length))) {
         throw new Error('not an HTTP/2 connection preface');
       }
+      if (head.length < PREFACE.length) return;
       this.prefaceSeen = true;
       this.forward(this.pending.subarray(0, PREFACE.length));
       this.pending = this.pending.subarray(PREFACE.length);
@@ -136,9 +139,17 @@ class AuthorityRewriter extends Duplex {
     while (this.mode !== 'pass' && this.pending.length >= FRAME_HEADER_BYTES) {
       const length = this.pending.readUIntBE(0, 3);
       if (this.pending.length < FRAME_HEADER_BYTES + length) return;
-      const frame = this.pending.subarray(0, FRAME_HEADER_BYTES + length);
-      this.pending = this.pending.subarray(FRAME_HEADER_BYTES + length);
-      this.readFrame(frame);
+      const unread = this.pending;
+      const frame = unread.subarray(0, FRAME_HEADER_BYTES + length);
+      this.pending = unread.subarray(FRAME_HEADER_BYTES + length);
+      try {
+        this.readFrame(frame);
+      } catch (error) {
+        // A frame refused before it joined the open block is still to be handed over (in inspect
+        // mode), after that block's frames: put it back in front of what follows it.
+        if (this.block?.frames.at(-1) !== frame) this.pending = unread;
+        throw error;
+      }
     }
     if (this.mode === 'pass') {
       const rest = this.pending;
