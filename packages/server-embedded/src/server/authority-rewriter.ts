@@ -138,6 +138,9 @@ class AuthorityRewriter extends Duplex {
     }
     while (this.mode !== 'pass' && this.pending.length >= FRAME_HEADER_BYTES) {
       const length = this.pending.readUIntBE(0, 3);
+      // The server refuses it as soon as it reads the frame header; waiting for up to 16 MiB of
+      // payload first would hold the connection (and that memory) for nothing.
+      if (length > MAX_FRAME_PAYLOAD) throw new Error('frame larger than the server allows');
       if (this.pending.length < FRAME_HEADER_BYTES + length) return;
       const unread = this.pending;
       const frame = unread.subarray(0, FRAME_HEADER_BYTES + length);
@@ -173,8 +176,10 @@ class AuthorityRewriter extends Duplex {
       let start = 0;
       let end = payload.length;
       if (flags & FLAG_PADDED) {
+        const padding = payload[0];
+        if (padding === undefined) throw new Error('HEADERS frame without its padding length');
         start = 1;
-        end -= payload[0]!;
+        end -= padding;
       }
       let priority: Buffer | undefined;
       if (flags & FLAG_PRIORITY) {

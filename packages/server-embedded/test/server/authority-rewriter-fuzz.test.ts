@@ -562,6 +562,99 @@ describe('authority rewriter, fed garbage', () => {
   });
 });
 
+/** Header frames no HTTP/2 server may accept, whatever the state of the connection. */
+const malformedHeaders: fc.Arbitrary<Buffer[]> = fc.oneof(
+  // A block interrupted by another frame, or by a CONTINUATION of another stream.
+  fc
+    .tuple(
+      fc.integer({ min: 1, max: 0x7fff_ffff }),
+      fc.uint8Array({ maxLength: 30 }),
+      fc.oneof(
+        otherFrame,
+        fc
+          .tuple(fc.integer({ min: 0, max: 255 }), fc.uint8Array({ maxLength: 30 }))
+          .map(([flags, payload]) => frame(FrameType.HEADERS, flags, 1, Buffer.from(payload))),
+        fc
+          .tuple(fc.integer({ min: 0, max: 255 }), fc.uint8Array({ maxLength: 30 }))
+          .map(([flags, payload]) => frame(FrameType.CONTINUATION, flags, 0, Buffer.from(payload))),
+      ),
+    )
+    .map(([id, fragment, interruption]) => [
+      frame(FrameType.HEADERS, 0, id, Buffer.from(fragment)),
+      interruption,
+    ]),
+  // Padding longer than the payload, including no payload at all for the padding length.
+  fc
+    .tuple(fc.uint8Array({ maxLength: 30 }), fc.integer({ min: 0, max: 255 }), fc.boolean())
+    .filter(([payload, pad]) => pad > payload.length)
+    .map(([payload, pad, empty]) => [
+      frame(
+        FrameType.HEADERS,
+        Flag.PADDED | Flag.END_HEADERS,
+        1,
+        empty ? Buffer.alloc(0) : Buffer.from([pad, ...payload]),
+      ),
+    ]),
+  // Priority fields cut short.
+  fc
+    .uint8Array({ maxLength: 4 })
+    .map((payload) => [
+      frame(FrameType.HEADERS, Flag.PRIORITY | Flag.END_HEADERS, 1, Buffer.from(payload)),
+    ]),
+);
+
+/** A frame header announcing more than SETTINGS_MAX_FRAME_SIZE, and some of that payload. */
+const oversizedFrame: fc.Arbitrary<Buffer> = fc
+  .tuple(
+    fc.integer({ min: 0, max: 255 }),
+    fc.integer({ min: MAX_FRAME_PAYLOAD + 1, max: 0xff_ffff }),
+    fc.uint8Array({ maxLength: 100 }),
+  )
+  .map(([type, length, some]) => {
+    const header = frame(type, 0, 1, Buffer.alloc(0));
+    header.writeUIntBE(length, 0, 3);
+    return Buffer.concat([header, some]);
+  });
+
+describe('authority rewriter, on a connection it rewrites', () => {
+  const rewrittenConnection = connection.filter((c) => c.rewritten);
+
+  it('closes the connection on header frames the server must refuse', () => {
+    fc.assert(
+      fc.property(
+        rewrittenConnection,
+        malformedHeaders,
+        fc.array(fc.nat(), { maxLength: 20 }),
+        ({ bytes }, bad, cuts) => {
+          expect(runFilter(split(Buffer.concat([bytes, ...bad]), cuts)).closed).toBe(true);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('closes the connection on a frame larger than the server allows, without waiting for it', () => {
+    fc.assert(
+      fc.property(rewrittenConnection, oversizedFrame, ({ bytes }, big) => {
+        expect(runFilter([Buffer.concat([bytes, big])]).closed).toBe(true);
+      }),
+      { numRuns: 50 },
+    );
+  });
+});
+
+describe('authority rewriter, before it has read a header block', () => {
+  it('hands over a frame larger than the server allows at once, for the server to refuse', () => {
+    fc.assert(
+      fc.property(fc.array(otherFrame, { maxLength: 3 }), oversizedFrame, (before, big) => {
+        const bytes = Buffer.concat([PREFACE, ...before, big]);
+        expect(runFilter([bytes])).toEqual({ output: bytes, closed: false });
+      }),
+      { numRuns: 50 },
+    );
+  });
+});
+
 // The smallest failing cases fast-check found, kept as they were.
 describe('authority rewriter, regressions', () => {
   const hex = (text: string) => Buffer.from(text.replaceAll(' ', ''), 'hex');
@@ -579,5 +672,36 @@ describe('authority rewriter, regressions', () => {
       hex('000001 01 04 00000001 81'),
     ]);
     expect(runFilter([bytes])).toEqual({ output: bytes, closed: false });
+  });
+
+  /** The preface and a first block whose authority has a scheme: the connection is rewritten. */
+  const schemeFirst = Buffer.concat([
+    PREFACE,
+    // HEADERS, END_HEADERS, stream 1: ":authority: http://127.0.0.1:2379", with indexing.
+    hex('000022 01 04 00000001 400a'),
+    Buffer.from(':authority\x15http://127.0.0.1:2379', 'latin1'),
+  ]);
+
+  it('treats the connection below as rewritten', () => {
+    const { output, closed } = runFilter([schemeFirst]);
+    expect(closed).toBe(false);
+    const [headers] = parseFrames(output.subarray(PREFACE.length));
+    expect(decodeLiteralsOnly(headers!.payload)).toEqual([
+      { name: ':authority', value: '127.0.0.1:2379', sensitive: false },
+    ]);
+  });
+
+  it('closes a rewritten connection on a PADDED HEADERS frame with no payload at all', () => {
+    // Read as an empty block before, and passed on as a valid empty HEADERS frame.
+    const bytes = Buffer.concat([schemeFirst, hex('000000 01 0c 00000001')]);
+    expect(runFilter([bytes]).closed).toBe(true);
+  });
+
+  it('does not wait for the payload of a frame larger than SETTINGS_MAX_FRAME_SIZE', () => {
+    // DATA, 16385 octets announced, none sent.
+    const big = hex('004001 00 00 00000001');
+    const plain = Buffer.concat([PREFACE, big]);
+    expect(runFilter([plain])).toEqual({ output: plain, closed: false });
+    expect(runFilter([Buffer.concat([schemeFirst, big])]).closed).toBe(true);
   });
 });
