@@ -6,6 +6,7 @@ import {
   ClientClosedError,
   DeadlineExceededError,
   type EtcdError,
+  InvalidConfigError,
   OutcomeUnknownError,
   toEtcdError,
 } from '../errors.js';
@@ -21,7 +22,12 @@ import {
 import { TokenManager } from './auth.js';
 import { CallScope } from './call-scope.js';
 import { EndpointPool, type PooledEndpoint } from './endpoint-pool.js';
-import { type ConnectionOptions, type ResolvedOptions, resolveOptions } from './options.js';
+import {
+  type ConnectionOptions,
+  parseEndpointList,
+  type ResolvedOptions,
+  resolveOptions,
+} from './options.js';
 import { judge } from './retry.js';
 import type { CallOptions, RetryPolicy, Rpc } from './types.js';
 
@@ -144,9 +150,34 @@ export class Connection implements Rpc {
     this.#baseMetadata = o.requireLeader ? { hasleader: 'true' } : {};
   }
 
-  /** The configured endpoint URLs, normalised (`http://host:port`). */
+  /** The endpoint URLs calls use, normalised (`http://host:port`): configured, or last set. */
   get endpoints(): readonly string[] {
-    return this.#options.endpoints.map((e) => e.url);
+    return this.#pool.endpoints.map((e) => e.url);
+  }
+
+  /**
+   * Replaces the endpoint list while the client runs (what `Etcd.syncEndpoints` does with the
+   * cluster's member list). URLs are validated like the `endpoints` option and must use the scheme
+   * the client was created with (its TLS settings apply to every endpoint); duplicates are dropped.
+   * On bad input it throws InvalidConfigError and changes nothing; after `close()`,
+   * ClientClosedError.
+   *
+   * Calls and streams in flight finish on the endpoint they use. Endpoints still listed keep their
+   * connection and backoff, and if the current one is still listed calls stay on it; otherwise the
+   * next call goes to the first listed endpoint (reported by `onEndpointSwitch`). The connection of
+   * a dropped endpoint closes once the calls and streams using it are done; a stream (a watch, a
+   * lease keepalive) stays on it until it ends, and reopens on a listed endpoint.
+   */
+  setEndpoints(endpoints: readonly string[]): void {
+    if (this.closed) throw new ClientClosedError();
+    const parsed = parseEndpointList(endpoints);
+    if (parsed[0]!.secure !== this.#options.secure) {
+      const [was, is] = this.#options.secure ? ['https', 'http'] : ['http', 'https'];
+      throw new InvalidConfigError(
+        `endpoints use ${is} but the client was created for ${was}; the scheme cannot change`,
+      );
+    }
+    this.#pool.replace(parsed);
   }
 
   /** `host:port` of the endpoint calls currently go to. */
@@ -186,9 +217,15 @@ export class Connection implements Rpc {
       options?.timeoutMs ?? Number.POSITIVE_INFINITY,
     );
     let inner: AsyncIterator<Res> | undefined;
+    /** The endpoint the open stream uses, until it is released. */
+    let held: PooledEndpoint | undefined;
     let started = false;
     let opening: Promise<IteratorResult<Res>> | undefined;
     let finished = false;
+    const release = () => {
+      if (held) this.#pool.release(held);
+      held = undefined;
+    };
     const finish = () => {
       if (finished) return;
       finished = true;
@@ -196,6 +233,7 @@ export class Connection implements Rpc {
       scope.cancel();
       scope.dispose();
       void inner?.return?.();
+      release();
     };
     const open = async (): Promise<IteratorResult<Res>> => {
       if (scope.aborted) throw scope.abortError();
@@ -213,9 +251,12 @@ export class Connection implements Rpc {
           const first = await iterator.next();
           this.#pool.succeeded(endpoint);
           inner = iterator;
+          held = endpoint;
+          if (finished) release();
           return first;
         } catch (error) {
           void iterator.return?.();
+          this.#pool.release(endpoint);
           throw this.#failure(error, retry, scope, state, endpoint, token);
         }
       });
@@ -367,6 +408,8 @@ export class Connection implements Rpc {
           return response;
         } catch (error) {
           throw this.#failure(error, policy, scope, state, endpoint, token);
+        } finally {
+          this.#pool.release(endpoint);
         }
       });
       if (onCall) {
@@ -407,16 +450,24 @@ export class Connection implements Rpc {
       options?.timeoutMs ?? Number.POSITIVE_INFINITY,
     );
     let stream: BidiStream<Req, Res>;
+    let held: PooledEndpoint | undefined;
     const state = newState();
     try {
       stream = await this.#retrying(method.path, scope, state, async () => {
         const token = await this.#token(scope, state);
-        const { channel } = await this.#connect(scope, state);
-        return channel.bidiStream(method, {
-          metadata: this.#metadata(token),
-          deadline: scope.transportDeadline,
-          signal: scope.signal,
-        });
+        const { endpoint, channel } = await this.#connect(scope, state);
+        try {
+          const opened = channel.bidiStream(method, {
+            metadata: this.#metadata(token),
+            deadline: scope.transportDeadline,
+            signal: scope.signal,
+          });
+          held = endpoint;
+          return opened;
+        } catch (error) {
+          this.#pool.release(endpoint);
+          throw error;
+        }
       });
     } catch (error) {
       scope.dispose();
@@ -430,6 +481,7 @@ export class Connection implements Rpc {
       scope.cancel();
       scope.dispose();
       void inner.return?.();
+      if (held) this.#pool.release(held);
     };
     const iterator: AsyncIterator<Res> = {
       next: async () => {
@@ -474,7 +526,7 @@ export class Connection implements Rpc {
     const o = this.#options;
     const onRetry = o.hooks?.onRetry;
     // Immediate retries (next endpoint, fresh token) do not count; bound them separately.
-    const freeRetries = o.endpoints.length + 1;
+    const freeRetries = this.#pool.endpoints.length + 1;
     try {
       return await pRetry(
         async () => {
@@ -591,6 +643,7 @@ export class Connection implements Rpc {
     try {
       await channel.ready(deadline, scope.signal);
     } catch (error) {
+      this.#pool.release(endpoint);
       state.dialWaited.set(endpoint, waited + (Date.now() - started));
       if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
       if (deadline < dialDeadline && Date.now() >= scope.deadline) {
@@ -609,7 +662,7 @@ export class Connection implements Rpc {
         (e) => (state.dialWaited.get(e) ?? 0) >= dialTimeoutMs,
       );
       if (exhausted) throw new AttemptFailure(typed, false, false);
-      throw new AttemptFailure(typed, true, state.tried.size < this.#options.endpoints.length);
+      throw new AttemptFailure(typed, true, state.tried.size < this.#pool.endpoints.length);
     }
     return picked;
   }
@@ -644,7 +697,7 @@ export class Connection implements Rpc {
     return new AttemptFailure(
       verdict.error,
       verdict.retry,
-      verdict.retry && verdict.endpointFailed && state.tried.size < this.#options.endpoints.length,
+      verdict.retry && verdict.endpointFailed && state.tried.size < this.#pool.endpoints.length,
     );
   }
 }

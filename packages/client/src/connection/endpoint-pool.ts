@@ -3,6 +3,10 @@
 // used again when its backoff expired, or when every endpoint is in backoff (then the one that
 // expires first). Channels are opened lazily, and a failed endpoint's channel is redialled from
 // scratch once its backoff expired, so a dead endpoint is never hammered.
+//
+// The list can be replaced while calls run (replace()): endpoints still listed keep their channel
+// and backoff; a dropped endpoint's channel stays open for the calls and streams still using it and
+// is closed when the last of them releases it.
 import type { Channel, ChannelOptions, Transport } from '../transport/types.js';
 import { type BackoffOptions, backoffDelay } from './backoff.js';
 import type { EndpointSwitchEvent } from './options.js';
@@ -25,11 +29,31 @@ interface EndpointState extends PooledEndpoint {
   /** The channel failed; reopen it when the backoff expired and it is not connected. */
   stale: boolean;
   channel: Channel | undefined;
+  /** Calls and streams that picked this endpoint and have not released it yet. */
+  users: number;
+}
+
+/** An endpoint address, as the pool is given it. */
+export interface PoolAddress {
+  readonly url: string;
+  readonly target: string;
+}
+
+function fresh(address: PoolAddress): EndpointState {
+  return {
+    target: address.target,
+    url: address.url,
+    failures: 0,
+    retryAt: 0,
+    stale: false,
+    channel: undefined,
+    users: 0,
+  };
 }
 
 /** What the pool needs to know to open channels. */
 export interface EndpointPoolOptions {
-  readonly endpoints: ReadonlyArray<{ readonly url: string; readonly target: string }>;
+  readonly endpoints: readonly PoolAddress[];
   readonly transport: Transport;
   /** Options of every channel; `target` is filled in per endpoint. */
   readonly channel: Omit<ChannelOptions, 'target'>;
@@ -41,10 +65,14 @@ export interface EndpointPoolOptions {
 
 /** Endpoints, their channels and the failover order. */
 export class EndpointPool {
-  readonly #endpoints: EndpointState[];
+  #endpoints: EndpointState[];
+  /** Endpoints dropped by replace() whose channel is still in use, by URL. */
+  readonly #retired = new Map<string, EndpointState>();
   readonly #options: EndpointPoolOptions;
   readonly #now: () => number;
   #current = 0;
+  /** Target of the current endpoint when replace() dropped it, until the next switch is reported. */
+  #dropped: string | undefined;
   #everPicked = false;
   #closed = false;
 
@@ -52,14 +80,7 @@ export class EndpointPool {
   constructor(options: EndpointPoolOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
-    this.#endpoints = options.endpoints.map((e) => ({
-      target: e.target,
-      url: e.url,
-      failures: 0,
-      retryAt: 0,
-      stale: false,
-      channel: undefined,
-    }));
+    this.#endpoints = options.endpoints.map(fresh);
   }
 
   /** Every endpoint, in configured order. */
@@ -74,7 +95,8 @@ export class EndpointPool {
 
   /**
    * Chooses the endpoint for the next attempt and returns it with an open channel. Endpoints in
-   * `avoid` (already tried by this call) are skipped while others are available.
+   * `avoid` (already tried by this call) are skipped while others are available. The caller
+   * {@link release}s the endpoint once its call or stream is done with the channel.
    */
   pick(avoid?: ReadonlySet<PooledEndpoint>): { endpoint: PooledEndpoint; channel: Channel } {
     if (this.#closed) throw new Error('endpoint pool is closed');
@@ -101,7 +123,60 @@ export class EndpointPool {
     }
     this.#switchTo(chosen);
     const e = this.#endpoints[chosen]!;
-    return { endpoint: e, channel: this.#channelOf(e, now) };
+    const channel = this.#channelOf(e, now);
+    e.users++;
+    return { endpoint: e, channel };
+  }
+
+  /**
+   * The call or stream that picked `endpoint` is done with its channel. The channel of an endpoint
+   * dropped by {@link replace} closes when its last user releases it.
+   */
+  release(endpoint: PooledEndpoint): void {
+    const e = endpoint as EndpointState;
+    if (e.users > 0) e.users--;
+    if (e.users === 0 && this.#retired.get(e.url) === e) {
+      this.#retired.delete(e.url);
+      e.channel?.close();
+      e.channel = undefined;
+    }
+  }
+
+  /**
+   * Replaces the endpoint list (non-empty; validated by the caller). Endpoints still listed keep
+   * their channel and backoff, and the current one stays current; if the current one is dropped,
+   * the next pick starts from the first listed endpoint. Dropped endpoints are no longer picked;
+   * their channels close now if unused, else when their last call or stream releases them.
+   */
+  replace(addresses: readonly PoolAddress[]): void {
+    if (this.#closed) throw new Error('endpoint pool is closed');
+    const previous = new Map(this.#endpoints.map((e) => [e.url, e]));
+    const current = this.#endpoints[this.#current]!;
+    const next: EndpointState[] = [];
+    for (const address of addresses) {
+      if (next.some((e) => e.url === address.url)) continue;
+      // An endpoint dropped earlier and listed again gets its channel back if it is still open.
+      const kept = previous.get(address.url) ?? this.#retired.get(address.url);
+      this.#retired.delete(address.url);
+      previous.delete(address.url);
+      next.push(kept ?? fresh(address));
+    }
+    for (const e of previous.values()) {
+      if (e.users > 0) {
+        this.#retired.set(e.url, e);
+      } else {
+        e.channel?.close();
+        e.channel = undefined;
+      }
+    }
+    this.#endpoints = next;
+    const index = next.indexOf(current);
+    if (index >= 0) {
+      this.#current = index;
+    } else {
+      this.#current = 0;
+      if (this.#everPicked) this.#dropped ??= current.target;
+    }
   }
 
   /** Records a successful exchange with `endpoint`: its backoff is reset. */
@@ -149,19 +224,23 @@ export class EndpointPool {
   /** Closes every channel. Further `pick()` calls throw. */
   close(): void {
     this.#closed = true;
-    for (const e of this.#endpoints) {
+    for (const e of [...this.#endpoints, ...this.#retired.values()]) {
       e.channel?.close();
       e.channel = undefined;
     }
+    this.#retired.clear();
   }
 
   #switchTo(index: number): void {
-    if (this.#everPicked && index === this.#current) return;
-    const from = this.#everPicked ? this.#endpoints[this.#current]!.target : undefined;
+    const dropped = this.#dropped;
+    this.#dropped = undefined;
+    if (this.#everPicked && index === this.#current && dropped === undefined) return;
+    const from = dropped ?? (this.#everPicked ? this.#endpoints[this.#current]!.target : undefined);
+    const to = this.#endpoints[index]!.target;
     this.#current = index;
     const first = !this.#everPicked;
     this.#everPicked = true;
-    if (!first) this.#options.onSwitch?.({ from, to: this.#endpoints[index]!.target });
+    if (!first && from !== to) this.#options.onSwitch?.({ from, to });
   }
 
   #channelOf(e: EndpointState, now: number): Channel {

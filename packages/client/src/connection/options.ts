@@ -202,6 +202,22 @@ export function parseEndpoint(raw: string): EndpointAddress {
   return { url: `${lower}://${target}`, target, secure: lower === 'https' };
 }
 
+/**
+ * Parses a non-empty list of endpoint URLs sharing one scheme; throws InvalidConfigError with the
+ * reason. Used for the options and for `Connection.setEndpoints`.
+ */
+export function parseEndpointList(list: readonly string[]): readonly EndpointAddress[] {
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new InvalidConfigError('endpoints must be a non-empty array of URLs');
+  }
+  const endpoints = list.map(parseEndpoint);
+  const schemes = new Set(endpoints.map((e) => e.secure));
+  if (schemes.size > 1) {
+    throw new InvalidConfigError('endpoints mix http and https; use one scheme for all of them');
+  }
+  return endpoints;
+}
+
 function checkDuration(name: string, value: number | undefined, allowZero: boolean): void {
   if (value === undefined) return;
   if (
@@ -242,15 +258,7 @@ export function resolveOptions(options: ConnectionOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object') {
     throw new InvalidConfigError('options are required: { endpoints: [...] }');
   }
-  const list = options.endpoints;
-  if (!Array.isArray(list) || list.length === 0) {
-    throw new InvalidConfigError('endpoints must be a non-empty array of URLs');
-  }
-  const endpoints = list.map(parseEndpoint);
-  const schemes = new Set(endpoints.map((e) => e.secure));
-  if (schemes.size > 1) {
-    throw new InvalidConfigError('endpoints mix http and https; use one scheme for all of them');
-  }
+  const endpoints = parseEndpointList(options.endpoints);
   const secure = endpoints[0]!.secure;
   const tls = options.tls;
   if (tls !== undefined) {
