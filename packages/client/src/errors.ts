@@ -66,6 +66,7 @@ export type EtcdErrorCode =
   | 'CLIENT_CLOSED'
   | 'INVALID_ARGUMENT'
   | 'INVALID_CONFIG'
+  | 'NO_MEMBER_ENDPOINTS'
   | 'SNAPSHOT_INTEGRITY'
   | 'LEASE_LOST'
   | 'ELECTION_NOT_LEADER'
@@ -626,6 +627,17 @@ export class InvalidArgumentError extends EtcdError {
 export class InvalidConfigError extends EtcdError {
   constructor(message: string, init?: Omit<EtcdErrorInit, 'message'>) {
     super('INVALID_CONFIG', S.InvalidArgument, message, init);
+  }
+}
+
+/**
+ * Endpoint discovery (`Etcd.syncEndpoints`) found no client URL to use in the member list: no
+ * started voting member, or only URLs with another scheme than the client's. The client's
+ * endpoints were left unchanged.
+ */
+export class NoMemberEndpointsError extends EtcdError {
+  constructor(message: string, init?: Omit<EtcdErrorInit, 'message'>) {
+    super('NO_MEMBER_ENDPOINTS', S.FailedPrecondition, message, init);
   }
 }
 

@@ -3,7 +3,15 @@ import { AuthClient } from './auth.js';
 import { ClusterClient } from './cluster.js';
 import { Connection } from './connection/connection.js';
 import type { ConnectionOptions } from './connection/options.js';
+import type { CallOptions } from './connection/types.js';
 import { ElectionClient } from './election.js';
+import {
+  checkAutoSyncInterval,
+  EndpointAutoSync,
+  type EndpointSyncResult,
+  reportedSync,
+  syncEndpoints,
+} from './endpoint-sync.js';
 import { KV } from './kv.js';
 import { LeaseClient } from './lease.js';
 import { closeLeaseKeepAlives } from './lease-keepalive.js';
@@ -12,10 +20,20 @@ import { MaintenanceClient } from './maintenance.js';
 import { closeWatchHub, configureWatchHub } from './watch/hub.js';
 import type { WatchStreamOptions } from './watch/types.js';
 
-/** Options of {@link Etcd}: how to connect (see {@link ConnectionOptions}), and how to watch. */
+/**
+ * Options of {@link Etcd}: how to connect (see {@link ConnectionOptions}), how to watch, and
+ * endpoint discovery.
+ */
 export type EtcdOptions = ConnectionOptions & {
   /** Settings of the watch stream every watcher of this client shares (stall detection...). */
   readonly watch?: WatchStreamOptions;
+  /**
+   * Run {@link Etcd.syncEndpoints} in the background every so many ms, so the endpoints follow
+   * membership changes; the first sync runs one interval after construction. Default 0: off. A
+   * failed sync changes nothing and is only reported to the `onEndpointSync` hook; the next
+   * interval tries again. The timer never keeps the process alive; `close()` stops it.
+   */
+  readonly autoSyncIntervalMs?: number;
 };
 
 /**
@@ -53,12 +71,15 @@ export class Etcd extends KV {
    * and leadership signals, see `Election` in `@etcdkit/recipes` (same keys).
    */
   readonly election: ElectionClient;
+  readonly #hooks: EtcdOptions['hooks'];
+  readonly #autoSync: EndpointAutoSync | undefined;
 
   /**
    * Validates the options (InvalidConfigError on a bad endpoint, mixed schemes, half a TLS key
    * pair...). Nothing is connected until the first call.
    */
   constructor(options: EtcdOptions) {
+    const autoSyncIntervalMs = checkAutoSyncInterval(options?.autoSyncIntervalMs);
     const connection = new Connection(options);
     super(connection);
     this.connection = connection;
@@ -69,14 +90,51 @@ export class Etcd extends KV {
     this.lock = new LockClient(connection);
     this.election = new ElectionClient(connection);
     configureWatchHub(connection, options.watch);
+    this.#hooks = options.hooks;
+    this.#autoSync =
+      autoSyncIntervalMs > 0
+        ? new EndpointAutoSync(() => this.#sync(true), autoSyncIntervalMs)
+        : undefined;
+  }
+
+  /**
+   * Endpoint discovery, like etcd's Go client `Sync`: lists the members (with this client's
+   * credentials) and makes the client URLs of every started voting member the endpoints
+   * (`connection.setEndpoints`), so a client given one member's URL learns the others and
+   * survives that member's loss. Members added but not started yet, and learners, are left out,
+   * and so are URLs with another scheme than the client's (see
+   * {@link EndpointSyncResult.ignored}); the client's TLS settings apply to every endpoint.
+   *
+   * Rejects with NoMemberEndpointsError, changing nothing, when the list names no usable URL, and
+   * with the MemberList call's error when that fails. Reported to the `onEndpointSync` hook.
+   *
+   * @example
+   * ```ts
+   * const etcd = new Etcd({ endpoints: ['http://10.0.0.1:2379'] });
+   * const { endpoints } = await etcd.syncEndpoints();
+   * ```
+   */
+  syncEndpoints(options?: CallOptions): Promise<EndpointSyncResult> {
+    return this.#sync(false, options);
+  }
+
+  #sync(auto: boolean, options?: CallOptions): Promise<EndpointSyncResult> {
+    return reportedSync(
+      () => syncEndpoints(this.connection, this.cluster, options),
+      auto,
+      this.#hooks,
+      () => this.connection.closed,
+    );
   }
 
   /**
    * Closes the client: calls in flight and later calls reject with ClientClosedError, streams end,
-   * kept-alive leases end with reason `client-closed` (not revoked: they expire after their TTL).
-   * Resolves once every connection is released. Calling it again returns the same promise.
+   * kept-alive leases end with reason `client-closed` (not revoked: they expire after their TTL),
+   * the automatic endpoint sync stops. Resolves once every connection is released. Calling it again
+   * returns the same promise.
    */
   close(): Promise<void> {
+    this.#autoSync?.stop();
     closeWatchHub(this.connection);
     closeLeaseKeepAlives(this.connection);
     return this.connection.close();

@@ -29,6 +29,13 @@ export {
   type LeaderKey,
   type ObserveCallOptions,
 } from './election.js';
+export {
+  type EndpointSyncEvent,
+  type EndpointSyncHooks,
+  type EndpointSyncResult,
+  type MemberEndpoints,
+  memberEndpoints,
+} from './endpoint-sync.js';
 export * from './errors.js';
 export { Etcd, type EtcdOptions } from './etcd.js';
 export type { ResponseHeader } from './header.js';
