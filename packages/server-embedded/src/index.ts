@@ -17,6 +17,11 @@ export {
 export type { Clock, Timer } from './clock.js';
 export { every, systemClock } from './clock.js';
 export {
+  EmbeddedClusterMember,
+  type MemberRestartOptions,
+} from './cluster/cluster-member.js';
+export { EmbeddedCluster, type EmbeddedClusterOptions } from './cluster/embedded-cluster.js';
+export {
   DEFAULT_ETCD_VERSION,
   EmbeddedEtcd,
   type EmbeddedEtcdOptions,

@@ -41,6 +41,8 @@ export interface FaultTargets {
   compact(revision: number): void;
   /** Expires a lease now; false when there is none. */
   expireLease(leaseId: bigint): boolean;
+  /** Told when a pause starts (true) or ends (false): a cluster member then leaves or rejoins. */
+  pauseChanged?(paused: boolean): void;
 }
 
 const DEFAULT_MESSAGES: Partial<Record<GrpcCode, string>> = {
@@ -117,12 +119,16 @@ export class FaultInjector {
    * passes). HTTP/2 pings are still answered by the transport.
    */
   pause(): void {
+    if (this.gate.paused) return;
     this.gate.pause();
+    this.targets.pauseChanged?.(true);
   }
 
   /** Ends a pause: everything held goes on in the order it came. */
   resume(): void {
+    if (!this.gate.paused) return;
     this.gate.resume();
+    this.targets.pauseChanged?.(false);
   }
 
   /** True while paused. */

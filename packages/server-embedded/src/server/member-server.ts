@@ -38,7 +38,10 @@ const GRPC_OVERHEAD_BYTES = 512 * 1024;
 /** Options of {@link MemberServer.open}. */
 export interface MemberServerOptions extends ClientPortOptions {
   readonly maxRequestBytes: number;
-  /** Interceptors every call passes before the call gate (a simulated cluster's leader gate). */
+  /**
+   * Interceptors every call passes after the call gate (a simulated cluster's leader gate): a
+   * paused member holds a call before they see it.
+   */
   readonly interceptors?: readonly grpc.ServerInterceptor[];
 }
 
@@ -82,7 +85,7 @@ export class MemberServer {
     const server = new grpc.Server({
       'grpc.max_receive_message_length': options.maxRequestBytes + GRPC_OVERHEAD_BYTES,
       'grpc.max_send_message_length': -1,
-      interceptors: [...(options.interceptors ?? []), gate.interceptor()],
+      interceptors: [gate.interceptor(), ...(options.interceptors ?? [])],
     });
     try {
       const port = await openClientPort(server, options, logger);

@@ -58,6 +58,20 @@ export class Membership {
     });
   }
 
+  /**
+   * Adds a voting member that started together with this one (the other members of a simulated
+   * cluster). Not a membership change: it takes no log entry and tells no listener.
+   */
+  addStarted(member: MemberIdentity): void {
+    this.members.set(member.memberId, {
+      id: member.memberId,
+      name: member.name,
+      peerUrls: [...member.peerUrls],
+      clientUrls: [...member.clientUrls],
+      isLearner: false,
+    });
+  }
+
   /** Calls `listener` with the new state after every change from now on. Returns an unsubscribe. */
   subscribe(listener: (state: MembershipState) => void): () => void {
     this.changeListeners.add(listener);

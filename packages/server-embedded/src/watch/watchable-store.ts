@@ -36,6 +36,8 @@ export class WatchableStore {
   private readonly unsubscribe: () => void;
   private syncPass: NodeJS.Immediate | undefined;
   private closed = false;
+  /** The revision delivery stopped at while held (see hold()); undefined when delivering. */
+  private heldAt: number | undefined;
 
   constructor(store: MvccStore, options: WatchableStoreOptions = {}) {
     this.store = store;
@@ -44,9 +46,37 @@ export class WatchableStore {
     this.unsubscribe = store.subscribe((committed) => this.notify(committed));
   }
 
-  /** The store's current revision. */
+  /** The store's current revision; while held, the revision delivery stopped at. */
   get revision(): number {
-    return this.store.revision;
+    return this.heldAt ?? this.store.revision;
+  }
+
+  /** True between {@link hold} and {@link release}. */
+  get held(): boolean {
+    return this.heldAt !== undefined;
+  }
+
+  /**
+   * Stops delivering, as a member cut off from its cluster's leader stops learning of new
+   * revisions: its watchers, and watchers created meanwhile, see nothing past the current
+   * revision until {@link release}. Every watcher becomes unsynced, so nothing is lost: once
+   * released, each catches up from history from where it stopped.
+   */
+  hold(): void {
+    if (this.heldAt !== undefined || this.closed) return;
+    this.heldAt = this.store.revision;
+    for (const watcher of [...this.synced.watchers()]) {
+      this.synced.delete(watcher);
+      this.unsynced.add(watcher);
+      watcher.state = 'unsynced';
+    }
+  }
+
+  /** Delivers again after {@link hold}: the watchers catch up from history. */
+  release(): void {
+    if (this.heldAt === undefined) return;
+    this.heldAt = undefined;
+    if (this.unsynced.size > 0) this.scheduleSync();
   }
 
   /** Watchers in the store (synced and unsynced); compacted and canceled ones are not counted. */
@@ -64,8 +94,13 @@ export class WatchableStore {
    * the next revision, or from that future one); any other start makes it catch up from history.
    */
   watch(id: bigint, options: WatcherOptions, sink: WatchSink): Watcher {
-    const current = this.store.revision;
+    const current = this.revision;
     const { startRevision } = options;
+    if (this.heldAt !== undefined) {
+      const watcher = new Watcher(id, options, sink, Math.max(current + 1, startRevision));
+      this.unsynced.add(watcher);
+      return watcher;
+    }
     if (startRevision === 0 || startRevision > current) {
       const watcher = new Watcher(id, options, sink, Math.max(current + 1, startRevision));
       watcher.state = 'synced';
@@ -125,7 +160,7 @@ export class WatchableStore {
 
   /** Delivers a committed revision to the synced watchers it concerns. */
   private notify({ revision, events }: CommittedRevision): void {
-    if (this.synced.size === 0) return;
+    if (this.synced.size === 0 || this.heldAt !== undefined) return;
     const matches = new Map<Watcher, MvccEvent[]>();
     for (const event of events) {
       this.synced.forEachWatching(keyString(event.kv.key), (watcher) => {
@@ -166,7 +201,7 @@ export class WatchableStore {
    * batch of history, or its compaction cancel, and joins the synced group once it has everything.
    */
   private syncUnsynced(): void {
-    if (this.closed) return;
+    if (this.closed || this.heldAt !== undefined) return;
     const current = this.store.revision;
     const compactRevision = this.store.compactRevision;
     let progressed = false;
@@ -203,7 +238,8 @@ export class WatchableStore {
         watcher.minRevision = batch.moreRevision;
         continue;
       }
-      watcher.minRevision = current + 1;
+      // A watcher that starts in the future (held while it waited) keeps waiting for its start.
+      watcher.minRevision = Math.max(watcher.minRevision, current + 1);
       this.unsynced.delete(watcher);
       this.synced.add(watcher);
       watcher.state = 'synced';

@@ -3,6 +3,21 @@
 import type { MethodDescriptor } from '@etcdkit/client/protocol';
 import * as grpc from '@grpc/grpc-js';
 
+/** Metadata and a deadline for one call. */
+export interface RawCallOptions {
+  /** Headers sent with the call, e.g. `{ hasleader: 'true' }`. */
+  readonly metadata?: Readonly<Record<string, string>>;
+  /** Give up after this many ms (DeadlineExceeded). */
+  readonly deadlineMs?: number;
+}
+
+/** grpc-js metadata from plain headers. */
+export function metadataOf(headers: Readonly<Record<string, string>> = {}): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  for (const [key, value] of Object.entries(headers)) metadata.set(key, value);
+  return metadata;
+}
+
 /** A failed call as the test sees it. */
 export interface CallError {
   readonly code: number;
@@ -20,13 +35,19 @@ export class RawClient {
     );
   }
 
-  unary<Req, Res>(method: MethodDescriptor<Req, Res>, request: Req): Promise<Res> {
+  unary<Req, Res>(
+    method: MethodDescriptor<Req, Res>,
+    request: Req,
+    options: RawCallOptions = {},
+  ): Promise<Res> {
     return new Promise((resolve, reject) => {
       this.client.makeUnaryRequest(
         method.path,
         (message: Req) => Buffer.from(method.request.encode(message).finish()),
         (bytes: Buffer) => method.response.decode(bytes),
         request,
+        metadataOf(options.metadata),
+        options.deadlineMs === undefined ? {} : { deadline: Date.now() + options.deadlineMs },
         (error, response) => (error ? reject(error) : resolve(response!)),
       );
     });

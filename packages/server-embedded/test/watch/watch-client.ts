@@ -2,6 +2,7 @@
 // summaries of responses (numbers and text, default fields left out) to compare exactly.
 import { etcdserverpb, etcdserverpb_Watch } from '@etcdkit/client/protocol';
 import * as grpc from '@grpc/grpc-js';
+import { metadataOf } from '../support/grpc-client.js';
 import { summary } from '../support/kv.js';
 
 type WatchRequest = etcdserverpb.WatchRequest.$Properties;
@@ -85,12 +86,13 @@ export class WatchConnection {
     );
   }
 
-  /** Opens a Watch stream on this connection. */
-  open(): WatchStreamClient {
+  /** Opens a Watch stream on this connection, sending `metadata` (e.g. `hasleader`). */
+  open(metadata: Readonly<Record<string, string>> = {}): WatchStreamClient {
     const call = this.client.makeBidiStreamRequest(
       Watch.path,
       (message: WatchRequest) => Buffer.from(Watch.request.encode(message).finish()),
       (bytes: Buffer) => Watch.response.decode(bytes),
+      metadataOf(metadata),
     );
     return new WatchStreamClient(call);
   }

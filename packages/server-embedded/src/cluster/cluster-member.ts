@@ -1,0 +1,238 @@
+// One member of a simulated cluster: its own endpoint, member id, call gate and leader gate, over
+// the store the whole cluster shares. What a test does to a member (stop, start, partition, pause)
+// changes what it can reach; the cluster then decides who leads and what each member knows.
+import type { FaultInjector } from '../faults/fault-injector.js';
+import type { ServerLogger } from '../server/logger.js';
+import type { MemberIdentity } from '../server/member.js';
+import type { MemberServer, ServedServices } from '../server/member-server.js';
+import type { WatchableStore } from '../watch/watchable-store.js';
+import type { LeaderGate } from './leader-gate.js';
+
+/** What a member tells its cluster, and asks it. */
+export interface MemberControl {
+  /** The member's reach changed (stopped, started, partitioned, healed, paused, resumed). */
+  reachChanged(): void;
+  /** The store's revision now (what a member that loses its leader still knows). */
+  revision(): number;
+}
+
+/** @internal What the cluster builds a member from. */
+export interface ClusterMemberParts {
+  readonly identity: MemberIdentity;
+  readonly network: MemberServer;
+  readonly served: ServedServices;
+  readonly leaderGate: LeaderGate;
+  readonly faults: FaultInjector;
+  readonly control: MemberControl;
+  readonly logger: ServerLogger;
+}
+
+/** Options of {@link EmbeddedClusterMember.restart}. */
+export interface MemberRestartOptions {
+  /** How long the member stays down (its port refuses connections), in ms. Default 0. */
+  readonly downtimeMs?: number;
+}
+
+/** A member of an {@link EmbeddedCluster}. */
+export class EmbeddedClusterMember {
+  /** The member's name (`member0`, `member1`...), as MemberList reports it. */
+  readonly name: string;
+  /** The member id of its response headers, Status and MemberList. */
+  readonly memberId: bigint;
+  /** Its client URL, `http://127.0.0.1:PORT` (`https://` with TLS). */
+  readonly endpoint: string;
+  /** The port of {@link endpoint}; it stays the same across stop and start. */
+  readonly port: number;
+  /**
+   * Fault injection on this member only: delays, failures, a pause. A pause also takes the member
+   * out of the cluster (a stopped process sends no heartbeats), like {@link pause}.
+   */
+  readonly faults: FaultInjector;
+  /** The watchers of this member's Watch service (tests may count them). */
+  readonly watchable: WatchableStore;
+  private readonly network: MemberServer;
+  private readonly served: ServedServices;
+  private readonly leaderGate: LeaderGate;
+  private readonly control: MemberControl;
+  private readonly logger: ServerLogger;
+  private isRunning = true;
+  private isPartitioned = false;
+  private knownLeader = 0n;
+  // Stops and starts run one after the other, so a stop never races a listen.
+  private lifecycle: Promise<void> = Promise.resolve();
+  private ended = false;
+
+  /** @internal Members are made by EmbeddedCluster.start(). */
+  constructor(parts: ClusterMemberParts) {
+    this.name = parts.identity.name;
+    this.memberId = parts.identity.memberId;
+    this.network = parts.network;
+    this.served = parts.served;
+    this.leaderGate = parts.leaderGate;
+    this.faults = parts.faults;
+    this.watchable = parts.served.watchable;
+    this.control = parts.control;
+    this.logger = parts.logger;
+    const url = parts.network.listeners.urls[0]!;
+    this.endpoint = parts.network.advertisedUrls[0] ?? `http://127.0.0.1:${url.port}`;
+    this.port = url.port;
+  }
+
+  /** True unless stopped. */
+  get running(): boolean {
+    return this.isRunning;
+  }
+
+  /** True between {@link partition} and {@link heal}. */
+  get partitioned(): boolean {
+    return this.isPartitioned;
+  }
+
+  /** True while paused ({@link pause} or `faults.pause()`). */
+  get paused(): boolean {
+    return this.faults.paused;
+  }
+
+  /** True when the member can reach the others: running, not partitioned, not paused. */
+  get reachable(): boolean {
+    return this.isRunning && !this.isPartitioned && !this.faults.paused;
+  }
+
+  /** The leader's member id as this member knows it; `0n` when it knows of none. */
+  get leaderId(): bigint {
+    return this.knownLeader;
+  }
+
+  /** True when this member leads the cluster. */
+  get isLeader(): boolean {
+    return this.knownLeader === this.memberId;
+  }
+
+  /** Connections from clients open now. */
+  get connectionCount(): number {
+    return this.network.listeners.connectionCount;
+  }
+
+  /**
+   * Stops the member as a crash would: its port refuses connections, every connection closes and
+   * calls in flight fail (nothing they did not already do is applied). If it led, the others elect
+   * a new leader when they still have a quorum. The cluster's data stays.
+   */
+  stop(): Promise<void> {
+    return this.inOrder(() => this.stopNow());
+  }
+
+  /** Starts a stopped member again on the same port; it catches up at once. */
+  start(): Promise<void> {
+    return this.inOrder(() => this.startNow());
+  }
+
+  /** {@link stop}, then after `downtimeMs`, {@link start}. */
+  restart(options: MemberRestartOptions = {}): Promise<void> {
+    return this.inOrder(async () => {
+      await this.stopNow();
+      const downtime = options.downtimeMs ?? 0;
+      if (downtime > 0) await new Promise((resolve) => setTimeout(resolve, downtime));
+      await this.startNow();
+    });
+  }
+
+  /**
+   * Cuts the member off from the other members (its clients still reach it). It knows of no
+   * leader from now on: calls with require-leader fail with "etcdserver: no leader" and its open
+   * require-leader streams end with it; calls that need the leader are held until {@link heal}
+   * or the request timeout; serializable reads and watches see the store as it is now. If it led,
+   * the others elect a new leader when they have a quorum.
+   */
+  partition(): void {
+    if (this.isPartitioned || this.ended) return;
+    this.isPartitioned = true;
+    this.logger.info('member partitioned', { name: this.name });
+    this.control.reachChanged();
+  }
+
+  /** Ends a {@link partition}: the member rejoins, catches up, and held calls go on. */
+  heal(): void {
+    if (!this.isPartitioned || this.ended) return;
+    this.isPartitioned = false;
+    this.logger.info('member healed', { name: this.name });
+    this.control.reachChanged();
+  }
+
+  /**
+   * Pauses the member as SIGSTOP would: connections stay open, nothing is answered, and the other
+   * members, missing its heartbeats, elect a new leader if it led (see `faults.pause()`).
+   */
+  pause(): void {
+    this.faults.pause();
+  }
+
+  /** Ends a {@link pause}: held calls go on, and the member rejoins. */
+  resume(): void {
+    this.faults.resume();
+  }
+
+  /** Closes every client connection of this member (it keeps listening). Returns how many. */
+  dropConnections(): number {
+    const dropped = this.network.listeners.dropConnections();
+    this.logger.info('dropped client connections', { name: this.name, connections: dropped });
+    return dropped;
+  }
+
+  /** @internal The cluster tells the member who leads as it can see (0n: nobody). */
+  setLeader(leaderId: bigint): void {
+    if (leaderId === this.knownLeader) return;
+    const had = this.knownLeader;
+    this.knownLeader = leaderId;
+    if (leaderId === 0n) {
+      this.logger.info('member lost its leader', { name: this.name });
+      this.leaderGate.loseLeader(this.control.revision());
+      this.served.watchable.hold();
+    } else {
+      if (had === 0n) this.logger.info('member found a leader', { name: this.name });
+      this.served.watchable.release();
+      this.leaderGate.regainLeader();
+    }
+  }
+
+  /** @internal Ends the member for good (the cluster stops). */
+  async close(): Promise<void> {
+    this.ended = true;
+    await this.lifecycle;
+    this.faults.clear();
+    this.served.dropWaits();
+    this.served.closeWatchStreams();
+    this.served.watchable.close();
+    await this.network.listeners.close();
+    this.leaderGate.abandonWaits();
+    this.network.server.forceShutdown();
+  }
+
+  private inOrder(step: () => Promise<void>): Promise<void> {
+    if (this.ended) return Promise.reject(new Error('the cluster is stopped'));
+    const next = this.lifecycle.then(step);
+    this.lifecycle = next.catch(() => {});
+    return next;
+  }
+
+  private async stopNow(): Promise<void> {
+    if (!this.isRunning || this.ended) return;
+    this.logger.info('stopping member', { name: this.name });
+    // Before the connections close: their cancelled calls must not undo what they queued.
+    this.served.dropWaits();
+    await this.network.listeners.close();
+    // Their connections are gone; what is still held is given up.
+    this.leaderGate.abandonWaits();
+    this.served.closeWatchStreams();
+    this.isRunning = false;
+    this.control.reachChanged();
+  }
+
+  private async startNow(): Promise<void> {
+    if (this.isRunning || this.ended) return;
+    await this.network.listeners.listen();
+    this.isRunning = true;
+    this.logger.info('started member', { name: this.name, endpoint: this.endpoint });
+    this.control.reachChanged();
+  }
+}

@@ -1,0 +1,286 @@
+// What a member of a simulated cluster does when it knows of no leader (it is partitioned, paused
+// out of the cluster, or the cluster lost its quorum), as a grpc-js server interceptor in front of
+// the member's services. It copies what a real etcd member does then:
+//
+// - a call or stream sent with `hasleader: true` (clients' require-leader) is refused with
+//   Unavailable "etcdserver: no leader"; streams opened that way are ended with it when the leader
+//   is lost (etcd's monitorLeader);
+// - a call that needs the leader (every write, linearizable reads, leases, auth, membership, Lock
+//   and Election) is held: it goes on if a leader comes back in time, else it fails after the
+//   request timeout with Unavailable "etcdserver: request timed out";
+// - a serializable read is answered from what the member knew when it lost the leader: the store
+//   at that revision (a newer revision is "a future revision" to it);
+// - its watchers see nothing new (the member's watchable store is held; see EmbeddedCluster).
+import {
+  etcdserverpb_Auth,
+  etcdserverpb_Cluster,
+  etcdserverpb_KV,
+  etcdserverpb_Lease,
+  etcdserverpb_Maintenance,
+  v3electionpb_Election,
+  v3lockpb_Lock,
+} from '@etcdkit/client/protocol';
+import * as grpc from '@grpc/grpc-js';
+import { EtcdServerError } from '../errors.js';
+
+/** Paths whose every call needs the leader. */
+const LEADER_PATHS: ReadonlySet<string> = new Set([
+  etcdserverpb_KV.Put.path,
+  etcdserverpb_KV.DeleteRange.path,
+  etcdserverpb_KV.Compact.path,
+  ...Object.values(etcdserverpb_Lease).map((method) => method.path),
+  ...Object.values(etcdserverpb_Auth).map((method) => method.path),
+  etcdserverpb_Cluster.MemberAdd.path,
+  etcdserverpb_Cluster.MemberRemove.path,
+  etcdserverpb_Cluster.MemberUpdate.path,
+  etcdserverpb_Cluster.MemberPromote.path,
+  etcdserverpb_Maintenance.Alarm.path,
+  ...Object.values(v3lockpb_Lock).map((method) => method.path),
+  ...Object.values(v3electionpb_Election).map((method) => method.path),
+]);
+
+/** The fields of the requests the gate reads and, for stale reads, rewrites. */
+interface RangeLike {
+  serializable?: boolean | null;
+  revision?: bigint | null;
+}
+interface TxnLike {
+  success?: { requestRange?: RangeLike | null }[] | null;
+  failure?: { requestRange?: RangeLike | null }[] | null;
+}
+interface HeaderLike {
+  header?: { revision?: bigint | null } | null;
+  rangeResponse?: { header?: { revision?: bigint | null } | null } | null;
+}
+
+/** How a request is served by a member without a leader. */
+type Need = 'leader' | 'local' | 'stale-read';
+
+function needOf(path: string, message: unknown): Need {
+  if (LEADER_PATHS.has(path)) return 'leader';
+  if (path === etcdserverpb_KV.Range.path || path === etcdserverpb_KV.RangeStream.path) {
+    return (message as RangeLike).serializable === true ? 'stale-read' : 'leader';
+  }
+  if (path === etcdserverpb_KV.Txn.path) {
+    const txn = message as TxnLike;
+    const ops = [...(txn.success ?? []), ...(txn.failure ?? [])];
+    const serializable = ops.every((op) => op.requestRange?.serializable === true);
+    return serializable ? 'stale-read' : 'leader';
+  }
+  if (path === etcdserverpb_Cluster.MemberList.path) {
+    return (message as { linearizable?: boolean | null }).linearizable === true
+      ? 'leader'
+      : 'local';
+  }
+  return 'local';
+}
+
+/** The ranges of a serializable read, to be read at `revision`. */
+function rangesOf(path: string, message: unknown): RangeLike[] {
+  if (path === etcdserverpb_KV.Txn.path) {
+    const txn = message as TxnLike;
+    return [...(txn.success ?? []), ...(txn.failure ?? [])].flatMap((op) =>
+      op.requestRange ? [op.requestRange] : [],
+    );
+  }
+  return [message as RangeLike];
+}
+
+const NO_LEADER = new EtcdServerError('NO_LEADER');
+const TIMEOUT = new EtcdServerError('TIMEOUT');
+const FUTURE_REVISION = new EtcdServerError('FUTURE_REVISION');
+
+/** A wait for the leader that can be given up. */
+interface LeaderWait {
+  readonly done: Promise<boolean>;
+  cancel(): void;
+}
+
+/** The leader gate of one member. */
+export class LeaderGate {
+  private readonly requestTimeoutMs: number;
+  /** Set while the member knows of no leader: the revision its knowledge stopped at. */
+  private lost: { revision: number; regained: Promise<void>; resolve: () => void } | undefined;
+  /** Ends each open require-leader stream with "no leader". */
+  private readonly requireLeaderStreams = new Set<() => void>();
+  private readonly waits = new Set<(regained: boolean) => void>();
+
+  /** `requestTimeoutMs`: how long a call that needs the leader is held; Infinity: forever. */
+  constructor(options: { readonly requestTimeoutMs: number }) {
+    this.requestTimeoutMs = options.requestTimeoutMs;
+  }
+
+  /** The revision the member's knowledge stopped at; undefined while it has a leader. */
+  get staleRevision(): number | undefined {
+    return this.lost?.revision;
+  }
+
+  /** The member lost its leader, knowing the store up to `revision`. */
+  loseLeader(revision: number): void {
+    if (this.lost !== undefined) return;
+    let resolve = (): void => {};
+    const regained = new Promise<void>((done) => {
+      resolve = done;
+    });
+    this.lost = { revision, regained, resolve };
+    for (const end of [...this.requireLeaderStreams]) end();
+  }
+
+  /** The member has a leader again: held calls go on. */
+  regainLeader(): void {
+    const lost = this.lost;
+    this.lost = undefined;
+    lost?.resolve();
+  }
+
+  /** Fails every held call now, as a stopping member does (their connections go anyway). */
+  abandonWaits(): void {
+    for (const finish of [...this.waits]) finish(false);
+  }
+
+  /** The interceptor to put in front of the member's services. */
+  interceptor(): grpc.ServerInterceptor {
+    return (method, call) => this.intercept(method, call);
+  }
+
+  private waitForLeader(): LeaderWait {
+    const lost = this.lost;
+    if (lost === undefined) return { done: Promise.resolve(true), cancel: () => {} };
+    let timer: NodeJS.Timeout | undefined;
+    let finish = (_regained: boolean): void => {};
+    const done = new Promise<boolean>((resolve) => {
+      finish = (regained) => {
+        if (timer !== undefined) clearTimeout(timer);
+        this.waits.delete(finish);
+        resolve(regained);
+      };
+    });
+    this.waits.add(finish);
+    void lost.regained.then(() => finish(true));
+    if (Number.isFinite(this.requestTimeoutMs)) {
+      timer = setTimeout(() => finish(false), this.requestTimeoutMs);
+      timer.unref();
+    }
+    return { done, cancel: () => finish(false) };
+  }
+
+  private intercept(
+    method: grpc.ServerMethodDefinition<unknown, unknown>,
+    call: grpc.ServerInterceptingCallInterface,
+  ): grpc.ServerInterceptingCall {
+    const path = method.path;
+    const streaming = method.requestStream || method.responseStream;
+    let ended = false;
+    let untrack = (): void => {};
+    let pending: LeaderWait | undefined;
+    // Set when the call reads a member's stale state: the revision responses must report.
+    let staleRevision: number | undefined;
+    // Inbound steps after a held message wait for it, so messages keep their order.
+    let tail: Promise<void> | undefined;
+    const end = (error: EtcdServerError): void => {
+      if (ended) return;
+      ended = true;
+      untrack();
+      pending?.cancel();
+      call.sendStatus({
+        code: error.grpcCode,
+        details: error.message,
+        metadata: new grpc.Metadata(),
+      });
+    };
+    const pass = (message: unknown, next: (message: unknown) => void): void => {
+      if (ended) return;
+      const need = needOf(path, message);
+      const stale = this.staleRevision;
+      if (need === 'stale-read' && stale !== undefined) {
+        for (const range of rangesOf(path, message)) {
+          const revision = Number(range.revision ?? 0n);
+          if (revision > stale) {
+            end(FUTURE_REVISION);
+            return;
+          }
+          if (revision <= 0) range.revision = BigInt(stale);
+        }
+        staleRevision = stale;
+      } else {
+        staleRevision = undefined;
+      }
+      next(message);
+    };
+    const hold = (message: unknown, next: (message: unknown) => void): Promise<void> =>
+      (tail ?? Promise.resolve()).then(async () => {
+        if (ended) return;
+        if (needOf(path, message) === 'leader' && this.lost !== undefined) {
+          pending = this.waitForLeader();
+          const regained = await pending.done;
+          pending = undefined;
+          if (!regained) {
+            end(TIMEOUT);
+            return;
+          }
+        }
+        pass(message, next);
+      });
+    const listener: grpc.ServerListener = {
+      onReceiveMetadata: (metadata, next) => {
+        const requireLeader = metadata.get('hasleader')[0] === 'true';
+        if (requireLeader && this.lost !== undefined) {
+          end(NO_LEADER);
+          return;
+        }
+        if (requireLeader && streaming) {
+          const endStream = (): void => end(NO_LEADER);
+          this.requireLeaderStreams.add(endStream);
+          untrack = () => this.requireLeaderStreams.delete(endStream);
+        }
+        next(metadata);
+      },
+      onReceiveMessage: (message, next) => {
+        if (ended) return;
+        const waitFirst = needOf(path, message) === 'leader' && this.lost !== undefined;
+        if (tail === undefined && !waitFirst) {
+          pass(message, next);
+          return;
+        }
+        const step = hold(message, next);
+        tail = step;
+        void step.then(() => {
+          if (tail === step) tail = undefined;
+        });
+      },
+      onReceiveHalfClose: (next) => {
+        if (tail === undefined) {
+          if (!ended) next();
+          return;
+        }
+        void tail.then(() => {
+          if (!ended) next();
+        });
+      },
+      onCancel: () => {
+        ended = true;
+        untrack();
+        pending?.cancel();
+      },
+    };
+    const responder: grpc.Responder = {
+      start: (next) => next(listener),
+      sendMessage: (message, next) => {
+        if (ended) return;
+        if (staleRevision !== undefined) {
+          const response = message as HeaderLike;
+          const header = response.header ?? response.rangeResponse?.header;
+          if (header) header.revision = BigInt(staleRevision);
+        }
+        next(message);
+      },
+      sendStatus: (status, next) => {
+        if (ended) return;
+        ended = true;
+        untrack();
+        next(status);
+      },
+    };
+    return new grpc.ServerInterceptingCall(call, responder);
+  }
+}
