@@ -14,7 +14,12 @@
 // unchanged too, for the HTTP/2 server to answer as it would have.
 import type { Socket } from 'node:net';
 import { Duplex } from 'node:stream';
-import { encodeLiterals, HeaderBlockDecoder, type HeaderField } from './hpack/header-block.js';
+import {
+  DEFAULT_MAX_HEADER_LIST_SIZE,
+  encodeLiterals,
+  HeaderBlockDecoder,
+  type HeaderField,
+} from './hpack/header-block.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const FRAME_HEADER_BYTES = 9;
@@ -27,6 +32,12 @@ const FLAG_PRIORITY = 0x20;
 /** SETTINGS_MAX_FRAME_SIZE of Node's HTTP/2 server (HTTP/2's default). */
 const MAX_FRAME_PAYLOAD = 16_384;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+/**
+ * The longest header block held: every field of a block counts at least as much in its header
+ * list as it takes encoded, so a longer block is one the server refuses anyway. Without a limit
+ * a client could send CONTINUATION frames for ever, all held here.
+ */
+const MAX_HEADER_BLOCK = DEFAULT_MAX_HEADER_LIST_SIZE;
 
 /** A header block being received: its HEADERS frame, then CONTINUATION frames. */
 interface OpenBlock {
@@ -37,6 +48,8 @@ interface OpenBlock {
   readonly fragments: Buffer[];
   /** The frames as received, to forward unchanged when nothing needs rewriting. */
   readonly frames: Buffer[];
+  /** Octets in {@link fragments}. */
+  length: number;
 }
 
 type Mode = 'inspect' | 'rewrite' | 'pass';
@@ -170,6 +183,8 @@ class AuthorityRewriter extends Duplex {
       if (type !== FRAME_CONTINUATION || streamId !== this.block.streamId) {
         throw new Error('a header block was interrupted');
       }
+      this.block.length += payload.length;
+      if (this.block.length > MAX_HEADER_BLOCK) throw new Error('header block too large');
       this.block.fragments.push(payload);
       this.block.frames.push(frame);
     } else if (type === FRAME_HEADERS) {
@@ -193,6 +208,7 @@ class AuthorityRewriter extends Duplex {
         priority,
         fragments: [payload.subarray(start, end)],
         frames: [frame],
+        length: end - start,
       };
     } else {
       this.forward(frame);

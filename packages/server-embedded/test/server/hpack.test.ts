@@ -86,6 +86,20 @@ describe('HeaderBlockDecoder', () => {
     expect(() => decoder.decode(hex('20 be'))).toThrow('index 62 is not in the table');
   });
 
+  it('refuses a size update above the table size it was created with (RFC 7541, 6.3)', () => {
+    const decoder = new HeaderBlockDecoder(4096);
+    expect(decoder.decode(hex('3fe11f'))).toEqual([]); // 4096
+    expect(() => decoder.decode(hex('3fe21f'))).toThrow('table size 4097 above the limit');
+  });
+
+  it('refuses a block whose header list is larger than the limit it was created with', () => {
+    // ":method: GET" (static 2) counts 7 + 3 + 32 = 42 octets.
+    expect(new HeaderBlockDecoder(4096, 84).decode(hex('8282'))).toHaveLength(2);
+    expect(() => new HeaderBlockDecoder(4096, 84).decode(hex('828282'))).toThrow(
+      'header list larger than 84 octets',
+    );
+  });
+
   it('refuses truncated blocks and unknown indexes', () => {
     expect(() => new HeaderBlockDecoder().decode(hex('41 8c f1e3'))).toThrow('string past the end');
     expect(() => new HeaderBlockDecoder().decode(hex('ff 80'))).toThrow('truncated');

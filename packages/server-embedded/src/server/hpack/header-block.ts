@@ -90,6 +90,11 @@ const STATIC_TABLE: readonly (readonly [string, string])[] = [
 const ENTRY_OVERHEAD = 32;
 /** SETTINGS_HEADER_TABLE_SIZE that Node's HTTP/2 server announces (and HTTP/2's default). */
 export const DEFAULT_HEADER_TABLE_SIZE = 4096;
+/**
+ * SETTINGS_MAX_HEADER_LIST_SIZE that Node's HTTP/2 server announces: the largest header list it
+ * accepts, counted as the dynamic table counts entries (RFC 7540, 6.5.2).
+ */
+export const DEFAULT_MAX_HEADER_LIST_SIZE = 65_535;
 
 /** Decodes the header blocks of one direction of one connection, in order. */
 export class HeaderBlockDecoder {
@@ -97,33 +102,53 @@ export class HeaderBlockDecoder {
   private readonly entries: (readonly [string, string])[] = [];
   private size = 0;
   private maxSize: number;
+  /** The table size the encoder may not exceed (SETTINGS_HEADER_TABLE_SIZE). */
+  private readonly sizeLimit: number;
 
-  constructor(maxSize = DEFAULT_HEADER_TABLE_SIZE) {
+  constructor(
+    maxSize = DEFAULT_HEADER_TABLE_SIZE,
+    private readonly maxListSize = DEFAULT_MAX_HEADER_LIST_SIZE,
+  ) {
     this.maxSize = maxSize;
+    this.sizeLimit = maxSize;
   }
 
-  /** Decodes one complete header block, updating the dynamic table as the encoder did. */
+  /**
+   * Decodes one complete header block, updating the dynamic table as the encoder did. A block
+   * whose header list is larger than the receiver accepts is refused: a few octets that refer to
+   * a large table entry would otherwise decode, and be re-encoded, to megabytes.
+   */
   decode(block: Uint8Array): HeaderField[] {
     const fields: HeaderField[] = [];
     const reader = new BlockReader(block);
+    let listSize = 0;
+    const push = (field: HeaderField): void => {
+      listSize += field.name.length + field.value.length + ENTRY_OVERHEAD;
+      if (listSize > this.maxListSize) {
+        throw new HpackError(`header list larger than ${this.maxListSize} octets`);
+      }
+      fields.push(field);
+    };
     while (!reader.done) {
       const first = reader.peek();
       if (first & 0x80) {
         // Indexed header field.
         const [name, value] = this.lookup(reader.integer(7));
-        fields.push({ name, value, sensitive: false });
+        push({ name, value, sensitive: false });
       } else if (first & 0x40) {
         // Literal with incremental indexing.
         const field = this.literal(reader, 6, false);
         this.add(field.name, field.value);
-        fields.push(field);
+        push(field);
       } else if (first & 0x20) {
-        // Dynamic table size update.
-        this.maxSize = reader.integer(5);
+        // Dynamic table size update, which may not exceed the receiver's setting (RFC 7541, 6.3).
+        const size = reader.integer(5);
+        if (size > this.sizeLimit) throw new HpackError(`table size ${size} above the limit`);
+        this.maxSize = size;
         this.evict(0);
       } else {
         // Literal without indexing (0000) or never indexed (0001).
-        fields.push(this.literal(reader, 4, (first & 0x10) !== 0));
+        push(this.literal(reader, 4, (first & 0x10) !== 0));
       }
     }
     return fields;
