@@ -3,6 +3,7 @@
 // backends), and a real 3-member cluster a client given one member's URL survives that member's loss.
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { EmbeddedCluster } from '@etcdkit/server-embedded';
 import {
   describeEachBackend,
   describeRealEtcd,
@@ -650,28 +651,43 @@ describeRealEtcd('endpoint sync over TLS', () => {
   });
 });
 
-describeRealEtcd('endpoint sync on a 3-member cluster', () => {
-  let cluster: EtcdCluster;
+/** A member a test can stop and start again. */
+interface StoppableMember {
+  readonly endpoint: string;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+/** What the 3-member tests need of a cluster, real or simulated. */
+interface TestCluster {
+  readonly endpoints: readonly string[];
+  /** A member that does not lead, so that stopping it does not also start an election. */
+  follower(): Promise<StoppableMember>;
+  stop(): Promise<void>;
+}
+
+/** The 3-member tests, declared inside a suite of `start`'s kind of cluster. */
+function threeMemberTests(start: () => Promise<TestCluster>): void {
+  let cluster: TestCluster;
   beforeAll(async () => {
-    cluster = await startEtcdCluster({ members: 3 });
+    cluster = await start();
   });
   afterAll(async () => {
     await cluster?.stop();
   });
 
-  it('a client given one member finds the others, then survives that member being killed', async () => {
-    const leader = await cluster.waitForLeader();
-    // A follower, so that killing it does not also start an election.
-    const only = cluster.members.find((m) => m !== leader)!;
+  it('a client given one member finds the others, then survives that member being stopped', async () => {
+    const only = await cluster.follower();
     const etcd = new Etcd({ endpoints: [only.endpoint], dialTimeoutMs: 1_000 });
     try {
       const result = await etcd.syncEndpoints();
       expect(result.changed).toBe(true);
+      expect(result.previous).toEqual([only.endpoint]);
       expect([...result.endpoints].sort()).toEqual([...cluster.endpoints].sort());
       expect(etcd.connection.currentEndpoint).toBe(new URL(only.endpoint).host);
       await etcd.put('sync/cluster', 'before');
 
-      await only.kill();
+      await only.stop();
       expect((await etcd.get('sync/cluster'))?.text()).toBe('before');
       expect(etcd.connection.currentEndpoint).not.toBe(new URL(only.endpoint).host);
       await etcd.put('sync/cluster', 'after');
@@ -706,10 +722,41 @@ describeRealEtcd('endpoint sync on a 3-member cluster', () => {
       const [event] = await syncs.count(1);
       expect(event?.auto).toBe(true);
       expect(event?.error).toBeUndefined();
+      expect(event?.result?.previous).toEqual([first]);
       expect([...(event?.result?.endpoints ?? [])].sort()).toEqual([...cluster.endpoints].sort());
       expect([...etcd.connection.endpoints].sort()).toEqual([...cluster.endpoints].sort());
     } finally {
       await etcd.close();
     }
+  });
+}
+
+describeRealEtcd('endpoint sync on a 3-member cluster', () => {
+  threeMemberTests(async () => {
+    const cluster: EtcdCluster = await startEtcdCluster({ members: 3 });
+    return {
+      endpoints: cluster.endpoints,
+      follower: async () => {
+        const leader = await cluster.waitForLeader();
+        const member = cluster.members.find((m) => m !== leader)!;
+        return {
+          endpoint: member.endpoint,
+          stop: () => member.kill(),
+          start: () => member.start(),
+        };
+      },
+      stop: () => cluster.stop(),
+    };
+  });
+});
+
+describe('endpoint sync on a 3-member cluster [backend: embedded cluster]', () => {
+  threeMemberTests(async () => {
+    const cluster = await EmbeddedCluster.start({ members: 3 });
+    return {
+      endpoints: cluster.endpoints,
+      follower: async () => cluster.members.find((m) => !m.isLeader)!,
+      stop: () => cluster.stop(),
+    };
   });
 });
