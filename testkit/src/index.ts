@@ -37,6 +37,16 @@ export {
   describeEachBackend,
   describeRealEtcd,
 } from './describe-each-backend.js';
+export {
+  type ClusterBackendName,
+  type ClusterSuiteContext,
+  type DescribeEachClusterOptions,
+  describeEachCluster,
+  fromEmbedded,
+  fromEtcd,
+  type TestCluster,
+  type TestClusterMember,
+} from './describe-each-cluster.js';
 export { BackendUnavailableError, EtcdStartError, type EtcdStartFailure } from './errors.js';
 export {
   type EtcdBinary,

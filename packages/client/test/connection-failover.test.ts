@@ -1,15 +1,16 @@
 // Failover, dial timeout and the write-safety guarantees of Connection, against real etcd members
 // and loopback fault injectors (closed ports, a black hole, a proxy that cuts the connection after
-// the request was delivered).
+// the request was delivered); the three-member suite runs on the embedded server's simulated
+// cluster and on a real etcd cluster.
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import {
   type BlackHole,
-  type EtcdCluster,
+  describeEachCluster,
   type EtcdProcess,
   freePort,
   startBlackHole,
   startEtcd,
-  startEtcdCluster,
+  type TestClusterMember,
 } from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Connection } from '../src/connection/connection.js';
@@ -228,21 +229,14 @@ describe('failover and write safety (one etcd member)', () => {
   });
 });
 
-describe('a three-member cluster', () => {
-  let cluster: EtcdCluster;
-
-  beforeAll(async () => {
-    cluster = await startEtcdCluster({ members: 3 });
-  }, 90_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  });
-
+describeEachCluster('a three-member cluster', ({ cluster }) => {
   it('keeps serving reads and writes when the current member dies', async () => {
-    const conn = new Connection({ endpoints: cluster.endpoints });
+    const conn = new Connection({ endpoints: cluster().endpoints });
     try {
       await conn.unary(etcdserverpb_KV.Put, { key: bytes('c1'), value: bytes('1') }, 'write');
-      const first = cluster.members.find((m) => new URL(m.endpoint).host === conn.currentEndpoint)!;
+      const first = cluster().members.find(
+        (m) => new URL(m.endpoint).host === conn.currentEndpoint,
+      )!;
       await first.kill();
       const res = await conn.unary(etcdserverpb_KV.Range, { key: bytes('c1') }, 'read');
       expect(res.kvs).toHaveLength(1);
@@ -254,12 +248,12 @@ describe('a three-member cluster', () => {
   });
 
   it('with requireLeader, a member that lost its leader answers NoLeader instead of hanging', async () => {
-    const [m0, m1, m2] = cluster.members as [
-      (typeof cluster.members)[0],
-      (typeof cluster.members)[0],
-      (typeof cluster.members)[0],
+    const [m0, m1, m2] = cluster().members as [
+      TestClusterMember,
+      TestClusterMember,
+      TestClusterMember,
     ];
-    await cluster.waitForLeader();
+    await cluster().waitForLeader();
     await Promise.all([m1.kill(), m2.kill()]);
     const conn = new Connection({
       endpoints: [m0.endpoint],

@@ -1,9 +1,10 @@
-// Failover acceptance (issue 2, "Done when"): against a real 3-member cluster, the member the
-// client uses (the leader) is frozen with txns on the wire, then killed, mid-workload. Reads go on; every write either succeeds or fails
+// Failover acceptance (issue 2, "Done when"): against a 3-member cluster (the embedded server's
+// simulated one and a real etcd), the member the client uses (the leader) is frozen with txns on
+// the wire, then killed, mid-workload. Reads go on; every write either succeeds or fails
 // with a typed error; a counter updated by revision-guarded txns ends at exactly the number of
 // updates that were applied, each applied once, and every acknowledged one among them.
 import { randomUUID } from 'node:crypto';
-import { describeRealEtcd, type EtcdCluster, startEtcdCluster } from '@etcdkit/testkit';
+import { describeEachCluster, type TestCluster } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { cmp } from '../src/compare.js';
 import { EtcdError, OutcomeUnknownError } from '../src/errors.js';
@@ -32,17 +33,16 @@ interface Attempt {
   readonly outcome: Outcome;
 }
 
-describeRealEtcd('failover of a 3-member cluster under load', () => {
-  let cluster: EtcdCluster;
+describeEachCluster('failover of a 3-member cluster under load', (suite) => {
+  let cluster: TestCluster;
   let admin: Etcd;
 
-  beforeAll(async () => {
-    cluster = await startEtcdCluster({ members: 3 });
+  beforeAll(() => {
+    cluster = suite.cluster();
     admin = new Etcd({ endpoints: cluster.endpoints });
   });
   afterAll(async () => {
     await admin?.close();
-    await cluster?.stop();
   });
 
   it('killing the leader the client uses mid-workload: reads go on, writes typed, counter exact', async () => {
