@@ -33,11 +33,12 @@ const FLAG_PRIORITY = 0x20;
 const MAX_FRAME_PAYLOAD = 16_384;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 /**
- * The longest header block held: every field of a block counts at least as much in its header
- * list as it takes encoded, so a longer block is one the server refuses anyway. Without a limit
- * a client could send CONTINUATION frames for ever, all held here.
+ * The longest header block held. A field takes at most 4 times what it counts in the header list
+ * encoded (Huffman codes have up to 30 bits per octet; its integers fit in the 32 octets every
+ * field counts), so a longer block is one the server refuses anyway. Without a limit a client
+ * could send CONTINUATION frames for ever, all held here.
  */
-const MAX_HEADER_BLOCK = DEFAULT_MAX_HEADER_LIST_SIZE;
+const MAX_HEADER_BLOCK = 4 * DEFAULT_MAX_HEADER_LIST_SIZE;
 
 /** A header block being received: its HEADERS frame, then CONTINUATION frames. */
 interface OpenBlock {
