@@ -278,6 +278,8 @@ export class Connection implements Rpc {
         if (result.done) finish();
         return result;
       } catch (error) {
+        // Failures while opening were judged by the retry loop; this one ended an open stream.
+        if (inner && held && !scope.aborted) this.#streamFailed(error, held);
         const typed = scope.aborted ? scope.abortError() : toEtcdError(error);
         finish();
         throw typed;
@@ -303,7 +305,8 @@ export class Connection implements Rpc {
    * Opens a bidi stream on a ready endpoint (failing over while no connection can be made), with
    * the current auth token and require-leader metadata. Errors end the iteration as typed errors;
    * `cancel()` ends it with AbortedError, the caller's signal with AbortedError, `close()` with
-   * ClientClosedError.
+   * ClientClosedError. A stream ended by Unavailable (a dropped connection, "etcdserver: no
+   * leader") puts its endpoint in backoff, so the next stream opens on another endpoint if any.
    */
   bidiStream<Req, Res>(
     method: MethodDescriptor<Req, Res, 'bidi-stream'>,
@@ -474,6 +477,7 @@ export class Connection implements Rpc {
       throw error;
     }
     const inner = stream[Symbol.asyncIterator]();
+    let answered = false;
     let finished = false;
     const finish = () => {
       if (finished) return;
@@ -488,9 +492,16 @@ export class Connection implements Rpc {
         if (finished) return DONE;
         try {
           const result = await inner.next();
-          if (result.done) finish();
+          if (result.done) {
+            finish();
+          } else if (!answered && held) {
+            // The endpoint served this stream: its backoff ends, as after a unary answer.
+            answered = true;
+            this.#pool.succeeded(held);
+          }
           return result;
         } catch (error) {
+          if (held && !scope.aborted) this.#streamFailed(error, held);
           const typed = scope.aborted ? scope.abortError() : toEtcdError(error);
           finish();
           throw typed;
@@ -665,6 +676,19 @@ export class Connection implements Rpc {
       throw new AttemptFailure(typed, true, state.tried.size < this.#pool.endpoints.length);
     }
     return picked;
+  }
+
+  /**
+   * An open stream failed. When the failure says the endpoint cannot serve (Unavailable: a dropped
+   * connection, or etcd's "no leader" from a member cut off from its leader, which also ends the
+   * require-leader streams open on it), the endpoint goes into backoff as after a unary call, so
+   * the stream's owner (the watch hub, the lease keeper) reopens it on the next endpoint instead of
+   * the same member. The channel stays open: other calls on it are not disturbed.
+   */
+  #streamFailed(error: unknown, endpoint: PooledEndpoint): void {
+    if (error instanceof TransportError && judge(error, 'read').endpointFailed) {
+      this.#pool.failed(endpoint);
+    }
   }
 
   /** Turns a failed attempt into an AttemptFailure under the retry policy. */
