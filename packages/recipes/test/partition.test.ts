@@ -1,0 +1,95 @@
+// Recipes across a network partition, on the embedded server's simulated cluster: the holder of a
+// lock (or a leadership) talks to a member that gets cut off from the others. The majority expires
+// its lease on the cluster's clock and hands the lock on; the old holder's fenced writes never land,
+// and once the partition heals it learns that it lost. Virtual time makes the expiry exact.
+import { Etcd, OutcomeUnknownError, op, RequestTimeoutError } from '@etcdkit/client';
+import {
+  EmbeddedCluster,
+  type EmbeddedClusterMember,
+  type VirtualClock,
+} from '@etcdkit/server-embedded';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Election } from '../src/election.js';
+import { LockLostError } from '../src/errors.js';
+import { Mutex } from '../src/mutex.js';
+import { Session } from '../src/session.js';
+import { eventually, rejection, stillPending } from './recipes-support.js';
+
+describe('recipes across a partition [cluster: embedded]', () => {
+  let cluster: EmbeddedCluster & { readonly clock: VirtualClock };
+  let cut: EmbeddedClusterMember;
+  /** Talks only to the member that gets partitioned. */
+  let minority: Etcd;
+  /** Talks to the two members that keep the quorum. */
+  let majority: Etcd;
+
+  beforeAll(async () => {
+    // A short request timeout: calls held on the cut-off member fail fast instead of after 7 s.
+    cluster = await EmbeddedCluster.start({ members: 3, clock: 'virtual', requestTimeoutMs: 300 });
+    const [m0, m1, m2] = cluster.members as [
+      EmbeddedClusterMember,
+      EmbeddedClusterMember,
+      EmbeddedClusterMember,
+    ];
+    cut = m2;
+    minority = new Etcd({ endpoints: [m2.endpoint] });
+    majority = new Etcd({ endpoints: [m0.endpoint, m1.endpoint] });
+  });
+  afterAll(async () => {
+    cut?.heal();
+    await minority?.close();
+    await majority?.close();
+    await cluster?.stop();
+  });
+
+  it('a lock holder behind a partition loses the lock: the next holder gets a higher token, stale writes fail', async () => {
+    const holderSession = await Session.create(minority, { ttl: 5 });
+    const held = await new Mutex(holderSession, 'p/lock').lock();
+    const waiterSession = await Session.create(majority, { ttl: 60 });
+    const next = new Mutex(waiterSession, 'p/lock').lock();
+    await eventually(async () => (await majority.count({ prefix: 'p/lock/' })) === 2n);
+
+    cut.partition();
+    // Nothing can keep the holder's lease alive now: the majority expires it after its TTL.
+    await cluster.clock.advance(6_000);
+    const taken = await next;
+    expect(taken.fencingToken).toBeGreaterThan(held.fencingToken);
+    await majority.put('p/data', 'fresh');
+
+    // The old holder's fenced write cannot even reach the leader...
+    const blocked = held.txn().then(op.put('p/data', 'stale')).commit();
+    expect(await stillPending(blocked, 100)).toBe(true);
+    // The member answers "request timed out": the client cannot know whether it was applied.
+    const failure = await rejection(blocked);
+    expect(failure).toBeInstanceOf(OutcomeUnknownError);
+    expect((failure as OutcomeUnknownError).cause).toBeInstanceOf(RequestTimeoutError);
+    cut.heal();
+    // ...and once the partition heals, its lock is known lost and the write is refused.
+    expect(await rejection(held.txn().then(op.put('p/data', 'stale')).commit())).toBeInstanceOf(
+      LockLostError,
+    );
+    expect((await majority.get('p/data'))?.text()).toBe('fresh');
+    expect((await holderSession.done).reason).toBe('expired');
+    await taken.unlock();
+    await waiterSession.close();
+  });
+
+  it('a leader behind a partition is replaced; after healing it sees the new leader', async () => {
+    const oldSession = await Session.create(minority, { ttl: 5 });
+    const oldLeader = await new Election(oldSession, 'p/election').campaign('old');
+    const newSession = await Session.create(majority, { ttl: 60 });
+    const campaign = new Election(newSession, 'p/election').campaign('new');
+    expect(await stillPending(campaign, 100)).toBe(true);
+
+    cut.partition();
+    await cluster.clock.advance(6_000);
+    const newLeader = await campaign;
+    expect(newLeader.fencingToken).toBeGreaterThan(oldLeader.fencingToken);
+    cut.heal();
+    const seen = await new Election(oldSession, 'p/election').leader();
+    expect(seen.text()).toBe('new');
+    expect((await oldSession.done).reason).toBe('expired');
+    await newLeader.resign();
+    await newSession.close();
+  });
+});
