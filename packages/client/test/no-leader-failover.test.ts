@@ -7,8 +7,10 @@
 // One embedded server listening on two URLs stands in for two members: the URL the client uses
 // first refuses a stream or call once ("no leader" as it opens, server.faults.failNext), or the test
 // transport ends a stream open on it with the status etcd sends (a member that loses its leader
-// later). Everything else is served for real, so events and keepalives are the server's.
-import { EmbeddedEtcd, GrpcCode } from '@etcdkit/server-embedded';
+// later). Everything else is served for real, so events and keepalives are the server's. Then the
+// same on a simulated cluster (EmbeddedCluster), where partitioning the member the client uses is
+// what refuses and ends its require-leader streams.
+import { EmbeddedCluster, EmbeddedEtcd, GrpcCode } from '@etcdkit/server-embedded';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { EtcdError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
@@ -281,5 +283,65 @@ describe('failover after "etcdserver: no leader" (one embedded server on two URL
     expect((await lease.timeToLive()).ttl).toBeGreaterThan(0n);
     expect(transport.targets(KEEPALIVE)).toEqual([first, second]);
     expect(etcd.connection.currentEndpoint).toBe(second);
+  });
+});
+
+describe('failover after "etcdserver: no leader" (a simulated cluster, one member partitioned)', () => {
+  let cluster: EmbeddedCluster;
+  let transport: RecordingTransport;
+  let etcd: Etcd;
+  let writer: Etcd;
+
+  beforeEach(async () => {
+    cluster = await EmbeddedCluster.start({ members: 3, minLeaseTtl: 1 });
+    transport = new RecordingTransport();
+    etcd = new Etcd({
+      endpoints: [...cluster.endpoints],
+      requireLeader: true,
+      transport,
+      watch: { maxReconnectDelayMs: 100 },
+    });
+    // Writes go through a member that keeps its leader: a write sent to the partitioned member
+    // would wait there for a leader until the request timeout.
+    writer = new Etcd({ endpoints: [cluster.members[2]!.endpoint] });
+  });
+  afterEach(async () => {
+    for (const member of cluster.members) member.heal();
+    await etcd.close();
+    await writer.close();
+    await cluster.stop();
+  });
+
+  it('the watch and the lease keepalive on the partitioned member move to another; nothing is lost', async () => {
+    const [m0, m1] = cluster.members.map((m) => targetOf(m.endpoint));
+    const watcher = etcd.watch({ prefix: 'p/' });
+    const seen = record(watcher);
+    await watcher.ready();
+    const lease = await etcd.lease.grant(2);
+    const replies: LeaseKeepAliveEvent[] = [];
+    lease.on('keepalive', (event) => replies.push(event));
+    lease.keepAlive();
+    const r1 = (await writer.put('p/a', '1', { lease: lease.id })).header.revision;
+    await until(() => seen.lines.length === 1 && replies.length >= 1, 'an event and a keepalive');
+    expect(etcd.connection.currentEndpoint).toBe(m0);
+
+    cluster.members[0]!.partition();
+    // The partitioned member's watchers see nothing new: these arrive only through the new stream.
+    const r2 = (await writer.put('p/b', '2')).header.revision;
+    const r3 = (await writer.put('p/a', '3', { lease: lease.id })).header.revision;
+    const before = replies.length;
+    await until(() => replies.length >= before + 4, 'four keepalive replies after the partition');
+    const r4 = (await writer.put('p/end', '4')).header.revision;
+    await until(() => seen.lines.length >= 4, 'four events');
+
+    expect(seen.lines).toEqual([`${r1} p/a=1`, `${r2} p/b=2`, `${r3} p/a=3`, `${r4} p/end=4`]);
+    expect(seen.disconnects.map((e) => [e.code, e.message])).toEqual([['NO_LEADER', NO_LEADER]]);
+    expect(transport.targets(WATCH)).toEqual([m0, m1]);
+    expect(transport.targets(KEEPALIVE)).toEqual([m0, m1]);
+    expect(etcd.connection.currentEndpoint).toBe(m1);
+    expect(lease.keepingAlive).toBe(true);
+    expect((await writer.lease.timeToLive(lease.id)).ttl).toBeGreaterThan(0n);
+    expect((await writer.get('p/a'))?.lease).toBe(lease.id);
+    await watcher.close();
   });
 });
