@@ -10,7 +10,8 @@
 //   request timeout with Unavailable "etcdserver: request timed out";
 // - a serializable read is answered from what the member knew when it lost the leader: the store
 //   at that revision (a newer revision is "a future revision" to it);
-// - its watchers see nothing new (the member's watchable store is held; see EmbeddedCluster).
+// - its watchers see nothing new (the member's watchable store is held; see EmbeddedCluster);
+// - Status names no leader (0) and lists "etcdserver: no leader" first among its errors.
 import {
   etcdserverpb_Auth,
   etcdserverpb_Cluster,
@@ -267,6 +268,11 @@ export class LeaderGate {
       start: (next) => next(listener),
       sendMessage: (message, next) => {
         if (ended) return;
+        if (path === etcdserverpb_Maintenance.Status.path && this.lost !== undefined) {
+          // etcd's Status lists "no leader" first among its errors when the member knows of none.
+          const response = message as { errors?: string[] | null };
+          response.errors = [NO_LEADER.message, ...(response.errors ?? [])];
+        }
         if (staleRevision !== undefined) {
           const response = message as HeaderLike;
           const header = response.header ?? response.rangeResponse?.header;

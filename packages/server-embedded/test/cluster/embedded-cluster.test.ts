@@ -143,8 +143,13 @@ describe('EmbeddedCluster', () => {
     await expect(cut.unary(Maintenance.Status, {}, REQUIRE_LEADER)).rejects.toMatchObject(
       NO_LEADER,
     );
-    // Without it: Status knows no leader; a serializable read sees the store as it was.
-    expect((await cut.unary(Maintenance.Status, {})).leader).toBe(0n);
+    // Without it: Status knows no leader (and says so in its errors, as etcd's does); a
+    // serializable read sees the store as it was.
+    const cutStatus = await cut.unary(Maintenance.Status, {});
+    expect({ leader: cutStatus.leader, errors: cutStatus.errors }).toEqual({
+      leader: 0n,
+      errors: ['etcdserver: no leader'],
+    });
     expect(await readKey(cut, 'k', true)).toEqual({ value: 'before', revision: stale });
     await expect(
       cut.unary(KV.Range, { key: b('k'), serializable: true, revision: BigInt(stale + 1) }),
