@@ -365,7 +365,8 @@ export class EmbeddedEtcd {
    * Restarts the server, keeping its data: the store, revision, leases, members and alarms. Clients
    * see a real disconnect: the listener and every connection are closed, calls in flight fail,
    * watch and keep-alive streams end; after `downtimeMs` the server listens again on the same
-   * port(s) and clients reconnect. As on an etcd restart, every lease gets its full TTL again.
+   * port(s) and clients reconnect. As on an etcd restart, the member wins a new election (the
+   * raft term goes up by one) and every lease gets its full TTL again.
    */
   restart(options: RestartOptions = {}): Promise<void> {
     if (this.stopped !== undefined) return Promise.reject(new Error('the server is stopped'));
@@ -415,8 +416,10 @@ export class EmbeddedEtcd {
     this.auth.forgetTokens();
     if (downtimeMs > 0) await new Promise((resolve) => setTimeout(resolve, downtimeMs));
     if (this.stopped !== undefined) return;
-    // A restarted etcd member, once leader again, gives every lease its full TTL (lessor Promote):
-    // nothing could have kept a lease alive while the member was down.
+    // A restarted etcd member wins a new election (the raft term goes up by one) and, leader
+    // again, gives every lease its full TTL (lessor Promote): nothing could have kept a lease
+    // alive while the member was down.
+    this.faults.changeLeader();
     renewLeases(this.leases, this.clock);
     this.timers = this.background();
     await this.listeners.listen();
