@@ -5,9 +5,20 @@
 // - a call or stream sent with `hasleader: true` (clients' require-leader) is refused with
 //   Unavailable "etcdserver: no leader"; streams opened that way are ended with it when the leader
 //   is lost (etcd's monitorLeader);
-// - a call that needs the leader (every write, linearizable reads, leases, auth, membership, Lock
-//   and Election) is held: it goes on if a leader comes back in time, else it fails after the
-//   request timeout with Unavailable "etcdserver: request timed out";
+// - a call that needs the leader is held: it goes on if a leader comes back in time, else it fails
+//   after the request timeout, with what etcd 3.4 answers then, which depends on how the call
+//   waits for the leader:
+//   - a proposal (a write, a write txn, Compact, LeaseGrant and LeaseRevoke, auth and alarm
+//     requests) waits for raft to take it: Unavailable "etcdserver: request timed out";
+//   - a linearizable read (Range, a read-only txn, Authenticate) waits for a read index: Unavailable
+//     "etcdserver: request timed out";
+//   - a lease renewal (LeaseKeepAlive, which ends the stream) and LeaseTimeToLive wait for a leader
+//     to forward to: Unavailable "etcdserver: no leader";
+//   LeaseLeases, MemberList and Status are answered at once from what the member knows.
+//   Two simplifications: member changes (MemberAdd, MemberRemove...) are held and fail like
+//   proposals, where etcd 3.4 may refuse them at once (its strict reconfiguration check) or wait
+//   for the conf change without a bound of its own (only the client's deadline ends it); Lock and Election are held and fail like proposals, which was
+//   not checked against etcd (they run on etcd's in-process client);
 // - a serializable read is answered from what the member knew when it lost the leader: the store
 //   at that revision (a newer revision is "a future revision" to it);
 // - its watchers see nothing new (the member's watchable store is held; see EmbeddedCluster);
@@ -22,15 +33,18 @@ import {
   v3lockpb_Lock,
 } from '@etcdkit/client/protocol';
 import * as grpc from '@grpc/grpc-js';
-import { EtcdServerError } from '../errors.js';
+import { EtcdServerError, type GrpcCode } from '../errors.js';
 
-/** Paths whose every call needs the leader. */
-const LEADER_PATHS: ReadonlySet<string> = new Set([
+/** Paths whose every call is a raft proposal. */
+const PROPOSAL_PATHS: ReadonlySet<string> = new Set([
   etcdserverpb_KV.Put.path,
   etcdserverpb_KV.DeleteRange.path,
   etcdserverpb_KV.Compact.path,
-  ...Object.values(etcdserverpb_Lease).map((method) => method.path),
-  ...Object.values(etcdserverpb_Auth).map((method) => method.path),
+  etcdserverpb_Lease.LeaseGrant.path,
+  etcdserverpb_Lease.LeaseRevoke.path,
+  ...Object.values(etcdserverpb_Auth)
+    .filter((method) => method !== etcdserverpb_Auth.Authenticate)
+    .map((method) => method.path),
   etcdserverpb_Cluster.MemberAdd.path,
   etcdserverpb_Cluster.MemberRemove.path,
   etcdserverpb_Cluster.MemberUpdate.path,
@@ -38,6 +52,12 @@ const LEADER_PATHS: ReadonlySet<string> = new Set([
   etcdserverpb_Maintenance.Alarm.path,
   ...Object.values(v3lockpb_Lock).map((method) => method.path),
   ...Object.values(v3electionpb_Election).map((method) => method.path),
+]);
+
+/** Paths whose calls the member forwards to the leader (lease renewals and TTL queries). */
+const FORWARDED_PATHS: ReadonlySet<string> = new Set([
+  etcdserverpb_Lease.LeaseKeepAlive.path,
+  etcdserverpb_Lease.LeaseTimeToLive.path,
 ]);
 
 /** The fields of the requests the gate reads and, for stale reads, rewrites. */
@@ -54,26 +74,38 @@ interface HeaderLike {
   rangeResponse?: { header?: { revision?: bigint | null } | null } | null;
 }
 
-/** How a request is served by a member without a leader. */
-type Need = 'leader' | 'local' | 'stale-read';
+/**
+ * How a request is served by a member without a leader: held until the leader is back, then
+ * failed as a proposal, a linearizable read or a forwarded call fails; or answered alone.
+ */
+type Need = 'proposal' | 'read-index' | 'forward' | 'local' | 'stale-read';
 
 function needOf(path: string, message: unknown): Need {
-  if (LEADER_PATHS.has(path)) return 'leader';
+  if (PROPOSAL_PATHS.has(path)) return 'proposal';
+  if (FORWARDED_PATHS.has(path)) return 'forward';
   if (path === etcdserverpb_KV.Range.path || path === etcdserverpb_KV.RangeStream.path) {
-    return (message as RangeLike).serializable === true ? 'stale-read' : 'leader';
+    return (message as RangeLike).serializable === true ? 'stale-read' : 'read-index';
   }
   if (path === etcdserverpb_KV.Txn.path) {
     const txn = message as TxnLike;
     const ops = [...(txn.success ?? []), ...(txn.failure ?? [])];
+    // etcd's isTxnReadonly and isTxnSerializable.
+    if (!ops.every((op) => op.requestRange)) return 'proposal';
     const serializable = ops.every((op) => op.requestRange?.serializable === true);
-    return serializable ? 'stale-read' : 'leader';
+    return serializable ? 'stale-read' : 'read-index';
   }
+  if (path === etcdserverpb_Auth.Authenticate.path) return 'read-index';
   if (path === etcdserverpb_Cluster.MemberList.path) {
     return (message as { linearizable?: boolean | null }).linearizable === true
-      ? 'leader'
+      ? 'read-index'
       : 'local';
   }
   return 'local';
+}
+
+/** Whether a request of this need waits for the leader. */
+function waitsForLeader(need: Need): need is 'proposal' | 'read-index' | 'forward' {
+  return need === 'proposal' || need === 'read-index' || need === 'forward';
 }
 
 /** The ranges of a serializable read, to be read at `revision`. */
@@ -87,9 +119,20 @@ function rangesOf(path: string, message: unknown): RangeLike[] {
   return [message as RangeLike];
 }
 
-const NO_LEADER = new EtcdServerError('NO_LEADER');
-const TIMEOUT = new EtcdServerError('TIMEOUT');
-const FUTURE_REVISION = new EtcdServerError('FUTURE_REVISION');
+/** A status the gate ends a call with. */
+interface GateStatus {
+  readonly grpcCode: GrpcCode;
+  readonly message: string;
+}
+
+const NO_LEADER: GateStatus = new EtcdServerError('NO_LEADER');
+const FUTURE_REVISION: GateStatus = new EtcdServerError('FUTURE_REVISION');
+/** What a call held for the leader fails with after the request timeout, by how it waited. */
+const TIMED_OUT: Readonly<Record<'proposal' | 'read-index' | 'forward', GateStatus>> = {
+  proposal: new EtcdServerError('TIMEOUT'),
+  'read-index': new EtcdServerError('TIMEOUT'),
+  forward: NO_LEADER,
+};
 
 /** A wait for the leader that can be given up. */
 interface LeaderWait {
@@ -178,7 +221,7 @@ export class LeaderGate {
     let staleRevision: number | undefined;
     // Inbound steps after a held message wait for it, so messages keep their order.
     let tail: Promise<void> | undefined;
-    const end = (error: EtcdServerError): void => {
+    const end = (error: GateStatus): void => {
       if (ended) return;
       ended = true;
       untrack();
@@ -211,12 +254,13 @@ export class LeaderGate {
     const hold = (message: unknown, next: (message: unknown) => void): Promise<void> =>
       (tail ?? Promise.resolve()).then(async () => {
         if (ended) return;
-        if (needOf(path, message) === 'leader' && this.lost !== undefined) {
+        const need = needOf(path, message);
+        if (waitsForLeader(need) && this.lost !== undefined) {
           pending = this.waitForLeader();
           const regained = await pending.done;
           pending = undefined;
           if (!regained) {
-            end(TIMEOUT);
+            end(TIMED_OUT[need]);
             return;
           }
         }
@@ -238,7 +282,7 @@ export class LeaderGate {
       },
       onReceiveMessage: (message, next) => {
         if (ended) return;
-        const waitFirst = needOf(path, message) === 'leader' && this.lost !== undefined;
+        const waitFirst = waitsForLeader(needOf(path, message)) && this.lost !== undefined;
         if (tail === undefined && !waitFirst) {
           pass(message, next);
           return;

@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { EmbeddedCluster, type EmbeddedClusterMember, GrpcCode } from '../../src/index.js';
 import { b } from '../support/bytes.js';
 import { RawClient, status } from '../support/grpc-client.js';
+import { openKeepAlive } from '../support/keepalive-client.js';
 import { type ResponseSummary, WatchConnection } from '../watch/watch-client.js';
 
 const REQUIRE_LEADER = { metadata: { hasleader: 'true' } } as const;
@@ -175,16 +176,42 @@ describe('EmbeddedCluster', () => {
     expect(await readKey(cut, 'k', true)).toEqual({ value: 'after', revision: stale + 2 });
   });
 
-  it('a partitioned member times a held call out after requestTimeoutMs, and applies nothing', async () => {
+  it('a partitioned member times held calls out after requestTimeoutMs as etcd does, and applies nothing', async () => {
     const c = await start({ members: 3, requestTimeoutMs: 150 });
     const m2 = c.members[2]!;
     const before = c.store.revision;
+    const lease = await clientOf(m2).unary(Lease.LeaseGrant, { TTL: 60n });
     m2.partition();
-    await expect(put(clientOf(m2), 'k', 'v')).rejects.toMatchObject(
-      status(GrpcCode.UNAVAILABLE, 'etcdserver: request timed out'),
+    const cut = clientOf(m2);
+    // A proposal: raft takes none without a leader.
+    const proposalTimedOut = status(GrpcCode.UNAVAILABLE, 'etcdserver: request timed out');
+    await expect(put(cut, 'k', 'v')).rejects.toMatchObject(proposalTimedOut);
+    await expect(
+      cut.unary(KV.Txn, { success: [{ requestPut: { key: b('k'), value: b('v') } }] }),
+    ).rejects.toMatchObject(proposalTimedOut);
+    await expect(cut.unary(Lease.LeaseGrant, { TTL: 60n })).rejects.toMatchObject(proposalTimedOut);
+    // A linearizable read: the read index never comes.
+    const readTimedOut = status(GrpcCode.UNAVAILABLE, 'etcdserver: request timed out');
+    await expect(cut.unary(KV.Range, { key: b('k') })).rejects.toMatchObject(readTimedOut);
+    await expect(
+      cut.unary(KV.Txn, { success: [{ requestRange: { key: b('k') } }] }),
+    ).rejects.toMatchObject(readTimedOut);
+    // Forwarded to the leader: there is none to forward to.
+    await expect(cut.unary(Lease.LeaseTimeToLive, { ID: lease.ID })).rejects.toMatchObject(
+      NO_LEADER,
     );
+    const keepAlive = openKeepAlive(m2.endpoint);
+    clients.push(keepAlive);
+    keepAlive.send(lease.ID);
+    expect(await keepAlive.ended).toMatchObject({
+      code: GrpcCode.UNAVAILABLE,
+      details: 'etcdserver: no leader',
+    });
+    // The member's lessor lists its leases alone.
+    expect((await cut.unary(Lease.LeaseLeases, {})).leases.map((l) => l.ID)).toEqual([lease.ID]);
     m2.heal();
     expect(c.store.revision).toBe(before);
+    expect(c.leases.all().map((l) => l.id)).toEqual([lease.ID]);
     expect((await readKey(clientOf(c.members[0]!), 'k')).value).toBeUndefined();
   });
 
