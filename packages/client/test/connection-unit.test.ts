@@ -160,6 +160,15 @@ describe('retry policy (judge)', () => {
     expect(write.error.cause).toBeInstanceOf(UnavailableError);
   });
 
+  it('retries every policy elsewhere after "no leader": etcd refused it before applying anything', () => {
+    const noLeader = failure(GrpcStatus.Unavailable, 'etcdserver: no leader', true);
+    for (const policy of ['read', 'write', 'guarded-write'] as const) {
+      const verdict = judge(noLeader, policy);
+      expect(verdict).toMatchObject({ retry: true, endpointFailed: true, ambiguous: false });
+      expect(verdict.error.code).toBe('NO_LEADER');
+    }
+  });
+
   it.each([
     [GrpcStatus.DeadlineExceeded, 'Deadline exceeded'],
     [GrpcStatus.Internal, 'Received RST_STREAM with code 2'],

@@ -344,4 +344,17 @@ describe('failover after "etcdserver: no leader" (a simulated cluster, one membe
     expect((await writer.get('p/a'))?.lease).toBe(lease.id);
     await watcher.close();
   });
+
+  it('a plain write refused with "no leader" is sent again to another member and applied once', async () => {
+    const [m0, m1] = cluster.members.map((m) => targetOf(m.endpoint));
+    await etcd.put('w/warm', '0');
+    expect(etcd.connection.currentEndpoint).toBe(m0);
+    cluster.members[0]!.partition();
+    // Refused before anything was done, so even a write without a guard is safe to send again.
+    const written = await etcd.put('w/once', '1');
+    expect(etcd.connection.currentEndpoint).toBe(m1);
+    const kv = await writer.get('w/once');
+    expect(kv?.version).toBe(1n);
+    expect(kv?.modRevision).toBe(written.header.revision);
+  });
 });

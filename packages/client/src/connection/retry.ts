@@ -22,7 +22,8 @@ export interface Verdict {
 
 /**
  * Codes after which a write that reached a server may or may not have been applied. (Unavailable
- * covers both dropped connections and etcd's "request timed out", "leader changed", "no leader".)
+ * covers both dropped connections and etcd's "request timed out" and "leader changed"; its "no
+ * leader" is judged apart: it comes before anything is proposed.)
  */
 const OUTCOME_UNKNOWN = new Set<GrpcStatus>([
   GrpcStatus.Unavailable,
@@ -35,7 +36,9 @@ const OUTCOME_UNKNOWN = new Set<GrpcStatus>([
 
 /**
  * Applies the retry policy to one failed attempt:
- * - never sent (no connection): retried for every policy, on another endpoint;
+ * - never sent (no connection), or refused with "etcdserver: no leader" (etcd refuses a
+ *   require-leader call before it does anything, so nothing was applied): retried for every
+ *   policy, on another endpoint;
  * - Unavailable after send: `read` and `guarded-write` are retried, a `write` becomes
  *   OutcomeUnknownError;
  * - DeadlineExceeded, Internal, Unknown, Cancelled, DataLoss after send: never retried; for a
@@ -53,6 +56,9 @@ export function judge(failure: TransportError, policy: RetryPolicy): Verdict {
       endpointFailed,
       ambiguous: false,
     };
+  }
+  if (typed.code === 'NO_LEADER') {
+    return { retry: true, error: typed, endpointFailed: true, ambiguous: false };
   }
   const ambiguous = policy !== 'read' && OUTCOME_UNKNOWN.has(failure.code);
   if (failure.code === GrpcStatus.Unavailable && policy !== 'write') {
