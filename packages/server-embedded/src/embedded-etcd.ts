@@ -258,13 +258,9 @@ export class EmbeddedEtcd {
     };
     const version = options.version ?? DEFAULT_ETCD_VERSION;
     const core = createServerCore({
+      ...options,
       member,
       maxRequestBytes,
-      maxTxnOps: options.maxTxnOps,
-      quotaBackendBytes: options.quotaBackendBytes,
-      clock: options.clock,
-      minLeaseTtl: options.minLeaseTtl,
-      authTokenTtlSeconds: options.authTokenTtlSeconds,
       clientCertAuth: options.tls?.clientCertAuth === true,
     });
     const { store, leaseTable: leases, proposals, clock, auth } = core;

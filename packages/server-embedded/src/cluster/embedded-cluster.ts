@@ -167,13 +167,9 @@ export class EmbeddedCluster {
     );
     const version = options.version ?? DEFAULT_ETCD_VERSION;
     const core = createServerCore({
+      ...options,
       member: identities[0]!,
       maxRequestBytes,
-      maxTxnOps: options.maxTxnOps,
-      quotaBackendBytes: options.quotaBackendBytes,
-      clock: options.clock,
-      minLeaseTtl: options.minLeaseTtl,
-      authTokenTtlSeconds: options.authTokenTtlSeconds,
       clientCertAuth: options.tls?.clientCertAuth === true,
     });
     for (const identity of identities.slice(1)) core.services.membership.addStarted(identity);

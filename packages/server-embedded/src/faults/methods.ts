@@ -2,35 +2,13 @@
 // (`Put`, `LeaseKeepAlive`), by service and name (`KV/Put`), or by its full path
 // (`/etcdserverpb.KV/Put`). Names that match no method of the served API are refused at once, so a
 // typo cannot silently inject nothing.
-import {
-  etcdserverpb_Auth,
-  etcdserverpb_Cluster,
-  etcdserverpb_KV,
-  etcdserverpb_Lease,
-  etcdserverpb_Maintenance,
-  etcdserverpb_Watch,
-  grpc_health_v1_Health,
-  v3electionpb_Election,
-  v3lockpb_Lock,
-} from '@etcdkit/client/protocol';
+import { SERVED_SERVICES } from '../services/served-services.js';
 
 /** A gRPC method: `Put`, `KV/Put` or `/etcdserverpb.KV/Put`. */
 export type MethodName = string;
 
-const SERVICES = [
-  etcdserverpb_KV,
-  etcdserverpb_Watch,
-  etcdserverpb_Lease,
-  etcdserverpb_Cluster,
-  etcdserverpb_Maintenance,
-  etcdserverpb_Auth,
-  v3lockpb_Lock,
-  v3electionpb_Election,
-  grpc_health_v1_Health,
-];
-
 /** Every method path the server answers. */
-const PATHS: readonly string[] = SERVICES.flatMap((service) =>
+const PATHS: readonly string[] = SERVED_SERVICES.flatMap((service) =>
   Object.values(service).map((method) => method.path),
 );
 

@@ -1,18 +1,6 @@
 // The network side of one member: a grpc-js server behind the call gate, listening on the member's
 // client URLs, with every etcd v3 service registered over a ServiceContext. The state it serves
 // (the ServerCore) is built apart, so a simulated cluster can serve one core from several members.
-import {
-  etcdserverpb_Auth,
-  etcdserverpb_Cluster,
-  etcdserverpb_KV,
-  etcdserverpb_Lease,
-  etcdserverpb_Maintenance,
-  etcdserverpb_Watch,
-  grpc_health_v1_Health,
-  type MethodDescriptor,
-  v3electionpb_Election,
-  v3lockpb_Lock,
-} from '@etcdkit/client/protocol';
 import * as grpc from '@grpc/grpc-js';
 import { LocalClient } from '../concurrency/local-client.js';
 import { CallGate } from '../faults/call-gate.js';
@@ -26,6 +14,7 @@ import { registerLeaseService } from '../services/lease-service.js';
 import { registerLockService } from '../services/lock-service.js';
 import { registerMaintenanceService } from '../services/maintenance-service.js';
 import { ServiceRegistry } from '../services/registry.js';
+import { SERVED_SERVICES } from '../services/served-services.js';
 import { registerWatchService } from '../services/watch-service.js';
 import { WatchableStore } from '../watch/watchable-store.js';
 import type { ClientListeners } from './client-listeners.js';
@@ -115,20 +104,7 @@ export class MemberServer {
     const local = new LocalClient({ kv: context.kv, leases: context.leases, watchable });
     registerLockService(registry, context, local);
     registerElectionService(registry, context, local);
-    const services = [
-      etcdserverpb_KV,
-      etcdserverpb_Watch,
-      etcdserverpb_Lease,
-      etcdserverpb_Cluster,
-      etcdserverpb_Maintenance,
-      etcdserverpb_Auth,
-      v3lockpb_Lock,
-      v3electionpb_Election,
-      grpc_health_v1_Health,
-    ];
-    for (const service of services) {
-      registry.unimplemented(service as Record<string, MethodDescriptor<unknown, unknown>>);
-    }
+    for (const service of SERVED_SERVICES) registry.unimplemented(service);
     return { watchable, closeWatchStreams, dropWaits: () => local.dropWaits() };
   }
 }

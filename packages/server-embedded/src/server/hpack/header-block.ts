@@ -22,7 +22,7 @@ export class HpackError extends Error {
 }
 
 // RFC 7541, Appendix A.
-const STATIC_TABLE: readonly (readonly [string, string])[] = [
+export const STATIC_TABLE: readonly (readonly [string, string])[] = [
   [':authority', ''],
   [':method', 'GET'],
   [':method', 'POST'],
