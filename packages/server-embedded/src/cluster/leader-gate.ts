@@ -23,6 +23,12 @@
 //   at that revision (a newer revision is "a future revision" to it);
 // - its watchers see nothing new (the member's watchable store is held; see EmbeddedCluster);
 // - Status names no leader (0) and lists "etcdserver: no leader" first among its errors.
+//
+// And, on any member: a MoveLeader to a member that cannot be reached (stopped, partitioned,
+// paused) is never answered, as etcd's is not: etcd waits for the transferee to lead on the call's
+// own context (raft gives the transfer up after an election timeout, etcd keeps waiting), so the
+// client sees its own deadline; "leader transfer took too long" goes to a call already gone. The
+// one case not copied: a transferee back within that election timeout would still take over.
 import {
   etcdserverpb_Auth,
   etcdserverpb_Cluster,
@@ -133,6 +139,13 @@ const TIMED_OUT: Readonly<Record<'proposal' | 'read-index' | 'forward', GateStat
   'read-index': new EtcdServerError('TIMEOUT'),
   forward: NO_LEADER,
 };
+
+const TRANSFER_TIMEOUT = new EtcdServerError('LEADER_TRANSFER_TIMEOUT');
+
+/** Whether `status` is the cluster's answer to a MoveLeader whose transferee cannot be reached. */
+function isTransferTimeout(status: { code: number; details?: string }): boolean {
+  return status.code === TRANSFER_TIMEOUT.grpcCode && status.details === TRANSFER_TIMEOUT.message;
+}
 
 /** A wait for the leader that can be given up. */
 interface LeaderWait {
@@ -326,6 +339,11 @@ export class LeaderGate {
       },
       sendStatus: (status, next) => {
         if (ended) return;
+        if (path === etcdserverpb_Maintenance.MoveLeader.path && isTransferTimeout(status)) {
+          // etcd waits for a transfer to an unreachable member on the call's own context: the
+          // client only ever sees its own deadline (or nothing). The call stays open until then.
+          return;
+        }
         ended = true;
         untrack();
         next(status);
