@@ -66,9 +66,10 @@ export interface DescribeEachClusterOptions {
 }
 
 /**
- * Declares `body` twice: `"<title> [cluster: embedded]"` on an {@link EmbeddedCluster} and
- * `"<title> [cluster: etcd]"` on a real etcd cluster. The real one is skipped by name without an
- * etcd binary (and fails with ETCDKIT_REQUIRE_REAL_ETCD=1), as {@link describeRealEtcd} does.
+ * Declares `body` twice: `"<title> [cluster: embedded]"` on an {@link EmbeddedCluster} (always
+ * runs) and `"<title> [cluster: etcd] [backend: etcd]"` on a real etcd cluster. The real one is
+ * skipped by name without an etcd binary, fails with ETCDKIT_REQUIRE_REAL_ETCD=1, and follows
+ * ETCDKIT_BACKENDS, as {@link describeRealEtcd} does.
  */
 export function describeEachCluster(
   title: string,

@@ -87,11 +87,17 @@ const definitions = {
   // Not etcd's: etcd reports leadership even when the candidate's key vanished while it waited
   // (etcd issue 11051); the embedded server fails the Campaign instead, in the words of the mutex.
   ELECTION_SESSION_EXPIRED: [GrpcCode.UNKNOWN, 'election: session is expired'],
-  // Not etcd's: a single embedded member cannot add a voting member, which would never start (etcd
-  // accepts the add and then loses quorum). See docs/embedded-server.md.
+  // Not etcd's: an embedded member cannot add a voting member, which would never start (etcd
+  // accepts the add, and a single member then loses quorum). See docs/embedded-server.md.
   VOTING_MEMBER_ADD: [
     GrpcCode.UNIMPLEMENTED,
-    'etcdkit embedded server: adding a voting member is not supported (a single embedded member has no peer to start; etcd would accept the add and then lose quorum)',
+    'etcdkit embedded server: adding a voting member is not supported (no process would start for it; etcd would accept the add and wait for the new member to join)',
+  ],
+  // Not etcd's: the members of a simulated cluster are fixed (etcd accepts removing one of several
+  // started voting members).
+  VOTING_MEMBER_REMOVE: [
+    GrpcCode.UNIMPLEMENTED,
+    'etcdkit embedded server: removing a voting member of a simulated cluster is not supported (its members are fixed)',
   ],
   // Auth (rpctypes' ErrGRPC* of the auth store's errors).
   ROOT_USER_NOT_EXIST: [GrpcCode.FAILED_PRECONDITION, 'etcdserver: root user does not exist'],

@@ -145,7 +145,9 @@ export class FaultInjector {
    * Simulates a leader change: this member wins a new election, so the raft term goes up by one.
    * Every response produced from now on (calls in flight included) carries the new term; no call
    * fails because of it (combine with {@link failNext} and `etcdserver: leader changed` for
-   * that). Returns the new term.
+   * that). Returns the new term. On a member of an EmbeddedCluster it is `cluster.elect(member)`:
+   * the member leads from now on, every lease gets its full TTL again, and it throws when the
+   * member cannot lead (stopped, partitioned, paused, or no quorum).
    */
   changeLeader(): number {
     return this.targets.electLeader();

@@ -136,12 +136,17 @@ export class Membership {
     return member;
   }
 
-  /** MemberRemove: a learner may go; the only voting member may not. */
+  /**
+   * MemberRemove: a learner may go; the only voting member may not, and the voting members of a
+   * simulated cluster are fixed (refused as not supported).
+   */
   remove(id: bigint): void {
     const member = this.members.get(id);
-    // etcd's strict reconfiguration check: without this member, no started voting member is left.
     if (member !== undefined && !member.isLearner) {
-      throw new EtcdServerError('MEMBER_NOT_ENOUGH_STARTED');
+      // etcd's strict reconfiguration check: without this member, no started voting member is
+      // left. With several (a simulated cluster) etcd would remove it; these members are fixed.
+      const voters = this.list().filter((m) => !m.isLearner).length;
+      throw new EtcdServerError(voters > 1 ? 'VOTING_MEMBER_REMOVE' : 'MEMBER_NOT_ENOUGH_STARTED');
     }
     this.proposals.propose(ProposalKind.confChange, 0);
     if (member === undefined) throw new EtcdServerError('MEMBER_NOT_FOUND');
