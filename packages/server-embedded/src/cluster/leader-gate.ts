@@ -9,7 +9,9 @@
 //   after the request timeout, with what etcd 3.4 answers then, which depends on how the call
 //   waits for the leader:
 //   - a proposal (a write, a write txn, Compact, LeaseGrant and LeaseRevoke, auth and alarm
-//     requests) waits for raft to take it: Unavailable "etcdserver: request timed out";
+//     requests) waits for raft to take it, which it does not without a leader, until the request
+//     timeout's context ends: Unknown "context deadline exceeded" (etcd hands the context error
+//     to grpc-go as it is);
 //   - a linearizable read (Range, a read-only txn, Authenticate) waits for a read index: Unavailable
 //     "etcdserver: request timed out";
 //   - a lease renewal (LeaseKeepAlive, which ends the stream) and LeaseTimeToLive wait for a leader
@@ -39,7 +41,7 @@ import {
   v3lockpb_Lock,
 } from '@etcdkit/client/protocol';
 import * as grpc from '@grpc/grpc-js';
-import { EtcdServerError, type GrpcCode } from '../errors.js';
+import { EtcdServerError, GrpcCode } from '../errors.js';
 
 /** Paths whose every call is a raft proposal. */
 const PROPOSAL_PATHS: ReadonlySet<string> = new Set([
@@ -135,7 +137,8 @@ const NO_LEADER: GateStatus = new EtcdServerError('NO_LEADER');
 const FUTURE_REVISION: GateStatus = new EtcdServerError('FUTURE_REVISION');
 /** What a call held for the leader fails with after the request timeout, by how it waited. */
 const TIMED_OUT: Readonly<Record<'proposal' | 'read-index' | 'forward', GateStatus>> = {
-  proposal: new EtcdServerError('TIMEOUT'),
+  // etcd returns the proposal's context error unmapped, and grpc-go sends it as Unknown.
+  proposal: { grpcCode: GrpcCode.UNKNOWN, message: 'context deadline exceeded' },
   'read-index': new EtcdServerError('TIMEOUT'),
   forward: NO_LEADER,
 };

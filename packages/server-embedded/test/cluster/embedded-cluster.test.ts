@@ -183,8 +183,9 @@ describe('EmbeddedCluster', () => {
     const lease = await clientOf(m2).unary(Lease.LeaseGrant, { TTL: 60n });
     m2.partition();
     const cut = clientOf(m2);
-    // A proposal: raft takes none without a leader.
-    const proposalTimedOut = status(GrpcCode.UNAVAILABLE, 'etcdserver: request timed out');
+    // A proposal: raft takes none without a leader; etcd hands the request timeout's context
+    // error to grpc-go as it is, which sends it as Unknown.
+    const proposalTimedOut = status(GrpcCode.UNKNOWN, 'context deadline exceeded');
     await expect(put(cut, 'k', 'v')).rejects.toMatchObject(proposalTimedOut);
     await expect(
       cut.unary(KV.Txn, { success: [{ requestPut: { key: b('k'), value: b('v') } }] }),
