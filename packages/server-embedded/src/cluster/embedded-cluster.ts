@@ -5,6 +5,22 @@
 // paused (it knows of no leader, see LeaderGate), and the cluster elects a new leader, with a new
 // raft term, whenever the members that can reach each other are a quorum; without one there is
 // no leader anywhere, no write succeeds and no lease expires.
+//
+// Compared with a real etcd 3.4 cluster (test/conformance/cluster-conformance.test.ts), three
+// things are not copied, all of them timing or term numbers, none the answers themselves:
+// - A member learns at once that it has no leader. A real follower learns it an election timeout
+//   after the leader's last heartbeat, and a leader that hears from no quorum steps down after one
+//   (raft's check quorum); until then it still names the old leader (itself, for the leader).
+// - Every election takes the next term. etcd 3.4 runs without pre-vote: a member alone starts an
+//   election, in a new term, at every election timeout, and the leader elected once it is back
+//   among a quorum takes a term above all of them (a real member alone for 14 s with a 500 ms
+//   election timeout came back in term 21, not 3); a split vote costs a term too. Status and
+//   response headers show the term of the last entry applied, so the growing term of a lone
+//   member is not seen until then; neither cluster shows it.
+// - A partitioned member that heals rejoins under the same leader. A real one comes back with the
+//   higher term of its own elections, and by raft's rules its answer to the leader's next
+//   heartbeat makes the leader step down: a new election, a short time without a leader
+//   everywhere, a later term (not checked on a real cluster: the testkit cannot partition one).
 
 import type { AuthStore } from '../auth/auth-store.js';
 import type { Clock, Timer } from '../clock.js';
@@ -285,7 +301,8 @@ export class EmbeddedCluster {
     const target = this.members.find((member) => member.memberId === targetId);
     if (target === undefined) throw new EtcdServerError('BAD_LEADER_TRANSFEREE');
     if (target === from) return;
-    // The transferee never catches up when it cannot be reached: the transfer times out.
+    // The transferee never catches up when it cannot be reached: the transfer times out. The
+    // leader gate holds the call instead of answering (etcd waits on the call's own context).
     if (!target.reachable) throw new EtcdServerError('LEADER_TRANSFER_TIMEOUT');
     this.lead(target, { newTerm: true });
   }

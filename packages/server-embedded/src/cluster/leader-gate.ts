@@ -4,7 +4,9 @@
 //
 // - a call or stream sent with `hasleader: true` (clients' require-leader) is refused with
 //   Unavailable "etcdserver: no leader"; streams opened that way are ended with it when the leader
-//   is lost (etcd's monitorLeader);
+//   is lost (etcd's monitorLeader). etcd ends them only once the member has known no leader at
+//   three checks in a row, one per election timeout (1 to 1.5 s after it lost it with a 500 ms
+//   election timeout); here they end at once, as the loss is known at once (see EmbeddedCluster);
 // - a call that needs the leader is held: it goes on if a leader comes back in time, else it fails
 //   after the request timeout, with what etcd 3.4 answers then, which depends on how the call
 //   waits for the leader:
