@@ -666,6 +666,11 @@ export function fromTransportError(error: TransportError): EtcdError {
   };
   const known = byMessage.get(error.details);
   if (known) return new known(init);
+  // etcd 3.4 answers a proposal that waited out its request timeout without a leader this way:
+  // Go's context error, with no gRPC status of its own. It is etcd's request timeout.
+  if (error.code === S.Unknown && error.details === 'context deadline exceeded') {
+    return new RequestTimeoutError(init);
+  }
   switch (error.code) {
     case S.Unimplemented:
       return new UnimplementedError(init);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   AuthFailedError,
   CompactedError,
+  DeadlineExceededError,
   EtcdError,
   fromTransportError,
   LeaseNotFoundError,
@@ -49,6 +50,17 @@ describe('typed errors', () => {
     expect(error.message).toBe(
       'etcdserver: request timed out, possibly due to previous leader failure',
     );
+  });
+
+  it('map etcd 3.4\'s timed-out proposal (Unknown "context deadline exceeded") to RequestTimeoutError', () => {
+    const error = fromTransportError(failure(GrpcStatus.Unknown, 'context deadline exceeded'));
+    expect(error).toBeInstanceOf(RequestTimeoutError);
+    expect(error.grpcStatus).toBe(GrpcStatus.Unknown);
+    expect(error.message).toBe('context deadline exceeded');
+    // The same words under DeadlineExceeded stay a deadline.
+    expect(
+      fromTransportError(failure(GrpcStatus.DeadlineExceeded, 'context deadline exceeded')),
+    ).toBeInstanceOf(DeadlineExceededError);
   });
 
   it("map etcd 3.4's no-password message to AuthFailedError", () => {
