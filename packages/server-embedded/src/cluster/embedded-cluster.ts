@@ -68,8 +68,10 @@ export interface EmbeddedClusterOptions
   /** The members' ports on 127.0.0.1, in member order. Default: free ports chosen by the system. */
   readonly ports?: readonly number[];
   /**
-   * How long a member without a leader holds a call that needs one before it answers Unavailable
-   * "etcdserver: request timed out", in ms of real time. Default 7000, etcd's request timeout with
+   * How long a member without a leader holds a call that needs one before it fails it as etcd 3.4
+   * does (a write with Unknown "context deadline exceeded", a linearizable read with Unavailable
+   * "etcdserver: request timed out", a lease keep-alive or time-to-live with "etcdserver: no
+   * leader"), in ms of real time. Default 7000, etcd's request timeout with
    * its default election timeout (5 s + 2 x 1 s). `Infinity`: held until the member has a leader.
    */
   readonly requestTimeoutMs?: number;
