@@ -21,8 +21,9 @@
 //   LeaseLeases, MemberList and Status are answered at once from what the member knows.
 //   Two simplifications: member changes (MemberAdd, MemberRemove...) are held and fail like
 //   proposals, where etcd 3.4 may refuse them at once (its strict reconfiguration check) or wait
-//   for the conf change without a bound of its own (only the client's deadline ends it); Lock and Election are held and fail like proposals, which was
-//   not checked against etcd (they run on etcd's in-process client);
+//   for the conf change without a bound of its own (only the client's deadline ends it); Lock and
+//   Election are held and fail like proposals, which was not checked against etcd (they run on
+//   etcd's in-process client);
 // - a serializable read is answered from what the member knew when it lost the leader: the store
 //   at that revision (a newer revision is "a future revision" to it);
 // - its watchers see nothing new (the member's watchable store is held; see EmbeddedCluster);
