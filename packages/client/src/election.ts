@@ -5,13 +5,14 @@
 import { type Acknowledged, acknowledged } from './acknowledged.js';
 import type { Bytes } from './bytes.js';
 import type { CallOptions, Rpc } from './connection/types.js';
+import { observeOnce, observeResuming } from './election-observe.js';
 import { v3electionpb_Election as methods } from './generated/methods.js';
 import type { v3electionpb } from './generated/protocol.js';
 import { type ResponseHeader, toResponseHeader } from './header.js';
 import { type KeyValue, toKeyValue } from './key-value.js';
 import { plainBytes } from './plain-bytes.js';
 import { withServiceAnswers } from './service-answers.js';
-import { bytesArg, type LeaseRef, leaseArg, objectArg, revisionArg } from './validate.js';
+import { bytesArg, flagArg, type LeaseRef, leaseArg, objectArg, revisionArg } from './validate.js';
 
 /**
  * Who leads an election, as {@link ElectionClient.campaign} reports it. Keep it to proclaim and
@@ -62,6 +63,15 @@ export interface CampaignCallOptions extends CallOptions {
 export interface ObserveCallOptions {
   /** Ends the observation: the iteration then throws AbortedError. */
   readonly signal?: AbortSignal;
+  /**
+   * Whether the observation goes on when its stream breaks (the member stopped, the connection
+   * dropped, "etcdserver: no leader"...): the Observe stream is reopened, on another member when
+   * the connection has one, and what was already yielded is not yielded again. Default true.
+   *
+   * With `false` the iteration is one stream, as etcd's Go client gives it: it fails with the
+   * stream's error, or ends when the server ends the stream.
+   */
+  readonly resume?: boolean;
 }
 
 /**
@@ -167,23 +177,32 @@ export class ElectionClient {
    * and a deleted leader is not reported after its delete; a leader that comes and goes while the
    * next one is looked up can be skipped (the server reads the current leader then).
    *
-   * The iteration runs until `signal` aborts (AbortedError), the loop breaks, or the stream fails
-   * (a typed error; observe again to resume: the current leader is reported first). Opening the
-   * stream is retried like a read.
+   * The observation outlives its stream: when the stream breaks (a member stopped or lost its
+   * leader, the connection dropped) or the server ends it, Observe is opened again, after a short
+   * backoff (100 ms, doubling while opening fails, up to 5 s) and on another member when the
+   * connection put the failed one in backoff. The new stream starts with the current leader; a
+   * value is yielded only when it is later than the last one yielded (a later leader, by the
+   * create revision of its key, or a later value of the same leader, by its mod revision), so
+   * nothing is yielded twice and nothing goes back. What happened while no stream was open comes
+   * as the state it left: the current leader and its latest value once the stream is back; the
+   * leaders and values in between are not reported (Observe promises the latest value, not every
+   * one; watch the election's keys for every change).
+   *
+   * The iteration ends when `signal` aborts (AbortedError), the loop is left, or the client closes
+   * (ClientClosedError). It fails with errors that a new stream would meet again: invalid
+   * arguments, an unimplemented service, refused credentials or permissions. Pass `resume: false`
+   * for a single stream that ends with its first failure.
    */
   observe(name: Bytes, options: ObserveCallOptions = {}): AsyncIterable<KeyValue> {
     const request = { name: bytesArg(name, 'name') };
-    const { signal } = objectArg(options, 'options');
+    const o = objectArg(options, 'options');
+    const { signal } = o;
+    const resume = o.resume === undefined || flagArg(o.resume, 'options.resume');
     const rpc = this.rpc;
     return {
-      // Each iteration opens its own stream, and only when it starts.
-      async *[Symbol.asyncIterator]() {
-        for await (const response of rpc.serverStream(methods.Observe, request, 'read', {
-          signal,
-        })) {
-          if (response.kv) yield toKeyValue(response.kv, (key) => key);
-        }
-      },
+      // Each iteration opens its own streams, and only when it starts.
+      [Symbol.asyncIterator]: () =>
+        resume ? observeResuming(rpc, request, signal) : observeOnce(rpc, request, signal),
     };
   }
 }

@@ -5,6 +5,7 @@ import { Connection } from './connection/connection.js';
 import type { ConnectionOptions } from './connection/options.js';
 import type { CallOptions } from './connection/types.js';
 import { ElectionClient } from './election.js';
+import { closeElectionObservers } from './election-observe.js';
 import {
   checkAutoSyncInterval,
   EndpointAutoSync,
@@ -130,13 +131,14 @@ export class Etcd extends KV {
   /**
    * Closes the client: calls in flight and later calls reject with ClientClosedError, streams end,
    * kept-alive leases end with reason `client-closed` (not revoked: they expire after their TTL),
-   * the automatic endpoint sync stops. Resolves once every connection is released. Calling it again
-   * returns the same promise.
+   * election observations end with ClientClosedError, the automatic endpoint sync stops. Resolves
+   * once every connection is released. Calling it again returns the same promise.
    */
   close(): Promise<void> {
     this.#autoSync?.stop();
     closeWatchHub(this.connection);
     closeLeaseKeepAlives(this.connection);
+    closeElectionObservers(this.connection);
     return this.connection.close();
   }
 
