@@ -8,6 +8,7 @@ import { ElectionClient } from '../src/election.js';
 import {
   AbortedError,
   ClientClosedError,
+  InvalidArgumentError,
   PermissionDeniedError,
   UnimplementedError,
 } from '../src/errors.js';
@@ -202,6 +203,13 @@ describe('ElectionClient.observe across broken streams (embedded server)', () =>
     expect(await observer.ended).toBeInstanceOf(ClientClosedError);
     expect(observer.values).toEqual(['one']);
   }, 30_000);
+
+  it('a resume option that is not a boolean is refused before anything is sent', () => {
+    expect(() => election.observe(name, { resume: 'yes' as unknown as boolean })).toThrow(
+      new InvalidArgumentError('options.resume must be a boolean, got "yes"'),
+    );
+    expect(probe.opened).toBe(0);
+  });
 
   it('breaking out of the loop closes the stream without another', async () => {
     await writer.election.campaign(name, 'one', { lease: await lease() });
