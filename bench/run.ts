@@ -2,9 +2,10 @@
 // Benchmarks are never assertions: they report numbers for people to compare.
 import { codecSuite } from './codec.js';
 import { dataDirSuite } from './data-dir.js';
+import { leaseMemorySuite } from './lease-memory.js';
 import { watchMemorySuite } from './watch-memory.js';
 
-const suites = [codecSuite, watchMemorySuite, dataDirSuite];
+const suites = [codecSuite, watchMemorySuite, leaseMemorySuite, dataDirSuite];
 const only = process.argv[2];
 
 for (const suite of suites) {
