@@ -3,9 +3,10 @@
 import { codecSuite } from './codec.js';
 import { dataDirSuite } from './data-dir.js';
 import { leaseMemorySuite } from './lease-memory.js';
+import { waiterMemorySuite } from './waiter-memory.js';
 import { watchMemorySuite } from './watch-memory.js';
 
-const suites = [codecSuite, watchMemorySuite, leaseMemorySuite, dataDirSuite];
+const suites = [codecSuite, watchMemorySuite, leaseMemorySuite, waiterMemorySuite, dataDirSuite];
 const only = process.argv[2];
 
 for (const suite of suites) {
