@@ -63,6 +63,8 @@ export function etcdctl(
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString('utf8');
   });
+  // An etcdctl that exits before reading its input must not fail the run with EPIPE.
+  child.stdin.on('error', () => {});
   child.stdin.end(options.stdin ?? '');
   let stopped = false;
   // A hard limit as well, so that a hung etcdctl never outlives the test.

@@ -242,7 +242,9 @@ describeEachCluster(
       expect(after.term).toBeGreaterThan(before.term);
 
       // A transfer to the stopped member never completes and etcd waits for it as long as the
-      // call lasts: only the client's deadline ends it (grpc-js' own status), the leader stays.
+      // call lasts: the call's deadline ends it, the leader stays. Whose answer the client sees is
+      // a race on real etcd: grpc-js' own DeadlineExceeded, or etcd's "leader transfer took too
+      // long" sent as the server sees the same deadline pass (seen under CI load).
       const transfer = await outcome(
         clientOf(memberNamed(c, newLeader)).unary(
           Maintenance.MoveLeader,
@@ -250,8 +252,13 @@ describeEachCluster(
           { deadlineMs: 1_000 },
         ),
       );
-      expect(transfer).toMatchObject({
-        error: { code: DEADLINE_EXCEEDED, details: expect.stringMatching(/^Deadline exceeded/) },
+      const failure = 'error' in transfer ? transfer.error : undefined;
+      expect([
+        { code: DEADLINE_EXCEEDED, details: 'Deadline exceeded' },
+        { code: UNKNOWN, details: 'etcdserver: request timed out, leader transfer took too long' },
+      ]).toContainEqual({
+        code: failure?.code,
+        details: failure?.details.replace(/^Deadline exceeded.*$/s, 'Deadline exceeded'),
       });
       const unmoved = await agreedStatus(others);
       expect({ leader: names.get(unmoved.leader), term: unmoved.term }).toEqual({
