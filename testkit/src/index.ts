@@ -3,6 +3,7 @@
  *
  * @module @etcdkit/testkit
  */
+export { abortRegistrations, dependantSignals } from './abort-registrations.js';
 export { containerBackend, DEFAULT_ETCD_IMAGE } from './backends/container.js';
 export { embeddedBackend } from './backends/embedded.js';
 export { etcdBackend } from './backends/etcd.js';
