@@ -5,6 +5,7 @@
 // LeaseKeepAlive stream (lease-keepalive.ts), and `signal`, `lost` and the `lost` event say when it
 // can no longer be counted on (spec/client-behaviour.md, "Leases never die unnoticed").
 
+import { setMaxListeners } from 'node:events';
 import { EventEmitter } from 'eventemitter3';
 import { type Acknowledged, acknowledged } from './acknowledged.js';
 import { compareBytes } from './bytes.js';
@@ -226,6 +227,8 @@ export class Lease extends EventEmitter<LeaseEvents> {
   get signal(): AbortSignal {
     if (!this.#controller) {
       this.#controller = new AbortController();
+      // A session's holds and waits each listen to it while they last; many at once are normal.
+      setMaxListeners(Number.POSITIVE_INFINITY, this.#controller.signal);
       if (this.#ended) this.#controller.abort(this.#ended);
     }
     return this.#controller.signal;
