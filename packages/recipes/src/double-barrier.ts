@@ -10,6 +10,7 @@ import {
   op,
 } from '@etcdkit/client';
 import { RecipeError } from './errors.js';
+import { linkSignals } from './link-signals.js';
 import { createUniqueKey, deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
 import type { Session } from './session.js';
 import { throwIfAborted, type WaitOptions, waitForDelete, waitForEvent } from './wait.js';
@@ -142,20 +143,24 @@ export class DoubleBarrier {
           continue;
         }
         if (isLowest) {
-          await waitForDelete(kv, highest.key, read.header.revision, {
-            signal: this.#stopSignal(signal),
-            createRevision: highest.createRevision,
-          });
+          await this.#untilStopped(signal, (stop) =>
+            waitForDelete(kv, highest.key, read.header.revision, {
+              signal: stop,
+              createRevision: highest.createRevision,
+            }),
+          );
           continue;
         }
         if (!deleted) {
           await this.#deleteWaiterKey(mine);
           deleted = true;
         }
-        await waitForDelete(kv, lowest.key, read.header.revision, {
-          signal: this.#stopSignal(signal),
-          createRevision: lowest.createRevision,
-        });
+        await this.#untilStopped(signal, (stop) =>
+          waitForDelete(kv, lowest.key, read.header.revision, {
+            signal: stop,
+            createRevision: lowest.createRevision,
+          }),
+        );
       }
     } catch (error) {
       if (!deleted) await this.#leaveEarly(mine);
@@ -196,7 +201,9 @@ export class DoubleBarrier {
     let start = from;
     for (;;) {
       try {
-        await waitForEvent(kv, { key: ready }, 'put', start, { signal: this.#stopSignal(signal) });
+        await this.#untilStopped(signal, (stop) =>
+          waitForEvent(kv, { key: ready }, 'put', start, { signal: stop }),
+        );
         return;
       } catch (error) {
         if (!(error instanceof CompactedError)) throw error;
@@ -208,8 +215,21 @@ export class DoubleBarrier {
     }
   }
 
-  #stopSignal(signal: AbortSignal | undefined): AbortSignal {
-    return signal ? AbortSignal.any([signal, this.session.signal]) : this.session.signal;
+  /**
+   * Runs `wait` with a signal that aborts when the caller's or the session's does, and lets go of
+   * both when it settles: the session outlives many waits, so nothing may stay on its signal.
+   */
+  async #untilStopped<T>(
+    signal: AbortSignal | undefined,
+    wait: (stop: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    if (!signal) return wait(this.session.signal);
+    const linked = linkSignals(signal, this.session.signal);
+    try {
+      return await wait(linked.signal);
+    } finally {
+      linked.release();
+    }
   }
 
   #throwIfStopped(signal: AbortSignal | undefined): void {

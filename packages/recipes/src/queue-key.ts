@@ -10,6 +10,7 @@ import {
   type ResponseHeader,
 } from '@etcdkit/client';
 import { SessionExpiredError } from './errors.js';
+import { linkSignals } from './link-signals.js';
 import type { Session } from './session.js';
 import { waitForPredecessors } from './wait.js';
 
@@ -199,7 +200,8 @@ export interface Turn {
  */
 export async function waitForTurn(session: Session, turn: Turn): Promise<ResponseHeader> {
   const { entry, signal } = turn;
-  const both = signal ? AbortSignal.any([signal, session.signal]) : session.signal;
+  // Linked by hand, and let go of at the end: the session outlives many waits.
+  const both = signal ? linkSignals(signal, session.signal) : undefined;
   try {
     await waitForPredecessors(session.etcd, {
       prefix: turn.prefix,
@@ -210,13 +212,15 @@ export async function waitForTurn(session: Session, turn: Turn): Promise<Respons
         createRevision: entry.createRevision,
         seenAt: entry.header.revision,
       },
-      signal: both,
+      signal: both?.signal ?? session.signal,
     });
   } catch (error) {
     if (error instanceof AbortedError && session.isDone && !signal?.aborted) {
       throw sessionEnded(session, error);
     }
     throw error;
+  } finally {
+    both?.release();
   }
   // "Nobody ahead" is not enough: only our own key, still this incarnation, means our turn.
   const mine = await session.etcd.range({ key: entry.key });

@@ -15,6 +15,7 @@ import {
   type WatchKeys,
 } from '@etcdkit/client';
 import { SessionExpiredError } from './errors.js';
+import { linkSignals } from './link-signals.js';
 
 /** Options shared by every wait. */
 export interface WaitOptions {
@@ -156,7 +157,9 @@ export async function waitForPredecessors(kv: KV, wait: PredecessorWait): Promis
   }
   throwIfAborted(wait.signal);
   const inner = new AbortController();
-  const signal = wait.signal ? AbortSignal.any([wait.signal, inner.signal]) : inner.signal;
+  // Linked by hand, and let go of at the end: the caller's signal may outlive many waits.
+  const linked = wait.signal ? linkSignals(wait.signal, inner.signal) : undefined;
+  const signal = linked?.signal ?? inner.signal;
   const turn =
     slots === 1 ? waitForNoPredecessor(kv, wait, signal) : waitForFreeSlot(kv, wait, signal);
   const lost = wait.ownKey ? ownKeyLost(kv, wait.ownKey, signal) : undefined;
@@ -164,6 +167,7 @@ export async function waitForPredecessors(kv: KV, wait: PredecessorWait): Promis
     return lost ? await Promise.race([turn, lost]) : await turn;
   } finally {
     inner.abort();
+    linked?.release();
     // Settle both sides before returning so no watch outlives the call; their rejections after
     // the inner abort are expected and swallowed here.
     await Promise.allSettled(lost ? [turn, lost] : [turn]);
