@@ -4,6 +4,7 @@
 // Campaign always withdraws the key it queued.
 import { EtcdServerError } from '../errors.js';
 import type { ResponseHeader, WireKeyValue } from '../kv/requests.js';
+import { linkSignals } from '../link-signals.js';
 import type { LocalClient } from './local-client.js';
 import {
   createdAt,
@@ -80,6 +81,8 @@ export async function campaign(client: LocalClient, request: CampaignRequest): P
       // The campaign's failure is the one to report; the key goes with its lease at the latest.
     }
   };
+  // Linked by hand, and let go of at the end: the halt signal lasts as long as the server.
+  const stopped = linkSignals(request.signal, halted);
   try {
     if (existing !== undefined && !sameBytes(existing.value, request.value)) {
       proclaim(client, leader, request.value);
@@ -88,12 +91,14 @@ export async function campaign(client: LocalClient, request: CampaignRequest): P
       prefix,
       key,
       createRevision: leader.rev,
-      signal: AbortSignal.any([request.signal, halted]),
+      signal: stopped.signal,
       lost: () => new EtcdServerError('ELECTION_SESSION_EXPIRED'),
     });
   } catch (error) {
     withdraw();
     throw error;
+  } finally {
+    stopped.release();
   }
   return { leader, header };
 }

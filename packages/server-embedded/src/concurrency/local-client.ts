@@ -8,6 +8,7 @@
 // checked as the caller's: a view made with `as(credentials)` does the same. Undoing what a failed
 // call queued runs as the server itself (`asServer()`), so that nothing leaks: etcd runs that delete
 // on a context without the caller's token, which fails with auth on and leaves the key to its lease.
+import { setMaxListeners } from 'node:events';
 import { etcdserverpb } from '@etcdkit/client/protocol';
 import type { CallCredentials } from '../auth/types.js';
 import { EtcdServerError } from '../errors.js';
@@ -37,6 +38,13 @@ interface Shared extends LocalClientOptions {
   halt: AbortController;
 }
 
+/** A halt controller: every waiting Lock, Campaign and Observe call listens to its signal. */
+function newHalt(): AbortController {
+  const halt = new AbortController();
+  setMaxListeners(Number.POSITIVE_INFINITY, halt.signal);
+  return halt;
+}
+
 /** The requests the lock and election recipes make, applied on this server. */
 export class LocalClient {
   private readonly shared: Shared;
@@ -48,7 +56,7 @@ export class LocalClient {
       this.shared = options.shared;
       this.credentials = options.credentials;
     } else {
-      this.shared = { ...options, halt: new AbortController() };
+      this.shared = { ...options, halt: newHalt() };
       this.credentials = undefined;
     }
   }
@@ -75,7 +83,7 @@ export class LocalClient {
   /** Ends every wait in progress without undoing anything (see {@link halted}). */
   dropWaits(): void {
     const halt = this.shared.halt;
-    this.shared.halt = new AbortController();
+    this.shared.halt = newHalt();
     halt.abort(new Error('etcdserver: server stopped'));
   }
 

@@ -5,6 +5,7 @@
 import { EMPTY_BYTES } from '../bytes.js';
 import { EtcdServerError } from '../errors.js';
 import type { ResponseHeader } from '../kv/requests.js';
+import { linkSignals } from '../link-signals.js';
 import type { LocalClient } from './local-client.js';
 import {
   createdAt,
@@ -63,12 +64,14 @@ export async function lock(client: LocalClient, request: LockRequest): Promise<H
   if (holder === undefined || holder.createRevision === createRevision) {
     return { key, header: acquired.header ?? {} };
   }
+  // Linked by hand, and let go of at the end: the halt signal lasts as long as the server.
+  const stopped = linkSignals(request.signal, halted);
   try {
     const header = await waitForTurn(client, {
       prefix,
       key,
       createRevision,
-      signal: AbortSignal.any([request.signal, halted]),
+      signal: stopped.signal,
       lost: () => new EtcdServerError('LOCK_SESSION_EXPIRED'),
     });
     return { key, header };
@@ -81,6 +84,8 @@ export async function lock(client: LocalClient, request: LockRequest): Promise<H
       }
     }
     throw error;
+  } finally {
+    stopped.release();
   }
 }
 

@@ -16,6 +16,7 @@ import { type LocalClient, withoutStatus } from '../concurrency/local-client.js'
 import { observe } from '../concurrency/observe.js';
 import { EtcdServerError } from '../errors.js';
 import { bigintOf, bytesOf } from '../kv/requests.js';
+import { linkSignals } from '../link-signals.js';
 import { fillHeader, type ServiceContext } from './context.js';
 import type { CallInfo, ServiceRegistry } from './registry.js';
 
@@ -67,14 +68,21 @@ export function registerElectionService(
     }
   });
   registry.serverStream(v3electionpb_Election.Observe, async (request, send, call, signal) => {
-    const stopped = AbortSignal.any([signal, local.halted]);
+    // Linked by hand, and let go of at the end: the halt signal lasts as long as the server.
+    const stopped = linkSignals(signal, local.halted);
     try {
-      for await (const observation of observe(caller(call), bytesOf(request.name), stopped)) {
+      for await (const observation of observe(
+        caller(call),
+        bytesOf(request.name),
+        stopped.signal,
+      )) {
         await send({ header: header(observation.revision), kv: observation.kv });
       }
     } catch (error) {
       // A cancelled stream needs no answer; the registry sends none to a cancelled call.
       throw withoutStatus(error);
+    } finally {
+      stopped.release();
     }
   });
 }
