@@ -63,6 +63,33 @@ describeEachBackend(
       );
     });
 
+    it('many holds and waits on one session listen to its signal without a MaxListenersExceededWarning', async () => {
+      const names = Array.from({ length: 12 }, (_, i) => `${prefix()}lock-${i}`);
+      const holder = await fixture.session();
+      const session = await fixture.session();
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => warnings.push(warning);
+      process.on('warning', onWarning);
+      try {
+        const held = await Promise.all(names.map((name) => new Mutex(holder, name).lock()));
+        const mutexes = names.map((name) => new Mutex(session, name));
+        const waiting = mutexes.map((mutex) => mutex.lock());
+        for (const wait of waiting) wait.catch(() => {});
+        await eventually(
+          async () =>
+            (await admin.range({ prefix: prefix(), countOnly: true })).count ===
+            BigInt(2 * names.length),
+        );
+        for (const lock of held) await lock.unlock();
+        for (const lock of await Promise.all(waiting)) await lock.unlock();
+        // process.emitWarning reports on a later tick.
+        await new Promise((resolve) => setImmediate(resolve));
+      } finally {
+        process.off('warning', onWarning);
+      }
+      expect(warnings.map((warning) => warning.name)).toEqual([]);
+    });
+
     it('DoubleBarrier enter() and leave() rounds leave the session and caller signals as they were', async () => {
       const key = `${prefix()}barrier`;
       const session = await fixture.session();
