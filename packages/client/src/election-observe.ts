@@ -10,6 +10,7 @@ import { AbortedError, ClientClosedError, type EtcdError, toEtcdError } from './
 import { v3electionpb_Election as methods } from './generated/methods.js';
 import type { v3electionpb } from './generated/protocol.js';
 import { type KeyValue, toKeyValue } from './key-value.js';
+import { linkSignals } from './link-signals.js';
 import { GrpcStatus } from './transport/types.js';
 import { sleep } from './watch/sleep.js';
 
@@ -98,7 +99,6 @@ export async function* observeResuming(
     waiting.set(rpc, controllers);
   }
   controllers.add(closing);
-  const wake = signal ? AbortSignal.any([signal, closing.signal]) : closing.signal;
   let last: KeyValue | undefined;
   let failures = 0;
   try {
@@ -135,7 +135,14 @@ export async function* observeResuming(
       if (rpc.closed || closing.signal.aborted) throw new ClientClosedError();
       // A stream that answered resets the backoff: its endpoint served, the next one may too.
       failures = answered ? 1 : failures + 1;
-      await sleep(backoffDelay(failures, OBSERVE_REOPEN_BACKOFF), wake);
+      // Linked only for the pause, and let go of after it: the caller's signal may outlive many
+      // observations.
+      const wake = signal ? linkSignals(signal, closing.signal) : undefined;
+      try {
+        await sleep(backoffDelay(failures, OBSERVE_REOPEN_BACKOFF), wake?.signal ?? closing.signal);
+      } finally {
+        wake?.release();
+      }
       if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
       if (rpc.closed || closing.signal.aborted) throw new ClientClosedError();
     }
