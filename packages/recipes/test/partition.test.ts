@@ -74,6 +74,44 @@ describe('recipes across a partition [cluster: embedded]', () => {
     await waiterSession.close();
   });
 
+  it('an observer on the member that gets partitioned moves to another and misses no proclaim', async () => {
+    // Every endpoint, the partitioned member first, and require-leader: its watch moves on.
+    const observing = new Etcd({
+      endpoints: [cut.endpoint, ...majority.connection.endpoints],
+      requireLeader: true,
+    });
+    const candidate = await Session.create(majority, { ttl: 60 });
+    const watcher = await Session.create(observing, { ttl: 60 });
+    const controller = new AbortController();
+    try {
+      const leadership = await new Election(candidate, 'p/observed').campaign('v1');
+      const seen: string[] = [];
+      const observer = (async () => {
+        const election = new Election(watcher, 'p/observed');
+        for await (const leader of election.observe({ signal: controller.signal })) {
+          seen.push(leader.text());
+        }
+      })();
+      await eventually(() => seen.length === 1);
+      expect(observing.connection.currentEndpoint).toBe(new URL(cut.endpoint).host);
+      cut.partition();
+      await leadership.proclaim('v2');
+      await leadership.proclaim('v3');
+      await eventually(() => seen.length === 3);
+      expect(seen).toEqual(['v1', 'v2', 'v3']);
+      expect(observing.connection.currentEndpoint).not.toBe(new URL(cut.endpoint).host);
+      controller.abort();
+      await observer;
+      await leadership.resign();
+    } finally {
+      controller.abort();
+      cut.heal();
+      await watcher.close();
+      await candidate.close();
+      await observing.close();
+    }
+  });
+
   it('a leader behind a partition is replaced; after healing it sees the new leader', async () => {
     const oldSession = await Session.create(minority, { ttl: 5 });
     const oldLeader = await new Election(oldSession, 'p/election').campaign('old');
