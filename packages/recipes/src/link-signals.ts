@@ -10,7 +10,7 @@ export interface LinkedSignal {
 }
 
 /**
- * Follows `sources` (undefined ones are skipped) with one plain `abort` listener each, until
+ * Follows `sources` (undefined ones are skipped) with an `abort` listener on each, until
  * {@link LinkedSignal.release} or the first abort. Call `release()` when the work that needed the
  * signal ends, on every path: a long-lived source then keeps nothing of it.
  *
@@ -19,25 +19,46 @@ export interface LinkedSignal {
  * grows by one entry per call.
  */
 export function linkSignals(...sources: ReadonlyArray<AbortSignal | undefined>): LinkedSignal {
-  const controller = new AbortController();
-  const listening: Array<readonly [AbortSignal, () => void]> = [];
-  const release = (): void => {
-    for (const [source, listener] of listening) source.removeEventListener('abort', listener);
-    listening.length = 0;
+  return new Link(sources);
+}
+
+/**
+ * One listener function for every source, held by the link: measured on Node 20, a link is then
+ * about half the size of an `AbortSignal.any()` signal while it lasts, and nothing of it stays
+ * once it was released or fired. (Not the link itself as an EventListener object, `{ handleEvent }`:
+ * Node 20 keeps about 40 bytes for good each time one is called.)
+ */
+class Link implements LinkedSignal {
+  readonly #controller = new AbortController();
+  #sources: AbortSignal[] = [];
+  readonly #onAbort = (event: Event): void => {
+    const source = this.#sources.find((signal) => signal === event.target);
+    if (source) this.#follow(source);
   };
-  for (const source of sources) {
-    if (source === undefined) continue;
-    if (source.aborted) {
-      release();
-      controller.abort(source.reason);
-      break;
+
+  constructor(sources: ReadonlyArray<AbortSignal | undefined>) {
+    for (const source of sources) {
+      if (source === undefined) continue;
+      if (source.aborted) {
+        this.#follow(source);
+        return;
+      }
+      source.addEventListener('abort', this.#onAbort, { once: true });
+      this.#sources.push(source);
     }
-    const listener = (): void => {
-      release();
-      controller.abort(source.reason);
-    };
-    source.addEventListener('abort', listener, { once: true });
-    listening.push([source, listener]);
   }
-  return { signal: controller.signal, release };
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  release(): void {
+    for (const source of this.#sources) source.removeEventListener('abort', this.#onAbort);
+    this.#sources = [];
+  }
+
+  #follow(source: AbortSignal): void {
+    this.release();
+    this.#controller.abort(source.reason);
+  }
 }
