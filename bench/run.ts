@@ -3,10 +3,18 @@
 import { codecSuite } from './codec.js';
 import { dataDirSuite } from './data-dir.js';
 import { leaseMemorySuite } from './lease-memory.js';
+import { transportSuite } from './transport.js';
 import { waiterMemorySuite } from './waiter-memory.js';
 import { watchMemorySuite } from './watch-memory.js';
 
-const suites = [codecSuite, watchMemorySuite, leaseMemorySuite, waiterMemorySuite, dataDirSuite];
+const suites = [
+  codecSuite,
+  transportSuite,
+  watchMemorySuite,
+  leaseMemorySuite,
+  waiterMemorySuite,
+  dataDirSuite,
+];
 const only = process.argv[2];
 
 for (const suite of suites) {

@@ -82,6 +82,8 @@ export type {
 export { DEFAULT_SCAN_PAGE_SIZE, Scan, type ScanOptions, type ScanRequest } from './scan.js';
 export { type SnapshotFile, SnapshotIntegrityError } from './snapshot.js';
 export { GrpcJsTransport } from './transport/grpc-js.js';
+export { Http2Transport } from './transport/http2.js';
+export type { TransportName } from './transport/select.js';
 export type {
   BidiStream,
   Channel,

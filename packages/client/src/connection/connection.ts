@@ -11,7 +11,7 @@ import {
   toEtcdError,
 } from '../errors.js';
 import { etcdserverpb_Auth, type MethodDescriptor } from '../generated/methods.js';
-import { GrpcJsTransport } from '../transport/grpc-js.js';
+import { selectTransport } from '../transport/select.js';
 import {
   type BidiStream,
   type Channel,
@@ -120,7 +120,7 @@ export class Connection implements Rpc {
     const onSwitch = o.hooks?.onEndpointSwitch;
     this.#pool = new EndpointPool({
       endpoints: o.endpoints,
-      transport: options.transport ?? new GrpcJsTransport(),
+      transport: selectTransport(options.transport),
       channel: {
         tls: o.tls,
         maxReceiveMessageBytes: o.maxCallRecvMsgSize,

@@ -5,6 +5,7 @@ import type { EndpointSyncHooks } from '../endpoint-sync.js';
 import type { EtcdError } from '../errors.js';
 import { InvalidConfigError } from '../errors.js';
 import type { LeaseHooks } from '../lease-events.js';
+import type { TransportName } from '../transport/select.js';
 import type { TlsOptions, Transport } from '../transport/types.js';
 import type { RetryPolicy } from './types.js';
 
@@ -128,8 +129,12 @@ export interface ConnectionOptions {
   readonly requireLeader?: boolean;
   /** Retry budget; see docs/guarantees.md for what is retried. */
   readonly retry?: RetryOptions;
-  /** How channels are opened. Default: the @grpc/grpc-js transport. */
-  readonly transport?: Transport;
+  /**
+   * How channels are opened: `'grpc-js'` (default, {@link GrpcJsTransport}), `'http2'`
+   * ({@link Http2Transport}: gRPC framed directly over node:http2, less client CPU per call; see
+   * docs/guarantees.md#transports), or any {@link Transport} instance.
+   */
+  readonly transport?: Transport | TransportName;
   /** HTTP/2 keepalive pings. */
   readonly keepalive?: KeepaliveOptions;
   /** Largest response accepted, in bytes. Default 2^31 - 1 (no practical limit, like etcd's Go client). */

@@ -1,0 +1,26 @@
+// Which transport a connection uses: the `transport` option, by name or as an instance.
+import { InvalidConfigError } from '../errors.js';
+import { GrpcJsTransport } from './grpc-js.js';
+import { Http2Transport } from './http2.js';
+import type { Transport } from './types.js';
+
+/**
+ * The built-in transports by name: `'grpc-js'` ({@link GrpcJsTransport}, the default) and
+ * `'http2'` ({@link Http2Transport}, gRPC framed directly over node:http2).
+ */
+export type TransportName = 'grpc-js' | 'http2';
+
+/**
+ * The transport for a `transport` option: the instance given, the one named, or grpc-js. Throws
+ * InvalidConfigError for anything else.
+ */
+export function selectTransport(choice: Transport | TransportName | undefined): Transport {
+  if (choice === undefined || choice === 'grpc-js') return new GrpcJsTransport();
+  if (choice === 'http2') return new Http2Transport();
+  if (typeof choice === 'object' && choice !== null && typeof choice.open === 'function') {
+    return choice;
+  }
+  throw new InvalidConfigError(
+    `transport must be 'grpc-js', 'http2' or a Transport instance, got ${String(choice)}`,
+  );
+}
