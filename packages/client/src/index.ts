@@ -50,6 +50,7 @@ export type {
   LeaseKeepAliveOptions,
 } from './lease-events.js';
 export { LeaseLostError, type LeaseLostReason } from './lease-lost.js';
+export { type LinkedSignal, linkSignals } from './link-signals.js';
 export { type LockAcquired, type LockCallOptions, LockClient, lockKey } from './lock.js';
 export * from './maintenance.js';
 export {

@@ -1,5 +1,6 @@
 // linkSignals: one signal for a call that must stop when any of several others aborts, without
-// leaving anything on them once the call is over. Internal: not exported from the package.
+// leaving anything on them once the call is over. Exported: the recipes and the embedded server
+// wait with it too, and so may users writing their own waits on long-lived signals.
 /** A signal that follows others, and the way to stop following them. */
 export interface LinkedSignal {
   /** Aborts, with the source's reason, when any source aborts (at once if one already has). */

@@ -7,10 +7,10 @@ import {
   cmp,
   InvalidArgumentError,
   type KeyValue,
+  linkSignals,
   op,
 } from '@etcdkit/client';
 import { RecipeError } from './errors.js';
-import { linkSignals } from './link-signals.js';
 import { createUniqueKey, deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
 import type { Session } from './session.js';
 import { throwIfAborted, type WaitOptions, waitForDelete, waitForEvent } from './wait.js';

@@ -6,11 +6,11 @@ import {
   cmp,
   type KeyValue,
   LeaseNotFoundError,
+  linkSignals,
   op,
   type ResponseHeader,
 } from '@etcdkit/client';
 import { SessionExpiredError } from './errors.js';
-import { linkSignals } from './link-signals.js';
 import type { Session } from './session.js';
 import { waitForPredecessors } from './wait.js';
 

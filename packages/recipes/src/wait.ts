@@ -10,12 +10,12 @@ import {
   type Bytes,
   CompactedError,
   type KV,
+  linkSignals,
   type ResponseHeader,
   type WatchEvent,
   type WatchKeys,
 } from '@etcdkit/client';
 import { SessionExpiredError } from './errors.js';
-import { linkSignals } from './link-signals.js';
 
 /** Options shared by every wait. */
 export interface WaitOptions {

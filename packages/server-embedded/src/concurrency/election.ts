@@ -2,9 +2,10 @@
 // runs it (Campaign, Proclaim, Resign, Leader; Observe is in observe.ts), with the improvements of
 // spec/recipes.md: a candidate whose key vanished while it waited is not elected, and a failed
 // Campaign always withdraws the key it queued.
+
+import { linkSignals } from '@etcdkit/client';
 import { EtcdServerError } from '../errors.js';
 import type { ResponseHeader, WireKeyValue } from '../kv/requests.js';
-import { linkSignals } from '../link-signals.js';
 import type { LocalClient } from './local-client.js';
 import {
   createdAt,

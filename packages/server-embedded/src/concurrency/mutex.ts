@@ -2,10 +2,11 @@
 // on the request's lease (or a fresh 60 s one) and one Lock call, with the improvements of
 // spec/recipes.md: a key lost while waiting fails the call instead of reporting the lock held,
 // and the cleanup after a failed wait deletes only the key this call queued.
+
+import { linkSignals } from '@etcdkit/client';
 import { EMPTY_BYTES } from '../bytes.js';
 import { EtcdServerError } from '../errors.js';
 import type { ResponseHeader } from '../kv/requests.js';
-import { linkSignals } from '../link-signals.js';
 import type { LocalClient } from './local-client.js';
 import {
   createdAt,

@@ -3,6 +3,8 @@
 // streams leaders and their values. The algorithms are in concurrency/election.ts and observe.ts.
 // With auth, every request it makes is checked as the caller's. Errors go out as etcd sends them
 // from this service: status Unknown with etcd's message.
+
+import { linkSignals } from '@etcdkit/client';
 import { type v3electionpb, v3electionpb_Election } from '@etcdkit/client/protocol';
 import {
   campaign,
@@ -16,7 +18,6 @@ import { type LocalClient, withoutStatus } from '../concurrency/local-client.js'
 import { observe } from '../concurrency/observe.js';
 import { EtcdServerError } from '../errors.js';
 import { bigintOf, bytesOf } from '../kv/requests.js';
-import { linkSignals } from '../link-signals.js';
 import { fillHeader, type ServiceContext } from './context.js';
 import type { CallInfo, ServiceRegistry } from './registry.js';
 
