@@ -3,6 +3,7 @@
 // false only when grpc-js proves the request never left the client.
 import * as grpc from '@grpc/grpc-js';
 import type { MethodDescriptor } from '../generated/methods.js';
+import { abortedFailure, failure, streamEndedFailure } from './failures.js';
 import { readableToAsyncIterator } from './stream-reader.js';
 import {
   type BidiStream,
@@ -74,17 +75,6 @@ function toPemBuffer(value: Uint8Array | string | undefined): Buffer | null {
   return typeof value === 'string' ? Buffer.from(value) : toBuffer(value);
 }
 
-/** A Cancelled TransportError for an aborted signal; `cause` is the signal's reason. */
-function abortedFailure(signal: AbortSignal, sent: boolean): TransportError {
-  return new TransportError({
-    code: GrpcStatus.Cancelled,
-    details: 'the call was aborted',
-    metadata: {},
-    sent,
-    cause: signal.reason,
-  });
-}
-
 /**
  * Maps anything grpc-js reports to a TransportError. A call cancelled because its signal aborted
  * reports Cancelled with the signal's reason as cause.
@@ -103,24 +93,22 @@ function mapError(error: unknown, signal: AbortSignal | undefined): TransportErr
       cause: error,
     });
   }
-  return new TransportError({
-    code: GrpcStatus.Unknown,
-    details: error instanceof Error ? error.message : String(error),
-    metadata: {},
-    sent: true,
-    cause: error,
-  });
+  return failure(
+    GrpcStatus.Unknown,
+    error instanceof Error ? error.message : String(error),
+    true,
+    error,
+  );
 }
 
 /** Fails a call that could not even be started (the grpc-js client was closed). */
 function notStarted(error: unknown): TransportError {
-  return new TransportError({
-    code: GrpcStatus.Unavailable,
-    details: error instanceof Error ? error.message : String(error),
-    metadata: {},
-    sent: false,
-    cause: error,
-  });
+  return failure(
+    GrpcStatus.Unavailable,
+    error instanceof Error ? error.message : String(error),
+    false,
+    error,
+  );
 }
 
 const STATE: Record<grpc.connectivityState, ChannelState> = {
@@ -226,15 +214,7 @@ export class GrpcJsChannel implements Channel {
         else resolve();
       };
       const unavailable = (details: string, cause?: unknown) =>
-        finish(
-          new TransportError({
-            code: GrpcStatus.Unavailable,
-            details,
-            metadata: {},
-            sent: false,
-            cause,
-          }),
-        );
+        finish(failure(GrpcStatus.Unavailable, details, false, cause));
       const onAbort = () => finish(abortedFailure(signal!, false));
       signal?.addEventListener('abort', onAbort, { once: true });
       const step = () => {
@@ -415,12 +395,7 @@ export class GrpcJsChannel implements Channel {
     return {
       write: (req: Req) => {
         if (finished || ended || call.destroyed || call.writableEnded) {
-          throw new TransportError({
-            code: GrpcStatus.Cancelled,
-            details: 'the stream has ended',
-            metadata: {},
-            sent: false,
-          });
+          throw streamEndedFailure();
         }
         call.write(req);
       },
