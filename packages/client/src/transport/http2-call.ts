@@ -1,0 +1,313 @@
+// One call on an HTTP/2 stream: the request headers (path, deadline as grpc-timeout, metadata), the
+// request and response message frames, the status from the trailers (or a trailers-only response,
+// the HTTP status or the stream's reset code), and the local outcomes that win over the server's:
+// deadline, abort (RST_STREAM CANCEL), message size limits, a dropped connection.
+import * as http2 from 'node:http2';
+import type { MethodDescriptor } from '../generated/methods.js';
+import { abortedFailure, failure } from './failures.js';
+import { encodeFrame, FrameDecoder, type FrameError } from './grpc-frame.js';
+import {
+  encodeTimeout,
+  isReservedHeader,
+  type ReceivedStatus,
+  responseMetadata,
+  statusFromHeaders,
+  statusFromHttp,
+  statusFromReset,
+} from './grpc-status.js';
+import type { Link } from './http2-link.js';
+import { type ChannelCallOptions, GrpcStatus, TransportError } from './types.js';
+
+const { NGHTTP2_CANCEL, HTTP2_HEADER_STATUS } = http2.constants;
+const USER_AGENT = 'etcdkit-http2';
+const CONTENT_TYPE = 'application/grpc+proto';
+
+/** What the channel sees of a call. */
+export interface ChannelCall {
+  readonly done: boolean;
+  readonly sent: boolean;
+  begin(): void;
+  attach(link: Link): void;
+  fail(error: TransportError): void;
+  abort(error: TransportError): void;
+}
+
+/** Where a call's responses go. */
+export interface Sink<Res> {
+  /** One response. */
+  push(response: Res): void;
+  /** The final outcome: undefined for OK. Called once. */
+  end(error: TransportError | undefined): void;
+}
+
+/** What a call needs of its channel. */
+export interface CallHost {
+  /** The call wants a connection: the channel attaches one to it, or fails it. */
+  acquire(call: ChannelCall): void;
+  /** `link` can take no new streams: the next call connects afresh. */
+  detach(link: Link): void;
+  /** The call finished. */
+  forget(call: ChannelCall): void;
+}
+
+/**
+ * One call on an Http2Channel: waits for a connection, sends its request frames, decodes the
+ * response frames and settles with the status from the trailers, or with a local failure
+ * (deadline, abort, cancel, limits), which always wins over whatever the server still sends.
+ */
+export class Call<Req, Res> implements ChannelCall {
+  readonly #channel: CallHost;
+  readonly #method: MethodDescriptor<Req, Res>;
+  readonly #options: ChannelCallOptions;
+  readonly #sink: Sink<Res>;
+  readonly #decoder: FrameDecoder;
+  readonly #maxSendBytes: number;
+  #link: Link | undefined;
+  #stream: http2.ClientHttp2Stream | undefined;
+  #headers: http2.IncomingHttpHeaders | undefined;
+  #status: ReceivedStatus | undefined;
+  #streamError: Error | undefined;
+  #deadlineTimer: NodeJS.Timeout | undefined;
+  /** Request frames written before the stream exists. */
+  #pending: Buffer[] = [];
+  #halfClosed = false;
+  #done = false;
+  /** Whether the channel may retry the stream's creation on a fresh connection once. */
+  #restarts = 1;
+  readonly #onAbort = () => this.abort(abortedFailure(this.#options.signal!, this.sent));
+
+  constructor(
+    channel: CallHost,
+    method: MethodDescriptor<Req, Res>,
+    options: ChannelCallOptions,
+    sink: Sink<Res>,
+    maxReceiveBytes: number,
+    maxSendBytes: number,
+  ) {
+    this.#channel = channel;
+    this.#method = method;
+    this.#options = options;
+    this.#sink = sink;
+    this.#decoder = new FrameDecoder(maxReceiveBytes);
+    this.#maxSendBytes = maxSendBytes;
+  }
+
+  /** True once the request was handed to an HTTP/2 stream on a ready connection. */
+  get sent(): boolean {
+    return this.#stream !== undefined;
+  }
+
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** Starts the call: checks signal and deadline, then asks the channel for a connection. */
+  begin(): void {
+    if (this.#done) return;
+    const { signal, deadline } = this.#options;
+    if (signal?.aborted) {
+      this.#finish(abortedFailure(signal, false));
+      return;
+    }
+    if (deadline !== undefined) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) {
+        this.#finish(failure(GrpcStatus.DeadlineExceeded, 'Deadline exceeded', false));
+        return;
+      }
+      this.#deadlineTimer = setTimeout(
+        () => this.abort(failure(GrpcStatus.DeadlineExceeded, 'Deadline exceeded', this.sent)),
+        remaining,
+      );
+    }
+    signal?.addEventListener('abort', this.#onAbort, { once: true });
+    this.#channel.acquire(this);
+  }
+
+  /** Frames and sends one request (queued until the stream exists). */
+  write(request: Req): void {
+    if (this.#done) return;
+    let frame: Buffer;
+    try {
+      frame = encodeFrame(this.#method.request.encode(request).finish());
+    } catch (error) {
+      this.abort(
+        failure(GrpcStatus.Internal, 'Request message serialization failure', this.sent, error),
+      );
+      return;
+    }
+    if (frame.byteLength - 5 > this.#maxSendBytes) {
+      this.abort(
+        failure(
+          GrpcStatus.ResourceExhausted,
+          `Attempted to send message with a size larger than ${this.#maxSendBytes}`,
+          this.sent,
+        ),
+      );
+      return;
+    }
+    if (this.#stream) this.#stream.write(frame);
+    else this.#pending.push(frame);
+  }
+
+  /** Half-closes the request side. */
+  end(): void {
+    if (this.#halfClosed) return;
+    this.#halfClosed = true;
+    this.#stream?.end();
+  }
+
+  /** Ends the call now with `error`, resetting its stream (RST_STREAM CANCEL). */
+  abort(error: TransportError): void {
+    if (this.#done) return;
+    this.#finish(error);
+    const stream = this.#stream;
+    if (stream && !stream.destroyed) {
+      stream.close(NGHTTP2_CANCEL);
+      // Drain what is buffered so the stream can close even while it was paused.
+      stream.resume();
+    }
+  }
+
+  /** Pauses reading responses (the consumer lags): HTTP/2 flow control holds the server back. */
+  pause(): void {
+    this.#stream?.pause();
+  }
+
+  resume(): void {
+    this.#stream?.resume();
+  }
+
+  /** The channel has no connection for this call: it fails unsent. */
+  fail(error: TransportError): void {
+    this.#finish(error);
+  }
+
+  /** The channel has a ready connection: opens the HTTP/2 stream on it. */
+  attach(link: Link): void {
+    if (this.#done) return;
+    const headers: http2.OutgoingHttpHeaders = {
+      ':method': 'POST',
+      ':path': this.#method.path,
+      'content-type': CONTENT_TYPE,
+      te: 'trailers',
+      'user-agent': USER_AGENT,
+    };
+    const { deadline, metadata } = this.#options;
+    if (deadline !== undefined) headers['grpc-timeout'] = encodeTimeout(deadline - Date.now());
+    if (metadata) {
+      for (const [key, value] of Object.entries(metadata)) {
+        const name = key.toLowerCase();
+        if (!isReservedHeader(name)) headers[name] = value;
+      }
+    }
+    let stream: http2.ClientHttp2Stream;
+    try {
+      stream = link.session.request(headers, { endStream: false });
+    } catch (error) {
+      // The session closed under us (GOAWAY, drop) before the stream existed: nothing was sent.
+      this.#channel.detach(link);
+      if (this.#restarts-- > 0) {
+        this.#channel.acquire(this);
+        return;
+      }
+      this.#finish(
+        failure(
+          GrpcStatus.Unavailable,
+          `Failed to start HTTP/2 stream: ${(error as Error).message}`,
+          false,
+          error,
+        ),
+      );
+      return;
+    }
+    this.#link = link;
+    this.#stream = stream;
+    link.callStarted();
+    stream.on('response', (h) => this.#onHeaders(h));
+    stream.on('data', (chunk: Buffer) => this.#onData(chunk));
+    stream.on('trailers', (t) => this.#onTrailers(t));
+    stream.on('error', (error) => {
+      this.#streamError ??= error;
+    });
+    stream.on('close', () => this.#onClose(stream, link));
+    for (const frame of this.#pending) stream.write(frame);
+    this.#pending = [];
+    if (this.#halfClosed) stream.end();
+  }
+
+  #onHeaders(headers: http2.IncomingHttpHeaders): void {
+    this.#headers = headers;
+    // A trailers-only response: the status is in the headers.
+    const status = statusFromHeaders(headers, responseMetadata(headers));
+    if (status) this.#status = status;
+  }
+
+  #onTrailers(trailers: http2.IncomingHttpHeaders): void {
+    const metadata = responseMetadata(this.#headers, trailers);
+    this.#status = statusFromHeaders(trailers, metadata) ?? {
+      code: GrpcStatus.Unknown,
+      details: 'No status received',
+      metadata,
+    };
+  }
+
+  #onData(chunk: Buffer): void {
+    if (this.#done) return;
+    let messages: Buffer[];
+    try {
+      messages = this.#decoder.push(chunk);
+    } catch (error) {
+      const e = error as FrameError;
+      this.abort(failure(e.code, e.message, true, e));
+      return;
+    }
+    for (const bytes of messages) {
+      let response: Res;
+      try {
+        response = this.#method.response.decode(bytes);
+      } catch (error) {
+        this.abort(failure(GrpcStatus.Internal, 'Failed to parse server response', true, error));
+        return;
+      }
+      this.#sink.push(response);
+      if (this.#done) return;
+    }
+  }
+
+  #onClose(stream: http2.ClientHttp2Stream, link: Link): void {
+    link.callEnded();
+    if (this.#done) return;
+    const status = this.#status;
+    if (status) {
+      this.#finish(
+        status.code === GrpcStatus.OK ? undefined : new TransportError({ ...status, sent: true }),
+      );
+      return;
+    }
+    if (link.session.destroyed) {
+      const reason = this.#streamError?.cause ?? this.#streamError;
+      const why = reason instanceof Error && reason.message ? `: ${reason.message}` : '';
+      this.#finish(failure(GrpcStatus.Unavailable, `Connection dropped${why}`, true, reason));
+      return;
+    }
+    const http = Number(this.#headers?.[HTTP2_HEADER_STATUS] ?? 200);
+    const mapped = http !== 200 ? statusFromHttp(http) : statusFromReset(stream.rstCode ?? 0);
+    this.#finish(failure(mapped.code, mapped.details, true, this.#streamError));
+  }
+
+  #finish(error: TransportError | undefined): void {
+    if (this.#done) return;
+    this.#done = true;
+    clearTimeout(this.#deadlineTimer);
+    this.#options.signal?.removeEventListener('abort', this.#onAbort);
+    this.#pending = [];
+    this.#channel.forget(this);
+    this.#sink.end(error);
+  }
+
+  /** The connection this call's stream uses, if it has one. */
+  get link(): Link | undefined {
+    return this.#link;
+  }
+}

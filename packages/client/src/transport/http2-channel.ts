@@ -1,0 +1,302 @@
+// An HTTP/2 transport's channel: one endpoint, one HTTP/2 connection at a time, and its lifecycle
+// in connectivity states: idle, connecting (dialling and handshaking), ready, failed (in backoff
+// after a failed attempt, then idle again) and closed. Calls wait for the attempt in progress; a
+// connection that drops or is told to go away is replaced on the next call.
+import * as http2 from 'node:http2';
+import type { Duplex } from 'node:stream';
+import type { MethodDescriptor } from '../generated/methods.js';
+import { abortedFailure, failure } from './failures.js';
+import { Call, type CallHost, type ChannelCall, type Sink } from './http2-call.js';
+import { connectSession, type Endpoint, endpointOf } from './http2-connect.js';
+import { Link } from './http2-link.js';
+import { bidiStreamCall, serverStreamCall, unaryCall } from './http2-streams.js';
+import {
+  type BidiStream,
+  type Channel,
+  type ChannelCallOptions,
+  type ChannelOptions,
+  type ChannelState,
+  GrpcStatus,
+  type ServerStream,
+  type TransportError,
+} from './types.js';
+
+const { NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
+
+/** Backoff of a channel whose connection attempt failed: `failed` this long, then `idle`. */
+const INITIAL_BACKOFF_MS = 250;
+const MAX_BACKOFF_MS = 5_000;
+/** Keepalive ping answer timeout when the options give none. */
+const DEFAULT_KEEPALIVE_TIMEOUT_MS = 20_000;
+
+/** One endpoint, one HTTP/2 connection at a time, redialled after it drops. */
+export class Http2Channel implements Channel, CallHost {
+  readonly target: string;
+  readonly #endpoint: Endpoint;
+  readonly #maxReceiveBytes: number;
+  readonly #maxSendBytes: number;
+  #keepaliveMs: number;
+  readonly #keepaliveTimeoutMs: number;
+  #state: ChannelState = 'idle';
+  #link: Link | undefined;
+  #attempt: http2.ClientHttp2Session | undefined;
+  #lastError = '';
+  #failures = 0;
+  #backoffTimer: NodeJS.Timeout | undefined;
+  /** Waiting for the connection attempt in progress: called with its link, or with its error. */
+  readonly #waiters = new Set<(link: Link | undefined, error: string) => void>();
+  /** Calls not finished yet (waiting for a connection or with a stream). */
+  readonly #calls = new Set<ChannelCall>();
+
+  /** Prepares a channel to `options.target`; nothing connects until the first call or `ready()`. */
+  constructor(options: ChannelOptions) {
+    this.target = options.target;
+    this.#endpoint = endpointOf(options);
+    this.#maxReceiveBytes = options.maxReceiveMessageBytes ?? 4 * 1024 * 1024;
+    this.#maxSendBytes = options.maxSendMessageBytes ?? Number.POSITIVE_INFINITY;
+    this.#keepaliveMs = options.keepaliveIntervalMs ?? 0;
+    this.#keepaliveTimeoutMs = options.keepaliveTimeoutMs ?? DEFAULT_KEEPALIVE_TIMEOUT_MS;
+  }
+
+  /** Current connectivity, without triggering a connection attempt. */
+  state(): ChannelState {
+    return this.#state;
+  }
+
+  /**
+   * Connects if needed and resolves once the HTTP/2 handshake completed (the server's SETTINGS
+   * arrived). Rejects with an unsent Unavailable TransportError when the attempt fails, the channel
+   * is closed or in backoff after a failed attempt, or `deadline` passes first; with an unsent
+   * Cancelled one when the signal aborts.
+   */
+  ready(deadline: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(abortedFailure(signal, false));
+    switch (this.#state) {
+      case 'ready':
+        return Promise.resolve();
+      case 'closed':
+        return Promise.reject(
+          failure(GrpcStatus.Unavailable, `channel to ${this.target} is closed`, false),
+        );
+      case 'failed':
+        return Promise.reject(this.#cannotConnect(this.#lastError));
+      case 'idle':
+        this.#connect();
+        break;
+      case 'connecting':
+        break;
+    }
+    const started = Date.now();
+    return new Promise<void>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const settle = (error?: TransportError) => {
+        this.#waiters.delete(waiter);
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        if (error) reject(error);
+        else resolve();
+      };
+      const waiter = (link: Link | undefined, error: string) =>
+        settle(link ? undefined : this.#cannotConnect(error));
+      const onAbort = () => settle(abortedFailure(signal!, false));
+      this.#waiters.add(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (Number.isFinite(deadline)) {
+        timer = setTimeout(
+          () =>
+            settle(
+              failure(
+                GrpcStatus.Unavailable,
+                `no connection to ${this.target} within ${Date.now() - started} ms`,
+                false,
+              ),
+            ),
+          Math.max(0, deadline - Date.now()),
+        );
+      }
+    });
+  }
+
+  /** One request, one response. */
+  unary<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'unary'>,
+    request: Req,
+    options: ChannelCallOptions,
+  ): Promise<Res> {
+    return unaryCall(request, this.#newCall(method, options), this.#openCall);
+  }
+
+  /** One request, a stream of responses; iterate it. */
+  serverStream<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'server-stream'>,
+    request: Req,
+    options: ChannelCallOptions,
+  ): ServerStream<Res> {
+    return serverStreamCall(request, this.#newCall(method, options), this.#openCall);
+  }
+
+  /** A bidirectional stream: write requests, iterate responses. */
+  bidiStream<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'bidi-stream'>,
+    options: ChannelCallOptions,
+  ): BidiStream<Req, Res> {
+    return bidiStreamCall(this.#newCall(method, options), this.#openCall);
+  }
+
+  /** Closes the channel: waiting calls fail unsent, calls in flight fail with Cancelled. */
+  close(): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    clearTimeout(this.#backoffTimer);
+    for (const call of [...this.#calls]) {
+      call.abort(
+        call.sent
+          ? failure(GrpcStatus.Cancelled, `channel to ${this.target} closed`, true)
+          : failure(GrpcStatus.Unavailable, 'Channel closed before call started', false),
+      );
+    }
+    const attempt = this.#attempt;
+    this.#attempt = undefined;
+    attempt?.destroy();
+    const link = this.#link;
+    this.#link = undefined;
+    if (link) {
+      link.stop();
+      link.session.destroy();
+    }
+    this.#notify(undefined, `channel to ${this.target} closed`);
+  }
+
+  /** Makes calls of `method` on this channel, each reporting to its sink. */
+  #newCall<Req, Res>(
+    method: MethodDescriptor<Req, Res>,
+    options: ChannelCallOptions,
+  ): (sink: Sink<Res>) => Call<Req, Res> {
+    return (sink) =>
+      new Call(this, method, options, sink, this.#maxReceiveBytes, this.#maxSendBytes);
+  }
+
+  readonly #openCall = (call: ChannelCall) => this.#open(call);
+
+  #open(call: ChannelCall): void {
+    if (call.done) return;
+    this.#calls.add(call);
+    call.begin();
+  }
+
+  /** @internal A call wants a connection: now if ready, after the attempt if connecting. */
+  acquire(call: ChannelCall): void {
+    switch (this.#state) {
+      case 'ready':
+        call.attach(this.#link!);
+        return;
+      case 'closed':
+        call.fail(failure(GrpcStatus.Unavailable, 'Channel closed before call started', false));
+        return;
+      case 'failed':
+        call.fail(
+          failure(
+            GrpcStatus.Unavailable,
+            `No connection established. Last error: ${this.#lastError}`,
+            false,
+          ),
+        );
+        return;
+      case 'idle':
+        this.#connect();
+        break;
+      case 'connecting':
+        break;
+    }
+    const waiter = (link: Link | undefined, error: string) => {
+      this.#waiters.delete(waiter);
+      if (call.done) return;
+      if (link) call.attach(link);
+      else
+        call.fail(
+          failure(GrpcStatus.Unavailable, `No connection established. Last error: ${error}`, false),
+        );
+    };
+    this.#waiters.add(waiter);
+  }
+
+  /** @internal A call finished. */
+  forget(call: ChannelCall): void {
+    this.#calls.delete(call);
+  }
+
+  /** @internal `link` can take no new streams: the next call connects afresh. */
+  detach(link: Link): void {
+    if (this.#link !== link) return;
+    this.#link = undefined;
+    link.stop();
+    if (this.#state === 'ready') this.#state = 'idle';
+  }
+
+  #cannotConnect(reason: string): TransportError {
+    return failure(
+      GrpcStatus.Unavailable,
+      `cannot connect to ${this.target}${reason ? `: ${reason}` : ''}`,
+      false,
+    );
+  }
+
+  #notify(link: Link | undefined, error: string): void {
+    for (const waiter of [...this.#waiters]) waiter(link, error);
+    this.#waiters.clear();
+  }
+
+  #connect(): void {
+    this.#state = 'connecting';
+    const session = connectSession(
+      this.#endpoint,
+      (ready, socket) => {
+        if (this.#attempt !== session) return;
+        this.#attempt = undefined;
+        this.#adopt(ready, socket);
+      },
+      (reason) => {
+        if (this.#attempt !== session) return;
+        this.#attempt = undefined;
+        this.#connectFailed(reason);
+      },
+    );
+    this.#attempt = session;
+  }
+
+  #adopt(session: http2.ClientHttp2Session, socket: Duplex): void {
+    const link = new Link(session, this.#keepaliveMs, this.#keepaliveTimeoutMs);
+    this.#link = link;
+    this.#state = 'ready';
+    this.#failures = 0;
+    // Errors end the session; its calls learn it from their streams' close.
+    session.on('error', () => {});
+    socket.on('error', (error) => session.destroy(error));
+    socket.once('close', () => {
+      session.destroy();
+      this.detach(link);
+    });
+    session.once('goaway', (code: number, _lastStreamId: number, data?: Buffer) => {
+      if (code === NGHTTP2_ENHANCE_YOUR_CALM && data?.toString() === 'too_many_pings') {
+        // The server finds our pings too frequent: halve their rate for the next connections.
+        this.#keepaliveMs *= 2;
+      }
+      this.detach(link);
+    });
+    session.once('close', () => this.detach(link));
+    this.#notify(link, '');
+  }
+
+  #connectFailed(reason: string): void {
+    this.#lastError = reason;
+    if (this.#state === 'closed') return;
+    this.#state = 'failed';
+    this.#failures++;
+    const backoff = Math.min(MAX_BACKOFF_MS, INITIAL_BACKOFF_MS * 2 ** (this.#failures - 1));
+    this.#backoffTimer = setTimeout(() => {
+      if (this.#state === 'failed') this.#state = 'idle';
+    }, backoff);
+    this.#backoffTimer.unref();
+    this.#notify(undefined, reason);
+  }
+}

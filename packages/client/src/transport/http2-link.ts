@@ -1,0 +1,71 @@
+// One HTTP/2 connection of an Http2Channel, with the calls open on it and its keepalive pings.
+import type * as http2 from 'node:http2';
+
+/**
+ * One HTTP/2 connection of a channel, with its keepalive pings. Pings are sent only while calls
+ * are open (etcd refuses pings on idle connections), one interval after the last answer; a ping
+ * unanswered within the timeout destroys the connection, failing its calls with Unavailable.
+ */
+export class Link {
+  readonly session: http2.ClientHttp2Session;
+  /** Calls with an HTTP/2 stream on this connection. */
+  active = 0;
+  readonly #intervalMs: number;
+  readonly #timeoutMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  /** The interval passed while no call was open: ping as soon as one starts. */
+  #due = false;
+
+  constructor(session: http2.ClientHttp2Session, intervalMs: number, timeoutMs: number) {
+    this.session = session;
+    this.#intervalMs = intervalMs;
+    this.#timeoutMs = timeoutMs;
+    this.#schedule();
+  }
+
+  callStarted(): void {
+    if (this.active++ === 0) this.session.ref();
+    if (this.#due) {
+      this.#due = false;
+      this.#ping();
+    }
+  }
+
+  callEnded(): void {
+    if (--this.active === 0 && !this.session.destroyed) this.session.unref();
+  }
+
+  stop(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#due = false;
+  }
+
+  #schedule(): void {
+    if (this.#intervalMs <= 0 || this.session.destroyed) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (this.active > 0) this.#ping();
+      else this.#due = true;
+    }, this.#intervalMs);
+    this.#timer.unref();
+  }
+
+  #ping(): void {
+    if (this.session.destroyed) return;
+    const lost = new Error(`keepalive ping not answered within ${this.#timeoutMs} ms`);
+    this.#timer = setTimeout(() => this.session.destroy(lost), this.#timeoutMs);
+    this.#timer.unref();
+    try {
+      const sent = this.session.ping((error) => {
+        clearTimeout(this.#timer);
+        this.#timer = undefined;
+        if (error) this.session.destroy(error);
+        else this.#schedule();
+      });
+      if (!sent) this.session.destroy(new Error('keepalive ping could not be sent'));
+    } catch (error) {
+      this.session.destroy(error as Error);
+    }
+  }
+}
