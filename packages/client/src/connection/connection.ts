@@ -226,6 +226,9 @@ export class Connection implements Rpc {
       if (held) this.#pool.release(held);
       held = undefined;
     };
+    // However the stream stops (cancel(), the caller's signal, close(), the end of the iteration),
+    // its endpoint is released at once, even if nobody reads the stream any more.
+    scope.signal.addEventListener('abort', release, { once: true });
     const finish = () => {
       if (finished) return;
       finished = true;
@@ -241,21 +244,23 @@ export class Connection implements Rpc {
       return this.#retrying(method.path, scope, state, async () => {
         const token = await this.#token(scope, state);
         const { endpoint, channel } = await this.#connect(scope, state);
-        const stream = channel.serverStream(method, request, {
-          metadata: this.#metadata(token),
-          deadline: scope.transportDeadline,
-          signal: scope.signal,
-        });
-        const iterator = stream[Symbol.asyncIterator]();
+        let iterator: AsyncIterator<Res> | undefined;
         try {
+          // Inside the try: a transport that throws at once must not keep the endpoint held.
+          const stream = channel.serverStream(method, request, {
+            metadata: this.#metadata(token),
+            deadline: scope.transportDeadline,
+            signal: scope.signal,
+          });
+          iterator = stream[Symbol.asyncIterator]();
           const first = await iterator.next();
           this.#pool.succeeded(endpoint);
           inner = iterator;
           held = endpoint;
-          if (finished) release();
+          if (finished || scope.aborted) release();
           return first;
         } catch (error) {
-          void iterator.return?.();
+          void iterator?.return?.();
           this.#pool.release(endpoint);
           throw this.#failure(error, retry, scope, state, endpoint, token);
         }
@@ -307,6 +312,12 @@ export class Connection implements Rpc {
    * `cancel()` ends it with AbortedError, the caller's signal with AbortedError, `close()` with
    * ClientClosedError. A stream ended by Unavailable (a dropped connection, "etcdserver: no
    * leader") puts its endpoint in backoff, so the next stream opens on another endpoint if any.
+   * The stream's `endpoint` is the `host:port` it is open on (what {@link redial} takes).
+   *
+   * The stream uses its endpoint's connection until its iteration ends (the server ended it, it
+   * failed, or the iterator was left) or it is cancelled (`cancel()`, the caller's signal,
+   * `close()`), whether or not anybody reads it then. A stream only half-closed with `end()` uses
+   * it until the server's end is read: answers may still come.
    */
   bidiStream<Req, Res>(
     method: MethodDescriptor<Req, Res, 'bidi-stream'>,
@@ -326,17 +337,21 @@ export class Connection implements Rpc {
   }
 
   /**
-   * Drops the connection to the current endpoint (it goes into backoff, so calls move to another
-   * endpoint if there is one) and closes its channel, so the next call or stream dials afresh.
-   * Stream owners call it when a stream stopped answering although the transport still reports
-   * the connection ready (a half-open TCP connection, a frozen server): otherwise the next stream
-   * would go to the same dead connection. Calls in flight on it fail.
+   * Drops the connection to `endpoint` (`host:port` or URL; a stream's `endpoint`), or to the
+   * current endpoint when omitted: it goes into backoff, so calls move to another endpoint if there
+   * is one, and its channel is closed, so the next call or stream on it dials afresh. Stream owners
+   * call it with the endpoint of a stream that stopped answering although the transport still
+   * reports its connection ready (a half-open TCP connection, a frozen server): otherwise the next
+   * stream would go to the same dead connection. Calls in flight on that connection fail; the
+   * connections to other endpoints are left alone. An endpoint the client does not use (any more)
+   * is ignored.
    */
-  redial(): void {
+  redial(endpoint?: string): void {
     if (this.closed) return;
-    const endpoint = this.#pool.current;
-    this.#pool.failed(endpoint);
-    this.#pool.discard(endpoint);
+    const target = endpoint === undefined ? this.#pool.current : this.#pool.find(endpoint);
+    if (!target) return;
+    this.#pool.failed(target);
+    this.#pool.discard(target);
   }
 
   /**
@@ -452,31 +467,49 @@ export class Connection implements Rpc {
       this.#closing.signal,
       options?.timeoutMs ?? Number.POSITIVE_INFINITY,
     );
-    let stream: BidiStream<Req, Res>;
-    let held: PooledEndpoint | undefined;
+    /** Set by the attempt that opened the stream; it holds `endpoint` until released. */
+    let opened:
+      | { stream: BidiStream<Req, Res>; inner: AsyncIterator<Res>; endpoint: PooledEndpoint }
+      | undefined;
     const state = newState();
     try {
-      stream = await this.#retrying(method.path, scope, state, async () => {
+      await this.#retrying(method.path, scope, state, async () => {
         const token = await this.#token(scope, state);
         const { endpoint, channel } = await this.#connect(scope, state);
+        let stream: BidiStream<Req, Res> | undefined;
         try {
-          const opened = channel.bidiStream(method, {
+          stream = channel.bidiStream(method, {
             metadata: this.#metadata(token),
             deadline: scope.transportDeadline,
             signal: scope.signal,
           });
-          held = endpoint;
-          return opened;
+          opened = { stream, inner: stream[Symbol.asyncIterator](), endpoint };
         } catch (error) {
+          stream?.cancel();
           this.#pool.release(endpoint);
           throw error;
         }
       });
     } catch (error) {
+      // The retry loop may give up (an abort) after the attempt opened the stream.
+      if (opened) {
+        opened.stream.cancel();
+        this.#pool.release(opened.endpoint);
+      }
       scope.dispose();
       throw error;
     }
-    const inner = stream[Symbol.asyncIterator]();
+    const { stream, inner, endpoint } = opened!;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.#pool.release(endpoint);
+    };
+    // A stream cancelled (cancel(), the caller's signal, close()) lets go of its endpoint at once,
+    // even if nobody reads it: a dropped endpoint's channel then closes without waiting for a read.
+    if (scope.aborted) release();
+    else scope.signal.addEventListener('abort', release, { once: true });
     let answered = false;
     let finished = false;
     const finish = () => {
@@ -485,7 +518,7 @@ export class Connection implements Rpc {
       scope.cancel();
       scope.dispose();
       void inner.return?.();
-      if (held) this.#pool.release(held);
+      release();
     };
     const iterator: AsyncIterator<Res> = {
       next: async () => {
@@ -494,14 +527,14 @@ export class Connection implements Rpc {
           const result = await inner.next();
           if (result.done) {
             finish();
-          } else if (!answered && held) {
+          } else if (!answered) {
             // The endpoint served this stream: its backoff ends, as after a unary answer.
             answered = true;
-            this.#pool.succeeded(held);
+            this.#pool.succeeded(endpoint);
           }
           return result;
         } catch (error) {
-          if (held && !scope.aborted) this.#streamFailed(error, held);
+          if (!scope.aborted) this.#streamFailed(error, endpoint);
           const typed = scope.aborted ? scope.abortError() : toEtcdError(error);
           finish();
           throw typed;
@@ -513,6 +546,7 @@ export class Connection implements Rpc {
       },
     };
     return {
+      endpoint: endpoint.target,
       write: (request: Req) => {
         if (scope.aborted) throw scope.abortError();
         try {

@@ -94,6 +94,15 @@ export class EndpointPool {
   }
 
   /**
+   * The endpoint whose `host:port` (or normalised URL) is `address`: a listed one, or one dropped by
+   * {@link replace} that calls or streams still use. Undefined when there is none.
+   */
+  find(address: string): PooledEndpoint | undefined {
+    const matches = (e: EndpointState) => e.target === address || e.url === address;
+    return this.#endpoints.find(matches) ?? [...this.#retired.values()].find(matches);
+  }
+
+  /**
    * Chooses the endpoint for the next attempt and returns it with an open channel. Endpoints in
    * `avoid` (already tried by this call) are skipped while others are available. The caller
    * {@link release}s the endpoint once its call or stream is done with the channel.

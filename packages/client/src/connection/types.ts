@@ -59,10 +59,12 @@ export interface Rpc {
    */
   refreshToken?(): Promise<void>;
   /**
-   * Drops the connection to the current endpoint (into backoff, its channel closed), so the next
-   * call or stream dials afresh, on another endpoint if there is one. Owners of long-lived streams
-   * call it when their stream stopped answering although its connection looks ready (half-open
-   * TCP, a frozen server). Optional: without it, the next stream goes wherever the next call would.
+   * Drops the connection to `endpoint` (a stream's `endpoint`, `host:port`), or to the current
+   * endpoint when omitted: into backoff, its channel closed, so the next call or stream dials
+   * afresh, on another endpoint if there is one. Owners of long-lived streams call it with their
+   * stream's endpoint when the stream stopped answering although its connection looks ready
+   * (half-open TCP, a frozen server); connections to other endpoints are left alone. Optional:
+   * without it, the next stream goes wherever the next call would.
    */
-  redial?(): void;
+  redial?(endpoint?: string): void;
 }

@@ -78,6 +78,11 @@ export interface ServerStream<Res> extends AsyncIterable<Res> {
 
 /** A bidirectional stream. Responses are iterated; requests are written until `end()`. */
 export interface BidiStream<Req, Res> extends AsyncIterable<Res> {
+  /**
+   * The endpoint (`host:port`) the stream is open on, when known. Streams opened through a
+   * Connection (`Rpc.bidiStream`) always tell; stream owners pass it to `Rpc.redial`.
+   */
+  readonly endpoint?: string;
   /** Sends one request. Throws when the stream has already ended. */
   write(request: Req): void;
   /** Half-closes the stream: no more requests; responses may still arrive. */
