@@ -11,7 +11,8 @@
 //   connection picks, with the connection's current token (refreshed first after an auth error),
 //   and every lease is refreshed immediately on the new stream.
 // - A keepalive still unanswered when the next one is due means the stream stalled: the connection
-//   is redialled (a half-open connection looks ready to the transport) and the stream replaced.
+//   of the stream's endpoint is redialled (a half-open connection looks ready to the transport) and
+//   the stream replaced.
 // - The stream opens with the first kept-alive lease and closes with the last one.
 
 import type { Rpc } from './connection/types.js';
@@ -178,12 +179,14 @@ export class LeaseKeeper {
     if (now >= entry.nextSendAt) {
       entry.nextSendAt = now + entry.intervalMs;
       const oldest = entry.pending[0];
-      if (this.#stream && oldest !== undefined && now - oldest >= entry.intervalMs) {
+      const stream = this.#stream;
+      if (stream && oldest !== undefined && now - oldest >= entry.intervalMs) {
         // A whole interval without an answer: the stream, or rather its connection, is stuck
-        // (half-open, frozen server). Redial, or the next stream would sit on the same dead
-        // connection; the new stream refreshes every lease as soon as it is open.
+        // (half-open, frozen server). Redial the stream's endpoint (calls may be on another one
+        // by now), or the next stream would sit on the same dead connection; the new stream
+        // refreshes every lease as soon as it is open.
         try {
-          this.#rpc.redial?.();
+          this.#rpc.redial?.(stream.endpoint);
         } catch {
           // Best effort: a bad connection then fails the next open, which is retried.
         }

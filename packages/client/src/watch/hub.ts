@@ -182,11 +182,13 @@ export class WatchHub implements WatcherHost, SessionOwner {
   }
 
   /** @internal */
-  stalled(): void {
+  stalled(_waitedMs: number, endpoint: string | undefined): void {
     // A stream that stops answering usually sits on a dead (half-open) connection that the
     // transport still calls ready; without a new one, the next stream would stall the same way.
+    // The stream's own endpoint is redialled: calls may have moved to another one since it opened,
+    // and that one's connection is fine.
     try {
-      this.#rpc.redial?.();
+      this.#rpc.redial?.(endpoint);
     } catch {
       // Best effort: the reopened stream will fail and be retried if the connection is bad.
     }

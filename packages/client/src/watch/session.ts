@@ -57,8 +57,11 @@ export interface SessionOwner {
   rejected(subscriber: WatchSubscriber, error: EtcdError): void;
   /** A cancel this session was asked for (a pause) is confirmed. */
   released(subscriber: WatchSubscriber): void;
-  /** The stream stopped answering; the session is already closing. */
-  stalled(waitedMs: number): void;
+  /**
+   * The stream stopped answering; the session is already closing. `endpoint` is the one the
+   * stream was open on (`host:port`), when its stream told.
+   */
+  stalled(waitedMs: number, endpoint: string | undefined): void;
 }
 
 /** How a session ended. */
@@ -150,7 +153,7 @@ export class WatchSession {
             message: `the watch stream did not answer for ${waitedMs} ms; replacing it`,
           }),
         );
-        this.#owner.stalled(waitedMs);
+        this.#owner.stalled(waitedMs, this.#stream.endpoint);
       },
     });
   }

@@ -173,9 +173,10 @@ export interface WatchHooks {
  *
  * Stall detection: when the stream has been silent for `progressIntervalMs`, the client sends a
  * progress request; when a request (that one, or a watch creation) has had no answer of any kind
- * for `stallTimeoutMs`, the stream is declared dead, its connection is redialled and every
- * watcher resumes on a new stream. A dead stream is therefore replaced at most
- * `progressIntervalMs + stallTimeoutMs` after the last message it delivered.
+ * for `stallTimeoutMs`, the stream is declared dead, the connection of the endpoint it was on is
+ * redialled (other endpoints' connections are left alone) and every watcher resumes on a new
+ * stream. A dead stream is therefore replaced at most `progressIntervalMs + stallTimeoutMs` after
+ * the last message it delivered.
  */
 export interface WatchStreamOptions {
   /** Silence, in ms, after which the stream is probed with a progress request. Default 10_000. */
