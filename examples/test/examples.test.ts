@@ -50,6 +50,10 @@ const EXAMPLES: readonly { name: string; args?: string[]; shows: RegExp }[] = [
   { name: 'stm-bank-transfer', args: ['--transfers', '60'], shows: /the total is preserved/ },
   { name: 'watch-informer', shows: /the cache matches a fresh read/ },
   {
+    name: 'cluster-failover',
+    shows: /no quorum, no leader[\s\S]*each once, in order[\s\S]*cluster-failover OK/,
+  },
+  {
     name: 'leader-election-service',
     args: ['--name', 'ci', '--duration', '700'],
     shows: /ci: leading[\s\S]*ci: resigned gracefully/,
