@@ -51,11 +51,6 @@ const definitions = {
   NOT_LEADER: [GrpcCode.FAILED_PRECONDITION, 'etcdserver: not leader'],
   NO_LEADER: [GrpcCode.UNAVAILABLE, 'etcdserver: no leader'],
   TIMEOUT: [GrpcCode.UNAVAILABLE, 'etcdserver: request timed out'],
-  // etcd 3.4 sends it without a gRPC status of its own: Unknown.
-  LEADER_TRANSFER_TIMEOUT: [
-    GrpcCode.UNKNOWN,
-    'etcdserver: request timed out, leader transfer took too long',
-  ],
   MEMBER_NOT_FOUND: [GrpcCode.NOT_FOUND, 'etcdserver: member not found'],
   MEMBER_BAD_URLS: [GrpcCode.INVALID_ARGUMENT, 'etcdserver: given member URLs are invalid'],
   PEER_URL_EXISTS: [GrpcCode.FAILED_PRECONDITION, 'etcdserver: Peer URLs already exists'],

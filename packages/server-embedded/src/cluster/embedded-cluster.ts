@@ -198,7 +198,7 @@ export class EmbeddedCluster {
       let member: EmbeddedClusterMember | undefined;
       const context = serviceContext(core, identity, version, {
         leader: () => member?.leaderId ?? 0n,
-        moveLeader: (targetId) => cluster?.moveLeader(member!, targetId),
+        moveLeader: (targetId, signal) => cluster?.moveLeader(member!, targetId, signal),
       });
       const served = network.serve(context, {
         progressNotifyIntervalMs: options.watchProgressNotifyIntervalMs,
@@ -297,16 +297,23 @@ export class EmbeddedCluster {
     return this.stop();
   }
 
-  /** @internal MoveLeader sent to `from`: etcd's checks, in etcd's order. */
-  moveLeader(from: EmbeddedClusterMember, targetId: bigint): void {
+  /**
+   * @internal MoveLeader sent to `from`: etcd's checks, in etcd's order. A transfer to a member
+   * that cannot be reached never completes, and etcd waits for it on the call's own context: the
+   * call is answered by nothing but its end (`signal`).
+   */
+  moveLeader(from: EmbeddedClusterMember, targetId: bigint, signal: AbortSignal): Promise<void> {
     if (this.currentLeader !== from) throw new EtcdServerError('NOT_LEADER');
     const target = this.members.find((member) => member.memberId === targetId);
     if (target === undefined) throw new EtcdServerError('BAD_LEADER_TRANSFEREE');
-    if (target === from) return;
-    // The transferee never catches up when it cannot be reached: the transfer times out. The
-    // leader gate holds the call instead of answering (etcd waits on the call's own context).
-    if (!target.reachable) throw new EtcdServerError('LEADER_TRANSFER_TIMEOUT');
-    this.lead(target, { newTerm: true });
+    if (target.reachable) {
+      if (target !== from) this.lead(target, { newTerm: true });
+      return Promise.resolve();
+    }
+    return new Promise((_, reject) => {
+      if (signal.aborted) reject(signal.reason);
+      else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+    });
   }
 
   /** @internal A member's reach changed: elect, or lose the leader, as raft would. */

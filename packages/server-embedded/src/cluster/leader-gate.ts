@@ -14,8 +14,8 @@
 //     requests) waits for raft to take it, which it does not without a leader, until the request
 //     timeout's context ends: Unknown "context deadline exceeded" (etcd hands the context error
 //     to grpc-go as it is);
-//   - a linearizable read (Range, a read-only txn, Authenticate) waits for a read index: Unavailable
-//     "etcdserver: request timed out";
+//   - a linearizable read (Range, a read-only txn, Authenticate) waits for a read index:
+//     Unavailable "etcdserver: request timed out";
 //   - a lease renewal (LeaseKeepAlive, which ends the stream) and LeaseTimeToLive wait for a leader
 //     to forward to: Unavailable "etcdserver: no leader";
 //   LeaseLeases, MemberList and Status are answered at once from what the member knows.
@@ -27,13 +27,13 @@
 // - a serializable read is answered from what the member knew when it lost the leader: the store
 //   at that revision (a newer revision is "a future revision" to it);
 // - its watchers see nothing new (the member's watchable store is held; see EmbeddedCluster);
-// - Status names no leader (0) and lists "etcdserver: no leader" first among its errors.
+// - Status names no leader (0) and lists "etcdserver: no leader" first among its errors (the
+//   maintenance service does that, from the member's LeaderView).
 //
-// And, on any member: a MoveLeader to a member that cannot be reached (stopped, partitioned,
-// paused) is never answered, as etcd's is not: etcd waits for the transferee to lead on the call's
-// own context (raft gives the transfer up after an election timeout, etcd keeps waiting), so the
-// client sees its own deadline; "leader transfer took too long" goes to a call already gone. The
-// one case not copied: a transferee back within that election timeout would still take over.
+// A MoveLeader to a member that cannot be reached is never answered, on any member, as etcd's is
+// not: etcd waits for the transferee to lead on the call's own context, so the client sees its own
+// deadline (EmbeddedCluster.moveLeader). The one case not copied: a transferee back within raft's
+// transfer timeout (an election timeout) would still take over.
 import {
   etcdserverpb_Auth,
   etcdserverpb_Cluster,
@@ -146,13 +146,6 @@ const TIMED_OUT: Readonly<Record<'proposal' | 'read-index' | 'forward', GateStat
   forward: NO_LEADER,
 };
 
-const TRANSFER_TIMEOUT = new EtcdServerError('LEADER_TRANSFER_TIMEOUT');
-
-/** Whether `status` is the cluster's answer to a MoveLeader whose transferee cannot be reached. */
-function isTransferTimeout(status: { code: number; details?: string }): boolean {
-  return status.code === TRANSFER_TIMEOUT.grpcCode && status.details === TRANSFER_TIMEOUT.message;
-}
-
 /** A wait for the leader that can be given up. */
 interface LeaderWait {
   readonly done: Promise<boolean>;
@@ -251,9 +244,8 @@ export class LeaderGate {
         metadata: new grpc.Metadata(),
       });
     };
-    const pass = (message: unknown, next: (message: unknown) => void): void => {
+    const pass = (message: unknown, need: Need, next: (message: unknown) => void): void => {
       if (ended) return;
-      const need = needOf(path, message);
       const stale = this.staleRevision;
       if (need === 'stale-read' && stale !== undefined) {
         for (const range of rangesOf(path, message)) {
@@ -270,10 +262,9 @@ export class LeaderGate {
       }
       next(message);
     };
-    const hold = (message: unknown, next: (message: unknown) => void): Promise<void> =>
+    const hold = (message: unknown, need: Need, next: (message: unknown) => void): Promise<void> =>
       (tail ?? Promise.resolve()).then(async () => {
         if (ended) return;
-        const need = needOf(path, message);
         if (waitsForLeader(need) && this.lost !== undefined) {
           pending = this.waitForLeader();
           const regained = await pending.done;
@@ -283,7 +274,7 @@ export class LeaderGate {
             return;
           }
         }
-        pass(message, next);
+        pass(message, need, next);
       });
     const listener: grpc.ServerListener = {
       onReceiveMetadata: (metadata, next) => {
@@ -301,12 +292,12 @@ export class LeaderGate {
       },
       onReceiveMessage: (message, next) => {
         if (ended) return;
-        const waitFirst = waitsForLeader(needOf(path, message)) && this.lost !== undefined;
-        if (tail === undefined && !waitFirst) {
-          pass(message, next);
+        const need = needOf(path, message);
+        if (tail === undefined && !(waitsForLeader(need) && this.lost !== undefined)) {
+          pass(message, need, next);
           return;
         }
-        const step = hold(message, next);
+        const step = hold(message, need, next);
         tail = step;
         void step.then(() => {
           if (tail === step) tail = undefined;
@@ -331,11 +322,6 @@ export class LeaderGate {
       start: (next) => next(listener),
       sendMessage: (message, next) => {
         if (ended) return;
-        if (path === etcdserverpb_Maintenance.Status.path && this.lost !== undefined) {
-          // etcd's Status lists "no leader" first among its errors when the member knows of none.
-          const response = message as { errors?: string[] | null };
-          response.errors = [NO_LEADER.message, ...(response.errors ?? [])];
-        }
         if (staleRevision !== undefined) {
           const response = message as HeaderLike;
           const header = response.header ?? response.rangeResponse?.header;
@@ -345,11 +331,6 @@ export class LeaderGate {
       },
       sendStatus: (status, next) => {
         if (ended) return;
-        if (path === etcdserverpb_Maintenance.MoveLeader.path && isTransferTimeout(status)) {
-          // etcd waits for a transfer to an unreachable member on the call's own context: the
-          // client only ever sees its own deadline (or nothing). The call stays open until then.
-          return;
-        }
         ended = true;
         untrack();
         next(status);

@@ -45,8 +45,11 @@ export interface ServiceContext {
 export interface LeaderView {
   /** The leader's member id; `0n` when this member knows of no leader. */
   leader(): bigint;
-  /** MoveLeader sent to this member: hands leadership to `targetId`, or throws etcd's error. */
-  moveLeader(targetId: bigint): void;
+  /**
+   * MoveLeader sent to this member: hands leadership to `targetId`, or throws etcd's error. A
+   * transfer that cannot complete waits until `signal` aborts (the call ends), as etcd's does.
+   */
+  moveLeader(targetId: bigint, signal: AbortSignal): void | Promise<void>;
 }
 
 /** A header with the cluster fields set, keeping `header`'s revision (none: the current one). */

@@ -1,14 +1,18 @@
 // etcdserverpb.Maintenance over gRPC. Status, Alarm, Hash, HashKV, Defragment, Snapshot and
-// MoveLeader answer as a single etcd member that leads itself; Downgrade is not served
-// (Unimplemented). Headers are filled as etcd's maintenance server fills them: Defragment and
-// MoveLeader answer without one. With auth on, Status and listing alarms need a user, everything
-// else the root role, checked before anything else (etcd's authMaintenanceServer).
+// MoveLeader answer as the member the context describes (who leads: its LeaderView); Downgrade is
+// not served (Unimplemented). Headers are filled as etcd's maintenance server fills them:
+// Defragment and MoveLeader answer without one. With auth on, Status and listing alarms need a
+// user, everything else the root role, checked before anything else (etcd's
+// authMaintenanceServer).
 import { etcdserverpb_Maintenance } from '@etcdkit/client/protocol';
+import { EtcdServerError } from '../errors.js';
 import { revisionHeader } from '../kv/requests.js';
 import { encodeSnapshot, snapshotMessages } from '../maintenance/snapshot.js';
 import { Crc32c } from '../mvcc/hash.js';
 import { fillHeader, type ServiceContext } from './context.js';
 import type { CallInfo, ServiceRegistry } from './registry.js';
+
+const NO_LEADER = new EtcdServerError('NO_LEADER').message;
 
 export function registerMaintenanceService(
   registry: ServiceRegistry,
@@ -18,21 +22,25 @@ export function registerMaintenanceService(
   const caller = (call: CallInfo) => authorizer.identify(authorizer.credentialsOf(call));
   const admin = (call: CallInfo) => caller(call).requireAdmin();
 
-  const status = () => ({
-    header: fillHeader(context),
-    version: context.version,
-    dbSize: BigInt(backend.size),
-    leader: context.leaderView.leader(),
-    raftIndex: BigInt(context.proposals.index),
-    raftTerm: BigInt(context.proposals.term),
-    raftAppliedIndex: BigInt(context.proposals.index),
-    errors: alarms.statusErrors(),
-    dbSizeInUse: BigInt(backend.sizeInUse),
-    isLearner: false,
-    storageVersion: storageVersionOf(context.version),
-    dbSizeQuota: BigInt(context.quotaBackendBytes),
-    downgradeInfo: { enabled: false },
-  });
+  const status = () => {
+    const leader = context.leaderView.leader();
+    return {
+      header: fillHeader(context),
+      version: context.version,
+      dbSize: BigInt(backend.size),
+      leader,
+      raftIndex: BigInt(context.proposals.index),
+      raftTerm: BigInt(context.proposals.term),
+      raftAppliedIndex: BigInt(context.proposals.index),
+      // A member that knows of no leader says so first, as etcd's maintenance server does.
+      errors: leader === 0n ? [NO_LEADER, ...alarms.statusErrors()] : alarms.statusErrors(),
+      dbSizeInUse: BigInt(backend.sizeInUse),
+      isLearner: false,
+      storageVersion: storageVersionOf(context.version),
+      dbSizeQuota: BigInt(context.quotaBackendBytes),
+      downgradeInfo: { enabled: false },
+    };
+  };
   registry.unary(etcdserverpb_Maintenance.Status, (_request, _size, call) => {
     caller(call).requireUser();
     return status();
@@ -83,11 +91,14 @@ export function registerMaintenanceService(
     }
   });
 
-  registry.unary(etcdserverpb_Maintenance.MoveLeader, (request, _size, call) => {
-    admin(call);
-    context.leaderView.moveLeader(request.targetID ?? 0n);
-    return {};
-  });
+  registry.waitingUnary(
+    etcdserverpb_Maintenance.MoveLeader,
+    async (request, _size, signal, call) => {
+      admin(call);
+      await context.leaderView.moveLeader(request.targetID ?? 0n, signal);
+      return {};
+    },
+  );
 }
 
 /** The snapshot of the server's state now (see maintenance/snapshot.ts). */
