@@ -15,7 +15,7 @@ import { Etcd } from '../src/etcd.js';
 import type { KeyValue } from '../src/key-value.js';
 import type { Lease } from '../src/lease.js';
 import { expectServerError, rejection } from './kv-support.js';
-import { eventually, settlement, sleep } from './lock-election-support.js';
+import { eventually, keysInLine, settlement, sleep } from './lock-election-support.js';
 
 describeEachBackend(
   'ElectionClient (server-side Election service)',
@@ -31,13 +31,7 @@ describeEachBackend(
     }
 
     /** The candidates' keys in create-revision order, relative to the election's name. */
-    async function candidates(): Promise<string[]> {
-      const result = await etcd.range({
-        prefix: `${election()}/`,
-        sort: { target: 'create', order: 'ascend' },
-      });
-      return result.kvs.map((kv) => kv.keyText().slice(election().length + 1));
-    }
+    const candidates = (): Promise<string[]> => keysInLine(etcd, election());
 
     async function revision(): Promise<bigint> {
       return (await etcd.range({ key: election(), countOnly: true })).header.revision;

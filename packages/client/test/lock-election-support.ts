@@ -1,8 +1,22 @@
-// Helpers of the Lock and Election service suites: waiting for a condition, telling whether a
-// promise has settled, and running `etcdctl lock` / `etcdctl elect` against a backend.
+// Helpers of the Lock and Election service suites: the keys in line, waiting for a condition,
+// telling whether a promise has settled, and running `etcdctl lock` / `etcdctl elect` against a
+// backend.
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
+import type { Etcd } from '../src/etcd.js';
 
 /** Resolves once `check` returns true (polling every 20 ms); fails after `timeoutMs`. */
+/**
+ * The keys under `name/` in create-revision order, relative to `name`: a lock's queue or an
+ * election's candidates, first the holder or leader.
+ */
+export async function keysInLine(etcd: Etcd, name: string): Promise<string[]> {
+  const result = await etcd.range({
+    prefix: `${name}/`,
+    sort: { target: 'create', order: 'ascend' },
+  });
+  return result.kvs.map((kv) => kv.keyText().slice(name.length + 1));
+}
+
 export async function eventually(
   check: () => boolean | Promise<boolean>,
   timeoutMs = 5_000,

@@ -15,7 +15,7 @@ import type { Lease } from '../src/lease.js';
 import { type LockAcquired, lockKey } from '../src/lock.js';
 import { GrpcStatus } from '../src/transport/types.js';
 import { expectServerError, rejection } from './kv-support.js';
-import { eventually, settlement, sleep } from './lock-election-support.js';
+import { eventually, keysInLine, settlement, sleep } from './lock-election-support.js';
 
 describeEachBackend('LockClient (server-side Lock service)', ({ backend, prefix, name }) => {
   let etcd: Etcd;
@@ -30,13 +30,7 @@ describeEachBackend('LockClient (server-side Lock service)', ({ backend, prefix,
   }
 
   /** The lock's queue: its keys in create-revision order, relative to the lock name. */
-  async function queue(): Promise<string[]> {
-    const result = await etcd.range({
-      prefix: `${lockName()}/`,
-      sort: { target: 'create', order: 'ascend' },
-    });
-    return result.kvs.map((kv) => kv.keyText().slice(lockName().length + 1));
-  }
+  const queue = (): Promise<string[]> => keysInLine(etcd, lockName());
 
   const hex = (held: Lease) => held.id.toString(16);
   const keyText = (acquired: LockAcquired) => toText(acquired.key);
