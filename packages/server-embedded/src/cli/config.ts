@@ -150,11 +150,10 @@ async function tlsOf(
   if (certFile === '' || keyFile === '') {
     throw new ConfigError('TLS needs both --cert-file and --key-file');
   }
-  const [cert, key, ca] = await Promise.all([
-    readPem(certFile, 'cert-file'),
-    readPem(keyFile, 'key-file'),
-    caFile === '' ? undefined : readPem(caFile, 'trusted-ca-file'),
-  ]);
+  // One after another, so that a bad invocation always names the same (first) unreadable file.
+  const cert = await readPem(certFile, 'cert-file');
+  const key = await readPem(keyFile, 'key-file');
+  const ca = caFile === '' ? undefined : await readPem(caFile, 'trusted-ca-file');
   return { cert, key, ...(ca === undefined ? {} : { ca }), clientCertAuth };
 }
 
