@@ -5,6 +5,7 @@ import type { FaultInjector } from '../faults/fault-injector.js';
 import type { ServerLogger } from '../server/logger.js';
 import type { MemberIdentity } from '../server/member.js';
 import type { MemberServer, ServedServices } from '../server/member-server.js';
+import type { AppliedState } from '../services/context.js';
 import type { WatchableStore } from '../watch/watchable-store.js';
 import type { LeaderGate } from './leader-gate.js';
 
@@ -12,8 +13,8 @@ import type { LeaderGate } from './leader-gate.js';
 export interface MemberControl {
   /** The member's reach changed (stopped, started, partitioned, healed, paused, resumed). */
   reachChanged(): void;
-  /** The store's revision now (what a member that loses its leader still knows). */
-  revision(): number;
+  /** The state the cluster is in now: what a member that loses its leader has applied. */
+  capture(): AppliedState;
 }
 
 /** @internal What the cluster builds a member from. */
@@ -58,6 +59,7 @@ export class EmbeddedClusterMember {
   private isRunning = true;
   private isPartitioned = false;
   private knownLeader = 0n;
+  private applied: AppliedState | undefined;
   // Stops and starts run one after the other, so a stop never races a listen.
   private lifecycle: Promise<void> = Promise.resolve();
   private ended = false;
@@ -141,8 +143,9 @@ export class EmbeddedClusterMember {
    * Cuts the member off from the other members (its clients still reach it). It knows of no
    * leader from now on: calls with require-leader fail with "etcdserver: no leader" and its open
    * require-leader streams end with it; calls that need the leader are held until {@link heal}
-   * or the request timeout; serializable reads and watches see the store as it is now. If it led,
-   * the others elect a new leader when they have a quorum.
+   * or the request timeout; serializable reads, read-only serializable txns, watches, Status,
+   * Hash, HashKV and Snapshot see the state as it is now, whatever the others do meanwhile. If it
+   * led, the others elect a new leader when they have a quorum.
    */
   partition(): void {
     if (this.isPartitioned || this.ended) return;
@@ -179,6 +182,14 @@ export class EmbeddedClusterMember {
     return dropped;
   }
 
+  /**
+   * @internal What the member had applied when it lost its leader, which it answers from alone;
+   * undefined while it has one (it is then up to date with the cluster).
+   */
+  get appliedState(): AppliedState | undefined {
+    return this.applied;
+  }
+
   /** @internal The cluster tells the member who leads as it can see (0n: nobody). */
   setLeader(leaderId: bigint): void {
     if (leaderId === this.knownLeader) return;
@@ -186,10 +197,14 @@ export class EmbeddedClusterMember {
     this.knownLeader = leaderId;
     if (leaderId === 0n) {
       this.logger.info('member lost its leader', { name: this.name });
-      this.leaderGate.loseLeader(this.control.revision());
+      // Captured before anything else can change the shared state: this is all it applied.
+      this.applied = this.control.capture();
+      this.leaderGate.loseLeader();
       this.served.watchable.hold();
     } else {
       if (had === 0n) this.logger.info('member found a leader', { name: this.name });
+      // Caught up with the cluster at once: it answers from the shared state again.
+      this.applied = undefined;
       this.served.watchable.release();
       this.leaderGate.regainLeader();
     }

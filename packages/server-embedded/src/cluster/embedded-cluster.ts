@@ -41,7 +41,9 @@ import {
   serviceContext,
   startLeaderWork,
 } from '../server/server-core.js';
+import type { ServiceContext } from '../services/context.js';
 import type { VirtualClock } from '../virtual-clock.js';
+import { MemberAppliedState } from './applied-state.js';
 import { EmbeddedClusterMember } from './cluster-member.js';
 import { LeaderGate } from './leader-gate.js';
 
@@ -196,10 +198,14 @@ export class EmbeddedCluster {
     const members = identities.map((identity, i) => {
       const network = networks[i]!;
       let member: EmbeddedClusterMember | undefined;
-      const context = serviceContext(core, identity, version, {
-        leader: () => member?.leaderId ?? 0n,
-        moveLeader: (targetId, signal) => cluster?.moveLeader(member!, targetId, signal),
-      });
+      const context: ServiceContext = {
+        ...serviceContext(core, identity, version, {
+          leader: () => member?.leaderId ?? 0n,
+          moveLeader: (targetId, signal) => cluster?.moveLeader(member!, targetId, signal),
+        }),
+        // Cut off from the quorum, the member answers from what it had applied then.
+        appliedState: () => member?.appliedState,
+      };
       const served = network.serve(context, {
         progressNotifyIntervalMs: options.watchProgressNotifyIntervalMs,
       });
@@ -219,7 +225,7 @@ export class EmbeddedCluster {
         faults,
         control: {
           reachChanged: () => cluster?.reachChanged(),
-          revision: () => core.store.revision,
+          capture: () => MemberAppliedState.capture(core),
         },
         logger,
       });

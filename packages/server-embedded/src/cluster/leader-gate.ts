@@ -24,8 +24,9 @@
 //   for the conf change without a bound of its own (only the client's deadline ends it); Lock and
 //   Election are held and fail like proposals, which was not checked against etcd (they run on
 //   etcd's in-process client);
-// - a serializable read is answered from what the member knew when it lost the leader: the store
-//   at that revision (a newer revision is "a future revision" to it);
+// - a serializable read, and a txn whose every op is a serializable range, is let through at once:
+//   the services answer it from what the member had applied when it lost the leader, compares
+//   included (ServiceContext.appliedState; a newer revision is "a future revision" to it);
 // - its watchers see nothing new (the member's watchable store is held; see EmbeddedCluster);
 // - Status names no leader (0) and lists "etcdserver: no leader" first among its errors (the
 //   maintenance service does that, from the member's LeaderView).
@@ -45,6 +46,8 @@ import {
 } from '@etcdkit/client/protocol';
 import * as grpc from '@grpc/grpc-js';
 import { EtcdServerError, GrpcCode } from '../errors.js';
+import type { RangeRequest, TxnRequest } from '../kv/requests.js';
+import { isLocalRange, isLocalTxn, isReadOnlyTxn } from '../services/local-reads.js';
 
 /** Paths whose every call is a raft proposal. */
 const PROPOSAL_PATHS: ReadonlySet<string> = new Set([
@@ -71,39 +74,22 @@ const FORWARDED_PATHS: ReadonlySet<string> = new Set([
   etcdserverpb_Lease.LeaseTimeToLive.path,
 ]);
 
-/** The fields of the requests the gate reads and, for stale reads, rewrites. */
-interface RangeLike {
-  serializable?: boolean | null;
-  revision?: bigint | null;
-}
-interface TxnLike {
-  success?: { requestRange?: RangeLike | null }[] | null;
-  failure?: { requestRange?: RangeLike | null }[] | null;
-}
-interface HeaderLike {
-  header?: { revision?: bigint | null } | null;
-  rangeResponse?: { header?: { revision?: bigint | null } | null } | null;
-}
-
 /**
  * How a request is served by a member without a leader: held until the leader is back, then
  * failed as a proposal, a linearizable read or a forwarded call fails; or answered alone.
  */
-type Need = 'proposal' | 'read-index' | 'forward' | 'local' | 'stale-read';
+type Need = 'proposal' | 'read-index' | 'forward' | 'local';
 
 function needOf(path: string, message: unknown): Need {
   if (PROPOSAL_PATHS.has(path)) return 'proposal';
   if (FORWARDED_PATHS.has(path)) return 'forward';
   if (path === etcdserverpb_KV.Range.path || path === etcdserverpb_KV.RangeStream.path) {
-    return (message as RangeLike).serializable === true ? 'stale-read' : 'read-index';
+    return isLocalRange(message as RangeRequest) ? 'local' : 'read-index';
   }
   if (path === etcdserverpb_KV.Txn.path) {
-    const txn = message as TxnLike;
-    const ops = [...(txn.success ?? []), ...(txn.failure ?? [])];
-    // etcd's isTxnReadonly and isTxnSerializable.
-    if (!ops.every((op) => op.requestRange)) return 'proposal';
-    const serializable = ops.every((op) => op.requestRange?.serializable === true);
-    return serializable ? 'stale-read' : 'read-index';
+    const txn = message as TxnRequest;
+    if (!isReadOnlyTxn(txn)) return 'proposal';
+    return isLocalTxn(txn) ? 'local' : 'read-index';
   }
   if (path === etcdserverpb_Auth.Authenticate.path) return 'read-index';
   if (path === etcdserverpb_Cluster.MemberList.path) {
@@ -119,17 +105,6 @@ function waitsForLeader(need: Need): need is 'proposal' | 'read-index' | 'forwar
   return need === 'proposal' || need === 'read-index' || need === 'forward';
 }
 
-/** The ranges of a serializable read, to be read at `revision`. */
-function rangesOf(path: string, message: unknown): RangeLike[] {
-  if (path === etcdserverpb_KV.Txn.path) {
-    const txn = message as TxnLike;
-    return [...(txn.success ?? []), ...(txn.failure ?? [])].flatMap((op) =>
-      op.requestRange ? [op.requestRange] : [],
-    );
-  }
-  return [message as RangeLike];
-}
-
 /** A status the gate ends a call with. */
 interface GateStatus {
   readonly grpcCode: GrpcCode;
@@ -137,7 +112,6 @@ interface GateStatus {
 }
 
 const NO_LEADER: GateStatus = new EtcdServerError('NO_LEADER');
-const FUTURE_REVISION: GateStatus = new EtcdServerError('FUTURE_REVISION');
 /** What a call held for the leader fails with after the request timeout, by how it waited. */
 const TIMED_OUT: Readonly<Record<'proposal' | 'read-index' | 'forward', GateStatus>> = {
   // etcd returns the proposal's context error unmapped, and grpc-go sends it as Unknown.
@@ -155,8 +129,8 @@ interface LeaderWait {
 /** The leader gate of one member. */
 export class LeaderGate {
   private readonly requestTimeoutMs: number;
-  /** Set while the member knows of no leader: the revision its knowledge stopped at. */
-  private lost: { revision: number; regained: Promise<void>; resolve: () => void } | undefined;
+  /** Set while the member knows of no leader: resolved when it has one again. */
+  private lost: { regained: Promise<void>; resolve: () => void } | undefined;
   /** Ends each open require-leader stream with "no leader". */
   private readonly requireLeaderStreams = new Set<() => void>();
   private readonly waits = new Set<(regained: boolean) => void>();
@@ -166,19 +140,14 @@ export class LeaderGate {
     this.requestTimeoutMs = options.requestTimeoutMs;
   }
 
-  /** The revision the member's knowledge stopped at; undefined while it has a leader. */
-  get staleRevision(): number | undefined {
-    return this.lost?.revision;
-  }
-
-  /** The member lost its leader, knowing the store up to `revision`. */
-  loseLeader(revision: number): void {
+  /** The member lost its leader. */
+  loseLeader(): void {
     if (this.lost !== undefined) return;
     let resolve = (): void => {};
     const regained = new Promise<void>((done) => {
       resolve = done;
     });
-    this.lost = { revision, regained, resolve };
+    this.lost = { regained, resolve };
     for (const end of [...this.requireLeaderStreams]) end();
   }
 
@@ -229,8 +198,6 @@ export class LeaderGate {
     let ended = false;
     let untrack = (): void => {};
     let pending: LeaderWait | undefined;
-    // Set when the call reads a member's stale state: the revision responses must report.
-    let staleRevision: number | undefined;
     // Inbound steps after a held message wait for it, so messages keep their order.
     let tail: Promise<void> | undefined;
     const end = (error: GateStatus): void => {
@@ -244,23 +211,8 @@ export class LeaderGate {
         metadata: new grpc.Metadata(),
       });
     };
-    const pass = (message: unknown, need: Need, next: (message: unknown) => void): void => {
-      if (ended) return;
-      const stale = this.staleRevision;
-      if (need === 'stale-read' && stale !== undefined) {
-        for (const range of rangesOf(path, message)) {
-          const revision = Number(range.revision ?? 0n);
-          if (revision > stale) {
-            end(FUTURE_REVISION);
-            return;
-          }
-          if (revision <= 0) range.revision = BigInt(stale);
-        }
-        staleRevision = stale;
-      } else {
-        staleRevision = undefined;
-      }
-      next(message);
+    const pass = (message: unknown, next: (message: unknown) => void): void => {
+      if (!ended) next(message);
     };
     const hold = (message: unknown, need: Need, next: (message: unknown) => void): Promise<void> =>
       (tail ?? Promise.resolve()).then(async () => {
@@ -274,7 +226,7 @@ export class LeaderGate {
             return;
           }
         }
-        pass(message, need, next);
+        pass(message, next);
       });
     const listener: grpc.ServerListener = {
       onReceiveMetadata: (metadata, next) => {
@@ -294,7 +246,7 @@ export class LeaderGate {
         if (ended) return;
         const need = needOf(path, message);
         if (tail === undefined && !(waitsForLeader(need) && this.lost !== undefined)) {
-          pass(message, need, next);
+          pass(message, next);
           return;
         }
         const step = hold(message, need, next);
@@ -321,13 +273,7 @@ export class LeaderGate {
     const responder: grpc.Responder = {
       start: (next) => next(listener),
       sendMessage: (message, next) => {
-        if (ended) return;
-        if (staleRevision !== undefined) {
-          const response = message as HeaderLike;
-          const header = response.header ?? response.rangeResponse?.header;
-          if (header) header.revision = BigInt(staleRevision);
-        }
-        next(message);
+        if (!ended) next(message);
       },
       sendStatus: (status, next) => {
         if (ended) return;

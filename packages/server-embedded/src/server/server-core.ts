@@ -50,6 +50,8 @@ export interface ServerCore {
   /** The quota in force, in bytes; negative: none. */
   readonly quotaBackendBytes: number;
   readonly maxRequestBytes: number;
+  /** Most ops in one list of a txn (--max-txn-ops). */
+  readonly maxTxnOps: number;
 }
 
 /** A fresh, empty core (revision 1). */
@@ -78,11 +80,12 @@ export function createServerCore(options: ServerCoreOptions): ServerCore {
     minLeaseTtl: options.minLeaseTtl,
     authorizer,
   });
+  const maxTxnOps = options.maxTxnOps ?? 128;
   const kv = new KvApplier({
     store,
     lessor: leaseTable,
     proposals,
-    maxTxnOps: options.maxTxnOps ?? 128,
+    maxTxnOps,
     guard: services.guard,
     authorizer,
   });
@@ -97,6 +100,7 @@ export function createServerCore(options: ServerCoreOptions): ServerCore {
     kv,
     quotaBackendBytes,
     maxRequestBytes: options.maxRequestBytes,
+    maxTxnOps,
   };
 }
 

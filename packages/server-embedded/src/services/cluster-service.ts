@@ -15,7 +15,9 @@ export function registerClusterService(registry: ServiceRegistry, context: Servi
 
   registry.unary(etcdserverpb_Cluster.MemberList, (_request, _size, call) => {
     caller(call).requireUser();
-    return { header: header(), members: members() };
+    // A member cut off from the quorum lists the members it knew (a change since is not applied).
+    const known = context.appliedState?.()?.members.map(toWire);
+    return { header: header(), members: known ?? members() };
   });
 
   registry.unary(etcdserverpb_Cluster.MemberAdd, (request, _size, call) => {

@@ -5,11 +5,11 @@ import type { KvApplier } from '../kv/kv-applier.js';
 import type { ResponseHeader } from '../kv/requests.js';
 import type { LeaseApplier } from '../lease/lease-applier.js';
 import type { LeaseTable } from '../lease/lease-table.js';
-import type { AlarmStore } from '../maintenance/alarms.js';
+import type { Alarm, AlarmStore } from '../maintenance/alarms.js';
 import type { BackendSize } from '../maintenance/backend-size.js';
 import type { MvccStore } from '../mvcc/store.js';
 import type { MemberIdentity } from '../server/member.js';
-import type { Membership } from '../server/membership.js';
+import type { Member, Membership } from '../server/membership.js';
 import type { ProposalLog } from '../server/proposals.js';
 
 /** The server state behind the services. */
@@ -39,6 +39,46 @@ export interface ServiceContext {
   readonly authorizer: Authorizer;
   /** Who leads the cluster as this member sees it (Status, MoveLeader). */
   readonly leaderView: LeaderView;
+  /**
+   * A member of a simulated cluster cut off from the quorum: what it had applied then, which it
+   * answers from instead of the shared state (see {@link AppliedState}). Absent or undefined: the
+   * member is up to date.
+   */
+  readonly appliedState?: () => AppliedState | undefined;
+}
+
+/**
+ * What a member cut off from its cluster's quorum had applied when it was cut off. A real etcd
+ * member applies nothing more then (nothing is committed without a leader), so what it answers
+ * alone (serializable reads and read-only txns, Status, Hash, HashKV, Snapshot, LeaseLeases,
+ * MemberList, every header's revision and raft term) comes from this state, never from what the
+ * rest of the cluster did since.
+ */
+export interface AppliedState {
+  /** The store's revision then. */
+  readonly revision: number;
+  /** The term of the last entry applied (etcd's Term(): headers and Status). */
+  readonly raftTerm: number;
+  /** The last committed and applied index (Status' raftIndex and raftAppliedIndex). */
+  readonly raftIndex: number;
+  /** The member's store as it was, never written again: what it reads, compares and hashes. */
+  readonly store: MvccStore;
+  /** A KV applier over {@link store} for the reads the member serves alone; it refuses writes. */
+  readonly kv: KvApplier;
+  /** Its backend's size and the part in use (Status). */
+  readonly dbSize: number;
+  readonly dbSizeInUse: number;
+  /** Its leases with their granted TTLs, as a snapshot records them. */
+  readonly leases: readonly { readonly id: bigint; readonly ttl: number }[];
+  /** The ids of its leases in the order LeaseLeases lists them. */
+  readonly leaseIds: readonly bigint[];
+  /** The members it knows (MemberList). */
+  readonly members: readonly Member[];
+  /** Its active alarms, and their text as Status lists them. */
+  readonly alarms: readonly Alarm[];
+  readonly alarmErrors: readonly string[];
+  /** Its own backend defragmented: the file shrinks to what is in use. */
+  defragment(): void;
 }
 
 /** Who leads, as one member sees it, and how that member answers MoveLeader. */
@@ -52,12 +92,17 @@ export interface LeaderView {
   moveLeader(targetId: bigint, signal: AbortSignal): void | Promise<void>;
 }
 
-/** A header with the cluster fields set, keeping `header`'s revision (none: the current one). */
+/**
+ * A header with the cluster fields set, keeping `header`'s revision (none: the current one, or
+ * for a member cut off from the quorum the one it had).
+ */
 export function fillHeader(
   context: ServiceContext,
   header?: ResponseHeader | null,
 ): ResponseHeader {
-  const revision = header?.revision ? header.revision : BigInt(context.store.revision);
+  const revision = header?.revision
+    ? header.revision
+    : BigInt(context.appliedState?.()?.revision ?? context.store.revision);
   return { ...fillHeaderWithoutRevision(context, header), revision };
 }
 
@@ -70,6 +115,6 @@ export function fillHeaderWithoutRevision(
     clusterId: context.member.clusterId,
     memberId: context.member.memberId,
     revision: header?.revision ?? 0n,
-    raftTerm: BigInt(context.proposals.term),
+    raftTerm: BigInt(context.appliedState?.()?.raftTerm ?? context.proposals.term),
   };
 }

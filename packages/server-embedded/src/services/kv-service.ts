@@ -1,12 +1,19 @@
-// etcdserverpb.KV over gRPC: thin adapters from the wire to the KV applier.
+// etcdserverpb.KV over gRPC: thin adapters from the wire to the KV applier. A member of a simulated
+// cluster cut off from the quorum answers the reads etcd serves without the leader (local-reads.ts)
+// from what it had applied (ServiceContext.appliedState): ranges, and a txn's compares as well as
+// its ranges, all at the revision it had, never against what the quorum wrote since.
 import { etcdserverpb_KV } from '@etcdkit/client/protocol';
 import { rangeStreamChunks } from '../kv/range-stream.js';
 import type { ResponseHeader } from '../kv/requests.js';
 import { fillHeader, fillHeaderWithoutRevision, type ServiceContext } from './context.js';
+import { isLocalRange, isLocalTxn } from './local-reads.js';
 import type { CallInfo, ServiceRegistry } from './registry.js';
 
 export function registerKvService(registry: ServiceRegistry, context: ServiceContext): void {
   const { kv, authorizer } = context;
+  // The state a read the member may answer alone is served from: its own when it is cut off.
+  const appliedFor = (local: boolean) => (local ? context.appliedState?.() : undefined);
+  const kvFor = (local: boolean) => appliedFor(local)?.kv ?? kv;
   // The applier's headers carry the revision; the cluster fields are added here, as etcd's gRPC
   // layer does.
   const withHeader = <T extends { header?: ResponseHeader | null }>(response: T): T => ({
@@ -16,7 +23,7 @@ export function registerKvService(registry: ServiceRegistry, context: ServiceCon
   // What each call presents; the applier identifies the caller at the point etcd does.
   const credentials = (call: CallInfo) => authorizer.credentialsOf(call);
   registry.unary(etcdserverpb_KV.Range, (request, _size, call) =>
-    withHeader(kv.range(request, credentials(call))),
+    withHeader(kvFor(isLocalRange(request)).range(request, credentials(call))),
   );
   registry.unary(etcdserverpb_KV.Put, (request, size, call) =>
     withHeader(kv.put(request, size, credentials(call))),
@@ -25,14 +32,16 @@ export function registerKvService(registry: ServiceRegistry, context: ServiceCon
     withHeader(kv.deleteRange(request, size, credentials(call))),
   );
   registry.unary(etcdserverpb_KV.Txn, (request, size, call) =>
-    withHeader(kv.txn(request, size, credentials(call))),
+    withHeader(kvFor(isLocalTxn(request)).txn(request, size, credentials(call))),
   );
   registry.unary(etcdserverpb_KV.Compact, (request, size, call) =>
     withHeader(kv.compact(request, size, credentials(call))),
   );
   registry.serverStream(etcdserverpb_KV.RangeStream, async (request, send, call) => {
-    kv.checkRangeStream(request, credentials(call));
-    for (const chunk of rangeStreamChunks(context.store, request, context.maxRequestBytes)) {
+    const applied = appliedFor(isLocalRange(request));
+    (applied?.kv ?? kv).checkRangeStream(request, credentials(call));
+    const store = applied?.store ?? context.store;
+    for (const chunk of rangeStreamChunks(store, request, context.maxRequestBytes)) {
       if (call.cancelled) return;
       // The pinned revision stays as the chunk has it, even if the store moved on meanwhile.
       const header = chunk.header ? fillHeaderWithoutRevision(context, chunk.header) : undefined;

@@ -24,6 +24,11 @@ export function registerLeaseService(registry: ServiceRegistry, context: Service
   });
   registry.unary(etcdserverpb_Lease.LeaseLeases, (_request, _size, call) => {
     const response = leases.leases(authorizer.credentialsOf(call));
+    // A member cut off from the quorum lists the leases its own lessor had, at its revision.
+    const applied = context.appliedState?.();
+    if (applied !== undefined) {
+      return { header: fillHeader(context), leases: applied.leaseIds.map((ID) => ({ ID })) };
+    }
     return { ...response, header: fillHeader(context, response.header) };
   });
   registry.bidi(etcdserverpb_Lease.LeaseKeepAlive, (call) => {

@@ -3,7 +3,9 @@
 // not served (Unimplemented). Headers are filled as etcd's maintenance server fills them:
 // Defragment and MoveLeader answer without one. With auth on, Status and listing alarms need a
 // user, everything else the root role, checked before anything else (etcd's
-// authMaintenanceServer).
+// authMaintenanceServer). A member of a simulated cluster cut off from the quorum answers from
+// what it had applied (ServiceContext.appliedState): its raft term and index, sizes and alarms in
+// Status, its own store for Hash, HashKV and Snapshot, and its own backend for Defragment.
 import { etcdserverpb_Maintenance } from '@etcdkit/client/protocol';
 import { EtcdServerError } from '../errors.js';
 import { revisionHeader } from '../kv/requests.js';
@@ -24,17 +26,20 @@ export function registerMaintenanceService(
 
   const status = () => {
     const leader = context.leaderView.leader();
+    const applied = context.appliedState?.();
+    const alarmErrors = applied?.alarmErrors ?? alarms.statusErrors();
+    const index = BigInt(applied?.raftIndex ?? context.proposals.index);
     return {
       header: fillHeader(context),
       version: context.version,
-      dbSize: BigInt(backend.size),
+      dbSize: BigInt(applied?.dbSize ?? backend.size),
       leader,
-      raftIndex: BigInt(context.proposals.index),
-      raftTerm: BigInt(context.proposals.term),
-      raftAppliedIndex: BigInt(context.proposals.index),
+      raftIndex: index,
+      raftTerm: BigInt(applied?.raftTerm ?? context.proposals.term),
+      raftAppliedIndex: index,
       // A member that knows of no leader says so first, as etcd's maintenance server does.
-      errors: leader === 0n ? [NO_LEADER, ...alarms.statusErrors()] : alarms.statusErrors(),
-      dbSizeInUse: BigInt(backend.sizeInUse),
+      errors: leader === 0n ? [NO_LEADER, ...alarmErrors] : [...alarmErrors],
+      dbSizeInUse: BigInt(applied?.dbSizeInUse ?? backend.sizeInUse),
       isLearner: false,
       storageVersion: storageVersionOf(context.version),
       dbSizeQuota: BigInt(context.quotaBackendBytes),
@@ -56,7 +61,8 @@ export function registerMaintenanceService(
 
   registry.unary(etcdserverpb_Maintenance.HashKV, (request, _size, call) => {
     admin(call);
-    const hash = store.hashKV(Number(request.revision ?? 0n));
+    const hashed = context.appliedState?.()?.store ?? store;
+    const hash = hashed.hashKV(Number(request.revision ?? 0n));
     return {
       header: fillHeader(context, revisionHeader(hash.revision)),
       hash: hash.hash,
@@ -77,7 +83,9 @@ export function registerMaintenanceService(
 
   registry.unary(etcdserverpb_Maintenance.Defragment, (_request, _size, call) => {
     admin(call);
-    backend.defragment();
+    const applied = context.appliedState?.();
+    if (applied === undefined) backend.defragment();
+    else applied.defragment();
     return {};
   });
 
@@ -101,9 +109,14 @@ export function registerMaintenanceService(
   );
 }
 
-/** The snapshot of the server's state now (see maintenance/snapshot.ts). */
+/**
+ * The snapshot of the server's state now (see maintenance/snapshot.ts); for a member cut off from
+ * the quorum, of the state it had applied.
+ */
 function takeSnapshot(context: ServiceContext): Uint8Array {
-  const { store, membership, leaseTable, alarms } = context;
+  const applied = context.appliedState?.();
+  const store = applied?.store ?? context.store;
+  const leases = applied?.leases ?? context.leaseTable.all();
   return encodeSnapshot(
     {
       version: context.version,
@@ -111,9 +124,12 @@ function takeSnapshot(context: ServiceContext): Uint8Array {
       memberId: context.member.memberId,
       revision: store.revision,
       compactRevision: store.compactRevision,
-      members: membership.list(),
-      leases: leaseTable.all().map((lease) => ({ id: lease.id, ttl: lease.ttl })),
-      alarms: alarms.list().map((alarm) => ({ memberId: alarm.memberId, type: alarm.type })),
+      members: applied?.members ?? context.membership.list(),
+      leases: leases.map((lease) => ({ id: lease.id, ttl: lease.ttl })),
+      alarms: (applied?.alarms ?? context.alarms.list()).map((alarm) => ({
+        memberId: alarm.memberId,
+        type: alarm.type,
+      })),
     },
     store.history.upTo(store.revision),
   );
