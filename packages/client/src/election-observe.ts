@@ -4,19 +4,38 @@
 // reopen goes to another member) and keeps the iteration going. Every new stream starts with the
 // current leader, so what was already yielded is recognised by the leader key's (create revision,
 // mod revision), which only grows: nothing is yielded twice, nothing older than what was yielded.
-import { backoffDelay } from './connection/backoff.js';
+import { type BackoffOptions, backoffDelay } from './connection/backoff.js';
 import type { Rpc } from './connection/types.js';
-import { AbortedError, ClientClosedError, type EtcdError, toEtcdError } from './errors.js';
+import type { ObserveCallOptions } from './election.js';
+import {
+  ObserveLivenessCheck,
+  type ObserveRuntime,
+  SYSTEM_RUNTIME,
+  toLeaderValue,
+} from './election-observe-check.js';
+import {
+  callObserveHook,
+  type ElectionHooks,
+  type ObserveResumed,
+} from './election-observe-events.js';
+import {
+  AbortedError,
+  ClientClosedError,
+  type EtcdError,
+  InvalidArgumentError,
+  toEtcdError,
+  UnavailableError,
+} from './errors.js';
 import { v3electionpb_Election as methods } from './generated/methods.js';
 import type { v3electionpb } from './generated/protocol.js';
-import { type KeyValue, toKeyValue } from './key-value.js';
+import type { KeyValue } from './key-value.js';
 import { linkSignals } from './link-signals.js';
-import { GrpcStatus } from './transport/types.js';
-import { sleep } from './watch/sleep.js';
+import { GrpcStatus, type ServerStream } from './transport/types.js';
 
 /**
- * Pause before reopening a broken Observe stream: 50-100 ms after a stream that had answered,
- * doubling (jittered) while reopening fails, up to 5 s.
+ * Default pause before reopening a broken Observe stream: 50-100 ms after a stream that had
+ * answered, doubling (jittered) while reopening fails, up to 5 s. `minReconnectDelayMs` and
+ * `maxReconnectDelayMs` of observe() replace `baseMs` and `maxMs`.
  */
 export const OBSERVE_REOPEN_BACKOFF = { baseMs: 100, maxMs: 5_000 } as const;
 
@@ -61,14 +80,25 @@ export function closeElectionObservers(rpc: Rpc): void {
   controllers.clear();
 }
 
+/** @internal Resuming observations of `rpc` still running (for leak tests). */
+export function runningObservations(rpc: Rpc): number {
+  return waiting.get(rpc)?.size ?? 0;
+}
+
 /** True when `kv` comes after `last` in the election's history: a later leader or a later value. */
 function isLater(kv: KeyValue, last: KeyValue): boolean {
   if (kv.createRevision !== last.createRevision) return kv.createRevision > last.createRevision;
   return kv.modRevision > last.modRevision;
 }
 
-function toLeaderValue(response: v3electionpb.LeaderResponse): KeyValue | undefined {
-  return response.kv ? toKeyValue(response.kv, (key) => key) : undefined;
+/**
+ * Where the connection sends calls now, when it tells (a Connection does): a server stream opens
+ * on the current endpoint, so read when a stream first answers, it is that stream's endpoint
+ * (unless another call moved the connection in the meantime).
+ */
+function currentEndpointOf(rpc: Rpc): string | undefined {
+  const endpoint = (rpc as { readonly currentEndpoint?: unknown }).currentEndpoint;
+  return typeof endpoint === 'string' ? endpoint : undefined;
 }
 
 /** One Observe stream, as etcd sends it: ends with the stream, fails with its typed error. */
@@ -83,6 +113,107 @@ export async function* observeOnce(
   }
 }
 
+/** @internal How a resuming observation behaves, as ElectionClient.observe validated it. */
+export interface ObserveSettings {
+  /** Pause before a reopen: `baseMs` after a stream that answered, doubling while reopens fail. */
+  readonly backoff: BackoffOptions;
+  /** Interval of the liveness check in ms; undefined: no check (and no timer). */
+  readonly leaderCheckIntervalMs: number | undefined;
+  /** The observation's own callbacks. */
+  readonly onDisconnected: ((error: EtcdError) => void) | undefined;
+  readonly onResumed: ((resumed: ObserveResumed) => void) | undefined;
+  /** The client's hooks. */
+  readonly hooks: ElectionHooks | undefined;
+}
+
+/** @internal The settings of an observe() without options. */
+export const DEFAULT_OBSERVE_SETTINGS: ObserveSettings = {
+  backoff: OBSERVE_REOPEN_BACKOFF,
+  leaderCheckIntervalMs: undefined,
+  onDisconnected: undefined,
+  onResumed: undefined,
+  hooks: undefined,
+};
+
+/** Options a resuming observation takes and a single stream does not. */
+const RESUMING_OPTIONS = [
+  'minReconnectDelayMs',
+  'maxReconnectDelayMs',
+  'leaderCheckIntervalMs',
+  'onDisconnected',
+  'onResumed',
+] as const;
+
+/** @internal The settings of `observe(name, o)`; throws InvalidArgumentError on bad options. */
+export function observeSettings(
+  o: Partial<ObserveCallOptions>,
+  resume: boolean,
+  hooks: ElectionHooks | undefined,
+): ObserveSettings {
+  if (!resume) {
+    const given = RESUMING_OPTIONS.find((key) => o[key] !== undefined);
+    if (given !== undefined) {
+      throw new InvalidArgumentError(`options.${given} applies only to a resuming observation`);
+    }
+    return DEFAULT_OBSERVE_SETTINGS;
+  }
+  const baseMs = durationArg(o.minReconnectDelayMs, 'options.minReconnectDelayMs');
+  const maxMs = durationArg(o.maxReconnectDelayMs, 'options.maxReconnectDelayMs');
+  const backoff = {
+    baseMs:
+      baseMs ?? Math.min(OBSERVE_REOPEN_BACKOFF.baseMs, maxMs ?? OBSERVE_REOPEN_BACKOFF.maxMs),
+    maxMs: maxMs ?? Math.max(OBSERVE_REOPEN_BACKOFF.maxMs, baseMs ?? 0),
+  };
+  if (backoff.baseMs > backoff.maxMs) {
+    throw new InvalidArgumentError(
+      `options.minReconnectDelayMs (${backoff.baseMs}) must not exceed options.maxReconnectDelayMs (${backoff.maxMs})`,
+    );
+  }
+  return {
+    backoff,
+    leaderCheckIntervalMs: durationArg(o.leaderCheckIntervalMs, 'options.leaderCheckIntervalMs'),
+    onDisconnected: functionArg(o.onDisconnected, 'options.onDisconnected'),
+    onResumed: functionArg(o.onResumed, 'options.onResumed'),
+    hooks,
+  };
+}
+
+/** A positive, finite number of ms, or undefined. */
+function durationArg(value: unknown, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'number' && Number.isFinite(value) && value > 0) return value;
+  throw new InvalidArgumentError(`${name} must be a positive number of ms, got ${String(value)}`);
+}
+
+/** A function, or undefined. */
+function functionArg<F>(value: F | undefined, name: string): F | undefined {
+  if (value === undefined || typeof value === 'function') return value;
+  throw new InvalidArgumentError(`${name} must be a function, got ${typeof value}`);
+}
+
+/**
+ * Calls a callback of the caller's like a listener of a watcher's event: one that throws is the
+ * caller's bug, reported as an uncaught exception (as Node reports one on any stream), without
+ * breaking the observation.
+ */
+function callListener<E>(listener: ((event: E) => void) | undefined, event: E): void {
+  if (!listener) return;
+  try {
+    listener(event);
+  } catch (error) {
+    queueMicrotask(() => {
+      throw error;
+    });
+  }
+}
+
+/** A loss of the stream, from the failure to the first answer of a new stream. */
+interface Outage {
+  readonly since: number;
+  /** Streams opened since. */
+  attempts: number;
+}
+
 /**
  * Observe streams one after the other, each opened when the previous one broke, as one iteration:
  * see {@link ElectionClient.observe}.
@@ -91,6 +222,8 @@ export async function* observeResuming(
   rpc: Rpc,
   request: v3electionpb.LeaderRequest.$Properties,
   signal: AbortSignal | undefined,
+  settings: ObserveSettings = DEFAULT_OBSERVE_SETTINGS,
+  runtime: ObserveRuntime = SYSTEM_RUNTIME,
 ): AsyncGenerator<KeyValue, void, undefined> {
   const closing = new AbortController();
   let controllers = waiting.get(rpc);
@@ -99,13 +232,52 @@ export async function* observeResuming(
     waiting.set(rpc, controllers);
   }
   controllers.add(closing);
+  const name = request.name ?? new Uint8Array();
   let last: KeyValue | undefined;
   let failures = 0;
+  let outage: Outage | undefined;
+  /** The stream open now, and where it is, once it answered. */
+  let call: ServerStream<v3electionpb.LeaderResponse> | undefined;
+  let endpoint: string | undefined;
+  /** Set when the liveness check replaced the stream: the failure to report. */
+  let stale: EtcdError | undefined;
+  const intervalMs = settings.leaderCheckIntervalMs;
+  const check =
+    intervalMs === undefined
+      ? undefined
+      : new ObserveLivenessCheck(
+          rpc,
+          request,
+          intervalMs,
+          {
+            behind: (kv) => last === undefined || isLater(kv, last),
+            stale: (kv) => {
+              if (call === undefined || stale !== undefined) return;
+              stale = new UnavailableError({
+                message: `the Observe stream did not deliver the election's value of revision ${kv.modRevision} within ${intervalMs} ms; replacing it`,
+              });
+              // Its member may be cut off or its connection half-open: put that endpoint in
+              // backoff and redial it, so the new stream opens elsewhere (as a stalled watch does).
+              if (endpoint !== undefined) {
+                try {
+                  rpc.redial?.(endpoint);
+                } catch {
+                  // Best effort: the new stream fails and is reopened if the connection is bad.
+                }
+              }
+              call.cancel();
+            },
+          },
+          runtime,
+        );
   try {
     for (;;) {
-      const stream = rpc
-        .serverStream(methods.Observe, request, 'read', { signal })
-        [Symbol.asyncIterator]();
+      if (outage !== undefined) outage.attempts++;
+      stale = undefined;
+      endpoint = undefined;
+      call = rpc.serverStream(methods.Observe, request, 'read', { signal });
+      const stream = call[Symbol.asyncIterator]();
+      check?.streamOpened();
       let answered = false;
       let failure: EtcdError | undefined;
       try {
@@ -114,11 +286,28 @@ export async function* observeResuming(
           try {
             result = await stream.next();
           } catch (error) {
-            failure = toEtcdError(error);
+            failure = stale ?? toEtcdError(error);
             break;
           }
-          if (result.done) break;
-          answered = true;
+          if (result.done) {
+            failure = stale;
+            break;
+          }
+          if (!answered) {
+            answered = true;
+            endpoint = currentEndpointOf(rpc);
+            if (outage !== undefined) {
+              const resumed: ObserveResumed = {
+                name,
+                endpoint,
+                disconnectedMs: runtime.now() - outage.since,
+                attempts: outage.attempts,
+              };
+              outage = undefined;
+              callObserveHook(settings.hooks?.onObserveResume, resumed);
+              callListener(settings.onResumed, resumed);
+            }
+          }
           const kv = toLeaderValue(result.value);
           // A new stream starts over with the current leader: skip what was already yielded.
           if (kv === undefined || (last !== undefined && !isLater(kv, last))) continue;
@@ -126,6 +315,8 @@ export async function* observeResuming(
           yield kv;
         }
       } finally {
+        call = undefined;
+        check?.streamClosed();
         await stream.return?.();
       }
       if (signal?.aborted) {
@@ -133,13 +324,23 @@ export async function* observeResuming(
       }
       if (failure !== undefined && isFatalObserveError(failure)) throw failure;
       if (rpc.closed || closing.signal.aborted) throw new ClientClosedError();
+      if (outage === undefined) {
+        // Once per outage: reopens that fail in a row are part of it.
+        outage = { since: runtime.now(), attempts: 0 };
+        const error = failure ?? new UnavailableError({ message: 'the Observe stream ended' });
+        callObserveHook(settings.hooks?.onObserveDisconnect, { name, error, endpoint });
+        callListener(settings.onDisconnected, error);
+      }
       // A stream that answered resets the backoff: its endpoint served, the next one may too.
       failures = answered ? 1 : failures + 1;
       // Linked only for the pause, and let go of after it: the caller's signal may outlive many
       // observations.
       const wake = signal ? linkSignals(signal, closing.signal) : undefined;
       try {
-        await sleep(backoffDelay(failures, OBSERVE_REOPEN_BACKOFF), wake?.signal ?? closing.signal);
+        await runtime.sleep(
+          backoffDelay(failures, settings.backoff, runtime.random),
+          wake?.signal ?? closing.signal,
+        );
       } finally {
         wake?.release();
       }
@@ -147,6 +348,7 @@ export async function* observeResuming(
       if (rpc.closed || closing.signal.aborted) throw new ClientClosedError();
     }
   } finally {
+    check?.stop();
     controllers.delete(closing);
   }
 }

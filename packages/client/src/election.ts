@@ -5,7 +5,9 @@
 import { type Acknowledged, acknowledged } from './acknowledged.js';
 import type { Bytes } from './bytes.js';
 import type { CallOptions, Rpc } from './connection/types.js';
-import { observeOnce, observeResuming } from './election-observe.js';
+import { observeOnce, observeResuming, observeSettings } from './election-observe.js';
+import type { ElectionHooks, ObserveResumed } from './election-observe-events.js';
+import type { EtcdError } from './errors.js';
 import { v3electionpb_Election as methods } from './generated/methods.js';
 import type { v3electionpb } from './generated/protocol.js';
 import { type ResponseHeader, toResponseHeader } from './header.js';
@@ -69,9 +71,53 @@ export interface ObserveCallOptions {
    * the connection has one, and what was already yielded is not yielded again. Default true.
    *
    * With `false` the iteration is one stream, as etcd's Go client gives it: it fails with the
-   * stream's error, or ends when the server ends the stream.
+   * stream's error, or ends when the server ends the stream. The options below belong to a
+   * resuming observation: with `false` they are refused (InvalidArgumentError).
    */
   readonly resume?: boolean;
+  /**
+   * Pause before the first reopen after a stream that had answered, in ms: a random delay between
+   * half of it and all of it. Default 100.
+   */
+  readonly minReconnectDelayMs?: number;
+  /**
+   * Largest pause between two reopens, in ms: the pause doubles while reopening fails, up to it.
+   * Default 5_000 (as the watch's `maxReconnectDelayMs`). At least `minReconnectDelayMs`.
+   */
+  readonly maxReconnectDelayMs?: number;
+  /**
+   * Liveness check, every so many ms (default: none). An Observe stream says nothing while the
+   * election does not change, so silence is normal; but without `requireLeader` a stream on a
+   * member cut off from its cluster (or a frozen member, or a half-open connection) stays silent
+   * after the election moved on. With this set, the election's leader is read every interval (a
+   * Leader call, linearizable: a cut-off member cannot answer it, the connection takes it to
+   * another one); a value later than the last one yielded that the stream has still not delivered
+   * at the next check means the stream missed it: it is reported lost (UnavailableError), its
+   * endpoint redialled (and put in backoff) and it is reopened, on another member when there is
+   * one. A missed change is so noticed within two intervals plus the read. One timer and at most
+   * one call at a time per observation; none when unset. `requireLeader: true` on the client is
+   * the cheaper way for a cut-off member; this also covers frozen members and half-open
+   * connections.
+   */
+  readonly leaderCheckIntervalMs?: number;
+  /**
+   * The stream was lost (or the first one could not be opened); the observation reopens it by
+   * itself and calls {@link onResumed} once it answers. Called once per outage, with the failure
+   * that started it, like a watcher's 'disconnected' event. Informational.
+   */
+  readonly onDisconnected?: (error: EtcdError) => void;
+  /**
+   * The observation follows the election again after {@link onDisconnected}: where and after how
+   * long, like a watcher's 'resumed' event. A callback that throws is reported as an uncaught
+   * exception (as a watcher's listener is) and does not stop the observation.
+   */
+  readonly onResumed?: (resumed: ObserveResumed) => void;
+}
+
+/** Options of an {@link ElectionClient}. */
+export interface ElectionClientOptions {
+  /** Observe stream losses and resumptions; the `Etcd` facade passes the client's `hooks`. */
+  readonly hooks?: ElectionHooks;
 }
 
 /**
@@ -92,11 +138,16 @@ export interface ObserveCallOptions {
  * ```
  */
 export class ElectionClient {
+  readonly #hooks: ElectionHooks | undefined;
+
   /** The Election service over a connection (or any {@link Rpc}); most programs use `etcd.election`. */
   constructor(
     /** The connection calls go through. */
     protected readonly rpc: Rpc,
-  ) {}
+    options: ElectionClientOptions = {},
+  ) {
+    this.#hooks = objectArg(options, 'options').hooks;
+  }
 
   /**
    * Puts `value` up for election `name` and resolves once elected: when every candidate that
@@ -179,8 +230,10 @@ export class ElectionClient {
    *
    * The observation outlives its stream: when the stream breaks (a member stopped or lost its
    * leader, the connection dropped) or the server ends it, Observe is opened again, after a short
-   * backoff (100 ms, doubling while opening fails, up to 5 s) and on another member when the
-   * connection put the failed one in backoff. The new stream starts with the current leader; a
+   * backoff (`minReconnectDelayMs`, default 100 ms, doubling while opening fails, up to
+   * `maxReconnectDelayMs`, default 5 s) and on another member when the connection put the failed
+   * one in backoff. The loss is reported to `onDisconnected` and the client's
+   * `onObserveDisconnect` hook, the return to `onResumed` and `onObserveResume`, once per outage. The new stream starts with the current leader; a
    * value is yielded only when it is later than the last one yielded (a later leader, by the
    * create revision of its key, or a later value of the same leader, by its mod revision), so
    * nothing is yielded twice and nothing goes back. What happened while no stream was open comes
@@ -192,17 +245,27 @@ export class ElectionClient {
    * (ClientClosedError). It fails with errors that a new stream would meet again: invalid
    * arguments, an unimplemented service, refused credentials or permissions. Pass `resume: false`
    * for a single stream that ends with its first failure.
+   *
+   * A member cut off from its cluster keeps an Observe stream open and silent: pass
+   * `requireLeader: true` to the client (the member then ends the stream with "no leader" and the
+   * observation moves on), or `leaderCheckIntervalMs` to notice any silent stream that missed a
+   * change.
+   *
+   * Invalid options throw InvalidArgumentError at once.
    */
   observe(name: Bytes, options: ObserveCallOptions = {}): AsyncIterable<KeyValue> {
     const request = { name: bytesArg(name, 'name') };
     const o = objectArg(options, 'options');
     const { signal } = o;
     const resume = o.resume === undefined || flagArg(o.resume, 'options.resume');
+    const settings = observeSettings(o, resume, this.#hooks);
     const rpc = this.rpc;
     return {
       // Each iteration opens its own streams, and only when it starts.
       [Symbol.asyncIterator]: () =>
-        resume ? observeResuming(rpc, request, signal) : observeOnce(rpc, request, signal),
+        resume
+          ? observeResuming(rpc, request, signal, settings)
+          : observeOnce(rpc, request, signal),
     };
   }
 }

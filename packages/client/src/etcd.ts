@@ -89,7 +89,7 @@ export class Etcd extends KV {
     this.maintenance = new MaintenanceClient(connection);
     this.auth = new AuthClient(connection);
     this.lock = new LockClient(connection);
-    this.election = new ElectionClient(connection);
+    this.election = new ElectionClient(connection, { hooks: options.hooks });
     configureWatchHub(connection, options.watch);
     this.#hooks = options.hooks;
     this.#autoSync =

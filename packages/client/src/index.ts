@@ -26,9 +26,15 @@ export {
   type CampaignCallOptions,
   type CampaignResult,
   ElectionClient,
+  type ElectionClientOptions,
   type LeaderKey,
   type ObserveCallOptions,
 } from './election.js';
+export type {
+  ElectionHooks,
+  ObserveDisconnected,
+  ObserveResumed,
+} from './election-observe-events.js';
 export {
   type EndpointSyncEvent,
   type EndpointSyncHooks,

@@ -1,6 +1,7 @@
 // The options a Connection (and the Etcd facade, which accepts the same object) is built from, their
 // defaults, and the eager validation that turns a bad configuration into an InvalidConfigError
 // before anything is opened.
+import type { ElectionHooks } from '../election-observe-events.js';
 import type { EndpointSyncHooks } from '../endpoint-sync.js';
 import type { EtcdError } from '../errors.js';
 import { InvalidConfigError } from '../errors.js';
@@ -88,9 +89,10 @@ export interface AuthRefreshEvent {
  * Observability callbacks. Each is optional and costs nothing when absent. They run synchronously
  * on the call path: keep them cheap. Exceptions thrown by a hook are ignored. The lease hooks
  * ({@link LeaseHooks}) are used by the `Etcd` facade's lease keepalives, the endpoint sync hook
- * ({@link EndpointSyncHooks}) by its endpoint discovery.
+ * ({@link EndpointSyncHooks}) by its endpoint discovery, the election hooks ({@link ElectionHooks})
+ * by its `election.observe()`.
  */
-export interface ConnectionHooks extends LeaseHooks, EndpointSyncHooks {
+export interface ConnectionHooks extends LeaseHooks, EndpointSyncHooks, ElectionHooks {
   /** After every unary call. */
   readonly onCall?: (event: CallEvent) => void;
   /** Before a failed attempt is retried. */
