@@ -2,32 +2,31 @@
 // with values that parsed (a certificate file that cannot be read, an unknown compaction mode) are
 // ConfigErrors: etcd reports those while starting and exits 1.
 import { readFile } from 'node:fs/promises';
+import type { EmbeddedClusterOptions } from '../cluster/embedded-cluster.js';
 import type { EmbeddedEtcdOptions } from '../embedded-etcd.js';
 import type { AutoCompactionOptions } from '../server/auto-compaction.js';
 import type { LogLevel } from '../server/logger.js';
 import type { ServerTlsOptions } from '../server/server-tls.js';
+import { simulatedClusterOf } from './cluster-config.js';
+import { ConfigError } from './config-error.js';
 import { parseGoDuration } from './duration.js';
 import { FLAGS, FlagError, type ParsedFlags } from './flags.js';
+
+export { ConfigError } from './config-error.js';
 
 /** What the command line asks for. */
 export interface CliConfig {
   /** Options of the server (all but the logger, which the CLI builds). */
   readonly options: EmbeddedEtcdOptions;
+  /**
+   * With `--simulated-members`: the simulated cluster to serve instead of one server, from the
+   * same flags (`options` is then not used).
+   */
+  readonly cluster?: EmbeddedClusterOptions;
   readonly logLevel: LogLevel;
   readonly logOutput: 'stderr' | 'stdout';
   /** Flags accepted with no effect, and other things the user should know, to log at start. */
   readonly warnings: readonly string[];
-}
-
-/** A flag value the server cannot run with (exit code 1, as etcd's own checks). */
-export class ConfigError extends Error {
-  /** Stable identifier of the failure. */
-  readonly code = 'INVALID_CONFIG';
-
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'ConfigError';
-  }
 }
 
 const DEFAULT_LISTEN_CLIENT_URLS = 'http://localhost:2379';
@@ -48,6 +47,7 @@ export async function buildConfig(flags: ParsedFlags): Promise<CliConfig> {
   const value = (name: string): string | undefined => flags.values.get(name);
   const given = (name: string): boolean => flags.values.has(name);
   const warnings: string[] = [];
+  const simulated = Number(value('simulated-members') ?? 0) > 0;
 
   for (const spec of FLAGS) {
     const raw = value(spec.name);
@@ -57,7 +57,9 @@ export async function buildConfig(flags: ParsedFlags): Promise<CliConfig> {
     }
     if (spec.support === 'ignored' && raw !== 'false' && raw !== '') {
       warnings.push(
-        `--${spec.name} is accepted and ignored: the embedded server is a single member`,
+        simulated
+          ? `--${spec.name} is accepted and ignored: the simulated members have no peer or metrics listeners`
+          : `--${spec.name} is accepted and ignored: the embedded server is a single member`,
       );
     }
   }
@@ -112,6 +114,9 @@ export async function buildConfig(flags: ParsedFlags): Promise<CliConfig> {
       Number(value('heartbeat-interval') ?? 100),
       Number(value('election-timeout') ?? 1000),
     );
+  }
+  if (simulated) {
+    return { options, cluster: simulatedClusterOf(flags, options), logLevel, logOutput, warnings };
   }
   return { options, logLevel, logOutput, warnings };
 }

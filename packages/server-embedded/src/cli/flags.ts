@@ -22,6 +22,8 @@ export interface FlagSpec {
   readonly defaultText: string;
   readonly help: string;
   readonly support: FlagSupport;
+  /** `etcd` for etcd's own flags; `etcdkit` for the few that only etcdkit-server has. */
+  readonly origin: 'etcd' | 'etcdkit';
 }
 
 const flag = (
@@ -30,7 +32,7 @@ const flag = (
   defaultText: string,
   help: string,
   support: FlagSupport = 'supported',
-): FlagSpec => ({ name, kind, defaultText, help, support });
+): FlagSpec => ({ name, kind, defaultText, help, support, origin: 'etcd' });
 
 /** Every flag the CLI knows, in the order the usage text lists them. */
 export const FLAGS: readonly FlagSpec[] = [
@@ -108,6 +110,16 @@ export const FLAGS: readonly FlagSpec[] = [
   flag('snapshot-count', 'uint', '10000', 'Log records between two snapshots of the data dir.'),
   flag('auth-token', 'string', 'simple', "Token type; only 'simple' tokens are issued."),
   flag('auth-token-ttl', 'uint', '300', 'Seconds an unused simple token lives.'),
+  {
+    ...flag(
+      'simulated-members',
+      'uint',
+      '0: one server',
+      'Serve a simulated cluster of this many members (1 to 9) on consecutive ports from the ' +
+        'port of --listen-client-urls (0: a free port each), driven by commands on stdin.',
+    ),
+    origin: 'etcdkit',
+  },
   ...[
     ['wal-dir', 'string'],
     ['max-snapshots', 'uint'],

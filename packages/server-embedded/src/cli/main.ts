@@ -22,6 +22,7 @@ const exitCode = await runCli(process.argv.slice(2), {
   stderr: (text) => process.stderr.write(text),
   env: process.env,
   shutdownSignal: shutdownSignal(),
+  stdin: process.stdin,
 });
 process.exitCode = exitCode;
 // The server has closed everything it opened; a handle left behind by a library must not keep the

@@ -1,8 +1,12 @@
 // The etcdkit-server command: parse etcd's flags, start the embedded server, log like a server,
 // and stop cleanly on the first SIGINT or SIGTERM. Exit codes follow etcd: 2 for a command line
 // that does not parse (with the usage), 1 for a server that cannot start, 0 after a clean stop.
+// With --simulated-members it serves a simulated cluster instead, driven by commands on stdin.
+import type { Readable } from 'node:stream';
+import { EmbeddedCluster, type EmbeddedClusterOptions } from '../cluster/embedded-cluster.js';
 import { DEFAULT_ETCD_VERSION, EmbeddedEtcd } from '../embedded-etcd.js';
-import { jsonLogSink } from '../server/logger.js';
+import { createLogger, jsonLogSink, type LogSink } from '../server/logger.js';
+import { openClusterConsole } from './cluster-console.js';
 import { buildConfig, type CliConfig, ConfigError } from './config.js';
 import { FlagError, parseFlags } from './flags.js';
 import { shortUsage, usage } from './usage.js';
@@ -19,6 +23,11 @@ export interface CliEnvironment {
    * server starts, so a signal during startup is not lost.
    */
   readonly shutdownSignal: Promise<string>;
+  /**
+   * Where a simulated cluster reads its commands, one a line (the process's stdin). Not read by
+   * a single server. Absent: no commands.
+   */
+  readonly stdin?: Readable;
 }
 
 /** Exit codes of the command. */
@@ -72,6 +81,7 @@ async function serve(
     args: [...args],
   });
   for (const warning of config.warnings) log('warn', warning);
+  if (config.cluster !== undefined) return serveCluster(config.cluster, sink, environment);
   let server: EmbeddedEtcd;
   try {
     server = await EmbeddedEtcd.start({ ...config.options, logger: sink });
@@ -84,6 +94,50 @@ async function serve(
   const signal = await environment.shutdownSignal;
   log('info', 'received signal; shutting down', { signal });
   await server.stop();
+  return ExitCode.ok;
+}
+
+/**
+ * Serves a simulated cluster: prints its members on stdout (`member <name> <id> <url>` lines, an
+ * `endpoints` line, then `ready`), answers commands from stdin until the shutdown signal, then
+ * stops every member.
+ */
+async function serveCluster(
+  options: EmbeddedClusterOptions,
+  sink: LogSink,
+  environment: CliEnvironment,
+): Promise<number> {
+  const logger = createLogger(sink);
+  let cluster: EmbeddedCluster;
+  try {
+    cluster = await EmbeddedCluster.start({ ...options, logger: sink });
+  } catch (error) {
+    logger.error('failed to start the simulated cluster', {
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return ExitCode.failed;
+  }
+  for (const member of cluster.members) {
+    environment.stdout(
+      `member ${member.name} ${member.memberId.toString(16)} ${member.endpoint}\n`,
+    );
+  }
+  environment.stdout(`endpoints ${cluster.endpoints.join(',')}\n`);
+  environment.stdout('ready: one command a line on stdin; help lists them\n');
+  logger.info('ready to serve client requests', { endpoints: [...cluster.endpoints] });
+  const commands =
+    environment.stdin === undefined
+      ? undefined
+      : openClusterConsole(
+          cluster,
+          environment.stdin,
+          (line) => environment.stdout(`${line}\n`),
+          logger,
+        );
+  const signal = await environment.shutdownSignal;
+  commands?.close();
+  logger.info('received signal; shutting down', { signal });
+  await cluster.stop();
   return ExitCode.ok;
 }
 

@@ -1,4 +1,5 @@
 // The help text, built from the flag table so it never drifts from what the parser accepts.
+import { CLUSTER_COMMANDS, commandSynopsis } from './cluster-commands.js';
 import { FLAGS, type FlagSpec } from './flags.js';
 
 const PROGRAM = 'etcdkit-server';
@@ -11,8 +12,9 @@ function describe(spec: FlagSpec): string {
 
 /** The full help (`--help`). */
 export function usage(): string {
-  const section = (support: FlagSpec['support']) =>
-    FLAGS.filter((spec) => spec.support === support).map(describe);
+  const section = (support: FlagSpec['support'], origin: FlagSpec['origin'] = 'etcd') =>
+    FLAGS.filter((spec) => spec.support === support && spec.origin === origin).map(describe);
+  const width = Math.max(...CLUSTER_COMMANDS.map((command) => commandSynopsis(command).length));
   const names = (support: FlagSpec['support']) =>
     FLAGS.filter((spec) => spec.support === support)
       .map((spec) => `--${spec.name}`)
@@ -25,6 +27,21 @@ export function usage(): string {
     '',
     'Flags:',
     ...section('supported'),
+    '',
+    "etcdkit-server's own flags (not etcd's):",
+    ...section('supported', 'etcdkit'),
+    '',
+    'With --simulated-members the members listen on 127.0.0.1; --name, --advertise-client-urls,',
+    '--data-dir and --snapshot-count are refused. stdout lists the members, then the endpoints:',
+    '  member <name> <member-id-hex> <client-url>',
+    '  endpoints <client-url>,<client-url>,...',
+    '  ready: one command a line on stdin; help lists them',
+    'and each command read from stdin is answered with one line: ok and the cluster state',
+    '(leader=<name> term=<n> <name>=<state>...), or error and why. The end of stdin ends the',
+    'commands, not the cluster. The commands (<member>: a name, member0..., or a member id):',
+    ...CLUSTER_COMMANDS.map(
+      (command) => `  ${commandSynopsis(command).padEnd(width)}  ${command.help}`,
+    ),
     '',
     'Accepted with a warning and no effect:',
     `  ${names('ignored')}`,

@@ -56,22 +56,7 @@ export async function startCli(
   const endpoint = `${options.scheme ?? 'http'}://127.0.0.1:${port}`;
   const child = spawnCli(['--listen-client-urls', endpoint, ...args], options.env ?? {});
   const exited = watchExit(child);
-  const lines: LogLine[] = [];
-  let buffered = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
-    let newline = buffered.indexOf('\n');
-    while (newline >= 0) {
-      const text = buffered.slice(0, newline);
-      buffered = buffered.slice(newline + 1);
-      try {
-        lines.push(JSON.parse(text) as LogLine);
-      } catch {
-        lines.push({ level: 'raw', msg: text });
-      }
-      newline = buffered.indexOf('\n');
-    }
-  });
+  const lines = logLinesOf(child);
   const ready = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the CLI did not get ready in 20 s')), 20_000);
     const check = setInterval(() => {
@@ -97,6 +82,107 @@ export async function startCli(
   return { child, port, endpoint, logs: () => [...lines], exited };
 }
 
+/** A member as the CLI's startup lines print it. */
+export interface PrintedMember {
+  readonly name: string;
+  /** The member id in hex. */
+  readonly id: string;
+  readonly endpoint: string;
+}
+
+/** A running CLI serving a simulated cluster (--simulated-members), with stdin to command it. */
+export interface CliClusterProcess {
+  readonly child: ChildProcess;
+  /** The members from the `member` startup lines, in order. */
+  readonly members: readonly PrintedMember[];
+  /** Every line written to stdout so far, startup lines first. */
+  stdoutLines(): string[];
+  /** Log lines so far (stderr, parsed). */
+  logs(): LogLine[];
+  /** Writes `line` to stdin and resolves with the next answer (`ok ...` or `error ...`). */
+  command(line: string): Promise<string>;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<CliExit>;
+}
+
+/**
+ * Starts the CLI with `--simulated-members` and `args` (the members on free ports of 127.0.0.1
+ * unless `args` choose a URL), resolving once it printed its `ready` line.
+ */
+export async function startCliCluster(
+  members: number,
+  args: readonly string[] = [],
+): Promise<CliClusterProcess> {
+  const child = spawnCli(
+    ['--simulated-members', String(members), '--listen-client-urls', 'http://127.0.0.1:0', ...args],
+    {},
+    'pipe',
+  );
+  const exited = watchExit(child);
+  const logs = logLinesOf(child);
+  const stdout: string[] = [];
+  const answers: string[] = [];
+  const waiters: (() => void)[] = [];
+  let buffered = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    let newline = buffered.indexOf('\n');
+    while (newline >= 0) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      stdout.push(line);
+      if (line.startsWith('ok') || line.startsWith('error')) answers.push(line);
+      newline = buffered.indexOf('\n');
+    }
+    for (const wake of waiters.splice(0)) wake();
+  });
+  // Resolves when `done` holds, checked on every stdout chunk; rejects if the process exits.
+  const until = (done: () => boolean, what: string): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no ${what} in 20 s`)), 20_000);
+      const check = (): void => {
+        if (done()) {
+          clearTimeout(timer);
+          resolve();
+        } else {
+          waiters.push(check);
+        }
+      };
+      check();
+      void exited.then((exit) => {
+        clearTimeout(timer);
+        reject(new Error(`the CLI exited (code ${exit.code}) before ${what}: ${exit.stderr}`));
+      });
+    });
+  try {
+    await until(() => stdout.some((line) => line.startsWith('ready')), 'ready line');
+  } catch (error) {
+    child.kill('SIGKILL');
+    await exited;
+    throw error;
+  }
+  const printed = stdout
+    .filter((line) => line.startsWith('member '))
+    .map((line): PrintedMember => {
+      const [, name, id, endpoint] = line.split(' ');
+      return { name: name!, id: id!, endpoint: endpoint! };
+    });
+  let asked = 0;
+  return {
+    child,
+    members: printed,
+    stdoutLines: () => [...stdout],
+    logs: () => [...logs],
+    async command(line) {
+      const index = asked++;
+      child.stdin!.write(`${line}\n`);
+      await until(() => answers.length > index, `answer to ${JSON.stringify(line)}`);
+      return answers[index]!;
+    },
+    exited,
+  };
+}
+
 /** Kills (SIGKILL) every CLI child still running; for afterEach. */
 export async function stopAllCliProcesses(): Promise<void> {
   const children = [...running];
@@ -104,7 +190,11 @@ export async function stopAllCliProcesses(): Promise<void> {
   await Promise.all(children.map((child) => new Promise((resolve) => child.once('exit', resolve))));
 }
 
-function spawnCli(args: readonly string[], env: NodeJS.ProcessEnv): ChildProcess {
+function spawnCli(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  stdin: 'ignore' | 'pipe' = 'ignore',
+): ChildProcess {
   const child = spawn(
     process.execPath,
     ['--conditions=etcdkit-source', '--import', 'tsx', CLI_MAIN, ...args],
@@ -112,12 +202,33 @@ function spawnCli(args: readonly string[], env: NodeJS.ProcessEnv): ChildProcess
       cwd: REPO_ROOT,
       // No ETCD_* variables of the machine may leak into the flags under test.
       env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [stdin, 'pipe', 'pipe'],
     },
   );
   running.add(child);
   child.once('exit', () => running.delete(child));
   return child;
+}
+
+/** The child's stderr as JSON log lines, filled as they arrive. */
+function logLinesOf(child: ChildProcess): LogLine[] {
+  const lines: LogLine[] = [];
+  let buffered = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    let newline = buffered.indexOf('\n');
+    while (newline >= 0) {
+      const text = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      try {
+        lines.push(JSON.parse(text) as LogLine);
+      } catch {
+        lines.push({ level: 'raw', msg: text });
+      }
+      newline = buffered.indexOf('\n');
+    }
+  });
+  return lines;
 }
 
 function watchExit(child: ChildProcess): Promise<CliExit> {

@@ -1,5 +1,6 @@
 // Parsing etcd's flags as etcd (Go's flag package) does, and turning them into server options.
 import { describe, expect, it } from 'vitest';
+import { requestTimeoutMs } from '../../src/cli/cluster-config.js';
 import { autoCompactionOf, buildConfig, ConfigError, minLeaseTtl } from '../../src/cli/config.js';
 import { parseGoDuration } from '../../src/cli/duration.js';
 import { FlagError, parseFlags } from '../../src/cli/flags.js';
@@ -159,6 +160,99 @@ describe('buildConfig', () => {
   it('maps panic and fatal log levels to error', async () => {
     expect((await config(['--log-level=fatal'])).logLevel).toBe('error');
     expect((await config(['--log-outputs=stdout'])).logOutput).toBe('stdout');
+  });
+});
+
+describe('buildConfig with --simulated-members', () => {
+  const config = (args: string[], env: Record<string, string> = {}) =>
+    buildConfig(parseFlags(args, env));
+
+  it("serves the members on consecutive ports from the listen URL, etcd's 2379 by default", async () => {
+    expect((await config(['--simulated-members=3'])).cluster).toEqual({
+      members: 3,
+      ports: [2379, 2380, 2381],
+    });
+    expect(
+      (await config(['--simulated-members=2', '--listen-client-urls=http://127.0.0.1:0'])).cluster,
+    ).toEqual({ members: 2 });
+    expect((await config(['--simulated-members=0'])).cluster).toBeUndefined();
+  });
+
+  it('applies the flags that shape a whole cluster; the election timeout sets the request timeout', async () => {
+    const { cluster } = await config([
+      '--simulated-members=5',
+      '--listen-client-urls=http://localhost:23790',
+      '--max-txn-ops=3',
+      '--max-request-bytes=1000',
+      '--quota-backend-bytes=-1',
+      '--auth-token-ttl=60',
+      '--auto-compaction-mode=revision',
+      '--auto-compaction-retention=100',
+      '--experimental-watch-progress-notify-interval=1m',
+      '--heartbeat-interval=10',
+      '--election-timeout=100',
+    ]);
+    expect(cluster).toEqual({
+      members: 5,
+      ports: [23790, 23791, 23792, 23793, 23794],
+      requestTimeoutMs: 5_200,
+      maxTxnOps: 3,
+      maxRequestBytes: 1000,
+      quotaBackendBytes: -1,
+      authTokenTtlSeconds: 60,
+      autoCompaction: { mode: 'revision', retention: 100 },
+      watchProgressNotifyIntervalMs: 60_000,
+      minLeaseTtl: 1,
+    });
+    expect(requestTimeoutMs(100, 1000)).toBe(7_000);
+  });
+
+  it('warns about ignored peer flags in terms of the simulated members', async () => {
+    const { warnings } = await config(['--simulated-members=3', '--initial-cluster=a=http://b:1']);
+    expect(warnings).toEqual([
+      '--initial-cluster is accepted and ignored: the simulated members have no peer or metrics listeners',
+    ]);
+  });
+
+  it.each([
+    [
+      ['--data-dir=/var/lib/etcd'],
+      '--data-dir cannot be used with --simulated-members: the simulated cluster keeps its state in memory only',
+    ],
+    [['--snapshot-count=10'], '--snapshot-count cannot be used with --simulated-members'],
+    [
+      ['--name=infra0'],
+      '--name cannot be used with --simulated-members: the members are named member0, member1...',
+    ],
+    [
+      ['--advertise-client-urls=http://a:1'],
+      '--advertise-client-urls cannot be used with --simulated-members: each member advertises its own client URL',
+    ],
+    [
+      ['--simulated-members=10'],
+      '--simulated-members 10 is too many: a simulated cluster has 1 to 9 members',
+    ],
+    [
+      ['--listen-client-urls=http://127.0.0.1:1,http://127.0.0.1:2'],
+      '--simulated-members takes one --listen-client-urls URL',
+    ],
+    [
+      ['--listen-client-urls=http://0.0.0.0:2379'],
+      'the simulated members listen on 127.0.0.1 only',
+    ],
+    [['--listen-client-urls=http://etcd.local:2379'], 'expected IP in URL for binding'],
+    [['--listen-client-urls=https://127.0.0.1:2379'], 'TLS key/cert must be provided'],
+    [['--listen-client-urls=http://127.0.0.1:65534'], 'needs ports up to 65536, above 65535'],
+  ])('refuses %j as a configuration error', async (args, message) => {
+    await expect(config(['--simulated-members=3', ...args])).rejects.toThrow(ConfigError);
+    await expect(config(['--simulated-members=3', ...args])).rejects.toThrow(message);
+  });
+
+  it('names the variable of a refused flag that came from the environment', async () => {
+    await expect(
+      config(['--simulated-members=3'], { ETCD_DATA_DIR: '/var/lib/etcd' }),
+    ).rejects.toThrow('ETCD_DATA_DIR (--data-dir) cannot be used with --simulated-members');
+    await expect(config(['--simulated-members=3', '--data-dir='])).resolves.toBeDefined();
   });
 });
 
