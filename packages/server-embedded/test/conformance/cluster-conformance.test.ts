@@ -11,7 +11,9 @@
 //   leader rejoining;
 // - a member that lost its quorum (the two others killed): Status, require-leader calls and
 //   streams, a require-leader watch opened before, serializable and linearizable reads, writes,
-//   lease grants, TTLs, lists and keepalives, MemberList, MoveLeader, and the quorum back.
+//   lease grants, TTLs, lists and keepalives, MemberList, MoveLeader, a serializable read-only
+//   txn (its compares and ranges read what the member applied), the raft index and hashes it
+//   keeps, and the quorum back.
 // Timing is not compared (see the top of src/cluster/embedded-cluster.ts for what differs), nor
 // are the term numbers that real etcd's elections without pre-vote make unpredictable.
 import {
@@ -32,6 +34,10 @@ const UNKNOWN = 2;
 const DEADLINE_EXCEEDED = 4;
 const UNAVAILABLE = 14;
 const FAILED_PRECONDITION = 9;
+/** Compare targets and results. */
+const VALUE = 3;
+const MOD = 2;
+const EQUAL = 0;
 const REQUIRE_LEADER = { metadata: { hasleader: 'true' } } as const;
 const NO_LEADER = status(UNAVAILABLE, 'etcdserver: no leader');
 const NOT_LEADER = status(FAILED_PRECONDITION, 'etcdserver: not leader');
@@ -298,6 +304,12 @@ describeEachCluster(
       earlier.stream.create({ key: b('w') });
       expect((await earlier.stream.next()).created).toBe(true);
 
+      // What the member had applied when it was cut off: it applies nothing more alone.
+      const [had, hadHash, hadHashKv] = await Promise.all([
+        client.unary(Maintenance.Status, {}),
+        client.unary(Maintenance.Hash, {}),
+        client.unary(Maintenance.HashKV, {}),
+      ]);
       await Promise.all(gone.map((member) => member.kill()));
       const alone = await eventually(async () => {
         const answer = await client.unary(Maintenance.Status, {});
@@ -333,6 +345,53 @@ describeEachCluster(
         revision: read.header!.revision,
         member: names.get(read.header!.memberId!),
       }).toEqual({ value: 'v', revision: lastRevision, member: survivor.name });
+      // A txn whose every op is a serializable range is served alone too (etcd's Txn skips the read
+      // index for it), compares included, from the member's own store; so is one of compares only.
+      const [localTxn, comparesOnly] = await Promise.all([
+        client.unary(KV.Txn, {
+          compare: [
+            { key: b('k'), target: VALUE, result: EQUAL, value: b('v') },
+            { key: b('k'), target: MOD, result: EQUAL, modRevision: lastRevision },
+          ],
+          success: [{ requestRange: { key: b('k'), serializable: true } }],
+        }),
+        client.unary(KV.Txn, {
+          compare: [{ key: b('k'), target: VALUE, result: EQUAL, value: b('x') }],
+        }),
+      ]);
+      expect({
+        succeeded: localTxn.succeeded,
+        value: Buffer.from(localTxn.responses[0]!.responseRange!.kvs[0]!.value!).toString(),
+        revision: localTxn.header!.revision,
+        term: localTxn.header!.raftTerm,
+        comparesOnly: comparesOnly.succeeded,
+      }).toEqual({
+        succeeded: true,
+        value: 'v',
+        revision: lastRevision,
+        term: before.term,
+        comparesOnly: false,
+      });
+      // Its raft index is the last it committed (nothing is, alone), and its hashes do not move.
+      const [hash, hashKv] = await Promise.all([
+        client.unary(Maintenance.Hash, {}),
+        client.unary(Maintenance.HashKV, {}),
+      ]);
+      expect({
+        raftIndex: alone.raftIndex,
+        raftAppliedIndex: alone.raftAppliedIndex,
+        hash: hash.hash,
+        hashKv: hashKv.hash,
+        hashKvRevision: hashKv.header!.revision,
+        compactRevision: hashKv.compactRevision,
+      }).toEqual({
+        raftIndex: had.raftIndex,
+        raftAppliedIndex: had.raftAppliedIndex,
+        hash: hadHash.hash,
+        hashKv: hadHashKv.hash,
+        hashKvRevision: lastRevision,
+        compactRevision: hadHashKv.compactRevision,
+      });
       // The member's lessor lists the leases it knows without asking anyone.
       const leases = await client.unary(Lease.LeaseLeases, {});
       expect({
