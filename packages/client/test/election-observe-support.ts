@@ -1,5 +1,5 @@
 // Helpers of the Observe resumption suites: an Rpc that counts the Observe streams an observation
-// opens (and how each ended) and can hold the next openings, and a background observer.
+// opens (and how each ended) and can hold or refuse the next openings, and a background observer.
 import type { CallOptions, RetryPolicy, Rpc } from '../src/connection/types.js';
 import type { ElectionClient } from '../src/election.js';
 import { AbortedError, type EtcdError } from '../src/errors.js';
@@ -11,20 +11,37 @@ import type { BidiStream, ServerStream } from '../src/transport/types.js';
  * Passes every call to `inner`. Server streams are counted: `opened` when one starts, `responses`
  * for each message, `ended` with `ok` or the error code of each stream that ended by itself. While
  * {@link hold} is in force, a stream waits before opening (`held` counts the waiting ones) until
- * {@link release}, or fails with AbortedError if its signal aborts meanwhile.
+ * {@link release}, or fails with AbortedError if its signal aborts meanwhile. After
+ * {@link refuseNext}, the next streams fail at once (`refused` counts them; they are not `opened`).
  */
 export class ObserveProbe implements Rpc {
   opened = 0;
   responses = 0;
   held = 0;
+  refused = 0;
   readonly ended: string[] = [];
   #gate: Promise<void> | undefined;
   #open: () => void = () => {};
+  #refusals: EtcdError[] = [];
 
   constructor(readonly inner: Rpc) {}
 
   get closed(): boolean {
     return this.inner.closed ?? false;
+  }
+
+  /** Where the inner connection sends calls, when it tells (a Connection does). */
+  get currentEndpoint(): string | undefined {
+    return (this.inner as { readonly currentEndpoint?: string }).currentEndpoint;
+  }
+
+  /** The next `errors.length` streams fail with these errors, in order, without reaching a server. */
+  refuseNext(...errors: EtcdError[]): void {
+    this.#refusals.push(...errors);
+  }
+
+  redial(endpoint?: string): void {
+    this.inner.redial?.(endpoint);
   }
 
   /** Streams opened from now on wait for {@link release}. */
@@ -75,6 +92,11 @@ export class ObserveProbe implements Rpc {
           } finally {
             probe.held--;
           }
+        }
+        const refusal = probe.#refusals.shift();
+        if (refusal !== undefined) {
+          probe.refused++;
+          throw refusal;
         }
         probe.opened++;
         stream = probe.inner.serverStream(method, request, retry, options);
