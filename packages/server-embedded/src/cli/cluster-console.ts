@@ -44,6 +44,7 @@ export function openClusterConsole(
     close() {
       closed = true;
       lines.close();
+      input.destroy();
     },
   };
 }

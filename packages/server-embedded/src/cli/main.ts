@@ -2,6 +2,7 @@
 // Entry point of the `etcdkit-server` bin: an etcd v3 server in memory, with etcd's flag names.
 // Run from this repository's sources with
 //   node --conditions=etcdkit-source --import tsx packages/server-embedded/src/cli/main.ts
+import { openCommandInput } from './command-input.js';
 import { runCli } from './run.js';
 
 /** Resolves on the first SIGINT or SIGTERM; a second one falls back to Node's default (exit). */
@@ -22,7 +23,7 @@ const exitCode = await runCli(process.argv.slice(2), {
   stderr: (text) => process.stderr.write(text),
   env: process.env,
   shutdownSignal: shutdownSignal(),
-  stdin: process.stdin,
+  openCommandInput,
 });
 process.exitCode = exitCode;
 // The server has closed everything it opened; a handle left behind by a library must not keep the

@@ -24,10 +24,11 @@ export interface CliEnvironment {
    */
   readonly shutdownSignal: Promise<string>;
   /**
-   * Where a simulated cluster reads its commands, one a line (the process's stdin). Not read by
-   * a single server. Absent: no commands.
+   * Opens the stream a simulated cluster reads its commands from, one a line (stdin); called in
+   * that mode only, so a single server never touches stdin. Destroying the stream lets go of it.
+   * Absent: no commands.
    */
-  readonly stdin?: Readable;
+  readonly openCommandInput?: () => Readable;
 }
 
 /** Exit codes of the command. */
@@ -126,11 +127,11 @@ async function serveCluster(
   environment.stdout('ready: one command a line on stdin; help lists them\n');
   logger.info('ready to serve client requests', { endpoints: [...cluster.endpoints] });
   const commands =
-    environment.stdin === undefined
+    environment.openCommandInput === undefined
       ? undefined
       : openClusterConsole(
           cluster,
-          environment.stdin,
+          environment.openCommandInput(),
           (line) => environment.stdout(`${line}\n`),
           logger,
         );
