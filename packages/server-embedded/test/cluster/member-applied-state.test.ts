@@ -32,8 +32,11 @@ describe('a member cut off from the quorum answers from what it had applied', ()
     cluster = undefined;
   });
 
-  /** A 3-member cluster, member2 cut off after `before` ran; clients of member0 and member2. */
-  const partitioned = async (before: (quorum: RawClient) => Promise<void>) => {
+  /**
+   * A 3-member cluster, member2 cut off after `before` ran (with clients of member0 and member2);
+   * returns those clients.
+   */
+  const partitioned = async (before: (quorum: RawClient, cut: RawClient) => Promise<void>) => {
     cluster = await EmbeddedCluster.start({ members: 3 });
     const [m0, , m2] = cluster.members as [
       EmbeddedClusterMember,
@@ -42,7 +45,7 @@ describe('a member cut off from the quorum answers from what it had applied', ()
     ];
     const quorum = clientOf(m0);
     const cut = clientOf(m2);
-    await before(quorum);
+    await before(quorum, cut);
     m2.partition();
     return { c: cluster, quorum, cut, m2 };
   };
@@ -136,11 +139,12 @@ describe('a member cut off from the quorum answers from what it had applied', ()
   });
 
   it('keeps the history it had when the quorum compacts past it', async () => {
-    const { c, quorum, cut } = await partitioned(async (q) => {
+    let hashKvBefore = { hash: 0 };
+    const { c, quorum, cut } = await partitioned(async (q, m2) => {
       await put(q, 'k', 'one');
       await put(q, 'k', 'two');
+      hashKvBefore = await m2.unary(Maintenance.HashKV, {});
     });
-    const hashKvBefore = await cut.unary(Maintenance.HashKV, {});
     await put(quorum, 'k', 'three');
     await quorum.unary(KV.Compact, { revision: BigInt(c.store.revision) });
     expect(c.store.compactRevision).toBe(4);
@@ -170,18 +174,22 @@ describe('a member cut off from the quorum answers from what it had applied', ()
 
   it('Status, headers, Hash, HashKV, Snapshot, LeaseLeases and MemberList stay what it had; healed, it catches up', async () => {
     let lease = 0n;
-    const { c, quorum, cut, m2 } = await partitioned(async (q) => {
+    // What member2 answers while it is still connected.
+    const answersOf = (client: RawClient) =>
+      Promise.all([
+        client.unary(Maintenance.Status, {}),
+        client.unary(Maintenance.Hash, {}),
+        client.unary(Maintenance.HashKV, {}),
+        client.serverStream(Maintenance.Snapshot, {}),
+        client.unary(Cluster.MemberList, {}),
+      ]);
+    let before: Awaited<ReturnType<typeof answersOf>> | undefined;
+    const { c, quorum, cut, m2 } = await partitioned(async (q, m2Client) => {
       await put(q, 'k', 'v');
       lease = (await q.unary(Lease.LeaseGrant, { TTL: 60n })).ID!;
+      before = await answersOf(m2Client);
     });
-    const [statusBefore, hashBefore, hashKvBefore, snapshotBefore, membersBefore] =
-      await Promise.all([
-        cut.unary(Maintenance.Status, {}),
-        cut.unary(Maintenance.Hash, {}),
-        cut.unary(Maintenance.HashKV, {}),
-        cut.serverStream(Maintenance.Snapshot, {}),
-        cut.unary(Cluster.MemberList, {}),
-      ]);
+    const [statusBefore, hashBefore, hashKvBefore, snapshotBefore, membersBefore] = before!;
     // What the quorum does meanwhile: a write, a lease, a new leader, a new member.
     const hadTerm = c.term;
     await put(quorum, 'k', 'w');

@@ -414,21 +414,37 @@ describeEachCluster(
       const keepAlive = openKeepAlive(survivor.endpoint);
       opened.push(keepAlive);
       keepAlive.send(grant.ID);
-      const [linearizable, readOnlyTxn, put, writingTxn, leaseGrant, timeToLive, renewal] =
-        await Promise.all([
-          outcome(client.unary(KV.Range, { key: b('k') })),
-          outcome(client.unary(KV.Txn, { success: [{ requestRange: { key: b('k') } }] })),
-          outcome(client.unary(KV.Put, { key: b('k'), value: b('x') })),
-          outcome(
-            client.unary(KV.Txn, { success: [{ requestPut: { key: b('k'), value: b('x') } }] }),
-          ),
-          outcome(client.unary(Lease.LeaseGrant, { TTL: 60n })),
-          outcome(client.unary(Lease.LeaseTimeToLive, { ID: grant.ID })),
-          keepAlive.ended.then((s) => status(s.code, s.details)),
-        ]);
+      const [
+        linearizable,
+        readOnlyTxn,
+        nestedTxn,
+        put,
+        writingTxn,
+        leaseGrant,
+        timeToLive,
+        renewal,
+      ] = await Promise.all([
+        outcome(client.unary(KV.Range, { key: b('k') })),
+        outcome(client.unary(KV.Txn, { success: [{ requestRange: { key: b('k') } }] })),
+        outcome(
+          client.unary(KV.Txn, {
+            success: [
+              { requestTxn: { success: [{ requestRange: { key: b('k'), serializable: true } }] } },
+            ],
+          }),
+        ),
+        outcome(client.unary(KV.Put, { key: b('k'), value: b('x') })),
+        outcome(
+          client.unary(KV.Txn, { success: [{ requestPut: { key: b('k'), value: b('x') } }] }),
+        ),
+        outcome(client.unary(Lease.LeaseGrant, { TTL: 60n })),
+        outcome(client.unary(Lease.LeaseTimeToLive, { ID: grant.ID })),
+        keepAlive.ended.then((s) => status(s.code, s.details)),
+      ]);
       expect({
         linearizable,
         readOnlyTxn,
+        nestedTxn,
         put,
         writingTxn,
         leaseGrant,
@@ -439,7 +455,9 @@ describeEachCluster(
         linearizable: { error: READ_TIMED_OUT },
         readOnlyTxn: { error: READ_TIMED_OUT },
         // A proposal waits to be taken by raft, which takes none without a leader, until the
-        // request timeout's context ends: grpc-go sends that context error as Unknown.
+        // request timeout's context ends: grpc-go sends that context error as Unknown. A txn
+        // holding a nested txn is one, even if it only reads (etcd's isTxnReadonly).
+        nestedTxn: { error: PROPOSAL_TIMED_OUT },
         put: { error: PROPOSAL_TIMED_OUT },
         writingTxn: { error: PROPOSAL_TIMED_OUT },
         leaseGrant: { error: PROPOSAL_TIMED_OUT },
