@@ -170,6 +170,7 @@ describe('etcdkit-server', () => {
       '--experimental-watch-progress-notify-interval',
       '--log-level',
       '--data-dir',
+      '--simulated-members',
     ]) {
       expect(exit.stdout).toContain(flag);
     }
