@@ -11,7 +11,8 @@
 // connection is decoded with the client's dynamic table and re-encoded as literals with the scheme
 // cut off, so the server's decoder never holds an entry and cannot disagree with the client.
 // Anything unexpected before that decision (not HTTP/2, a block that does not decode) is forwarded
-// unchanged too, for the HTTP/2 server to answer as it would have.
+// unchanged too, for the HTTP/2 server to answer as it would have; so is, at any time, a block that
+// no HPACK decoder may accept whatever its table holds.
 import type { Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import {
@@ -19,6 +20,7 @@ import {
   encodeLiterals,
   HeaderBlockDecoder,
   type HeaderField,
+  MisplacedTableSizeUpdateError,
 } from './hpack/header-block.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
@@ -123,18 +125,26 @@ class AuthorityRewriter extends Duplex {
     this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
     try {
       this.readFrames();
-    } catch {
-      if (this.mode === 'rewrite') {
+    } catch (error) {
+      // A block with a table size update after a field goes over as it came even once blocks are
+      // rewritten: the server's decoder refuses it whatever its table holds, so the client gets
+      // the server's own answer (GOAWAY, COMPRESSION_ERROR), as without this filter, not a reset.
+      if (this.mode === 'rewrite' && !(error instanceof MisplacedTableSizeUpdateError)) {
         // The server's view of this connection's headers is ours; without it nothing can go on.
         this.destroy();
         return;
       }
       // Not understood before anything was changed: hand it all over as it came.
-      const held = this.block?.frames ?? [];
-      this.block = undefined;
-      for (const frame of held) this.forward(frame);
-      this.passThrough();
+      this.handOverAsReceived();
     }
+  }
+
+  /** Forwards the frames of the open block and all that follows, unchanged from now on. */
+  private handOverAsReceived(): void {
+    const held = this.block?.frames ?? [];
+    this.block = undefined;
+    for (const frame of held) this.forward(frame);
+    this.passThrough();
   }
 
   private readFrames(): void {

@@ -5,7 +5,9 @@
 //   scheme cut off :authority, as blocks that neither use nor change the server's table, and every
 //   other frame byte for byte; connections whose first authority has no scheme come out unchanged;
 // - garbage, truncated and mutated streams never throw out of the filter, give the same result
-//   however they are chunked, and are either handed over or end in a closed connection.
+//   however they are chunked, and are either handed over or end in a closed connection;
+// - a block with a table size update after a field, which every decoder refuses, is handed over
+//   as it came, rewritten connection or not, for the server to refuse.
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import * as fc from 'fast-check';
@@ -400,6 +402,63 @@ describe('authority rewriter, fuzzed', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+});
+
+/**
+ * A header block with a dynamic table size update after one of its fields (RFC 7541, 4.2), maybe
+ * also some at its beginning where they belong, and maybe an :authority with a scheme. Its fields
+ * are literals that neither use nor change the dynamic table, so that the update is what any
+ * decoder refuses it for, whatever the connection's table holds.
+ */
+const misplacedSizeUpdate: fc.Arbitrary<Buffer> = fc
+  .record({
+    leading: sizeUpdates,
+    authority: fc.option(fieldItem(fc.constant(':authority'), schemeAuthority), { nil: undefined }),
+    before: fc.array(fieldItem(headerName, headerValue), { minLength: 1, maxLength: 4 }),
+    size: fc.integer({ min: 0, max: 4096 }),
+    after: fc.array(fieldItem(headerName, headerValue), { maxLength: 3 }),
+    framing: blockFraming,
+  })
+  .map(({ leading, authority, before, size, after, framing }) => {
+    const literal = (item: BlockItem): BlockItem =>
+      item.kind === 'field' ? { ...item, how: item.how === 'never' ? 'never' : 'without' } : item;
+    const items: BlockItem[] = [
+      ...leading,
+      ...(authority === undefined ? [] : [literal(authority)]),
+      ...before.map(literal),
+      { kind: 'size', size },
+      ...after.map(literal),
+    ];
+    return Buffer.concat(headerBlockFrames(new TestHpackEncoder().encode(items).block, framing));
+  });
+
+describe('authority rewriter, on a table size update after a header field', () => {
+  it('hands the block over as it came, and all that follows, for the server to refuse', () => {
+    fc.assert(
+      fc.property(
+        fc.option(connection, { nil: undefined }),
+        misplacedSizeUpdate,
+        connection,
+        fc.array(fc.nat(), { maxLength: 20 }),
+        (before, bad, after, cuts) => {
+          const start = before?.bytes ?? PREFACE;
+          const bytes = Buffer.concat([start, bad, after.bytes.subarray(PREFACE.length)]);
+          const { output, closed } = runFilter(split(bytes, cuts));
+          expect(closed).toBe(false);
+          if (before?.rewritten !== true) {
+            // The first block (the bad one, or one without a scheme): nothing was changed.
+            expectBytes(output, bytes);
+            return;
+          }
+          expectBytes(
+            output,
+            Buffer.concat([runFilter([start]).output, bytes.subarray(start.length)]),
+          );
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 });
@@ -829,6 +888,20 @@ describe('authority rewriter, regressions', () => {
     const bytes = Buffer.concat([PREFACE, ...frames]);
     expectHandedOver(runFilter([bytes]), bytes);
     expect(runFilter([Buffer.concat([schemeFirst, ...frames])]).closed).toBe(true);
+  });
+
+  it("hands over a rewritten connection's block with a size update after a field as it came", () => {
+    // HEADERS, END_HEADERS, stream 3: ":method: GET", then a size update to 0. It was rewritten,
+    // the update dropped, into a valid request.
+    const bad = hex('000002 01 04 00000003 82 20');
+    const { output, closed } = runFilter([
+      Buffer.concat([schemeFirst, bad, hex('000000 04 00 00000000')]),
+    ]);
+    expect(closed).toBe(false);
+    expectBytes(
+      output,
+      Buffer.concat([runFilter([schemeFirst]).output, bad, hex('000000 04 00 00000000')]),
+    );
   });
 
   it('closes a rewritten connection on a table size update above SETTINGS_HEADER_TABLE_SIZE', () => {

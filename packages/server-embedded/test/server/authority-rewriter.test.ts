@@ -2,9 +2,15 @@
 // nghttp2 would refuse, arrives as host:port on every request of the connection (the client's
 // encoder indexes it, so later requests only refer to it); any other connection passes unchanged.
 import { connect, createServer, type Http2Server, type ServerHttp2Stream } from 'node:http2';
-import { createServer as createTcpServer, type Server } from 'node:net';
+import {
+  createConnection,
+  createServer as createTcpServer,
+  type Server,
+  type Socket,
+} from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acceptSchemeInAuthority } from '../../src/server/authority-rewriter.js';
+import { Flag, FrameType, frame, PREFACE, parseFrames } from '../support/hpack-encoder.js';
 
 interface Seen {
   readonly authority: string | undefined;
@@ -92,7 +98,6 @@ describe('acceptSchemeInAuthority', () => {
   it('hands over what is not HTTP/2 unchanged, for the server to refuse', async () => {
     const seen: Seen[] = [];
     const port = await start(seen);
-    const { createConnection } = await import('node:net');
     const socket = createConnection({ host: '127.0.0.1', port });
     socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
     const closed = await new Promise<boolean>((resolve) => {
@@ -102,5 +107,139 @@ describe('acceptSchemeInAuthority', () => {
     });
     expect(closed).toBe(true);
     expect(seen).toEqual([]);
+  });
+});
+
+/** What a raw HTTP/2 client got back, and what the server's request handler saw. */
+interface Exchange {
+  /** The server's frames, SETTINGS aside (whether it acknowledged the client's is a matter of timing). */
+  readonly frames: string[];
+  readonly requests: { readonly authority: string | undefined; readonly body: string }[];
+}
+
+const ERROR_CODES: Record<number, string> = { 1: 'PROTOCOL_ERROR', 9: 'COMPRESSION_ERROR' };
+
+function describeFrames(bytes: Buffer): string[] {
+  return parseFrames(bytes.subarray(0, bytes.length - trailingPartialFrame(bytes)))
+    .filter((f) => f.type !== FrameType.SETTINGS)
+    .map((f) => {
+      if (f.type === FrameType.GOAWAY) {
+        const code = f.payload.readUInt32BE(4);
+        return `GOAWAY ${f.payload.readUInt32BE(0)} ${ERROR_CODES[code] ?? code}`;
+      }
+      if (f.type === FrameType.RST_STREAM) {
+        const code = f.payload.readUInt32BE(0);
+        return `RST_STREAM ${f.streamId} ${ERROR_CODES[code] ?? code}`;
+      }
+      return `type ${f.type} stream ${f.streamId}`;
+    });
+}
+
+/** Octets at the end of `bytes` that do not make a whole frame. */
+function trailingPartialFrame(bytes: Buffer): number {
+  let at = 0;
+  while (at + 9 <= bytes.length && at + 9 + bytes.readUIntBE(at, 3) <= bytes.length) {
+    at += 9 + bytes.readUIntBE(at, 3);
+  }
+  return bytes.length - at;
+}
+
+describe('acceptSchemeInAuthority, compared with Node’s HTTP/2 server reached directly', () => {
+  const hex = (text: string) => Buffer.from(text.replaceAll(' ', ''), 'hex');
+  /** ":method: GET", ":scheme: http", ":path: /", then ":authority" without indexing. */
+  const requestBlock = (authority: string) =>
+    Buffer.concat([hex('82 86 84 01'), Buffer.from([authority.length]), Buffer.from(authority)]);
+  const SETTINGS = frame(FrameType.SETTINGS, 0, 0, Buffer.alloc(0));
+
+  /**
+   * Sends `bytes` (after the preface and an empty SETTINGS frame) from a raw client to an HTTP/2
+   * server whose handler answers nothing, through the filter or not, and ends the client's side
+   * if `end`. Then waits for the server's session to close or for a GOAWAY (after which Node's
+   * server neither closes the connection nor reads from it), two seconds at most.
+   */
+  async function exchange(filtered: boolean, bytes: Buffer, end: boolean): Promise<Exchange> {
+    const requests: { authority: string | undefined; body: string }[] = [];
+    const http2 = createServer();
+    http2.on('stream', (stream: ServerHttp2Stream, headers) => {
+      const request = { authority: headers[':authority'], body: '' };
+      requests.push(request);
+      stream.on('data', (chunk: Buffer) => {
+        request.body += chunk.toString('latin1');
+      });
+      stream.on('error', () => {});
+    });
+    const sessionClosed = new Promise<void>((resolve) =>
+      http2.on('session', (session) => session.on('close', resolve)),
+    );
+    const sockets: Socket[] = [];
+    const tcp = createTcpServer({ noDelay: true }, (socket) => {
+      sockets.push(socket);
+      http2.emit('connection', filtered ? acceptSchemeInAuthority(socket) : socket);
+    });
+    try {
+      await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+      const address = tcp.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      const client = createConnection({ host: '127.0.0.1', port, allowHalfOpen: true });
+      client.on('error', () => {});
+      const received: Buffer[] = [];
+      const goaway = new Promise<void>((resolve) =>
+        client.on('data', (chunk: Buffer) => {
+          received.push(chunk);
+          if (describeFrames(Buffer.concat(received)).some((f) => f.startsWith('GOAWAY'))) {
+            resolve();
+          }
+        }),
+      );
+      client.write(Buffer.concat([PREFACE, SETTINGS, bytes]));
+      if (end) client.end();
+      // Bounded, so that a server that does not answer fails the test with what it did send.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        sessionClosed,
+        goaway,
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, 2000);
+        }),
+      ]);
+      clearTimeout(timer);
+      client.destroy();
+      return { frames: describeFrames(Buffer.concat(received)), requests };
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => tcp.close(resolve));
+      http2.close();
+    }
+  }
+
+  it('answers a first header block with a size update after a field as the server does', async () => {
+    // RFC 7541, 4.2: the update (to 0) may only open a block. The block was rewritten before
+    // (its :authority has a scheme), and so reached the server as a valid request.
+    const block = frame(
+      FrameType.HEADERS,
+      Flag.END_HEADERS | Flag.END_STREAM,
+      1,
+      Buffer.concat([requestBlock('http://127.0.0.1:1'), hex('20')]),
+    );
+    const expected: Exchange = { frames: ['GOAWAY 1 COMPRESSION_ERROR'], requests: [] };
+    expect(await exchange(false, block, false)).toEqual(expected);
+    expect(await exchange(true, block, false)).toEqual(expected);
+  });
+
+  it('answers such a block on a rewritten connection as the server does on a plain one', async () => {
+    // The second block: ":method: GET", then the update; it was rewritten as a valid request.
+    const second = frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, 3, hex('82 20'));
+    const first = (authority: string) =>
+      frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, 1, requestBlock(authority));
+    const expected: Exchange = {
+      frames: ['GOAWAY 3 COMPRESSION_ERROR'],
+      requests: [{ authority: '127.0.0.1:1', body: '' }],
+    };
+    expect(await exchange(false, Buffer.concat([first('127.0.0.1:1'), second]), false)).toEqual(
+      expected,
+    );
+    expect(
+      await exchange(true, Buffer.concat([first('http://127.0.0.1:1'), second]), false),
+    ).toEqual(expected);
   });
 });

@@ -4,6 +4,7 @@ import {
   encodeLiterals,
   HeaderBlockDecoder,
   type HeaderField,
+  MisplacedTableSizeUpdateError,
 } from '../../src/server/hpack/header-block.js';
 import { decodeHuffman } from '../../src/server/hpack/huffman.js';
 
@@ -90,6 +91,24 @@ describe('HeaderBlockDecoder', () => {
     const decoder = new HeaderBlockDecoder(4096);
     expect(decoder.decode(hex('3fe11f'))).toEqual([]); // 4096
     expect(() => decoder.decode(hex('3fe21f'))).toThrow('table size 4097 above the limit');
+  });
+
+  it('takes size updates only at the beginning of a block (RFC 7541, 4.2)', () => {
+    // Three updates before the first field, as nghttp2 accepts: sizes 0, 1 and 4096.
+    expect(pairs(new HeaderBlockDecoder().decode(hex('20 21 3fe11f 82')))).toEqual([
+      ':method: GET',
+    ]);
+    // ":method: GET", then an update to 0: a decoding error, whether more fields follow or not.
+    expect(() => new HeaderBlockDecoder().decode(hex('82 20 84'))).toThrow(
+      MisplacedTableSizeUpdateError,
+    );
+    expect(() => new HeaderBlockDecoder().decode(hex('82 20'))).toThrow(
+      'invalid HPACK header block: dynamic table size update after a header field',
+    );
+    // After a literal that added an entry, too: the update must not have emptied the table first.
+    expect(() => new HeaderBlockDecoder().decode(hex('4001 61 0162 20'))).toThrow(
+      MisplacedTableSizeUpdateError,
+    );
   });
 
   it('refuses a block whose header list is larger than the limit it was created with', () => {

@@ -21,6 +21,19 @@ export class HpackError extends Error {
   }
 }
 
+/**
+ * A dynamic table size update after a header field representation. RFC 7541, 4.2 allows them only
+ * at the beginning of a header block, so the block is invalid whatever the dynamic table holds:
+ * every HPACK decoder refuses it (nghttp2, under Node's HTTP/2 server, with a GOAWAY carrying
+ * COMPRESSION_ERROR).
+ */
+export class MisplacedTableSizeUpdateError extends HpackError {
+  constructor() {
+    super('dynamic table size update after a header field');
+    this.name = 'MisplacedTableSizeUpdateError';
+  }
+}
+
 // RFC 7541, Appendix A.
 export const STATIC_TABLE: readonly (readonly [string, string])[] = [
   [':authority', ''],
@@ -142,6 +155,9 @@ export class HeaderBlockDecoder {
         push(field);
       } else if (first & 0x20) {
         // Dynamic table size update, which may not exceed the receiver's setting (RFC 7541, 6.3).
+        // Any number of them may open the block (nghttp2 takes three as well as two), none may
+        // follow a field: every field representation is in `fields` by now.
+        if (fields.length > 0) throw new MisplacedTableSizeUpdateError();
         const size = reader.integer(5);
         if (size > this.sizeLimit) throw new HpackError(`table size ${size} above the limit`);
         this.maxSize = size;
