@@ -18,12 +18,18 @@ const FOREGROUND_CHECK_MS = 250;
  */
 export function openCommandInput(): Readable {
   const input = new PassThrough();
+  const onError = (error: Error): void => {
+    input.destroy(error);
+  };
   let piped = false;
   let waiting: NodeJS.Timeout | undefined;
   const begin = (): boolean => {
     if (!mayReadStdin()) return false;
     clearInterval(waiting);
     piped = true;
+    // pipe() does not pass errors on: a stdin that fails (EIO from a terminal gone) ends the
+    // commands with the error, instead of crashing the process.
+    process.stdin.on('error', onError);
     process.stdin.pipe(input);
     return true;
   };
@@ -31,6 +37,7 @@ export function openCommandInput(): Readable {
   input.once('close', () => {
     clearInterval(waiting);
     if (piped) {
+      process.stdin.off('error', onError);
       process.stdin.unpipe(input);
       process.stdin.pause();
     }
