@@ -12,7 +12,8 @@
 // cut off, so the server's decoder never holds an entry and cannot disagree with the client.
 // Anything unexpected before that decision (not HTTP/2, a block that does not decode) is forwarded
 // unchanged too, for the HTTP/2 server to answer as it would have; so is, at any time, a block that
-// no HPACK decoder may accept whatever its table holds.
+// no HPACK decoder may accept whatever its table holds. A frame is held until it is whole, and at
+// the client's end what is held is handed over the way the server would have taken it.
 import type { Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import {
@@ -75,7 +76,7 @@ class AuthorityRewriter extends Duplex {
   constructor(private readonly socket: Socket) {
     super();
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
-    socket.on('end', () => this.push(null));
+    socket.on('end', () => this.receiveEnd());
     socket.on('close', () => this.destroy());
   }
 
@@ -145,6 +146,66 @@ class AuthorityRewriter extends Duplex {
     this.block = undefined;
     for (const frame of held) this.forward(frame);
     this.passThrough();
+  }
+
+  /**
+   * The client has sent all it will. Node's HTTP/2 server reads a frame as its octets arrive: of a
+   * frame cut short it has taken the fields complete in it, or the start of a DATA payload, and at
+   * the end of input it closes the session, with no GOAWAY. So what is held here for want of the
+   * rest of a frame goes over before the end does, or the server would never see it.
+   */
+  private receiveEnd(): void {
+    if (this.destroyed) return;
+    if (this.mode === 'inspect') {
+      // Nothing was changed yet: the server gets exactly what the client sent.
+      this.handOverAsReceived();
+    } else if (this.mode === 'rewrite' && !this.flushCutFrame()) {
+      return;
+    }
+    this.push(null);
+  }
+
+  /**
+   * On a rewritten connection, what to do with the frame the client's end cut short; false when
+   * the connection is closed instead.
+   */
+  private flushCutFrame(): boolean {
+    const cut = this.pending;
+    this.pending = Buffer.alloc(0);
+    const type = cut.length >= FRAME_HEADER_BYTES ? cut[3] : undefined;
+    const block = this.block;
+    this.block = undefined;
+    if (block === undefined && type !== FRAME_HEADERS) {
+      // Part of a frame header, or of a frame other than HEADERS: these octets mean the same to
+      // the server as to the client.
+      this.forward(cut);
+      return true;
+    }
+    if (
+      block !== undefined &&
+      type !== undefined &&
+      (type !== FRAME_CONTINUATION || (cut.readUInt32BE(5) & 0x7fff_ffff) !== block.streamId)
+    ) {
+      // The block was interrupted: closed, as when the interrupting frame is whole.
+      this.destroy();
+      return false;
+    }
+    // A header block cut short is encoded for the client's table, not the server's, so it cannot
+    // go over as it is, and it can never become a request: nghttp2 drops it at the end of input,
+    // and so does the filter (the server only misses resets it might send for fields in it). But
+    // nghttp2 decodes fields as they arrive, and a size update after one ends the connection with
+    // COMPRESSION_ERROR whatever its table holds: such a block goes over as it came, as whole.
+    const fragments = [...(block?.fragments ?? [])];
+    if (type !== undefined) fragments.push(cutFragment(cut));
+    try {
+      this.decoder.decode(Buffer.concat(fragments));
+    } catch (error) {
+      if (error instanceof MisplacedTableSizeUpdateError) {
+        for (const frame of block?.frames ?? []) this.forward(frame);
+        this.forward(cut);
+      }
+    }
+    return true;
   }
 
   private readFrames(): void {
@@ -256,6 +317,21 @@ class AuthorityRewriter extends Duplex {
     this.pending = Buffer.alloc(0);
     this.forward(rest);
   }
+}
+
+/** The header block fragment in what came of a HEADERS or CONTINUATION frame cut short. */
+function cutFragment(cut: Buffer): Buffer {
+  const payload = cut.subarray(FRAME_HEADER_BYTES);
+  if (cut[3] === FRAME_CONTINUATION) return payload;
+  const flags = cut[4]!;
+  let start = 0;
+  let end = cut.readUIntBE(0, 3);
+  if (flags & FLAG_PADDED) {
+    start = 1;
+    end -= payload[0] ?? 0;
+  }
+  if (flags & FLAG_PRIORITY) start += 5;
+  return payload.subarray(start, Math.max(start, Math.min(end, payload.length)));
 }
 
 /** A HEADERS frame, and CONTINUATION frames if the block is too large for one frame. */

@@ -7,9 +7,12 @@
 // - garbage, truncated and mutated streams never throw out of the filter, give the same result
 //   however they are chunked, and are either handed over or end in a closed connection;
 // - a block with a table size update after a field, which every decoder refuses, is handed over
-//   as it came, rewritten connection or not, for the server to refuse.
+//   as it came, rewritten connection or not, for the server to refuse;
+// - at the client's end, what was held for want of the rest of a frame is handed over (unless it
+//   is part of a header block of a rewritten connection), and then the end.
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { acceptSchemeInAuthority } from '../../src/server/authority-rewriter.js';
@@ -64,6 +67,33 @@ interface FilterResult {
 
 /** Feeds `chunks` to a fresh filter, as a client socket would deliver them. */
 function runFilter(chunks: readonly Buffer[]): FilterResult {
+  const { filter, result } = feedFilter(chunks, false);
+  filter.destroy();
+  return result;
+}
+
+/**
+ * Feeds `chunks` to a fresh filter and then the client's end (EOF); also tells whether the filter
+ * ended its own output after what it handed over.
+ */
+async function runFilterToEnd(
+  chunks: readonly Buffer[],
+): Promise<FilterResult & { readonly ended: boolean }> {
+  const { filter, result } = feedFilter(chunks, true);
+  let ended = false;
+  filter.on('end', () => {
+    ended = true;
+  });
+  // A readable stream emits 'end' on a later tick than the read that found it.
+  await new Promise((resolve) => setImmediate(resolve));
+  filter.destroy();
+  return { ...result, ended };
+}
+
+function feedFilter(
+  chunks: readonly Buffer[],
+  end: boolean,
+): { filter: Duplex; result: FilterResult } {
   const socket = new StandInSocket();
   const filter = acceptSchemeInAuthority(socket as unknown as Socket);
   filter.on('error', () => {});
@@ -72,11 +102,11 @@ function runFilter(chunks: readonly Buffer[]): FilterResult {
     // A closed socket delivers nothing more.
     if (filter.destroyed) break;
   }
+  if (end && !filter.destroyed) socket.emit('end');
   const out: Buffer[] = [];
   for (let piece = filter.read(); piece !== null; piece = filter.read()) out.push(piece as Buffer);
   const closed = filter.destroyed || socket.destroyed;
-  filter.destroy();
-  return { output: Buffer.concat(out), closed };
+  return { filter, result: { output: Buffer.concat(out), closed } };
 }
 
 /** Byte equality, compared as such (a deep comparison of large buffers is slow), shown as hex. */
@@ -399,6 +429,66 @@ describe('authority rewriter, fuzzed', () => {
           expect(closed).toBe(false);
           if (rewritten) expectRewritten(output, expected);
           else expectBytes(output, bytes);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+/** How a connection cut short stands after its last whole frame. */
+interface CutConnection {
+  /** Whether a whole header block precedes the cut: the filter has decided what to do. */
+  readonly decided: boolean;
+  /** Whether a header block was left open (a whole frame without END_HEADERS was its last). */
+  readonly blockOpen: boolean;
+  /** The octets after the last whole frame. */
+  readonly tail: Buffer;
+}
+
+function standing(bytes: Buffer): CutConnection {
+  let decided = false;
+  let blockOpen = false;
+  let at = PREFACE.length;
+  while (at + 9 <= bytes.length && at + 9 + bytes.readUIntBE(at, 3) <= bytes.length) {
+    const type = bytes[at + 3];
+    if (type === FrameType.HEADERS || type === FrameType.CONTINUATION) {
+      blockOpen = (bytes[at + 4]! & Flag.END_HEADERS) === 0;
+      decided ||= !blockOpen;
+    }
+    at += 9 + bytes.readUIntBE(at, 3);
+  }
+  return { decided, blockOpen, tail: bytes.subarray(Math.min(at, bytes.length)) };
+}
+
+describe("authority rewriter, at the client's end", () => {
+  it('hands over what it held of a connection cut anywhere, then ends', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        connection.chain((c) =>
+          fc.tuple(fc.constant(c), fc.nat(c.bytes.length), cutsFor(c.bytes.length)),
+        ),
+        async ([{ bytes: whole, rewritten }, at, cuts]) => {
+          const bytes = whole.subarray(0, at);
+          const { output, closed, ended } = await runFilterToEnd(split(bytes, cuts));
+          expect(closed).toBe(false);
+          expect(ended).toBe(true);
+          const { decided, blockOpen, tail } = standing(bytes);
+          if (!rewritten || !decided) {
+            // Passed through, or nothing changed yet: all of it, exactly.
+            expectBytes(output, bytes);
+            return;
+          }
+          // Rewritten: what whole frames gave, then a cut frame's octets unless they are part of
+          // a header block, which (encoded for the client's table) cannot go over.
+          const headerBlockCut = blockOpen || (tail.length >= 9 && tail[3] === FrameType.HEADERS);
+          expectBytes(
+            output,
+            Buffer.concat([
+              runFilter(split(bytes, cuts)).output,
+              headerBlockCut ? Buffer.alloc(0) : tail,
+            ]),
+          );
         },
       ),
       { numRuns: 300 },
@@ -902,6 +992,33 @@ describe('authority rewriter, regressions', () => {
       output,
       Buffer.concat([runFilter([schemeFirst]).output, bad, hex('000000 04 00 00000000')]),
     );
+  });
+
+  it('hands over the part of a frame it held when the client ends, then ends', async () => {
+    // Before, the octets held for want of the rest of a frame were never handed over, and the
+    // end was passed on without them. DATA, stream 1, 10 octets announced, 4 sent.
+    const data = hex('00000a 00 00 00000001 30313233');
+    const plain = Buffer.concat([PREFACE, data]);
+    expect(await runFilterToEnd([plain])).toEqual({ output: plain, closed: false, ended: true });
+    const rewritten = await runFilterToEnd([Buffer.concat([schemeFirst, data])]);
+    expect(rewritten.ended).toBe(true);
+    expectBytes(rewritten.output, Buffer.concat([runFilter([schemeFirst]).output, data]));
+    // A header block cut short on a rewritten connection cannot go over; the end does.
+    const open = hex('000001 01 00 00000003 82');
+    expect(await runFilterToEnd([Buffer.concat([schemeFirst, open])])).toEqual({
+      output: runFilter([schemeFirst]).output,
+      closed: false,
+      ended: true,
+    });
+  });
+
+  it('hands over a cut block with a size update after a field as it came, when the client ends', async () => {
+    // HEADERS, stream 3, 5 octets announced, 3 sent: ":method: GET", an update to 0, ":path: /".
+    // The server would refuse it as it arrived; holding it back would hide that.
+    const cut = hex('000005 01 00 00000003 82 20 84');
+    const { output, closed, ended } = await runFilterToEnd([Buffer.concat([schemeFirst, cut])]);
+    expect({ closed, ended }).toEqual({ closed: false, ended: true });
+    expectBytes(output, Buffer.concat([runFilter([schemeFirst]).output, cut]));
   });
 
   it('closes a rewritten connection on a table size update above SETTINGS_HEADER_TABLE_SIZE', () => {

@@ -242,4 +242,48 @@ describe('acceptSchemeInAuthority, compared with Node’s HTTP/2 server reached 
       await exchange(true, Buffer.concat([first('http://127.0.0.1:1'), second]), false),
     ).toEqual(expected);
   });
+
+  it('hands a header block cut short by the client’s end to the server, which refuses it', async () => {
+    // A HEADERS frame without END_HEADERS, and the client's end instead of a CONTINUATION. The
+    // server reads the fields as they come, and resets the stream for the authority's scheme
+    // (the block never completed, so the filter had not decided to rewrite the connection).
+    const open = frame(FrameType.HEADERS, 0, 1, requestBlock('http://127.0.0.1:1'));
+    const expected: Exchange = { frames: ['RST_STREAM 1 PROTOCOL_ERROR'], requests: [] };
+    expect(await exchange(false, open, true)).toEqual(expected);
+    expect(await exchange(true, open, true)).toEqual(expected);
+  });
+
+  it('hands a cut block with a size update after a field over, on a rewritten connection', async () => {
+    // HEADERS without END_HEADERS, stream 3: ":method: GET", an update to 0, ":path: /". The
+    // server decodes fields as they arrive, and refuses the update before the block's end.
+    const first = (authority: string) =>
+      frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, 1, requestBlock(authority));
+    const cut = frame(FrameType.HEADERS, 0, 3, hex('82 20 84'));
+    const expected: Exchange = {
+      frames: ['GOAWAY 3 COMPRESSION_ERROR'],
+      requests: [{ authority: '127.0.0.1:1', body: '' }],
+    };
+    expect(await exchange(false, Buffer.concat([first('127.0.0.1:1'), cut]), true)).toEqual(
+      expected,
+    );
+    expect(await exchange(true, Buffer.concat([first('http://127.0.0.1:1'), cut]), true)).toEqual(
+      expected,
+    );
+  });
+
+  it('hands the start of a DATA frame cut short by the client’s end to its stream', async () => {
+    // Node's server delivers a DATA payload as its octets arrive, whole frame or not.
+    const data = frame(FrameType.DATA, 0, 1, Buffer.from('0123456789abcdefghijklmnopqrstuvwxyz'));
+    const cut = (authority: string) =>
+      Buffer.concat([
+        frame(FrameType.HEADERS, Flag.END_HEADERS, 1, requestBlock(authority)),
+        data.subarray(0, 9 + 21),
+      ]);
+    const expected: Exchange = {
+      frames: [],
+      requests: [{ authority: '127.0.0.1:1', body: '0123456789abcdefghijk' }],
+    };
+    expect(await exchange(false, cut('127.0.0.1:1'), true)).toEqual(expected);
+    expect(await exchange(true, cut('http://127.0.0.1:1'), true)).toEqual(expected);
+  });
 });
