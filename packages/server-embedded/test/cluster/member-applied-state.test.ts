@@ -85,7 +85,7 @@ describe('a member cut off from the quorum answers from what it had applied', ()
     expect({
       succeeded: txn.succeeded,
       revision: txn.header!.revision,
-      values: txn.responses.map((r) => r.responseRange!.kvs.map((kv) => text(kv.value))),
+      values: txn.responses.map((r) => r.responseRange!.kvs!.map((kv) => text(kv.value))),
       rangeRevisions: txn.responses.map((r) => r.responseRange!.header!.revision),
     }).toEqual({
       succeeded: true,
@@ -130,7 +130,7 @@ describe('a member cut off from the quorum answers from what it had applied', ()
     const [read, written] = await Promise.all([mixed, writing]);
     expect({
       succeeded: read.succeeded,
-      values: read.responses.map((r) => text(r.responseRange!.kvs[0]!.value)),
+      values: read.responses.map((r) => text(r.responseRange!.kvs![0]!.value)),
     }).toEqual({ succeeded: true, values: ['after', 'after'] });
     expect({ succeeded: written.succeeded, revision: written.header!.revision }).toEqual({
       succeeded: true,

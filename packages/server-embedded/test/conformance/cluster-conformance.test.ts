@@ -361,7 +361,7 @@ describeEachCluster(
       ]);
       expect({
         succeeded: localTxn.succeeded,
-        value: Buffer.from(localTxn.responses[0]!.responseRange!.kvs[0]!.value!).toString(),
+        value: Buffer.from(localTxn.responses![0]!.responseRange!.kvs![0]!.value!).toString(),
         revision: localTxn.header!.revision,
         term: localTxn.header!.raftTerm,
         comparesOnly: comparesOnly.succeeded,
