@@ -1,17 +1,23 @@
 // The optional liveness check of a resuming observation (`leaderCheckIntervalMs`). An Observe stream
 // says nothing while the election does not change, so its silence proves nothing; and a stream on a
 // member cut off from its cluster, a frozen member or a half-open connection stays silent after the
-// election moved on, without an error, until the member comes back. The check asks what the stream
-// should have said: every interval it reads the election's leader with a Leader call, which is
-// linearizable, so a member cut off from its leader cannot answer it and the connection takes it to
-// another member. A value later than the last one the stream delivered, still not delivered one
-// interval later, means the stream missed it: its owner replaces it.
+// election moved on, without an error, until the member comes back. The check asks the election
+// what the stream should have said: every interval it reads the leader with a Leader call, which is
+// linearizable, with the interval as its deadline.
+// - The read answers with a value later than the last one the stream delivered, and one interval
+//   later the stream has still not delivered it: the stream missed it.
+// - The read fails (a member cut off from its leader holds a linearizable read until etcd's request
+//   timeout and then fails it where it is, without the connection trying another member; a frozen
+//   member or a half-open connection never answers): when the calls and the stream use the same
+//   endpoint, that endpoint cannot serve the election, and the stream on it is as good as dead.
+// Either way the owner replaces the stream, on another member.
 //
-// Why not ask the stream's member whether it has a leader: a call cannot be pinned to the stream's
-// endpoint nor given require-leader metadata of its own (both belong to the connection), and a
-// member may have a leader and still not deliver (a half-open connection). Comparing with the
-// election itself notices any cause, and never replaces a stream that missed nothing.
+// Why not ask the stream's member whether it has a leader: a call can be neither pinned to the
+// stream's endpoint nor given require-leader metadata of its own (both belong to the connection),
+// and a member with a leader can still fail to deliver (a half-open connection). Comparing with the
+// election notices any cause, and never replaces a stream that missed nothing and could be read.
 import type { Rpc } from './connection/types.js';
+import { type EtcdError, toEtcdError } from './errors.js';
 import { v3electionpb_Election as methods } from './generated/methods.js';
 import type { v3electionpb } from './generated/protocol.js';
 import { type KeyValue, toKeyValue } from './key-value.js';
@@ -54,6 +60,8 @@ export interface ObserveCheckTarget {
   behind(kv: KeyValue): boolean;
   /** The open stream has not delivered `kv` for an interval: replace it. */
   stale(kv: KeyValue): void;
+  /** The election could not be read within the interval (the read's error). */
+  unreadable(error: EtcdError): void;
 }
 
 /**
@@ -130,14 +138,18 @@ export class ObserveLivenessCheck {
       return;
     }
     this.#rpc
-      .unary(methods.Leader, this.#request, 'read', { signal: this.#reads.signal })
+      .unary(methods.Leader, this.#request, 'read', {
+        signal: this.#reads.signal,
+        timeoutMs: this.#intervalMs,
+      })
       .then(
         (response) => {
           const kv = toLeaderValue(response);
           if (this.#streamOpen && kv !== undefined && this.#target.behind(kv)) this.#suspect = kv;
         },
-        // No leader (no candidate), or the cluster cannot be read: nothing to compare with.
-        () => undefined,
+        (error: unknown) => {
+          if (this.#streamOpen && !this.#stopped) this.#target.unreadable(toEtcdError(error));
+        },
       )
       .finally(() => this.#arm());
   }

@@ -241,6 +241,21 @@ export async function* observeResuming(
   let endpoint: string | undefined;
   /** Set when the liveness check replaced the stream: the failure to report. */
   let stale: EtcdError | undefined;
+  /** Ends the open stream with `error`, its endpoint redialled, so the next one opens elsewhere. */
+  const replace = (error: EtcdError): void => {
+    if (call === undefined || stale !== undefined) return;
+    stale = error;
+    // Its member may be cut off or its connection half-open: put that endpoint in backoff and
+    // redial it, so the new stream opens elsewhere (as a stalled watch does).
+    if (endpoint !== undefined) {
+      try {
+        rpc.redial?.(endpoint);
+      } catch {
+        // Best effort: the new stream fails and is reopened if the connection is bad.
+      }
+    }
+    call.cancel();
+  };
   const intervalMs = settings.leaderCheckIntervalMs;
   const check =
     intervalMs === undefined
@@ -251,21 +266,23 @@ export async function* observeResuming(
           intervalMs,
           {
             behind: (kv) => last === undefined || isLater(kv, last),
-            stale: (kv) => {
-              if (call === undefined || stale !== undefined) return;
-              stale = new UnavailableError({
-                message: `the Observe stream did not deliver the election's value of revision ${kv.modRevision} within ${intervalMs} ms; replacing it`,
-              });
-              // Its member may be cut off or its connection half-open: put that endpoint in
-              // backoff and redial it, so the new stream opens elsewhere (as a stalled watch does).
-              if (endpoint !== undefined) {
-                try {
-                  rpc.redial?.(endpoint);
-                } catch {
-                  // Best effort: the new stream fails and is reopened if the connection is bad.
-                }
-              }
-              call.cancel();
+            stale: (kv) =>
+              replace(
+                new UnavailableError({
+                  message: `the Observe stream did not deliver the election's value of revision ${kv.modRevision} within ${intervalMs} ms; replacing it`,
+                }),
+              ),
+            unreadable: (error) => {
+              // No candidate is an answer; a refusal would refuse the stream too.
+              if (error.code === 'ELECTION_NO_LEADER' || isFatalObserveError(error)) return;
+              // The read went where calls go: only a stream on that endpoint is judged by it.
+              if (endpoint === undefined || endpoint !== currentEndpointOf(rpc)) return;
+              replace(
+                new UnavailableError({
+                  message: `the election could not be read through ${endpoint}, the Observe stream's endpoint (${error.message}); replacing the stream`,
+                  cause: error,
+                }),
+              );
             },
           },
           runtime,

@@ -90,14 +90,18 @@ export interface ObserveCallOptions {
    * election does not change, so silence is normal; but without `requireLeader` a stream on a
    * member cut off from its cluster (or a frozen member, or a half-open connection) stays silent
    * after the election moved on. With this set, the election's leader is read every interval (a
-   * Leader call, linearizable: a cut-off member cannot answer it, the connection takes it to
-   * another one); a value later than the last one yielded that the stream has still not delivered
-   * at the next check means the stream missed it: it is reported lost (UnavailableError), its
-   * endpoint redialled (and put in backoff) and it is reopened, on another member when there is
-   * one. A missed change is so noticed within two intervals plus the read. One timer and at most
-   * one call at a time per observation; none when unset. `requireLeader: true` on the client is
-   * the cheaper way for a cut-off member; this also covers frozen members and half-open
-   * connections.
+   * Leader call, linearizable, with the interval as its deadline), and the stream is replaced
+   * when the read shows a value later than the last one yielded that the stream has still not
+   * delivered at the next check, or when the read fails while calls go through the stream's own
+   * endpoint (a cut-off member holds linearizable reads until etcd's request timeout; a frozen one
+   * never answers). A replaced stream is reported lost (UnavailableError), its endpoint is
+   * redialled and put in backoff, as a stalled watch's is, and it is reopened on another member
+   * when there is one. So a stream that missed a change is replaced within two intervals plus two reads (four intervals at worst).
+   *
+   * One timer and at most one call at a time per observation; none when unset. Choose an interval
+   * well above the cluster's read latency (seconds): a read slower than the interval through the
+   * stream's endpoint replaces the stream and redials that endpoint. `requireLeader: true` on the
+   * client is the cheaper answer for a cut-off member.
    */
   readonly leaderCheckIntervalMs?: number;
   /**

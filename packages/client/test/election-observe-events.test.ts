@@ -6,6 +6,7 @@
 // ends (abort, close) leaves no timer, no listener and no registration behind. Faults come from TCP
 // proxies in front of the backend (cut, paused) and from the probe (refused reopens), so both
 // backends meet the same ones.
+import { EmbeddedCluster } from '@etcdkit/server-embedded';
 import {
   abortRegistrations,
   describeEachBackend,
@@ -30,6 +31,7 @@ import type {
 import {
   AbortedError,
   ClientClosedError,
+  DeadlineExceededError,
   type EtcdError,
   InvalidArgumentError,
   UnavailableError,
@@ -287,7 +289,7 @@ describeEachBackend('ElectionClient.observe reports its outages', ({ backend, pr
     const running = consume(
       etcd.election.observe(name, {
         signal: signal(),
-        leaderCheckIntervalMs: 200,
+        leaderCheckIntervalMs: 300,
         minReconnectDelayMs: 20,
         ...r.callbacks,
       }),
@@ -309,7 +311,7 @@ describeEachBackend('ElectionClient.observe reports its outages', ({ backend, pr
     const { error, endpoint } = r.disconnects[0]!;
     expect(error).toBeInstanceOf(UnavailableError);
     expect(error.message).toBe(
-      `the Observe stream did not deliver the election's value of revision ${latest.header.revision} within 200 ms; replacing it`,
+      `the Observe stream did not deliver the election's value of revision ${latest.header.revision} within 300 ms; replacing it`,
     );
     expect(endpoint).toBe(targetOf(stuck));
     expect(r.resumes.map((e) => [e.endpoint, e.attempts])).toEqual([[targetOf(spare), 1]]);
@@ -384,6 +386,61 @@ describeEachBackend('ElectionClient.observe reports its outages', ({ backend, pr
   }, 60_000);
 });
 
+describe('ElectionClient.observe with leaderCheckIntervalMs when its member is cut off (simulated cluster)', () => {
+  // The testkit's real cluster cannot cut a member off (it kills or freezes one); the proxy test
+  // above covers a silent stream on etcd.
+  it('without requireLeader, the failed check read replaces the stream, which goes on on another member', async () => {
+    const name = 'observe-check/partition';
+    const cluster = await EmbeddedCluster.start({ members: 3 });
+    const [cut, ...others] = cluster.members;
+    const host = (endpoint: string) => new URL(endpoint).host;
+    const r = reports();
+    const observing = new Etcd({ endpoints: [...cluster.endpoints], hooks: r.hooks });
+    const writer = new Etcd({ endpoints: others.map((member) => member.endpoint) });
+    const controller = new AbortController();
+    try {
+      const one = await writer.election.campaign(name, 'one', {
+        lease: await writer.lease.grant(60),
+      });
+      const running = consume(
+        observing.election.observe(name, {
+          signal: controller.signal,
+          leaderCheckIntervalMs: 500,
+          minReconnectDelayMs: 20,
+        }),
+      );
+      await waitFor(() => running.values.length === 1, 10_000, 'the first leader');
+      expect(observing.connection.currentEndpoint).toBe(host(cut!.endpoint));
+
+      // The stream and the calls are on the cut-off member: its stream says nothing more, and it
+      // holds a Leader read (linearizable) past the read's deadline, the check interval.
+      cut!.partition();
+      await writer.election.proclaim(one, 'one-b');
+      await waitFor(() => running.values.length === 2, 20_000, 'the proclaim, from another member');
+
+      expect(running.values).toEqual(['one', 'one-b']);
+      expect(r.disconnects).toHaveLength(1);
+      const { error, endpoint } = r.disconnects[0]!;
+      expect(endpoint).toBe(host(cut!.endpoint));
+      expect(error).toBeInstanceOf(UnavailableError);
+      expect(error.message).toMatch(
+        `the election could not be read through ${host(cut!.endpoint)}, the Observe stream's endpoint (`,
+      );
+      expect(error.cause).toBeInstanceOf(DeadlineExceededError);
+      expect(r.resumes).toHaveLength(1);
+      expect(r.resumes[0]!.attempts).toBe(1);
+      expect(others.map((member) => host(member.endpoint))).toContain(r.resumes[0]!.endpoint);
+      controller.abort();
+      expect(await running.ended).toBeInstanceOf(AbortedError);
+    } finally {
+      controller.abort();
+      await observing.close();
+      await writer.close();
+      await cluster.stop();
+    }
+  }, 60_000);
+});
+
 describe('ElectionClient.observe options', () => {
   const refused: Rpc = {
     unary: () => Promise.reject(new Error('no call expected')),
@@ -400,8 +457,8 @@ describe('ElectionClient.observe options', () => {
       'options.minReconnectDelayMs must be a positive number of ms, got 0',
     ],
     [
-      { maxReconnectDelayMs: Number.POSITIVE_INFINITY },
-      'options.maxReconnectDelayMs must be a positive number of ms, got Infinity',
+      { maxReconnectDelayMs: '5s' },
+      'options.maxReconnectDelayMs must be a positive number of ms, got 5s',
     ],
     [
       { minReconnectDelayMs: 500, maxReconnectDelayMs: 100 },
@@ -417,7 +474,7 @@ describe('ElectionClient.observe options', () => {
       'options.leaderCheckIntervalMs applies only to a resuming observation',
     ],
     [
-      { resume: false, onDisconnected: () => {} },
+      { resume: false, onDisconnected: 'a function' },
       'options.onDisconnected applies only to a resuming observation',
     ],
   ])('%j is refused before anything is sent', (options, message) => {
