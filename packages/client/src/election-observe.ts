@@ -4,25 +4,20 @@
 // reopen goes to another member) and keeps the iteration going. Every new stream starts with the
 // current leader, so what was already yielded is recognised by the leader key's (create revision,
 // mod revision), which only grows: nothing is yielded twice, nothing older than what was yielded.
-import { type BackoffOptions, backoffDelay } from './connection/backoff.js';
+import { backoffDelay } from './connection/backoff.js';
 import type { Rpc } from './connection/types.js';
-import type { ObserveCallOptions } from './election.js';
 import {
   ObserveLivenessCheck,
   type ObserveRuntime,
   SYSTEM_RUNTIME,
   toLeaderValue,
 } from './election-observe-check.js';
-import {
-  callObserveHook,
-  type ElectionHooks,
-  type ObserveResumed,
-} from './election-observe-events.js';
+import { callObserveHook, type ObserveResumed } from './election-observe-events.js';
+import { DEFAULT_OBSERVE_SETTINGS, type ObserveSettings } from './election-observe-options.js';
 import {
   AbortedError,
   ClientClosedError,
   type EtcdError,
-  InvalidArgumentError,
   toEtcdError,
   UnavailableError,
 } from './errors.js';
@@ -31,13 +26,6 @@ import type { v3electionpb } from './generated/protocol.js';
 import type { KeyValue } from './key-value.js';
 import { linkSignals } from './link-signals.js';
 import { GrpcStatus, type ServerStream } from './transport/types.js';
-
-/**
- * Default pause before reopening a broken Observe stream: 50-100 ms after a stream that had
- * answered, doubling (jittered) while reopening fails, up to 5 s. `minReconnectDelayMs` and
- * `maxReconnectDelayMs` of observe() replace `baseMs` and `maxMs`.
- */
-export const OBSERVE_REOPEN_BACKOFF = { baseMs: 100, maxMs: 5_000 } as const;
 
 /**
  * Codes that a new stream would meet again: the caller's own input, a method the server lacks,
@@ -113,84 +101,6 @@ export async function* observeOnce(
   }
 }
 
-/** @internal How a resuming observation behaves, as ElectionClient.observe validated it. */
-export interface ObserveSettings {
-  /** Pause before a reopen: `baseMs` after a stream that answered, doubling while reopens fail. */
-  readonly backoff: BackoffOptions;
-  /** Interval of the liveness check in ms; undefined: no check (and no timer). */
-  readonly leaderCheckIntervalMs: number | undefined;
-  /** The observation's own callbacks. */
-  readonly onDisconnected: ((error: EtcdError) => void) | undefined;
-  readonly onResumed: ((resumed: ObserveResumed) => void) | undefined;
-  /** The client's hooks. */
-  readonly hooks: ElectionHooks | undefined;
-}
-
-/** @internal The settings of an observe() without options. */
-export const DEFAULT_OBSERVE_SETTINGS: ObserveSettings = {
-  backoff: OBSERVE_REOPEN_BACKOFF,
-  leaderCheckIntervalMs: undefined,
-  onDisconnected: undefined,
-  onResumed: undefined,
-  hooks: undefined,
-};
-
-/** Options a resuming observation takes and a single stream does not. */
-const RESUMING_OPTIONS = [
-  'minReconnectDelayMs',
-  'maxReconnectDelayMs',
-  'leaderCheckIntervalMs',
-  'onDisconnected',
-  'onResumed',
-] as const;
-
-/** @internal The settings of `observe(name, o)`; throws InvalidArgumentError on bad options. */
-export function observeSettings(
-  o: Partial<ObserveCallOptions>,
-  resume: boolean,
-  hooks: ElectionHooks | undefined,
-): ObserveSettings {
-  if (!resume) {
-    const given = RESUMING_OPTIONS.find((key) => o[key] !== undefined);
-    if (given !== undefined) {
-      throw new InvalidArgumentError(`options.${given} applies only to a resuming observation`);
-    }
-    return DEFAULT_OBSERVE_SETTINGS;
-  }
-  const baseMs = durationArg(o.minReconnectDelayMs, 'options.minReconnectDelayMs');
-  const maxMs = durationArg(o.maxReconnectDelayMs, 'options.maxReconnectDelayMs');
-  const backoff = {
-    baseMs:
-      baseMs ?? Math.min(OBSERVE_REOPEN_BACKOFF.baseMs, maxMs ?? OBSERVE_REOPEN_BACKOFF.maxMs),
-    maxMs: maxMs ?? Math.max(OBSERVE_REOPEN_BACKOFF.maxMs, baseMs ?? 0),
-  };
-  if (backoff.baseMs > backoff.maxMs) {
-    throw new InvalidArgumentError(
-      `options.minReconnectDelayMs (${backoff.baseMs}) must not exceed options.maxReconnectDelayMs (${backoff.maxMs})`,
-    );
-  }
-  return {
-    backoff,
-    leaderCheckIntervalMs: durationArg(o.leaderCheckIntervalMs, 'options.leaderCheckIntervalMs'),
-    onDisconnected: functionArg(o.onDisconnected, 'options.onDisconnected'),
-    onResumed: functionArg(o.onResumed, 'options.onResumed'),
-    hooks,
-  };
-}
-
-/** A positive, finite number of ms, or undefined. */
-function durationArg(value: unknown, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value === 'number' && Number.isFinite(value) && value > 0) return value;
-  throw new InvalidArgumentError(`${name} must be a positive number of ms, got ${String(value)}`);
-}
-
-/** A function, or undefined. */
-function functionArg<F>(value: F | undefined, name: string): F | undefined {
-  if (value === undefined || typeof value === 'function') return value;
-  throw new InvalidArgumentError(`${name} must be a function, got ${typeof value}`);
-}
-
 /**
  * Calls a callback of the caller's like a listener of a watcher's event: one that throws is the
  * caller's bug, reported as an uncaught exception (as Node reports one on any stream), without
@@ -241,15 +151,17 @@ export async function* observeResuming(
   let endpoint: string | undefined;
   /** Set when the liveness check replaced the stream: the failure to report. */
   let stale: EtcdError | undefined;
-  /** Ends the open stream with `error`, its endpoint redialled, so the next one opens elsewhere. */
-  const replace = (error: EtcdError): void => {
+  /**
+   * Ends the open stream with `error`. `at`, the endpoint it is on, is redialled: its member may be
+   * cut off or its connection half-open, so it goes into backoff and the new stream opens
+   * elsewhere (as a stalled watch's does).
+   */
+  const replace = (error: EtcdError, at: string | undefined): void => {
     if (call === undefined || stale !== undefined) return;
     stale = error;
-    // Its member may be cut off or its connection half-open: put that endpoint in backoff and
-    // redial it, so the new stream opens elsewhere (as a stalled watch does).
-    if (endpoint !== undefined) {
+    if (at !== undefined) {
       try {
-        rpc.redial?.(endpoint);
+        rpc.redial?.(at);
       } catch {
         // Best effort: the new stream fails and is reopened if the connection is bad.
       }
@@ -271,17 +183,22 @@ export async function* observeResuming(
                 new UnavailableError({
                   message: `the Observe stream did not deliver the election's value of revision ${kv.modRevision} within ${intervalMs} ms; replacing it`,
                 }),
+                endpoint,
               ),
             unreadable: (error) => {
               // No candidate is an answer; a refusal would refuse the stream too.
               if (error.code === 'ELECTION_NO_LEADER' || isFatalObserveError(error)) return;
-              // The read went where calls go: only a stream on that endpoint is judged by it.
-              if (endpoint === undefined || endpoint !== currentEndpointOf(rpc)) return;
+              // The read went where calls go: only a stream on that endpoint is judged by it. A
+              // stream still opening (a cut-off etcd holds the first answer too) was opened there.
+              const calls = currentEndpointOf(rpc);
+              const at = endpoint ?? calls;
+              if (at === undefined || at !== calls) return;
               replace(
                 new UnavailableError({
-                  message: `the election could not be read through ${endpoint}, the Observe stream's endpoint (${error.message}); replacing the stream`,
+                  message: `the election could not be read through ${at}, the Observe stream's endpoint (${error.message}); replacing the stream`,
                   cause: error,
                 }),
+                at,
               );
             },
           },

@@ -5,8 +5,9 @@
 import { type Acknowledged, acknowledged } from './acknowledged.js';
 import type { Bytes } from './bytes.js';
 import type { CallOptions, Rpc } from './connection/types.js';
-import { observeOnce, observeResuming, observeSettings } from './election-observe.js';
+import { observeOnce, observeResuming } from './election-observe.js';
 import type { ElectionHooks, ObserveResumed } from './election-observe-events.js';
+import { observeSettings } from './election-observe-options.js';
 import type { EtcdError } from './errors.js';
 import { v3electionpb_Election as methods } from './generated/methods.js';
 import type { v3electionpb } from './generated/protocol.js';

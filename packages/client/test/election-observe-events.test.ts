@@ -16,18 +16,14 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Rpc } from '../src/connection/types.js';
 import { ElectionClient } from '../src/election.js';
-import {
-  DEFAULT_OBSERVE_SETTINGS,
-  observeResuming,
-  observeSettings,
-  runningObservations,
-} from '../src/election-observe.js';
+import { observeResuming, runningObservations } from '../src/election-observe.js';
 import { type ObserveRuntime, SYSTEM_RUNTIME } from '../src/election-observe-check.js';
 import type {
   ElectionHooks,
   ObserveDisconnected,
   ObserveResumed,
 } from '../src/election-observe-events.js';
+import { DEFAULT_OBSERVE_SETTINGS, observeSettings } from '../src/election-observe-options.js';
 import {
   AbortedError,
   ClientClosedError,
