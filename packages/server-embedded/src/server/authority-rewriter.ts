@@ -23,17 +23,21 @@ import {
   type HeaderField,
   MisplacedTableSizeUpdateError,
 } from './hpack/header-block.js';
+import {
+  cutFragment,
+  FLAG_END_HEADERS,
+  FLAG_END_STREAM,
+  FLAG_PADDED,
+  FLAG_PRIORITY,
+  FRAME_CONTINUATION,
+  FRAME_HEADER_BYTES,
+  FRAME_HEADERS,
+  headerFrames,
+  MAX_FRAME_PAYLOAD,
+  type OpenBlock,
+} from './http2-frames.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
-const FRAME_HEADER_BYTES = 9;
-const FRAME_HEADERS = 0x1;
-const FRAME_CONTINUATION = 0x9;
-const FLAG_END_STREAM = 0x1;
-const FLAG_END_HEADERS = 0x4;
-const FLAG_PADDED = 0x8;
-const FLAG_PRIORITY = 0x20;
-/** SETTINGS_MAX_FRAME_SIZE of Node's HTTP/2 server (HTTP/2's default). */
-const MAX_FRAME_PAYLOAD = 16_384;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 /**
  * The longest header block held. A field takes at most 4 times what it counts in the header list
@@ -42,19 +46,6 @@ const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
  * could send CONTINUATION frames for ever, all held here.
  */
 const MAX_HEADER_BLOCK = 4 * DEFAULT_MAX_HEADER_LIST_SIZE;
-
-/** A header block being received: its HEADERS frame, then CONTINUATION frames. */
-interface OpenBlock {
-  readonly streamId: number;
-  readonly endStream: boolean;
-  /** The priority fields of the HEADERS frame, if it had them. */
-  readonly priority: Buffer | undefined;
-  readonly fragments: Buffer[];
-  /** The frames as received, to forward unchanged when nothing needs rewriting. */
-  readonly frames: Buffer[];
-  /** Octets in {@link fragments}. */
-  length: number;
-}
 
 type Mode = 'inspect' | 'rewrite' | 'pass';
 
@@ -317,46 +308,4 @@ class AuthorityRewriter extends Duplex {
     this.pending = Buffer.alloc(0);
     this.forward(rest);
   }
-}
-
-/** The header block fragment in what came of a HEADERS or CONTINUATION frame cut short. */
-function cutFragment(cut: Buffer): Buffer {
-  const payload = cut.subarray(FRAME_HEADER_BYTES);
-  if (cut[3] === FRAME_CONTINUATION) return payload;
-  const flags = cut[4]!;
-  let start = 0;
-  let end = cut.readUIntBE(0, 3);
-  if (flags & FLAG_PADDED) {
-    start = 1;
-    end -= payload[0] ?? 0;
-  }
-  if (flags & FLAG_PRIORITY) start += 5;
-  return payload.subarray(start, Math.max(start, Math.min(end, payload.length)));
-}
-
-/** A HEADERS frame, and CONTINUATION frames if the block is too large for one frame. */
-function headerFrames(block: OpenBlock, headerBlock: Buffer): Buffer[] {
-  const frames: Buffer[] = [];
-  const priority = block.priority ?? Buffer.alloc(0);
-  let offset = 0;
-  let first = true;
-  do {
-    const room = MAX_FRAME_PAYLOAD - (first ? priority.length : 0);
-    const piece = headerBlock.subarray(offset, offset + room);
-    offset += piece.length;
-    let flags = offset >= headerBlock.length ? FLAG_END_HEADERS : 0;
-    if (first) {
-      if (block.endStream) flags |= FLAG_END_STREAM;
-      if (block.priority !== undefined) flags |= FLAG_PRIORITY;
-    }
-    const payload = first ? Buffer.concat([priority, piece]) : piece;
-    const header = Buffer.alloc(FRAME_HEADER_BYTES);
-    header.writeUIntBE(payload.length, 0, 3);
-    header[3] = first ? FRAME_HEADERS : FRAME_CONTINUATION;
-    header[4] = flags;
-    header.writeUInt32BE(block.streamId, 5);
-    frames.push(header, payload);
-    first = false;
-  } while (offset < headerBlock.length);
-  return frames;
 }

@@ -1,0 +1,69 @@
+// HTTP/2 frames as the authority filter reads and writes them (RFC 9113 section 4 and 6.2, 6.10):
+// the header of every frame, the header block fragment inside a HEADERS or CONTINUATION frame, and
+// the frames that carry a re-encoded header block.
+
+/** Octets of every frame's header: length (3), type, flags, stream id (4). */
+export const FRAME_HEADER_BYTES = 9;
+export const FRAME_HEADERS = 0x1;
+export const FRAME_CONTINUATION = 0x9;
+export const FLAG_END_STREAM = 0x1;
+export const FLAG_END_HEADERS = 0x4;
+export const FLAG_PADDED = 0x8;
+export const FLAG_PRIORITY = 0x20;
+/** SETTINGS_MAX_FRAME_SIZE of Node's HTTP/2 server (HTTP/2's default). */
+export const MAX_FRAME_PAYLOAD = 16_384;
+
+/** A header block being received: its HEADERS frame, then CONTINUATION frames. */
+export interface OpenBlock {
+  readonly streamId: number;
+  readonly endStream: boolean;
+  /** The priority fields of the HEADERS frame, if it had them. */
+  readonly priority: Buffer | undefined;
+  readonly fragments: Buffer[];
+  /** The frames as received, to forward unchanged when nothing needs rewriting. */
+  readonly frames: Buffer[];
+  /** Octets in {@link fragments}. */
+  length: number;
+}
+
+/** The header block fragment in what came of a HEADERS or CONTINUATION frame cut short. */
+export function cutFragment(cut: Buffer): Buffer {
+  const payload = cut.subarray(FRAME_HEADER_BYTES);
+  if (cut[3] === FRAME_CONTINUATION) return payload;
+  const flags = cut[4]!;
+  let start = 0;
+  let end = cut.readUIntBE(0, 3);
+  if (flags & FLAG_PADDED) {
+    start = 1;
+    end -= payload[0] ?? 0;
+  }
+  if (flags & FLAG_PRIORITY) start += 5;
+  return payload.subarray(start, Math.max(start, Math.min(end, payload.length)));
+}
+
+/** A HEADERS frame, and CONTINUATION frames if the block is too large for one frame. */
+export function headerFrames(block: OpenBlock, headerBlock: Buffer): Buffer[] {
+  const frames: Buffer[] = [];
+  const priority = block.priority ?? Buffer.alloc(0);
+  let offset = 0;
+  let first = true;
+  do {
+    const room = MAX_FRAME_PAYLOAD - (first ? priority.length : 0);
+    const piece = headerBlock.subarray(offset, offset + room);
+    offset += piece.length;
+    let flags = offset >= headerBlock.length ? FLAG_END_HEADERS : 0;
+    if (first) {
+      if (block.endStream) flags |= FLAG_END_STREAM;
+      if (block.priority !== undefined) flags |= FLAG_PRIORITY;
+    }
+    const payload = first ? Buffer.concat([priority, piece]) : piece;
+    const header = Buffer.alloc(FRAME_HEADER_BYTES);
+    header.writeUIntBE(payload.length, 0, 3);
+    header[3] = first ? FRAME_HEADERS : FRAME_CONTINUATION;
+    header[4] = flags;
+    header.writeUInt32BE(block.streamId, 5);
+    frames.push(header, payload);
+    first = false;
+  } while (offset < headerBlock.length);
+  return frames;
+}
