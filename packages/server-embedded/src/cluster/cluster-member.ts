@@ -198,12 +198,15 @@ export class EmbeddedClusterMember {
     if (leaderId === 0n) {
       this.logger.info('member lost its leader', { name: this.name });
       // Captured before anything else can change the shared state: this is all it applied.
-      this.applied = this.control.capture();
+      const applied = this.control.capture();
+      this.applied = applied;
       this.leaderGate.loseLeader();
-      this.served.watchable.hold();
+      // Its watchers go on from what it applied: replays up to it, progress at it, nothing newer.
+      this.served.watchable.hold(applied);
     } else {
       if (had === 0n) this.logger.info('member found a leader', { name: this.name });
-      // Caught up with the cluster at once: it answers from the shared state again.
+      // Caught up with the cluster at once: it answers from the shared state again, and its
+      // watchers catch up from the shared history (canceled if it was compacted past them).
       this.applied = undefined;
       this.served.watchable.release();
       this.leaderGate.regainLeader();

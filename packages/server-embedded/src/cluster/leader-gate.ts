@@ -27,7 +27,9 @@
 // - a serializable read, and a txn whose every op is a serializable range, is let through at once:
 //   the services answer it from what the member had applied when it lost the leader, compares
 //   included (ServiceContext.appliedState; a newer revision is "a future revision" to it);
-// - its watchers see nothing new (the member's watchable store is held; see EmbeddedCluster);
+// - its watchers are served from what it had applied (the member's watchable store is held on
+//   its MemberAppliedState): history up to that revision, progress at it, nothing newer until a
+//   leader is back (see WatchableStore.hold);
 // - Status names no leader (0) and lists "etcdserver: no leader" first among its errors (the
 //   maintenance service does that, from the member's LeaderView).
 //

@@ -216,7 +216,7 @@ export class WatchStream implements WatchSink {
     const message: WireWatchResponse = {
       header: this.options.header(response.revision),
       watchId,
-      events: toWireEvents(events, watcher.options.prevKv, this.options.watchable.store),
+      events: toWireEvents(events, watcher.options.prevKv, this.options.watchable.appliedStore),
       compactRevision: BigInt(compactRevision),
       canceled: compactRevision !== 0,
     };

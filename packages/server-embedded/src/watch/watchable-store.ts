@@ -8,6 +8,10 @@
 //   sync passes scheduled off the commit path, one pass after another while there is work and
 //   their streams take it; then they join the synced group. A watcher that falls behind the
 //   compaction revision is canceled with it instead.
+// - Held (a member of a simulated cluster cut off from its leader): the member applies nothing, so
+//   its watchers are served from what it had applied, exactly as etcd's watchable store goes on
+//   serving from a store that no commit reaches: catch-up from that history, progress at that
+//   revision, nothing live. Released, every watcher catches up with the cluster from history.
 import { keyString } from '../bytes.js';
 import type { MvccStore } from '../mvcc/store.js';
 import type { CommittedRevision, MvccEvent } from '../mvcc/types.js';
@@ -17,6 +21,16 @@ import { WatcherGroup } from './watcher-group.js';
 
 /** The watch id of a progress notification sent on behalf of every watcher of a stream. */
 export const STREAM_PROGRESS_WATCH_ID = -1n;
+
+/**
+ * What a member cut off from its cluster's leader had applied (a MemberAppliedState): the revision
+ * and the store its watchers are served from while held. `store` is read only when a watcher needs
+ * history or a previous value, so it may be built on first use.
+ */
+export interface AppliedHistory {
+  readonly revision: number;
+  readonly store: MvccStore;
+}
 
 /** Tuning of {@link WatchableStore}; the defaults are etcd's. */
 export interface WatchableStoreOptions {
@@ -36,8 +50,8 @@ export class WatchableStore {
   private readonly unsubscribe: () => void;
   private syncPass: NodeJS.Immediate | undefined;
   private closed = false;
-  /** The revision delivery stopped at while held (see hold()); undefined when delivering. */
-  private heldAt: number | undefined;
+  /** What the member had applied, while held (see hold()); undefined when up to date. */
+  private applied: AppliedHistory | undefined;
 
   constructor(store: MvccStore, options: WatchableStoreOptions = {}) {
     this.store = store;
@@ -46,36 +60,58 @@ export class WatchableStore {
     this.unsubscribe = store.subscribe((committed) => this.notify(committed));
   }
 
-  /** The store's current revision; while held, the revision delivery stopped at. */
+  /** The store's current revision; while held, the revision the member had applied. */
   get revision(): number {
-    return this.heldAt ?? this.store.revision;
+    return this.applied?.revision ?? this.store.revision;
+  }
+
+  /**
+   * The store as this member has applied it: the shared store, or while held the one it had when
+   * cut off. Previous values (prev_kv) are read from it when a response is sent, as etcd reads
+   * them from its own store then.
+   */
+  get appliedStore(): MvccStore {
+    return this.applied?.store ?? this.store;
   }
 
   /** True between {@link hold} and {@link release}. */
   get held(): boolean {
-    return this.heldAt !== undefined;
+    return this.applied !== undefined;
   }
 
   /**
-   * Stops delivering, as a member cut off from its cluster's leader stops learning of new
-   * revisions: its watchers, and watchers created meanwhile, see nothing past the current
-   * revision until {@link release}. Every watcher becomes unsynced, so nothing is lost: once
-   * released, each catches up from history from where it stopped.
+   * Serves the watchers from `applied` until {@link release}, as a member cut off from its
+   * cluster's leader does: it applies nothing more, and its watchable store goes on serving from
+   * the store it has (etcd 3.4's watchableStore knows nothing of leaders). So synced watchers stay
+   * synced and get nothing new; unsynced ones, and watches created meanwhile with a start revision
+   * at or below `applied.revision`, catch up from its history at once; a later start waits;
+   * progress notifications carry `applied.revision`. The shared store's commits are not delivered.
+   * `applied.revision` must be the shared store's revision now: nothing was missed before it.
    */
-  hold(): void {
-    if (this.heldAt !== undefined || this.closed) return;
-    this.heldAt = this.store.revision;
+  hold(applied: AppliedHistory): void {
+    if (this.applied !== undefined || this.closed) return;
+    this.applied = applied;
+  }
+
+  /**
+   * Ends a {@link hold}: the member rejoins and learns what the cluster committed meanwhile. Every
+   * watcher becomes unsynced and catches up from the shared store's history, in order, from the
+   * revision it had reached: nothing is missed or sent twice. One whose next revision the cluster
+   * compacted meanwhile is canceled with the compaction revision. On etcd that is a matter of
+   * timing (a member that is sent a snapshot restores its store and cancels every such watcher;
+   * one that replays the log delivers to its synced watchers as it applies, and only a watcher
+   * that fell behind is canceled); here the history is gone, so the cancel is the only answer,
+   * and a watcher must handle it anyway.
+   */
+  release(): void {
+    if (this.applied === undefined) return;
+    this.applied = undefined;
+    // etcd's watchableStore.Restore does the same with its synced watchers after a snapshot.
     for (const watcher of [...this.synced.watchers()]) {
       this.synced.delete(watcher);
       this.unsynced.add(watcher);
       watcher.state = 'unsynced';
     }
-  }
-
-  /** Delivers again after {@link hold}: the watchers catch up from history. */
-  release(): void {
-    if (this.heldAt === undefined) return;
-    this.heldAt = undefined;
     if (this.unsynced.size > 0) this.scheduleSync();
   }
 
@@ -90,17 +126,13 @@ export class WatchableStore {
   }
 
   /**
-   * Registers a watcher. Start revision 0, or one past the current revision, makes it synced (from
-   * the next revision, or from that future one); any other start makes it catch up from history.
+   * Registers a watcher. Start revision 0, or one past the current revision (held: the applied
+   * one), makes it synced (from the next revision, or from that future one); any other start makes
+   * it catch up from history.
    */
   watch(id: bigint, options: WatcherOptions, sink: WatchSink): Watcher {
     const current = this.revision;
     const { startRevision } = options;
-    if (this.heldAt !== undefined) {
-      const watcher = new Watcher(id, options, sink, Math.max(current + 1, startRevision));
-      this.unsynced.add(watcher);
-      return watcher;
-    }
     if (startRevision === 0 || startRevision > current) {
       const watcher = new Watcher(id, options, sink, Math.max(current + 1, startRevision));
       watcher.state = 'synced';
@@ -127,7 +159,8 @@ export class WatchableStore {
    * to come. Returns false when some watcher is not there yet. A congested stream drops it.
    */
   progress(watchers: Iterable<Watcher>, responseWatchId: bigint): boolean {
-    const current = this.store.revision;
+    // Held, the member's own revision: the one it promises, whatever the cluster has committed.
+    const current = this.revision;
     let first: Watcher | undefined;
     for (const watcher of watchers) {
       if (!this.synced.has(watcher) || current < watcher.startRevision) return false;
@@ -160,7 +193,8 @@ export class WatchableStore {
 
   /** Delivers a committed revision to the synced watchers it concerns. */
   private notify({ revision, events }: CommittedRevision): void {
-    if (this.synced.size === 0 || this.heldAt !== undefined) return;
+    // Held, the member applies nothing: the cluster's commits reach it only once released.
+    if (this.synced.size === 0 || this.applied !== undefined) return;
     const matches = new Map<Watcher, MvccEvent[]>();
     for (const event of events) {
       this.synced.forEachWatching(keyString(event.kv.key), (watcher) => {
@@ -201,9 +235,11 @@ export class WatchableStore {
    * batch of history, or its compaction cancel, and joins the synced group once it has everything.
    */
   private syncUnsynced(): void {
-    if (this.closed || this.heldAt !== undefined) return;
-    const current = this.store.revision;
-    const compactRevision = this.store.compactRevision;
+    if (this.closed) return;
+    // Held, from the member's own history: up to the revision it had, compacted where it was.
+    const source = this.appliedStore;
+    const current = this.revision;
+    const compactRevision = source.compactRevision;
     let progressed = false;
     const chosen = new WatcherGroup();
     let minRevision = Number.POSITIVE_INFINITY;
@@ -224,7 +260,7 @@ export class WatchableStore {
       minRevision = Math.min(minRevision, watcher.minRevision);
     }
 
-    const batches = this.readHistory(chosen, minRevision, current, compactRevision);
+    const batches = this.readHistory(source, chosen, minRevision, current, compactRevision);
     for (const watcher of chosen.watchers()) {
       const batch = batches.get(watcher);
       if (batch !== undefined) {
@@ -238,7 +274,7 @@ export class WatchableStore {
         watcher.minRevision = batch.moreRevision;
         continue;
       }
-      // A watcher that starts in the future (held while it waited) keeps waiting for its start.
+      // A watcher that starts in the future (unsynced by a release while it waited) keeps waiting.
       watcher.minRevision = Math.max(watcher.minRevision, current + 1);
       this.unsynced.delete(watcher);
       this.synced.add(watcher);
@@ -247,8 +283,9 @@ export class WatchableStore {
     if (progressed && this.unsynced.size > 0) this.scheduleSync();
   }
 
-  /** The next history batch of each watcher of `group`, from `minRevision` to `current`. */
+  /** The next history batch of each watcher of `group` in `source`, from `minRevision` to `current`. */
   private readHistory(
+    source: MvccStore,
     group: WatcherGroup,
     minRevision: number,
     current: number,
@@ -257,7 +294,7 @@ export class WatchableStore {
     const batches = new Map<Watcher, EventBatch>();
     let open = group.size;
     for (let revision = minRevision; revision <= current && open > 0; revision++) {
-      for (const event of this.store.changesAt(revision).events) {
+      for (const event of source.changesAt(revision).events) {
         // etcd's compaction removes a tombstone at the compaction revision, so it never replays
         // that delete; this store keeps it (reads need it), so it is skipped here.
         if (event.type === 'delete' && revision === compactRevision) continue;
