@@ -4,6 +4,8 @@
 // reopen goes to another member) and keeps the iteration going. Every new stream starts with the
 // current leader, so what was already yielded is recognised by the leader key's (create revision,
 // mod revision), which only grows: nothing is yielded twice, nothing older than what was yielded.
+// Each loss and return of the stream is reported (the caller's callbacks, the client's hooks) once
+// per outage; the optional liveness check (election-observe-check.ts) replaces a silent stream.
 import { backoffDelay } from './connection/backoff.js';
 import type { Rpc } from './connection/types.js';
 import {

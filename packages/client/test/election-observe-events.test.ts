@@ -28,12 +28,15 @@ import {
   AbortedError,
   ClientClosedError,
   DeadlineExceededError,
+  ElectionNoLeaderError,
   type EtcdError,
   InvalidArgumentError,
+  PermissionDeniedError,
   UnavailableError,
 } from '../src/errors.js';
 import { Etcd, type EtcdOptions } from '../src/etcd.js';
 import type { KeyValue } from '../src/key-value.js';
+import type { ServerStream } from '../src/transport/types.js';
 import { ObserveProbe } from './election-observe-support.js';
 import { waitFor } from './watch-support.js';
 
@@ -435,6 +438,130 @@ describe('ElectionClient.observe with leaderCheckIntervalMs when its member is c
       await cluster.stop();
     }
   }, 60_000);
+});
+
+describe('the leader check when its read fails (scripted connection)', () => {
+  const enc = (value: string) => new TextEncoder().encode(value);
+
+  /**
+   * An Rpc whose Observe streams answer the leader 'one' and then wait until cancelled, whose
+   * Leader reads fail with `readError`, and whose calls go to `calls.endpoint`.
+   */
+  function scripted(readError: () => EtcdError) {
+    const calls = { endpoint: 'a:2379', opened: 0, reads: 0, redialled: [] as string[] };
+    const rpc: Rpc & { readonly currentEndpoint: string } = {
+      get currentEndpoint() {
+        return calls.endpoint;
+      },
+      unary: () => {
+        calls.reads++;
+        return Promise.reject(readError());
+      },
+      serverStream: <Req, Res>(
+        _method: unknown,
+        _request: Req,
+        _retry: unknown,
+        options?: { readonly signal?: AbortSignal },
+      ): ServerStream<Res> => {
+        calls.opened++;
+        // Ends when cancelled or when the caller's signal aborts, as a connection's stream does.
+        const ended = new AbortController();
+        const end = () => ended.abort();
+        options?.signal?.addEventListener('abort', end, { once: true });
+        const leader = {
+          kv: { key: enc('e/1'), value: enc('one'), createRevision: 5n, modRevision: 5n },
+        };
+        return {
+          cancel: end,
+          async *[Symbol.asyncIterator]() {
+            try {
+              yield leader as Res;
+              await new Promise((_, reject) => {
+                const fail = () => reject(new AbortedError());
+                if (ended.signal.aborted || options?.signal?.aborted) fail();
+                ended.signal.addEventListener('abort', fail, { once: true });
+              });
+            } finally {
+              options?.signal?.removeEventListener('abort', end);
+            }
+          },
+        };
+      },
+      bidiStream: () => Promise.reject(new Error('no bidi stream expected')),
+      redial: (endpoint?: string) => {
+        calls.redialled.push(endpoint ?? 'current');
+      },
+    };
+    return { rpc, calls };
+  }
+
+  function observe(rpc: Rpc, r: Reports, controller: AbortController): Running {
+    const settings = observeSettings(
+      { leaderCheckIntervalMs: 20, minReconnectDelayMs: 1, ...r.callbacks },
+      true,
+      r.hooks,
+    );
+    return consume({
+      [Symbol.asyncIterator]: () =>
+        observeResuming(rpc, { name: enc('e') }, controller.signal, settings),
+    });
+  }
+
+  it('a failed read judges only a stream on the endpoint calls go to', async () => {
+    const { rpc, calls } = scripted(() => new DeadlineExceededError());
+    const r = reports();
+    const controller = new AbortController();
+    const running = observe(rpc, r, controller);
+    try {
+      await waitFor(() => running.values.length === 1, 5_000, 'the leader, through A');
+      // The stream stays on A, calls go to B: B's failed reads say nothing about A.
+      calls.endpoint = 'b:2379';
+      const reads = calls.reads;
+      await waitFor(() => calls.reads >= reads + 3, 5_000, 'three reads through B');
+      expect(calls.opened).toBe(1);
+      expect(r.disconnects).toEqual([]);
+
+      // Calls back on A: the next failed read replaces the stream, and A is redialled.
+      calls.endpoint = 'a:2379';
+      await waitFor(() => r.resumes.length === 1, 5_000, 'the replaced stream');
+      expect(calls.opened).toBe(2);
+      expect(calls.redialled).toEqual(['a:2379']);
+      expect(r.disconnects).toHaveLength(1);
+      const { error, endpoint } = r.disconnects[0]!;
+      expect(endpoint).toBe('a:2379');
+      expect(error).toBeInstanceOf(UnavailableError);
+      expect(error.message).toBe(
+        "the election could not be read through a:2379, the Observe stream's endpoint (deadline exceeded); replacing the stream",
+      );
+      expect(error.cause).toBeInstanceOf(DeadlineExceededError);
+      expect(running.values).toEqual(['one']);
+    } finally {
+      controller.abort();
+      await running.ended;
+    }
+  });
+
+  it('a read that finds no candidate, or is refused, replaces nothing', async () => {
+    for (const readError of [
+      () => new ElectionNoLeaderError(),
+      () => new PermissionDeniedError(),
+    ]) {
+      const { rpc, calls } = scripted(readError);
+      const r = reports();
+      const controller = new AbortController();
+      const running = observe(rpc, r, controller);
+      try {
+        await waitFor(() => running.values.length === 1, 5_000, 'the leader');
+        await waitFor(() => calls.reads >= 3, 5_000, 'three reads');
+        expect(calls.opened).toBe(1);
+        expect(calls.redialled).toEqual([]);
+        expect(r.disconnects).toEqual([]);
+      } finally {
+        controller.abort();
+        expect(await running.ended).toBeInstanceOf(AbortedError);
+      }
+    }
+  });
 });
 
 describe('ElectionClient.observe options', () => {
