@@ -13,7 +13,10 @@
 //   streams, a require-leader watch opened before, serializable and linearizable reads, writes,
 //   lease grants, TTLs, lists and keepalives, MemberList, MoveLeader, a serializable read-only
 //   txn (its compares and ranges read what the member applied), the raft index and hashes it
-//   keeps, and the quorum back.
+//   keeps, and the quorum back;
+// - watches on such a member: served from what it applied (a past start replays up to its
+//   revision, a later one waits, a progress request answers at its revision), then live again
+//   once a quorum is back.
 // Timing is not compared (see the top of src/cluster/embedded-cluster.ts for what differs), nor
 // are the term numbers that real etcd's elections without pre-vote make unpredictable.
 import {
@@ -28,7 +31,7 @@ import { afterEach, expect, it } from 'vitest';
 import { b } from '../support/bytes.js';
 import { type CallError, RawClient, status } from '../support/grpc-client.js';
 import { openKeepAlive } from '../support/keepalive-client.js';
-import { WatchConnection, type WatchStreamClient } from '../watch/watch-client.js';
+import { put, WatchConnection, type WatchStreamClient } from '../watch/watch-client.js';
 
 const UNKNOWN = 2;
 const DEADLINE_EXCEEDED = 4;
@@ -479,6 +482,59 @@ describeEachCluster(
       expect(back.term).toBeGreaterThan(before.term);
       const again = await client.unary(KV.Put, { key: b('k'), value: b('back') });
       expect(again.header!.revision).toBe(lastRevision + 1n);
+    }, 60_000);
+  },
+  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
+);
+
+describeEachCluster(
+  'cluster conformance: watches on a member that lost its quorum',
+  ({ cluster }) => {
+    it('serve what it applied: a past start replays up to its revision, a later one waits, progress is at its revision; with the quorum back, live again', async () => {
+      const c = cluster();
+      const names = await namesById(c);
+      const before = await agreedStatus(c.members);
+      const survivor = memberNamed(c, names.get(before.leader));
+      const gone = c.members.filter((m) => m !== survivor);
+      const client = clientOf(survivor);
+      const first = (await client.unary(KV.Put, { key: b('w'), value: b('1') })).header!.revision!;
+      const had = (await client.unary(KV.Put, { key: b('w'), value: b('2') })).header!.revision!;
+      const [r1, r2] = [Number(first), Number(had)];
+      const live = watchOf(survivor).stream;
+      live.create({ key: b('w') });
+      expect(await live.next()).toEqual({ revision: r2, watchId: 0, created: true });
+
+      await Promise.all(gone.map((member) => member.kill()));
+      await eventually(async () => {
+        const answer = await client.unary(Maintenance.Status, {});
+        return answer.leader === 0n ? answer : undefined;
+      });
+      // etcd's watchable store knows nothing of leaders: it serves from the store the member has,
+      // which nothing reaches without one. A progress request is answered at that revision.
+      live.progress();
+      expect(await live.next()).toEqual({ revision: r2, watchId: -1 });
+      const late = watchOf(survivor).stream;
+      late.create({ key: b('w'), startRevision: first });
+      expect(await late.nextMany(2)).toEqual([
+        { revision: r2, watchId: 0, created: true },
+        { revision: r2, watchId: 0, events: [put('w', '1', r1, r1, 1), put('w', '2', r1, r2, 2)] },
+      ]);
+      late.create({ key: b('w'), startRevision: had + 1n });
+      expect(await late.next()).toEqual({ revision: r2, watchId: 1, created: true });
+      expect(await live.drain(500)).toEqual([]);
+      expect(await late.drain(0)).toEqual([]);
+
+      // A quorum again: the next write reaches every watch once, the waiting one included.
+      await gone[0]!.start();
+      await agreedStatus([survivor, gone[0]!]);
+      await client.unary(KV.Put, { key: b('w'), value: b('3') });
+      const event = put('w', '3', r1, r2 + 1, 3);
+      expect(await live.next()).toEqual({ revision: r2 + 1, watchId: 0, events: [event] });
+      const both = await late.nextMany(2);
+      expect(both.sort((x, y) => x.watchId - y.watchId)).toEqual([
+        { revision: r2 + 1, watchId: 0, events: [event] },
+        { revision: r2 + 1, watchId: 1, events: [event] },
+      ]);
     }, 60_000);
   },
   { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
