@@ -4,7 +4,12 @@
 import { describeEachCluster, type TestCluster, type TestClusterMember } from '@etcdkit/testkit';
 import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { ElectionClient } from '../src/election.js';
-import { AbortedError } from '../src/errors.js';
+import type {
+  ElectionHooks,
+  ObserveDisconnected,
+  ObserveResumed,
+} from '../src/election-observe-events.js';
+import { AbortedError, UnavailableError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
 import type { Lease } from '../src/lease.js';
 import { follow, ObserveProbe } from './election-observe-support.js';
@@ -26,12 +31,16 @@ describeEachCluster('ElectionClient.observe when its member dies', (suite) => {
   }
 
   /** An observing client whose streams go to the victim first, seen through a probe. */
-  function observer(): { etcd: Etcd; probe: ObserveProbe; election: ElectionClient } {
+  function observer(hooks?: ElectionHooks): {
+    etcd: Etcd;
+    probe: ObserveProbe;
+    election: ElectionClient;
+  } {
     const others = cluster.endpoints.filter((e) => e !== victim.endpoint);
     const etcd = new Etcd({ endpoints: [victim.endpoint, ...others], dialTimeoutMs: 1_000 });
     observing = etcd;
     const probe = new ObserveProbe(etcd.connection);
-    return { etcd, probe, election: new ElectionClient(probe) };
+    return { etcd, probe, election: new ElectionClient(probe, { hooks }) };
   }
 
   beforeAll(() => {
@@ -114,6 +123,38 @@ describeEachCluster('ElectionClient.observe when its member dies', (suite) => {
       expect(following.values).toEqual(['one', 'two-b', 'two-c']);
     } finally {
       await following.stop();
+    }
+  }, 90_000);
+
+  it('the stream of the dead member is reported once, with its endpoint, and the return on another member', async () => {
+    const disconnects: ObserveDisconnected[] = [];
+    const resumes: ObserveResumed[] = [];
+    const { probe, election } = observer({
+      onObserveDisconnect: (event) => disconnects.push(event),
+      onObserveResume: (event) => resumes.push(event),
+    });
+    const one = await writer.election.campaign(name, 'one', { lease: await lease() });
+    const following = follow(election, name);
+    try {
+      await eventually(() => following.values.length === 1);
+      await victim.kill();
+      await cluster.waitForLeader();
+      await writer.election.proclaim(one, 'one-b');
+      await eventually(() => following.values.length === 2, 30_000);
+
+      expect(following.values).toEqual(['one', 'one-b']);
+      const victimHost = new URL(victim.endpoint).host;
+      expect(disconnects.map((d) => [new TextDecoder().decode(d.name), d.endpoint])).toEqual([
+        [name, victimHost],
+      ]);
+      expect(disconnects[0]!.error).toBeInstanceOf(UnavailableError);
+      expect(resumes).toHaveLength(1);
+      expect(resumes[0]!.endpoint).not.toBe(victimHost);
+      expect(cluster.endpoints.map((e) => new URL(e).host)).toContain(resumes[0]!.endpoint);
+      // Every stream opened since the loss, the one that answered included.
+      expect(resumes[0]!.attempts).toBe(probe.opened - 1);
+    } finally {
+      expect(await following.stop()).toBeInstanceOf(AbortedError);
     }
   }, 90_000);
 });
