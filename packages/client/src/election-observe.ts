@@ -234,7 +234,7 @@ export async function* observeResuming(
             endpoint = currentEndpointOf(rpc);
             if (outage !== undefined) {
               const resumed: ObserveResumed = {
-                name,
+                name: name.slice(),
                 endpoint,
                 disconnectedMs: runtime.now() - outage.since,
                 attempts: outage.attempts,
@@ -264,7 +264,11 @@ export async function* observeResuming(
         // Once per outage: reopens that fail in a row are part of it.
         outage = { since: runtime.now(), attempts: 0 };
         const error = failure ?? new UnavailableError({ message: 'the Observe stream ended' });
-        callObserveHook(settings.hooks?.onObserveDisconnect, { name, error, endpoint });
+        callObserveHook(settings.hooks?.onObserveDisconnect, {
+          name: name.slice(),
+          error,
+          endpoint,
+        });
         callListener(settings.onDisconnected, error);
       }
       // A stream that answered resets the backoff: its endpoint served, the next one may too.
