@@ -514,10 +514,15 @@ describeEachCluster(
       live.progress();
       expect(await live.next()).toEqual({ revision: r2, watchId: -1 });
       const late = watchOf(survivor).stream;
-      late.create({ key: b('w'), startRevision: first });
+      late.create({ key: b('w'), startRevision: first, prevKv: true });
+      const prev = { key: 'w', value: '1', create: r1, mod: r1, version: 1, lease: 0n };
       expect(await late.nextMany(2)).toEqual([
         { revision: r2, watchId: 0, created: true },
-        { revision: r2, watchId: 0, events: [put('w', '1', r1, r1, 1), put('w', '2', r1, r2, 2)] },
+        {
+          revision: r2,
+          watchId: 0,
+          events: [put('w', '1', r1, r1, 1), put('w', '2', r1, r2, 2, prev)],
+        },
       ]);
       late.create({ key: b('w'), startRevision: had + 1n });
       expect(await late.next()).toEqual({ revision: r2, watchId: 1, created: true });
@@ -531,8 +536,9 @@ describeEachCluster(
       const event = put('w', '3', r1, r2 + 1, 3);
       expect(await live.next()).toEqual({ revision: r2 + 1, watchId: 0, events: [event] });
       const both = await late.nextMany(2);
+      const withPrev = put('w', '3', r1, r2 + 1, 3, { ...prev, value: '2', mod: r2, version: 2 });
       expect(both.sort((x, y) => x.watchId - y.watchId)).toEqual([
-        { revision: r2 + 1, watchId: 0, events: [event] },
+        { revision: r2 + 1, watchId: 0, events: [withPrev] },
         { revision: r2 + 1, watchId: 1, events: [event] },
       ]);
     }, 60_000);
