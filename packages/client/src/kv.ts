@@ -224,7 +224,9 @@ export class KV {
   }
 }
 
+const NO_CALL_OPTIONS: CallOptions = Object.freeze({});
+
 function call(options: CallOptions | undefined): CallOptions {
-  if (options === undefined) return {};
+  if (options === undefined) return NO_CALL_OPTIONS;
   return { signal: options.signal, timeoutMs: options.timeoutMs };
 }

@@ -8,38 +8,60 @@ type Why = 'caller' | 'closed' | 'cancelled';
 export class CallScope {
   /** Absolute deadline, epoch ms; Infinity when there is none. */
   readonly deadline: number;
-  readonly #controller = new AbortController();
+  /**
+   * The call's own signal, made only when the closing signal alone cannot stand for the call: the
+   * caller gave a signal, or the scope can be cancelled. A unary call without a signal (most calls)
+   * uses the closing signal itself, which spares an AbortController and two listeners per call.
+   */
+  readonly #controller: AbortController | undefined;
   readonly #caller: AbortSignal | undefined;
   readonly #closing: AbortSignal;
   #why: Why | undefined;
-  readonly #onCaller = () => this.#abort('caller', this.#caller?.reason);
-  readonly #onClosing = () => this.#abort('closed', this.#closing.reason);
+  #onCaller: (() => void) | undefined;
+  #onClosing: (() => void) | undefined;
 
   /**
    * @param caller the caller's signal, if any
    * @param closing fires when the connection closes
    * @param timeoutMs deadline from now, in ms; Infinity for none
+   * @param cancellable whether {@link cancel} may be called (streams)
    */
-  constructor(caller: AbortSignal | undefined, closing: AbortSignal, timeoutMs: number) {
+  constructor(
+    caller: AbortSignal | undefined,
+    closing: AbortSignal,
+    timeoutMs: number,
+    cancellable: boolean,
+  ) {
     this.deadline = Number.isFinite(timeoutMs) ? Date.now() + timeoutMs : Number.POSITIVE_INFINITY;
     this.#caller = caller;
     this.#closing = closing;
-    if (closing.aborted) this.#onClosing();
-    else if (caller?.aborted) this.#onCaller();
+    if (caller === undefined && !cancellable) {
+      this.#controller = undefined;
+      return;
+    }
+    this.#controller = new AbortController();
+    if (closing.aborted) this.#abort('closed', closing.reason);
+    else if (caller?.aborted) this.#abort('caller', caller.reason);
     else {
-      closing.addEventListener('abort', this.#onClosing, { once: true });
-      caller?.addEventListener('abort', this.#onCaller, { once: true });
+      const onClosing = () => this.#abort('closed', closing.reason);
+      this.#onClosing = onClosing;
+      closing.addEventListener('abort', onClosing, { once: true });
+      if (caller) {
+        const onCaller = () => this.#abort('caller', caller.reason);
+        this.#onCaller = onCaller;
+        caller.addEventListener('abort', onCaller, { once: true });
+      }
     }
   }
 
   /** Fires when the call must stop. Its reason is the caller's reason when the caller aborted. */
   get signal(): AbortSignal {
-    return this.#controller.signal;
+    return this.#controller ? this.#controller.signal : this.#closing;
   }
 
   /** True once the call must stop. */
   get aborted(): boolean {
-    return this.#why !== undefined;
+    return this.#controller ? this.#why !== undefined : this.#closing.aborted;
   }
 
   /** The deadline as the transport takes it (undefined when there is none). */
@@ -47,14 +69,15 @@ export class CallScope {
     return Number.isFinite(this.deadline) ? this.deadline : undefined;
   }
 
-  /** Stops the call on behalf of its owner (a stream's `cancel()`). */
+  /** Stops the call on behalf of its owner (a stream's `cancel()`). Only for cancellable scopes. */
   cancel(): void {
     this.#abort('cancelled', new AbortedError({ message: 'the stream was cancelled' }));
   }
 
   /** The typed error for the reason the call stopped. */
   abortError(): EtcdError {
-    switch (this.#why) {
+    const why = this.#controller ? this.#why : this.#closing.aborted ? 'closed' : undefined;
+    switch (why) {
       case 'closed':
         return new ClientClosedError();
       case 'caller':
@@ -66,12 +89,14 @@ export class CallScope {
 
   /** Removes the listeners from the caller's and the connection's signals. */
   dispose(): void {
-    this.#closing.removeEventListener('abort', this.#onClosing);
-    this.#caller?.removeEventListener('abort', this.#onCaller);
+    if (this.#onClosing) this.#closing.removeEventListener('abort', this.#onClosing);
+    if (this.#onCaller) this.#caller?.removeEventListener('abort', this.#onCaller);
+    this.#onClosing = undefined;
+    this.#onCaller = undefined;
   }
 
   #abort(why: Why, reason: unknown): void {
-    if (this.#why !== undefined) return;
+    if (this.#why !== undefined || !this.#controller) return;
     this.#why = why;
     this.dispose();
     this.#controller.abort(reason);

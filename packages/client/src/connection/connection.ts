@@ -71,6 +71,12 @@ function newState(): CallState {
   };
 }
 
+/** An endpoint picked for an attempt, and its channel. */
+interface PickedEndpoint {
+  readonly endpoint: PooledEndpoint;
+  readonly channel: Channel;
+}
+
 function safely<E>(hook: ((event: E) => void) | undefined, event: E): void {
   if (!hook) return;
   try {
@@ -215,6 +221,7 @@ export class Connection implements Rpc {
       options?.signal,
       this.#closing.signal,
       options?.timeoutMs ?? Number.POSITIVE_INFINITY,
+      true,
     );
     let inner: AsyncIterator<Res> | undefined;
     /** The endpoint the open stream uses, until it is released. */
@@ -364,6 +371,7 @@ export class Connection implements Rpc {
       options?.signal,
       this.#closing.signal,
       options?.timeoutMs ?? Number.POSITIVE_INFINITY,
+      false,
     );
     try {
       return this.#metadata(await this.#token(scope, newState()));
@@ -410,12 +418,16 @@ export class Connection implements Rpc {
       options?.signal,
       this.#closing.signal,
       options?.timeoutMs ?? this.#options.callTimeoutMs,
+      false,
     );
     const state = newState();
     try {
       const response = await this.#retrying(method.path, scope, state, async () => {
-        const token = skipAuth ? undefined : await this.#token(scope, state);
-        const { endpoint, channel } = await this.#connect(scope, state);
+        // Awaited only when there is something to wait for: each await costs the call a turn.
+        const token = skipAuth || !this.#auth ? undefined : await this.#token(scope, state);
+        const picked = this.#pick(scope, state);
+        if (picked.channel.state() !== 'ready') await this.#ready(scope, state, picked);
+        const { endpoint, channel } = picked;
         try {
           const response = await channel.unary(method, request, {
             metadata: this.#metadata(token),
@@ -466,6 +478,7 @@ export class Connection implements Rpc {
       options?.signal,
       this.#closing.signal,
       options?.timeoutMs ?? Number.POSITIVE_INFINITY,
+      true,
     );
     /** Set by the attempt that opened the stream; it holds `endpoint` until released. */
     let opened:
@@ -661,23 +674,32 @@ export class Connection implements Rpc {
   }
 
   /** Picks an endpoint and waits until its channel is connected (at most the dial timeout). */
-  async #connect(
-    scope: CallScope,
-    state: CallState,
-  ): Promise<{ endpoint: PooledEndpoint; channel: Channel }> {
+  async #connect(scope: CallScope, state: CallState): Promise<PickedEndpoint> {
+    const picked = this.#pick(scope, state);
+    await this.#ready(scope, state, picked);
+    return picked;
+  }
+
+  /** Picks the endpoint for the next attempt; its channel may not be connected yet. */
+  #pick(scope: CallScope, state: CallState): PickedEndpoint {
     if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
     if (Date.now() >= scope.deadline) {
       throw new AttemptFailure(new DeadlineExceededError(), false, false);
     }
-    let picked: { endpoint: PooledEndpoint; channel: Channel };
+    let picked: PickedEndpoint;
     try {
       picked = this.#pool.pick(state.tried);
     } catch {
       throw new AttemptFailure(new ClientClosedError(), false, false);
     }
+    state.tried.add(picked.endpoint);
+    state.endpoint = picked.endpoint;
+    return picked;
+  }
+
+  /** Waits until the picked endpoint's channel is connected (at most the dial timeout). */
+  async #ready(scope: CallScope, state: CallState, picked: PickedEndpoint): Promise<void> {
     const { endpoint, channel } = picked;
-    state.tried.add(endpoint);
-    state.endpoint = endpoint;
     // Each endpoint may keep one call waiting for a connection for at most dialTimeoutMs in
     // total, retries included: a black hole costs the dial timeout once, not once per retry.
     const dialTimeoutMs = this.#options.dialTimeoutMs;
@@ -709,7 +731,6 @@ export class Connection implements Rpc {
       if (exhausted) throw new AttemptFailure(typed, false, false);
       throw new AttemptFailure(typed, true, state.tried.size < this.#pool.endpoints.length);
     }
-    return picked;
   }
 
   /**
