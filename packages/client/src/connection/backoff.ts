@@ -1,5 +1,5 @@
 // Exponential backoff with jitter, for deciding when a failed endpoint may be tried again. (The
-// delays between attempts of one call are p-retry's.)
+// delays between attempts of one call are the connection's retry loop's, in connection.ts.)
 
 /** Shape of an exponential backoff. */
 export interface BackoffOptions {

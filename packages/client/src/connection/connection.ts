@@ -1,7 +1,6 @@
 // The connection: endpoints with failover, auth token, require-leader metadata, deadlines and the
 // retry policy, on top of a Transport. Services only see the `Rpc` interface it implements.
 import { setMaxListeners } from 'node:events';
-import pRetry, { AbortError as StopRetrying } from 'p-retry';
 import {
   ClientClosedError,
   DeadlineExceededError,
@@ -19,6 +18,7 @@ import {
   type ServerStream,
   TransportError,
 } from '../transport/types.js';
+import { sleep } from '../watch/sleep.js';
 import { TokenManager } from './auth.js';
 import { CallScope } from './call-scope.js';
 import { EndpointPool, type PooledEndpoint } from './endpoint-pool.js';
@@ -574,7 +574,13 @@ export class Connection implements Rpc {
     };
   }
 
-  /** Runs `attempt` under p-retry with the connection's budget and the call's deadline. */
+  /**
+   * Runs `attempt` until it succeeds or a failure ends the call: one that is not to be retried, the
+   * budget spent (`maxAttempts` counts only the retries that wait), the call's deadline, an abort.
+   * A retry after a failed endpoint (while another is untried) or a refused token goes at once and
+   * spends nothing; any other waits `minDelayMs * 2^(retries spent)`, times a random factor in
+   * [1, 2) with jitter, at most `maxDelayMs` and at most the time left.
+   */
   async #retrying<T>(
     label: string,
     scope: CallScope,
@@ -582,57 +588,55 @@ export class Connection implements Rpc {
     attempt: () => Promise<T>,
   ): Promise<T> {
     const o = this.#options;
-    const onRetry = o.hooks?.onRetry;
-    // Immediate retries (next endpoint, fresh token) do not count; bound them separately.
-    const freeRetries = this.#pool.endpoints.length + 1;
+    const started = performance.now();
+    const maxRetryTime = Number.isFinite(scope.deadline)
+      ? Math.max(0, scope.deadline - Date.now())
+      : Number.POSITIVE_INFINITY;
     try {
-      return await pRetry(
-        async () => {
+      for (let attemptNumber = 1; ; attemptNumber++) {
+        if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
+        let failure: AttemptFailure;
+        try {
           state.attempts++;
-          try {
-            return await attempt();
-          } catch (error) {
-            const failure =
-              error instanceof AttemptFailure
-                ? error
-                : new AttemptFailure(
-                    scope.aborted ? scope.abortError() : toEtcdError(error),
-                    false,
-                    false,
-                  );
-            if (!failure.retry) throw new StopRetrying(failure);
-            throw failure;
-          }
-        },
-        {
-          retries: o.maxAttempts - 1 + freeRetries,
-          factor: 2,
-          minTimeout: o.minDelayMs,
-          maxTimeout: o.maxDelayMs,
-          randomize: o.jitter,
-          maxRetryTime: Number.isFinite(scope.deadline)
-            ? Math.max(0, scope.deadline - Date.now())
-            : Number.POSITIVE_INFINITY,
-          signal: scope.signal,
-          shouldConsumeRetry: ({ error }) => !(error instanceof AttemptFailure && error.immediate),
-          shouldRetry: ({ error, attemptNumber }) => {
-            const failure = error as AttemptFailure;
-            if (!failure.immediate) {
-              if (state.consumed >= o.maxAttempts - 1) return false;
-              state.consumed++;
-            }
-            if (onRetry) {
-              safely(onRetry, {
-                method: label,
-                attempt: attemptNumber,
-                error: failure.error,
-                endpoint: state.endpoint?.target,
-              });
-            }
-            return true;
-          },
-        },
-      );
+          const response = await attempt();
+          // An answer that arrives as the call is aborted still ends it as aborted.
+          if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
+          return response;
+        } catch (error) {
+          failure =
+            error instanceof AttemptFailure
+              ? error
+              : new AttemptFailure(
+                  scope.aborted ? scope.abortError() : toEtcdError(error),
+                  false,
+                  false,
+                );
+        }
+        if (!failure.retry) throw failure;
+        const remainingMs = maxRetryTime - (performance.now() - started);
+        if (remainingMs <= 0) throw failure;
+        if (!failure.immediate) {
+          if (state.consumed >= o.maxAttempts - 1) throw failure;
+          state.consumed++;
+        }
+        const onRetry = o.hooks?.onRetry;
+        if (onRetry) {
+          safely(onRetry, {
+            method: label,
+            attempt: attemptNumber,
+            error: failure.error,
+            endpoint: state.endpoint?.target,
+          });
+        }
+        if (failure.immediate) continue;
+        const factor = o.jitter ? Math.random() + 1 : 1;
+        const delayMs = Math.min(
+          Math.round(factor * o.minDelayMs * 2 ** (state.consumed - 1)),
+          o.maxDelayMs,
+        );
+        const waitMs = Math.min(delayMs, remainingMs);
+        if (waitMs > 0 && !scope.aborted) await sleep(waitMs, scope.signal);
+      }
     } catch (error) {
       if (scope.aborted) throw scope.abortError();
       const final = error instanceof AttemptFailure ? error.error : toEtcdError(error);
