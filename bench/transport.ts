@@ -1,11 +1,14 @@
 // Client CPU and throughput per call of the two transports, side by side: @grpc/grpc-js (the
-// default) and the node:http2 one. The server (an in-memory EmbeddedEtcd) runs in a child process
-// with the writer that makes watch events, so the CPU measured (process.cpuUsage of this process)
-// is the client's alone. Each row runs a fixed number of operations after a warm-up; the rounds
-// alternate transports so both see the same machine load. ETCDKIT_BENCH_SCALE multiplies the
+// default) and the node:http2 one, and for get and put the `etcd3` npm package (over its own
+// @grpc/grpc-js) as the alternative to the whole client. The server (an in-memory EmbeddedEtcd)
+// runs in a child process with the writer that makes watch events, so the CPU measured
+// (process.cpuUsage of this process) is the client's alone. Each row runs a fixed number of
+// operations after a warm-up, on the same key and value for every client; the rounds alternate
+// the clients' order so all see the same machine load. ETCDKIT_BENCH_SCALE multiplies the
 // operation counts (default 1). Reports numbers; asserts nothing.
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { Etcd3 } from 'etcd3';
 import { Etcd } from '../packages/client/src/etcd.js';
 import { etcdserverpb_KV } from '../packages/client/src/generated/methods.js';
 import { GrpcJsTransport } from '../packages/client/src/transport/grpc-js.js';
@@ -83,103 +86,153 @@ async function inParallel(total: number, inFlight: number, op: (i: number) => Pr
   );
 }
 
-type Scenario = (etcd: Etcd, server: ServerChild, transport: Transport) => Promise<Measure>;
+/** A client under test: etcdkit over one of its transports, or etcd3. */
+interface Contender {
+  readonly name: string;
+  put(key: string, value: string): Promise<unknown>;
+  get(key: string): Promise<unknown>;
+  /** etcdkit's client and transport, for the rows only etcdkit has; undefined for etcd3. */
+  readonly etcdkit?: { readonly etcd: Etcd; readonly transport: Transport };
+  close(): Promise<void>;
+}
+
+function etcdkit(name: string, makeTransport: () => Transport) {
+  return {
+    name,
+    open(endpoints: string[]): Contender {
+      const transport = makeTransport();
+      const etcd = new Etcd({ endpoints, transport });
+      return {
+        name,
+        put: (key, value) => etcd.put(key, value),
+        get: (key) => etcd.get(key),
+        etcdkit: { etcd, transport },
+        close: () => etcd.close(),
+      };
+    },
+  };
+}
+
+const etcd3 = {
+  name: 'etcd3',
+  open(endpoints: string[]): Contender {
+    const client = new Etcd3({ hosts: endpoints });
+    return {
+      name: 'etcd3',
+      // Both resolve once the answer is decoded, as etcdkit's do (a get to the value's text).
+      put: (key, value) => client.put(key).value(value).exec(),
+      get: (key) => client.get(key).string(),
+      close: async () => client.close(),
+    };
+  },
+};
+
+/** A row: undefined for a client it does not apply to. */
+type Scenario = (client: Contender, server: ServerChild) => Promise<Measure> | undefined;
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
 const scenarios: ReadonlyArray<readonly [string, Scenario]> = [
   [
     `put, 1 in flight (${SEQUENTIAL})`,
-    (etcd) =>
+    (client) =>
       measured(SEQUENTIAL, async () => {
-        for (let i = 0; i < SEQUENTIAL; i++) await etcd.put('bench/put', 'value');
+        for (let i = 0; i < SEQUENTIAL; i++) await client.put('bench/put', 'value');
       }),
   ],
   [
     `get, 1 in flight (${SEQUENTIAL})`,
-    (etcd) =>
+    (client) =>
       measured(SEQUENTIAL, async () => {
-        for (let i = 0; i < SEQUENTIAL; i++) await etcd.get('bench/put');
+        for (let i = 0; i < SEQUENTIAL; i++) await client.get('bench/put');
       }),
   ],
   [
     `get, ${IN_FLIGHT} in flight (${CONCURRENT})`,
-    (etcd) =>
-      measured(CONCURRENT, () => inParallel(CONCURRENT, IN_FLIGHT, () => etcd.get('bench/put'))),
+    (client) =>
+      measured(CONCURRENT, () => inParallel(CONCURRENT, IN_FLIGHT, () => client.get('bench/put'))),
   ],
   [
     `put, ${IN_FLIGHT} in flight (${CONCURRENT})`,
-    (etcd) =>
+    (client) =>
       measured(CONCURRENT, () =>
-        inParallel(CONCURRENT, IN_FLIGHT, () => etcd.put('bench/put', 'value')),
+        inParallel(CONCURRENT, IN_FLIGHT, () => client.put('bench/put', 'value')),
       ),
   ],
   [
     `channel.unary Range only, ${IN_FLIGHT} in flight (${CONCURRENT})`,
-    async (_etcd, server, transport) => {
-      const channel = transport.open({ target: new URL(server.endpoints[0]!).host });
-      await channel.ready(Date.now() + 5_000);
-      const request = { key: bytes('bench/put') };
-      try {
-        return await measured(CONCURRENT, () =>
-          inParallel(CONCURRENT, IN_FLIGHT, () =>
-            channel.unary(etcdserverpb_KV.Range, request, {}),
-          ),
-        );
-      } finally {
-        channel.close();
-      }
+    (client, server) => {
+      if (!client.etcdkit) return undefined;
+      const { transport } = client.etcdkit;
+      return (async () => {
+        const channel = transport.open({ target: new URL(server.endpoints[0]!).host });
+        await channel.ready(Date.now() + 5_000);
+        const request = { key: bytes('bench/put') };
+        try {
+          return await measured(CONCURRENT, () =>
+            inParallel(CONCURRENT, IN_FLIGHT, () =>
+              channel.unary(etcdserverpb_KV.Range, request, {}),
+            ),
+          );
+        } finally {
+          channel.close();
+        }
+      })();
     },
   ],
   [
     `watch events received (${EVENTS})`,
-    async (etcd, server) => {
-      const key = `bench/watch/${Math.random()}`;
-      const watcher = etcd.watch({ key });
-      await watcher.ready();
-      let seen = 0;
-      let done: () => void = () => {};
-      const all = new Promise<void>((resolve) => {
-        done = resolve;
-      });
-      watcher.on('put', () => {
-        if (++seen === EVENTS) done();
-      });
-      // Only the receiving side runs here: the writes happen in the child.
-      const result = await measured(EVENTS, async () => {
-        await server.write(key, EVENTS);
-        await all;
-      });
-      await watcher.close();
-      return result;
+    (client, server) => {
+      if (!client.etcdkit) return undefined;
+      const { etcd } = client.etcdkit;
+      return (async () => {
+        const key = `bench/watch/${Math.random()}`;
+        const watcher = etcd.watch({ key });
+        await watcher.ready();
+        let seen = 0;
+        let done: () => void = () => {};
+        const all = new Promise<void>((resolve) => {
+          done = resolve;
+        });
+        watcher.on('put', () => {
+          if (++seen === EVENTS) done();
+        });
+        // Only the receiving side runs here: the writes happen in the child.
+        const result = await measured(EVENTS, async () => {
+          await server.write(key, EVENTS);
+          await all;
+        });
+        await watcher.close();
+        return result;
+      })();
     },
   ],
 ];
 
 async function report() {
   const server = await ServerChild.start();
-  const transports: ReadonlyArray<readonly [string, () => Transport]> = [
-    ['grpc-js', () => new GrpcJsTransport()],
-    ['http2', () => new Http2Transport()],
+  const clients = [
+    etcdkit('grpc-js', () => new GrpcJsTransport()),
+    etcdkit('http2', () => new Http2Transport()),
+    etcd3,
   ];
   const results = new Map<string, Measure[]>();
   try {
     for (let round = 0; round <= ROUNDS; round++) {
-      // Round 0 warms both transports up and is not reported; later rounds alternate the order.
-      const order = round % 2 === 0 ? transports : [...transports].reverse();
-      for (const [name, make] of order) {
-        const transport = make();
-        const etcd = new Etcd({ endpoints: server.endpoints, transport });
+      // Round 0 warms every client up and is not reported; later rounds alternate the order.
+      const order = round % 2 === 0 ? clients : [...clients].reverse();
+      for (const { open } of order) {
+        const client = open(server.endpoints);
         try {
-          await etcd.put('bench/put', 'value');
+          await client.put('bench/put', 'value');
           for (const [scenario, run] of scenarios) {
-            const m = await run(etcd, server, transport);
-            if (round === 0) continue;
-            const key = `${scenario}\u0000${name}`;
+            const m = await run(client, server);
+            if (round === 0 || !m) continue;
+            const key = `${scenario}\u0000${client.name}`;
             results.set(key, [...(results.get(key) ?? []), m]);
           }
         } finally {
-          await etcd.close();
+          await client.close();
         }
       }
     }
@@ -189,22 +242,23 @@ async function report() {
   const rows = [];
   for (const [scenario] of scenarios) {
     const per: Record<string, number> = {};
-    for (const [name] of transports) {
+    for (const { name } of clients) {
       const ms = results.get(`${scenario}\u0000${name}`) ?? [];
+      if (ms.length === 0) continue;
       const ops = ms.reduce((a, m) => a + m.ops, 0);
       const cpu = ms.reduce((a, m) => a + m.cpuMicros, 0);
       const wall = ms.reduce((a, m) => a + m.wallMs, 0);
       per[name] = cpu / ops;
       rows.push({
         scenario,
-        transport: name,
+        client: name === 'etcd3' ? 'etcd3' : `etcdkit ${name}`,
         'ops/s': Math.round((ops / wall) * 1000).toLocaleString('en-US'),
         'client CPU µs/op': (cpu / ops).toFixed(1),
       });
     }
     rows.push({
       scenario,
-      transport: 'http2 / grpc-js',
+      client: 'http2 / grpc-js',
       'ops/s': '',
       'client CPU µs/op': `${(((per.http2 ?? 0) / (per['grpc-js'] ?? 1)) * 100).toFixed(0)} %`,
     });
@@ -215,6 +269,6 @@ async function report() {
 export const transportSuite = {
   name: 'transport',
   description:
-    'client CPU per operation and throughput, @grpc/grpc-js vs node:http2 transport (server in a child process)',
+    'client CPU per operation and throughput, @grpc/grpc-js vs node:http2 transport, and the etcd3 package for get and put (server in a child process)',
   report,
 };
