@@ -16,11 +16,13 @@ import {
   statusFromReset,
 } from './grpc-status.js';
 import type { Link } from './http2-link.js';
-import { type ChannelCallOptions, GrpcStatus, TransportError } from './types.js';
+import { type ChannelCallOptions, GrpcStatus, type Metadata, TransportError } from './types.js';
 
 const { NGHTTP2_CANCEL, HTTP2_HEADER_STATUS } = http2.constants;
 const USER_AGENT = 'etcdkit-http2';
 const CONTENT_TYPE = 'application/grpc+proto';
+const OK_STATUS = String(GrpcStatus.OK);
+const NO_METADATA: Metadata = Object.freeze({});
 
 /** What the channel sees of a call. */
 export interface ChannelCall {
@@ -239,12 +241,17 @@ export class Call<Req, Res> implements ChannelCall {
   #onHeaders(headers: http2.IncomingHttpHeaders): void {
     this.#headers = headers;
     // A trailers-only response: the status is in the headers.
+    if (headers['grpc-status'] === undefined) return;
     const status = statusFromHeaders(headers, responseMetadata(headers));
     if (status) this.#status = status;
   }
 
   #onTrailers(trailers: http2.IncomingHttpHeaders): void {
-    const metadata = responseMetadata(this.#headers, trailers);
+    // Response metadata only reaches callers in a failure: an OK call's is never collected.
+    const metadata =
+      trailers['grpc-status'] === OK_STATUS
+        ? NO_METADATA
+        : responseMetadata(this.#headers, trailers);
     this.#status = statusFromHeaders(trailers, metadata) ?? {
       code: GrpcStatus.Unknown,
       details: 'No status received',
