@@ -73,6 +73,9 @@ const definitions = {
     GrpcCode.UNKNOWN,
     'etcdserver: re-configuration failed due to not enough started members',
   ],
+  // etcd's strict reconfiguration check: the member asked is not connected to every voting member
+  // (an add) or too few would be left connected (a removal).
+  UNHEALTHY: [GrpcCode.UNAVAILABLE, 'etcdserver: unhealthy cluster'],
   // The lock and election services. etcd runs them on its in-process client, whose errors carry no
   // gRPC status, so grpc-go sends every one of them as Unknown with Go's message.
   ELECTION_NOT_LEADER: [GrpcCode.UNKNOWN, 'election: not leader'],
@@ -88,12 +91,6 @@ const definitions = {
   VOTING_MEMBER_ADD: [
     GrpcCode.UNIMPLEMENTED,
     'etcdkit embedded server: adding a voting member is not supported (no process would start for it; etcd would accept the add and wait for the new member to join)',
-  ],
-  // Not etcd's: the members of a simulated cluster are fixed (etcd accepts removing one of several
-  // started voting members).
-  VOTING_MEMBER_REMOVE: [
-    GrpcCode.UNIMPLEMENTED,
-    'etcdkit embedded server: removing a voting member of a simulated cluster is not supported (its members are fixed)',
   ],
   // Auth (rpctypes' ErrGRPC* of the auth store's errors).
   ROOT_USER_NOT_EXIST: [GrpcCode.FAILED_PRECONDITION, 'etcdserver: root user does not exist'],

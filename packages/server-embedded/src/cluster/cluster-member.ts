@@ -58,11 +58,15 @@ export class EmbeddedClusterMember {
   private readonly logger: ServerLogger;
   private isRunning = true;
   private isPartitioned = false;
+  private isRemoved = false;
   private knownLeader = 0n;
+  /** False until the cluster first tells it who leads (a member may start without a leader). */
+  private told = false;
   private applied: AppliedState | undefined;
   // Stops and starts run one after the other, so a stop never races a listen.
   private lifecycle: Promise<void> = Promise.resolve();
   private ended = false;
+  private readonly exit: { promise: Promise<void>; resolve: () => void };
 
   /** @internal Members are made by EmbeddedCluster.start(). */
   constructor(parts: ClusterMemberParts) {
@@ -78,6 +82,11 @@ export class EmbeddedClusterMember {
     const url = parts.network.listeners.urls[0]!;
     this.endpoint = parts.network.advertisedUrls[0] ?? `http://127.0.0.1:${url.port}`;
     this.port = url.port;
+    let resolve = (): void => {};
+    const promise = new Promise<void>((done) => {
+      resolve = done;
+    });
+    this.exit = { promise, resolve };
   }
 
   /** True unless stopped. */
@@ -95,9 +104,24 @@ export class EmbeddedClusterMember {
     return this.faults.paused;
   }
 
-  /** True when the member can reach the others: running, not partitioned, not paused. */
+  /** True once MemberRemove took it out of the cluster (its port closes a moment later). */
+  get removed(): boolean {
+    return this.isRemoved;
+  }
+
+  /**
+   * True when the member can reach the others: running, not partitioned, not paused, not removed.
+   */
   get reachable(): boolean {
-    return this.isRunning && !this.isPartitioned && !this.faults.paused;
+    return this.isRunning && !this.isPartitioned && !this.faults.paused && !this.isRemoved;
+  }
+
+  /**
+   * Resolves once the member is gone for good, as an etcd process exits: after it was removed from
+   * the cluster (its port refuses connections from then on), or when the cluster stops.
+   */
+  exited(): Promise<void> {
+    return this.exit.promise;
   }
 
   /** The leader's member id as this member knows it; `0n` when it knows of none. */
@@ -192,8 +216,10 @@ export class EmbeddedClusterMember {
 
   /** @internal The cluster tells the member who leads as it can see (0n: nobody). */
   setLeader(leaderId: bigint): void {
-    if (leaderId === this.knownLeader) return;
+    if (leaderId === this.knownLeader && this.told) return;
     const had = this.knownLeader;
+    const first = !this.told;
+    this.told = true;
     this.knownLeader = leaderId;
     if (leaderId === 0n) {
       this.logger.info('member lost its leader', { name: this.name });
@@ -204,7 +230,7 @@ export class EmbeddedClusterMember {
       // Its watchers go on from what it applied: replays up to it, progress at it, nothing newer.
       this.served.watchable.hold(applied);
     } else {
-      if (had === 0n) this.logger.info('member found a leader', { name: this.name });
+      if (had === 0n && !first) this.logger.info('member found a leader', { name: this.name });
       // Caught up with the cluster at once: it answers from the shared state again, and its
       // watchers catch up from the shared history (canceled if it was compacted past them).
       this.applied = undefined;
@@ -213,8 +239,26 @@ export class EmbeddedClusterMember {
     }
   }
 
-  /** @internal Ends the member for good (the cluster stops). */
+  /**
+   * @internal MemberRemove took the member out of the cluster: it knows of no leader from now on
+   * (it hears from no peer), and after `exitAfterMs` it ends as a removed etcd member does: its
+   * process exits, its port refuses connections. The delay lets the answer to a MemberRemove it
+   * served itself go out.
+   */
+  removeFromCluster(exitAfterMs: number): void {
+    if (this.isRemoved || this.ended) return;
+    this.isRemoved = true;
+    this.setLeader(0n);
+    this.logger.warn('the member has been permanently removed from the cluster', {
+      name: this.name,
+    });
+    const timer = setTimeout(() => void this.close(), exitAfterMs);
+    timer.unref();
+  }
+
+  /** @internal Ends the member for good (the cluster stops, or it was removed). */
   async close(): Promise<void> {
+    if (this.ended) return this.exit.promise;
     this.ended = true;
     await this.lifecycle;
     this.faults.clear();
@@ -224,9 +268,14 @@ export class EmbeddedClusterMember {
     await this.network.listeners.close();
     this.leaderGate.abandonWaits();
     this.network.server.forceShutdown();
+    this.isRunning = false;
+    this.exit.resolve();
   }
 
   private inOrder(step: () => Promise<void>): Promise<void> {
+    if (this.isRemoved) {
+      return Promise.reject(new Error(`${this.name} was removed from the cluster`));
+    }
     if (this.ended) return Promise.reject(new Error('the cluster is stopped'));
     const next = this.lifecycle.then(step);
     this.lifecycle = next.catch(() => {});

@@ -8,6 +8,13 @@
 // answers what it may alone from a copy of what it had applied then (applied-state.ts), since the
 // quorum goes on changing the shared store.
 //
+// Membership changes as in etcd 3.4 (server/membership.ts has the checks): MemberAdd registers a
+// voting member that is not started, and the quorum counts it at once (adding one to a single
+// member leaves no quorum until it starts); startAdded() starts it on its own endpoint, where it
+// publishes its name and client URL. MemberRemove takes a member out: the quorum shrinks, a
+// removed leader makes the others elect one, and the removed member's port closes a moment later,
+// as a removed etcd member's process exits.
+//
 // Compared with a real etcd 3.4 cluster (test/conformance/cluster-conformance.test.ts), three
 // things are not copied, all of them timing or term numbers, none the answers themselves:
 // - A member learns at once that it has no leader. A real follower learns it an election timeout
@@ -26,6 +33,7 @@
 //   member cut off in a network namespace for a few seconds came back with the cluster in term 46,
 //   up from 4).
 
+import { etcdserverpb_Cluster } from '@etcdkit/client/protocol';
 import type { AuthStore } from '../auth/auth-store.js';
 import type { Clock, Timer } from '../clock.js';
 import type { EmbeddedEtcdOptions } from '../embedded-etcd.js';
@@ -37,6 +45,7 @@ import type { MvccStore } from '../mvcc/store.js';
 import { createLogger, type ServerLogger } from '../server/logger.js';
 import { type MemberIdentity, randomId } from '../server/member.js';
 import { MemberServer } from '../server/member-server.js';
+import { type Membership, type MembershipState, quorumOf } from '../server/membership.js';
 import {
   compactCore,
   createServerCore,
@@ -49,7 +58,7 @@ import type { ServiceContext } from '../services/context.js';
 import type { VirtualClock } from '../virtual-clock.js';
 import { MemberAppliedState } from './applied-state.js';
 import { EmbeddedClusterMember } from './cluster-member.js';
-import { LeaderGate } from './leader-gate.js';
+import { type GateStatus, LeaderGate } from './leader-gate.js';
 
 /** Options of {@link EmbeddedCluster.start}. Every limit defaults to etcd's default. */
 export interface EmbeddedClusterOptions
@@ -83,16 +92,37 @@ export interface EmbeddedClusterOptions
   readonly requestTimeoutMs?: number;
 }
 
+/** Options of {@link EmbeddedCluster.startAdded}. */
+export interface StartAddedOptions {
+  /** The name it publishes. Default `memberN`, N the number of members the cluster has had. */
+  readonly name?: string;
+  /** Its port on 127.0.0.1. Default: a free port chosen by the system. */
+  readonly port?: number;
+}
+
 /** etcd's request timeout with the default election timeout: 5 s + 2 x 1 s. */
 const DEFAULT_REQUEST_TIMEOUT_MS = 7_000;
 const MAX_MEMBERS = 9;
+/**
+ * How long a removed member goes on before its port closes, in ms of real time. etcd's removed
+ * member stops once it learns of its removal: from a peer's answer at its next message, or, when it
+ * applied the removal itself, 1 s later. A short pause is enough to let the answer to a
+ * MemberRemove it served itself go out first.
+ */
+const REMOVED_MEMBER_EXIT_MS = 100;
+
+/** What every member of a cluster is built with, also those started later. */
+interface MemberSettings {
+  readonly options: EmbeddedClusterOptions;
+  readonly requestTimeoutMs: number;
+  readonly maxRequestBytes: number;
+  readonly clusterId: bigint;
+  readonly version: string;
+  readonly logger: ServerLogger;
+}
 
 /** Several etcd members in this process, serving one store (see the file comment). */
 export class EmbeddedCluster {
-  /** The members, in order (`member0`, `member1`...). */
-  readonly members: readonly EmbeddedClusterMember[];
-  /** Every member's client URL, in member order: give them all to a client. */
-  readonly endpoints: readonly string[];
   /** The cluster id of every member's response headers. */
   readonly clusterId: bigint;
   /** The etcd version the members claim (Status' `version`). */
@@ -106,30 +136,34 @@ export class EmbeddedCluster {
   /** Users, roles, permissions and tokens (tokens are valid on every member, as in etcd). */
   readonly auth: AuthStore;
   private readonly core: ServerCore;
+  private readonly settings: MemberSettings;
   private readonly logger: ServerLogger;
   private readonly leaderWork: () => Timer[];
+  private readonly memberList: EmbeddedClusterMember[] = [];
+  /** Members ever started, which default names count. */
+  private started = 0;
+  /** Started members whose name and client URLs wait for a leader to be published. */
+  private readonly unpublished = new Set<EmbeddedClusterMember>();
+  /** Removed members, until their port closes. */
+  private readonly leaving = new Set<EmbeddedClusterMember>();
   private timers: Timer[] = [];
   private currentLeader: EmbeddedClusterMember | undefined;
   private stopped: Promise<void> | undefined;
 
   private constructor(init: {
-    members: EmbeddedClusterMember[];
-    clusterId: bigint;
-    version: string;
+    settings: MemberSettings;
     core: ServerCore;
-    logger: ServerLogger;
     leaderWork: () => Timer[];
   }) {
-    this.members = init.members;
-    this.endpoints = init.members.map((member) => member.endpoint);
-    this.clusterId = init.clusterId;
-    this.version = init.version;
+    this.settings = init.settings;
+    this.clusterId = init.settings.clusterId;
+    this.version = init.settings.version;
     this.core = init.core;
     this.store = init.core.store;
     this.leases = init.core.leaseTable;
     this.clock = init.core.clock;
     this.auth = init.core.auth;
-    this.logger = init.logger;
+    this.logger = init.settings.logger;
     this.leaderWork = init.leaderWork;
   }
 
@@ -152,95 +186,54 @@ export class EmbeddedCluster {
     if (Number.isNaN(requestTimeoutMs) || requestTimeoutMs <= 0) {
       throw new RangeError(`requestTimeoutMs must be positive, got ${requestTimeoutMs}`);
     }
-    const maxRequestBytes = options.maxRequestBytes ?? 1.5 * 1024 * 1024;
-    const logger = createLogger(options.logger);
-    const gates: LeaderGate[] = [];
-    const networks: MemberServer[] = [];
+    const settings: MemberSettings = {
+      options,
+      requestTimeoutMs,
+      maxRequestBytes: options.maxRequestBytes ?? 1.5 * 1024 * 1024,
+      clusterId: options.clusterId ?? randomId(),
+      version: options.version ?? DEFAULT_ETCD_VERSION,
+      logger: createLogger(options.logger),
+    };
+    const { logger, clusterId } = settings;
+    // The gates are asked for their member's strict reconfiguration checks once the cluster exists.
+    let cluster: EmbeddedCluster | undefined;
+    const memberIds = Array.from({ length: count }, () => randomId());
+    const opened: { gate: LeaderGate; network: MemberServer }[] = [];
     try {
-      for (let i = 0; i < count; i++) {
-        const gate = new LeaderGate({ requestTimeoutMs });
-        const network = await MemberServer.open(
-          {
-            port: options.ports?.[i] ?? 0,
-            tls: options.tls,
-            maxRequestBytes,
-            interceptors: [gate.interceptor()],
-          },
-          logger,
+      for (const [i, memberId] of memberIds.entries()) {
+        opened.push(
+          await openMember(settings, options.ports?.[i] ?? 0, (path, message) =>
+            cluster?.precheck(memberId, path, message),
+          ),
         );
-        gates.push(gate);
-        networks.push(network);
       }
     } catch (error) {
-      for (const network of networks) {
+      for (const { network } of opened) {
         await network.listeners.close();
         network.server.forceShutdown();
       }
       throw error;
     }
-    const clusterId = options.clusterId ?? randomId();
-    const identities = networks.map(
-      (network, i): MemberIdentity => ({
+    const identities = opened.map(
+      ({ network }, i): MemberIdentity => ({
         clusterId,
-        memberId: randomId(),
+        memberId: memberIds[i]!,
         name: `member${i}`,
         // There are no peer listeners; these only tell the members apart in MemberList.
         peerUrls: [`http://127.0.0.1:${network.listeners.urls[0]!.port + 10_000}`],
         clientUrls: network.advertisedUrls,
       }),
     );
-    const version = options.version ?? DEFAULT_ETCD_VERSION;
     const core = createServerCore({
       ...options,
       member: identities[0]!,
-      maxRequestBytes,
+      maxRequestBytes: settings.maxRequestBytes,
       clientCertAuth: options.tls?.clientCertAuth === true,
     });
     for (const identity of identities.slice(1)) core.services.membership.addStarted(identity);
-    // The members need the cluster and the cluster needs the members: bound once both exist.
-    let cluster: EmbeddedCluster | undefined;
-    const members = identities.map((identity, i) => {
-      const network = networks[i]!;
-      let member: EmbeddedClusterMember | undefined;
-      const context: ServiceContext = {
-        ...serviceContext(core, identity, version, {
-          leader: () => member?.leaderId ?? 0n,
-          moveLeader: (targetId, signal) => cluster?.moveLeader(member!, targetId, signal),
-        }),
-        // Cut off from the quorum, the member answers from what it had applied then.
-        appliedState: () => member?.appliedState,
-      };
-      const served = network.serve(context, {
-        progressNotifyIntervalMs: options.watchProgressNotifyIntervalMs,
-      });
-      const faults = new FaultInjector(network.gate, {
-        dropConnections: () => member!.dropConnections(),
-        electLeader: () => cluster!.elect(member!),
-        raiseNoSpace: () => core.services.alarms.raiseNoSpace(identity.memberId),
-        compact: (revision) => compactCore(core, revision),
-        expireLease: (leaseId) => core.services.leases.expire(leaseId),
-        pauseChanged: () => cluster?.reachChanged(),
-      });
-      member = new EmbeddedClusterMember({
-        identity,
-        network,
-        served,
-        leaderGate: gates[i]!,
-        faults,
-        control: {
-          reachChanged: () => cluster?.reachChanged(),
-          capture: () => MemberAppliedState.capture(core),
-        },
-        logger,
-      });
-      return member;
-    });
     cluster = new EmbeddedCluster({
-      members,
-      clusterId,
-      version,
+      settings,
       core,
-      logger,
       leaderWork: () =>
         startLeaderWork(core, {
           leaseCheckIntervalMs: options.leaseCheckIntervalMs,
@@ -248,13 +241,31 @@ export class EmbeddedCluster {
           logger,
         }),
     });
-    cluster.lead(members[0]!, { newTerm: false });
+    for (const [i, identity] of identities.entries()) {
+      cluster.memberList.push(cluster.assemble(identity, opened[i]!));
+    }
+    cluster.started = count;
+    cluster.watchMembership();
+    cluster.lead(cluster.memberList[0]!, { newTerm: false });
     logger.info('started embedded cluster', {
-      'etcd-version': version,
+      'etcd-version': settings.version,
       'cluster-id': clusterId.toString(16),
-      members: members.map((member) => `${member.name}=${member.endpoint}`),
+      members: cluster.memberList.map((member) => `${member.name}=${member.endpoint}`),
     });
     return cluster;
+  }
+
+  /**
+   * The started members in the cluster now, in the order they started (`member0`, `member1`...).
+   * A member removed from the cluster leaves this list; one added joins it once started.
+   */
+  get members(): readonly EmbeddedClusterMember[] {
+    return [...this.memberList];
+  }
+
+  /** Every started member's client URL, in member order: give them all to a client. */
+  get endpoints(): readonly string[] {
+    return this.memberList.map((member) => member.endpoint);
   }
 
   /** The member that leads now; undefined while the cluster has no quorum. */
@@ -267,9 +278,65 @@ export class EmbeddedCluster {
     return this.core.proposals.term;
   }
 
-  /** The member with this name or member id. */
+  /**
+   * How many voting members the cluster has now, started or not: its quorum is a majority of
+   * them. A member added by MemberAdd counts at once.
+   */
+  get votingMembers(): number {
+    return this.membership.list().filter((member) => !member.isLearner).length;
+  }
+
+  /** The started member with this name or member id. */
   member(nameOrId: string | bigint): EmbeddedClusterMember | undefined {
-    return this.members.find((m) => m.name === nameOrId || m.memberId === nameOrId);
+    return this.memberList.find((m) => m.name === nameOrId || m.memberId === nameOrId);
+  }
+
+  /**
+   * Starts the voting member MemberAdd registered as `id`, as an operator starts etcd with
+   * `--initial-cluster-state existing`: it serves on its own endpoint, publishes its name and
+   * client URL (MemberList shows them, and it counts as started for etcd's strict checks), and
+   * takes part in elections from now on, so the quorum may come back with it. Learners cannot be
+   * started.
+   */
+  async startAdded(id: bigint, options: StartAddedOptions = {}): Promise<EmbeddedClusterMember> {
+    if (this.stopped !== undefined) throw new Error('the cluster is stopped');
+    const added = this.membership.get(id);
+    if (added === undefined) throw new RangeError(`no member ${id.toString(16)} in the cluster`);
+    if (added.isLearner) {
+      throw new Error(`member ${id.toString(16)} is a learner: learners cannot be started here`);
+    }
+    if (added.name !== '' || this.memberList.some((member) => member.memberId === id)) {
+      throw new Error(`member ${id.toString(16)} has already started`);
+    }
+    const name = options.name ?? `member${this.started}`;
+    if (this.membership.list().some((member) => member.name === name)) {
+      throw new RangeError(`a member is already named ${name}`);
+    }
+    this.started++;
+    const parts = await openMember(this.settings, options.port ?? 0, (path, message) =>
+      this.precheck(id, path, message),
+    );
+    if (this.stopped !== undefined || this.membership.get(id) === undefined) {
+      await parts.network.listeners.close();
+      parts.network.server.forceShutdown();
+      throw new Error(`member ${id.toString(16)} was removed, or the cluster stopped, meanwhile`);
+    }
+    const member = this.assemble(
+      {
+        clusterId: this.clusterId,
+        memberId: id,
+        name,
+        peerUrls: added.peerUrls,
+        clientUrls: parts.network.advertisedUrls,
+      },
+      parts,
+    );
+    this.memberList.push(member);
+    this.unpublished.add(member);
+    this.logger.info('started added member', { name, endpoint: member.endpoint });
+    this.reachChanged();
+    this.publishStarted();
+    return member;
   }
 
   /**
@@ -279,7 +346,7 @@ export class EmbeddedCluster {
    */
   elect(member: EmbeddedClusterMember): number {
     if (this.stopped !== undefined) throw new Error('the cluster is stopped');
-    if (!this.members.includes(member)) throw new RangeError('not a member of this cluster');
+    if (!this.memberList.includes(member)) throw new RangeError('not a member of this cluster');
     if (!member.reachable) {
       throw new Error(`${member.name} cannot lead: it is stopped, partitioned or paused`);
     }
@@ -296,7 +363,8 @@ export class EmbeddedCluster {
       this.logger.info('stopping embedded cluster', {});
       for (const timer of this.timers) timer.cancel();
       this.timers = [];
-      await Promise.all(this.members.map((member) => member.close()));
+      const members = [...this.memberList, ...this.leaving];
+      await Promise.all(members.map((member) => member.close()));
       this.logger.info('stopped embedded cluster', {});
     })();
     return this.stopped;
@@ -314,7 +382,7 @@ export class EmbeddedCluster {
    */
   moveLeader(from: EmbeddedClusterMember, targetId: bigint, signal: AbortSignal): Promise<void> {
     if (this.currentLeader !== from) throw new EtcdServerError('NOT_LEADER');
-    const target = this.members.find((member) => member.memberId === targetId);
+    const target = this.memberList.find((member) => member.memberId === targetId);
     if (target === undefined) throw new EtcdServerError('BAD_LEADER_TRANSFEREE');
     if (target.reachable) {
       if (target !== from) this.lead(target, { newTerm: true });
@@ -329,9 +397,9 @@ export class EmbeddedCluster {
   /** @internal A member's reach changed: elect, or lose the leader, as raft would. */
   reachChanged(): void {
     if (this.stopped !== undefined) return;
-    const reachable = this.members.filter((member) => member.reachable);
-    const quorum = Math.floor(this.members.length / 2) + 1;
-    if (reachable.length < quorum) {
+    const reachable = this.memberList.filter((member) => member.reachable);
+    // Every voting member counts, started or not (a member added but not started is a vote lost).
+    if (reachable.length < quorumOf(this.votingMembers)) {
       if (this.currentLeader !== undefined) {
         this.logger.warn('the cluster lost its quorum: no leader', {
           reachable: reachable.map((member) => member.name),
@@ -348,10 +416,112 @@ export class EmbeddedCluster {
       this.tellMembers();
       return;
     }
-    // The next reachable member after the old leader wins the election.
-    const from = leader === undefined ? 0 : this.members.indexOf(leader) + 1;
-    const ordered = [...this.members.slice(from), ...this.members.slice(0, from)];
+    // The next reachable member after the old leader wins the election (the first one, when the
+    // old leader was removed).
+    const from = leader === undefined ? 0 : this.memberList.indexOf(leader) + 1;
+    const ordered = [...this.memberList.slice(from), ...this.memberList.slice(0, from)];
     this.lead(ordered.find((member) => member.reachable)!, { newTerm: true });
+  }
+
+  private get membership(): Membership {
+    return this.core.services.membership;
+  }
+
+  /**
+   * Membership changes from now on go through etcd's strict checks, on what each member is
+   * connected to; the cluster follows every change (quorum, removed members).
+   */
+  private watchMembership(): void {
+    this.membership.allowVotingChanges({
+      connected: (local, peer) =>
+        this.member(local)?.reachable === true && this.member(peer)?.reachable === true,
+    });
+    this.membership.subscribe((state) => this.membershipChanged(state));
+  }
+
+  private membershipChanged(state: MembershipState): void {
+    if (this.stopped !== undefined) return;
+    const ids = new Set(state.members.map((member) => member.id));
+    for (const member of [...this.memberList]) {
+      if (ids.has(member.memberId)) continue;
+      this.memberList.splice(this.memberList.indexOf(member), 1);
+      this.unpublished.delete(member);
+      this.logger.info('member removed from the cluster', { name: member.name });
+      member.removeFromCluster(REMOVED_MEMBER_EXIT_MS);
+      this.leaving.add(member);
+      void member.exited().then(() => this.leaving.delete(member));
+    }
+    this.reachChanged();
+  }
+
+  /**
+   * A member without a leader holds a membership change as a proposal, but etcd makes its strict
+   * check before proposing: a change it refuses is refused at once, leader or not.
+   */
+  private precheck(local: bigint, path: string, message: unknown): GateStatus | undefined {
+    try {
+      if (path === etcdserverpb_Cluster.MemberAdd.path) {
+        const request = message as { isLearner?: boolean | null };
+        this.membership.checkAdd(request.isLearner === true, local);
+      } else if (path === etcdserverpb_Cluster.MemberRemove.path) {
+        this.membership.checkRemove((message as { ID?: bigint | null }).ID ?? 0n, local);
+      }
+    } catch (error) {
+      if (error instanceof EtcdServerError) return error;
+      throw error;
+    }
+    return undefined;
+  }
+
+  /** Started members publish their name and client URLs once there is a leader to commit them. */
+  private publishStarted(): void {
+    if (this.currentLeader === undefined) return;
+    for (const member of [...this.unpublished]) {
+      this.unpublished.delete(member);
+      this.membership.publish(member.memberId, member.name, [member.endpoint]);
+    }
+  }
+
+  /** A member of this cluster, on its network and leader gate. */
+  private assemble(
+    identity: MemberIdentity,
+    parts: { gate: LeaderGate; network: MemberServer },
+  ): EmbeddedClusterMember {
+    const { core, settings } = this;
+    const { network } = parts;
+    let member: EmbeddedClusterMember | undefined;
+    const context: ServiceContext = {
+      ...serviceContext(core, identity, settings.version, {
+        leader: () => member?.leaderId ?? 0n,
+        moveLeader: (targetId, signal) => this.moveLeader(member!, targetId, signal),
+      }),
+      // Cut off from the quorum, the member answers from what it had applied then.
+      appliedState: () => member?.appliedState,
+    };
+    const served = network.serve(context, {
+      progressNotifyIntervalMs: settings.options.watchProgressNotifyIntervalMs,
+    });
+    const faults = new FaultInjector(network.gate, {
+      dropConnections: () => member!.dropConnections(),
+      electLeader: () => this.elect(member!),
+      raiseNoSpace: () => core.services.alarms.raiseNoSpace(identity.memberId),
+      compact: (revision) => compactCore(core, revision),
+      expireLease: (leaseId) => core.services.leases.expire(leaseId),
+      pauseChanged: () => this.reachChanged(),
+    });
+    member = new EmbeddedClusterMember({
+      identity,
+      network,
+      served,
+      leaderGate: parts.gate,
+      faults,
+      control: {
+        reachChanged: () => this.reachChanged(),
+        capture: () => MemberAppliedState.capture(core),
+      },
+      logger: this.logger,
+    });
+    return member;
   }
 
   /**
@@ -370,11 +540,31 @@ export class EmbeddedCluster {
       this.logger.info('elected leader', { name: member.name, term: this.term });
     }
     this.tellMembers();
+    this.publishStarted();
   }
 
   /** Each member learns who leads, as far as it can see. */
   private tellMembers(): void {
     const leaderId = this.currentLeader?.memberId ?? 0n;
-    for (const member of this.members) member.setLeader(member.reachable ? leaderId : 0n);
+    for (const member of this.memberList) member.setLeader(member.reachable ? leaderId : 0n);
   }
+}
+
+/** Opens a member's port, with its leader gate in front of the services it will serve. */
+async function openMember(
+  settings: MemberSettings,
+  port: number,
+  precheck: (path: string, message: unknown) => GateStatus | undefined,
+): Promise<{ gate: LeaderGate; network: MemberServer }> {
+  const gate = new LeaderGate({ requestTimeoutMs: settings.requestTimeoutMs, precheck });
+  const network = await MemberServer.open(
+    {
+      port,
+      tls: settings.options.tls,
+      maxRequestBytes: settings.maxRequestBytes,
+      interceptors: [gate.interceptor()],
+    },
+    settings.logger,
+  );
+  return { gate, network };
 }

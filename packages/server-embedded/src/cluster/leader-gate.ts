@@ -19,9 +19,11 @@
 //   - a lease renewal (LeaseKeepAlive, which ends the stream) and LeaseTimeToLive wait for a leader
 //     to forward to: Unavailable "etcdserver: no leader";
 //   LeaseLeases, MemberList and Status are answered at once from what the member knows.
-//   Two simplifications: member changes (MemberAdd, MemberRemove...) are held and fail like
-//   proposals, where etcd 3.4 may refuse them at once (its strict reconfiguration check) or wait
-//   for the conf change without a bound of its own (only the client's deadline ends it); Lock and
+//   Member changes (MemberAdd, MemberRemove...) first go through etcd's strict reconfiguration
+//   check, which etcd makes before proposing, so what it refuses is refused at once (the gate's
+//   precheck). Two simplifications: a member change that passes it is held and fails like a
+//   proposal, where etcd 3.4 waits for the conf change without a bound of its own (only the
+//   client's deadline ends it); Lock and
 //   Election are held and fail like proposals, which was not checked against etcd (they run on
 //   etcd's in-process client);
 // - a serializable read, and a txn whose every op is a serializable range, is let through at once:
@@ -108,7 +110,7 @@ function waitsForLeader(need: Need): need is 'proposal' | 'read-index' | 'forwar
 }
 
 /** A status the gate ends a call with. */
-interface GateStatus {
+export interface GateStatus {
   readonly grpcCode: GrpcCode;
   readonly message: string;
 }
@@ -136,10 +138,18 @@ export class LeaderGate {
   /** Ends each open require-leader stream with "no leader". */
   private readonly requireLeaderStreams = new Set<() => void>();
   private readonly waits = new Set<(regained: boolean) => void>();
+  private readonly precheck: (path: string, message: unknown) => GateStatus | undefined;
 
-  /** `requestTimeoutMs`: how long a call that needs the leader is held; Infinity: forever. */
-  constructor(options: { readonly requestTimeoutMs: number }) {
+  /**
+   * `requestTimeoutMs`: how long a call that needs the leader is held; Infinity: forever.
+   * `precheck`: what refuses a call at once even without a leader (a checked member change).
+   */
+  constructor(options: {
+    readonly requestTimeoutMs: number;
+    readonly precheck?: (path: string, message: unknown) => GateStatus | undefined;
+  }) {
     this.requestTimeoutMs = options.requestTimeoutMs;
+    this.precheck = options.precheck ?? (() => undefined);
   }
 
   /** The member lost its leader. */
@@ -247,6 +257,13 @@ export class LeaderGate {
       onReceiveMessage: (message, next) => {
         if (ended) return;
         const need = needOf(path, message);
+        if (this.lost !== undefined) {
+          const refused = this.precheck(path, message);
+          if (refused !== undefined) {
+            end(refused);
+            return;
+          }
+        }
         if (tail === undefined && !(waitsForLeader(need) && this.lost !== undefined)) {
           pass(message, next);
           return;

@@ -1,11 +1,30 @@
-// Cluster membership of a server that is one started member, always the leader. What etcd allows
-// there is allowed here: adding a learner (which never starts, since it has no process behind it),
-// updating peer URLs, removing the learner. What etcd refuses is refused with etcd's error, checked
-// in etcd's order: removing the only voting member, promoting a voting member or a learner that is
-// not in sync (ours never is), too many learners, peer URLs already in use, unknown or removed ids.
-// Adding a voting member is the one thing etcd accepts and this server cannot honour: the new member
-// would never start and a real single member would then lose quorum; it is answered Unimplemented.
-// Every change that passes the checks made before proposing takes a raft log entry, as in etcd.
+// Cluster membership, as etcd's RaftCluster keeps it, shared by every member of a server or a
+// simulated cluster. Every change that passes the checks made before proposing takes a raft log
+// entry, as in etcd; what etcd refuses is refused with etcd's error, checked in etcd's order.
+//
+// A server alone is one started member, always the leader. What etcd allows there is allowed here:
+// adding a learner (which never starts, since it has no process behind it), updating peer URLs,
+// removing the learner; removing the only voting member is refused by etcd's strict
+// reconfiguration check. Adding a voting member is the one thing etcd accepts and a server alone
+// cannot honour: the new member would never start and the real single member would then lose its
+// quorum; it is answered Unimplemented.
+//
+// A simulated cluster (EmbeddedCluster) gives membership its peers' health (PeerHealth), and then
+// voting members come and go as in etcd 3.4 with its strict reconfiguration check (on by default):
+// - a member added is not started: it has peer URLs only, no name and no client URLs, until it
+//   starts and publishes them (etcd's IsStarted is "has a name": a started member that is stopped
+//   since still counts as started);
+// - an add is refused when fewer members would be started than the new quorum ("not enough started
+//   members"; adding a second member to a single one is let through, etcd's exception for
+//   restoring a cluster), then, learner or not, when the member asked is not connected to every
+//   other voting member ("unhealthy cluster": a voting member not started, stopped or cut off);
+// - a removal of a voting member is refused when the members left would have fewer started ones
+//   than their quorum; removing a member the one asked is not connected to is let through (it is
+//   not part of the active quorum); otherwise it is refused when the connected members minus the
+//   one removed fall below the quorum of the members now ("unhealthy cluster").
+// etcd counts a peer as connected only once it has been for 5 s (its HealthInterval), so a member
+// just started or healed is not at once; here it is (the one difference: a real cluster just
+// started refuses these changes as unhealthy for its first 5 s).
 import { createHash } from 'node:crypto';
 import { EtcdServerError } from '../errors.js';
 import type { MemberIdentity } from './member.js';
@@ -32,6 +51,12 @@ export interface MembershipState {
 /** etcd's default --max-learners. */
 const MAX_LEARNERS = 1;
 
+/** What the members of a simulated cluster know of each other (etcd's raft transport). */
+export interface PeerHealth {
+  /** True when member `local` is connected to member `peer` now (both up and in reach). */
+  connected(local: bigint, peer: bigint): boolean;
+}
+
 /** The members of the cluster this server is the only started member of. */
 export class Membership {
   /** This server's member id. */
@@ -43,6 +68,8 @@ export class Membership {
   /** Wall-clock milliseconds, which new member ids are derived from. */
   private readonly wallClock: () => number;
   private readonly changeListeners = new Set<(state: MembershipState) => void>();
+  /** Set by a simulated cluster: voting members may then be added and removed. */
+  private peers: PeerHealth | undefined;
 
   /** `wallClock` (default Date.now) is for tests of the ids of added members. */
   constructor(self: MemberIdentity, proposals: ProposalLog, wallClock: () => number = Date.now) {
@@ -70,6 +97,26 @@ export class Membership {
       clientUrls: [...member.clientUrls],
       isLearner: false,
     });
+  }
+
+  /**
+   * Lets voting members be added and removed, with etcd's strict reconfiguration check on `peers`
+   * (a simulated cluster, whose added members can be started).
+   */
+  allowVotingChanges(peers: PeerHealth): void {
+    this.peers = peers;
+  }
+
+  /**
+   * An added member starts: it publishes its name and client URLs (etcd's publish, a raft request
+   * of its own), and counts as started from now on.
+   */
+  publish(id: bigint, name: string, clientUrls: readonly string[]): void {
+    const member = this.members.get(id);
+    if (member === undefined) throw new EtcdServerError('MEMBER_NOT_FOUND');
+    this.proposals.propose(ProposalKind.confChange, 0);
+    this.members.set(id, { ...member, name, clientUrls: [...clientUrls] });
+    this.changed();
   }
 
   /** Calls `listener` with the new state after every change from now on. Returns an unsubscribe. */
@@ -114,13 +161,19 @@ export class Membership {
   }
 
   /**
-   * MemberAdd: a learner that never starts. A voting member is refused (see the file comment),
-   * unless etcd would refuse it anyway for its peer URLs.
+   * MemberAdd, asked of member `local`: a member that is not started. Alone (no peers), a server
+   * adds learners only (see the file comment), unless etcd would refuse the add anyway for its
+   * peer URLs.
    */
-  add(peerUrls: readonly string[], isLearner: boolean): Member {
+  add(peerUrls: readonly string[], isLearner: boolean, local: bigint = this.selfId): Member {
     const urls = parsePeerUrls(peerUrls);
-    if (!isLearner && this.urlsFree(urls, undefined))
-      throw new EtcdServerError('VOTING_MEMBER_ADD');
+    if (this.peers === undefined) {
+      if (!isLearner && this.urlsFree(urls, undefined)) {
+        throw new EtcdServerError('VOTING_MEMBER_ADD');
+      }
+    } else {
+      this.checkAdd(isLearner, local, this.peers);
+    }
     this.proposals.propose(ProposalKind.confChange, 0);
     const id = memberIdOf(urls, this.wallClock());
     // Checked in etcd's order. The id depends on the URLs and the second only, so adding the same
@@ -128,31 +181,75 @@ export class Membership {
     if (this.removed.has(id)) throw new EtcdServerError('MEMBER_NOT_FOUND');
     if (this.members.has(id)) throw new EtcdServerError('MEMBER_EXISTS');
     if (!this.urlsFree(urls, undefined)) throw new EtcdServerError('PEER_URL_EXISTS');
-    const learners = this.list().filter((m) => m.isLearner).length;
-    if (learners + 1 > MAX_LEARNERS) throw new EtcdServerError('TOO_MANY_LEARNERS');
-    const member: Member = { id, name: '', peerUrls: urls, clientUrls: [], isLearner: true };
+    if (isLearner) {
+      const learners = this.list().filter((m) => m.isLearner).length;
+      if (learners + 1 > MAX_LEARNERS) throw new EtcdServerError('TOO_MANY_LEARNERS');
+    }
+    const member: Member = { id, name: '', peerUrls: urls, clientUrls: [], isLearner };
     this.members.set(id, member);
     this.changed();
     return member;
   }
 
   /**
-   * MemberRemove: a learner may go; the only voting member may not, and the voting members of a
-   * simulated cluster are fixed (refused as not supported).
+   * MemberRemove, asked of member `local`. A learner may always go. Alone, the only voting member
+   * may not; in a simulated cluster, a voting member goes when etcd's strict check lets it.
    */
-  remove(id: bigint): void {
+  remove(id: bigint, local: bigint = this.selfId): void {
     const member = this.members.get(id);
-    if (member !== undefined && !member.isLearner) {
-      // etcd's strict reconfiguration check: without this member, no started voting member is
-      // left. With several (a simulated cluster) etcd would remove it; these members are fixed.
-      const voters = this.list().filter((m) => !m.isLearner).length;
-      throw new EtcdServerError(voters > 1 ? 'VOTING_MEMBER_REMOVE' : 'MEMBER_NOT_ENOUGH_STARTED');
+    if (member?.isLearner !== true) {
+      if (this.peers === undefined) {
+        // Alone, a voting member is the server itself, and without it no started member is left.
+        if (member !== undefined) throw new EtcdServerError('MEMBER_NOT_ENOUGH_STARTED');
+      } else {
+        // An unknown id is checked too (etcd does), and then found missing when applied.
+        this.checkRemove(id, local, this.peers);
+      }
     }
     this.proposals.propose(ProposalKind.confChange, 0);
     if (member === undefined) throw new EtcdServerError('MEMBER_NOT_FOUND');
     this.members.delete(id);
     this.removed.add(id);
     this.changed();
+  }
+
+  /**
+   * etcd's strict reconfiguration check of an add (see the file comment), which is made before
+   * proposing: it answers at once, even without a leader.
+   */
+  checkAdd(isLearner: boolean, local: bigint, peers: PeerHealth | undefined = this.peers): void {
+    if (peers === undefined) return;
+    const voters = this.voters();
+    if (!isLearner) {
+      const members = voters.length + 1;
+      const started = voters.filter(isStarted).length;
+      // A second member added to a single one is etcd's exception (restoring a cluster).
+      const restoring = started === 1 && members === 2;
+      if (!restoring && started < quorumOf(members)) {
+        throw new EtcdServerError('MEMBER_NOT_ENOUGH_STARTED');
+      }
+    }
+    // etcd asks this of learners too: a voting member not started blocks every add.
+    if (voters.some((m) => m.id !== local && !peers.connected(local, m.id))) {
+      throw new EtcdServerError('UNHEALTHY');
+    }
+  }
+
+  /**
+   * etcd's strict reconfiguration check of a removal (see the file comment), made before
+   * proposing. A learner passes it.
+   */
+  checkRemove(id: bigint, local: bigint, peers: PeerHealth | undefined = this.peers): void {
+    if (peers === undefined || this.members.get(id)?.isLearner === true) return;
+    const voters = this.voters();
+    const left = voters.filter((m) => m.id !== id);
+    if (left.filter(isStarted).length < quorumOf(left.length)) {
+      throw new EtcdServerError('MEMBER_NOT_ENOUGH_STARTED');
+    }
+    // A member out of reach is no part of the active quorum: it may go.
+    if (id !== local && !peers.connected(local, id)) return;
+    const active = voters.filter((m) => m.id === local || peers.connected(local, m.id)).length;
+    if (active - 1 < quorumOf(voters.length - 1)) throw new EtcdServerError('UNHEALTHY');
   }
 
   /** MemberUpdate: new peer URLs, taken as given (etcd does not parse them here). */
@@ -178,6 +275,10 @@ export class Membership {
     throw new EtcdServerError('MEMBER_NOT_LEARNER');
   }
 
+  private voters(): Member[] {
+    return this.list().filter((m) => !m.isLearner);
+  }
+
   private changed(): void {
     if (this.changeListeners.size === 0) return;
     const state = this.state();
@@ -191,6 +292,16 @@ export class Membership {
     }
     return true;
   }
+}
+
+/** etcd's IsStarted: a member has a name once it has started and published it. */
+function isStarted(member: Member): boolean {
+  return member.name !== '';
+}
+
+/** The quorum of `members` voting members. */
+export function quorumOf(members: number): number {
+  return Math.floor(members / 2) + 1;
 }
 
 /**

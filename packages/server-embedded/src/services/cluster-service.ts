@@ -1,6 +1,7 @@
-// etcdserverpb.Cluster over gRPC: one started member, which is its own leader, and the learner it
-// may be given (see server/membership.ts). Its headers carry no revision: etcd's cluster service
-// does not read the store. With auth on, listing members needs a user and changing them the root
+// etcdserverpb.Cluster over gRPC: the members of a server alone or of a simulated cluster (see
+// server/membership.ts). A change is checked as the member called sees its peers (etcd's strict
+// reconfiguration check runs on the member asked). Its headers carry no revision: etcd's cluster
+// service does not read the store. With auth on, listing members needs a user and changing them the root
 // role (checked after the peer URLs are parsed, as etcd's gRPC layer parses them first).
 import { type etcdserverpb, etcdserverpb_Cluster } from '@etcdkit/client/protocol';
 import { type Member, parsePeerUrls } from '../server/membership.js';
@@ -23,7 +24,11 @@ export function registerClusterService(registry: ServiceRegistry, context: Servi
   registry.unary(etcdserverpb_Cluster.MemberAdd, (request, _size, call) => {
     parsePeerUrls(request.peerURLs ?? []);
     caller(call).requireAdmin();
-    const added = membership.add(request.peerURLs ?? [], request.isLearner ?? false);
+    const added = membership.add(
+      request.peerURLs ?? [],
+      request.isLearner ?? false,
+      context.member.memberId,
+    );
     return {
       header: header(),
       member: { ID: added.id, peerURLs: [...added.peerUrls], isLearner: added.isLearner },
@@ -33,7 +38,7 @@ export function registerClusterService(registry: ServiceRegistry, context: Servi
 
   registry.unary(etcdserverpb_Cluster.MemberRemove, (request, _size, call) => {
     caller(call).requireAdmin();
-    membership.remove(request.ID ?? 0n);
+    membership.remove(request.ID ?? 0n, context.member.memberId);
     return { header: header(), members: members() };
   });
 
