@@ -423,11 +423,12 @@ export class Connection implements Rpc {
     const state = newState();
     try {
       const response = await this.#retrying(method.path, scope, state, async () => {
-        // Awaited only when there is something to wait for: each await costs the call a turn.
+        // Without auth there is no token to wait for: the await would cost the call a turn.
         const token = skipAuth || !this.#auth ? undefined : await this.#token(scope, state);
-        const picked = this.#pick(scope, state);
-        if (picked.channel.state() !== 'ready') await this.#ready(scope, state, picked);
-        const { endpoint, channel } = picked;
+        // ready() is asked even of a channel whose state() is 'ready': a Transport's ready() is
+        // its word on whether the attempt may go there (a custom one may refuse while its state
+        // still says ready), and its refusal is what moves the call to another endpoint.
+        const { endpoint, channel } = await this.#connect(scope, state);
         try {
           const response = await channel.unary(method, request, {
             metadata: this.#metadata(token),
