@@ -16,7 +16,15 @@
 //   keeps, and the quorum back;
 // - watches on such a member: served from what it applied (a past start replays up to its
 //   revision, a later one waits, a progress request answers at its revision), then live again
-//   once a quorum is back.
+//   once a quorum is back;
+// - membership changes (etcd's strict reconfiguration check on): a voting member added and not
+//   started (MemberList shows its peer URL only; every further add is "unhealthy cluster"),
+//   MemberUpdate and MemberRemove errors, removing it; with a follower down, removing a running
+//   follower (unhealthy) and the one down (allowed); removing the leader (its process ends, the
+//   member left leads); a voting member added to a single member (its leader lost, "not enough
+//   started members" at once, removing the added member waits for the call's deadline).
+//   Starting an added member is not compared: the testkit cannot start a member that joins a
+//   running cluster (test/cluster/cluster-membership.test.ts covers it on the embedded cluster).
 // Timing is not compared (see the top of src/cluster/embedded-cluster.ts for what differs), nor
 // are the term numbers that real etcd's elections without pre-vote make unpredictable.
 import {
@@ -544,4 +552,206 @@ describeEachCluster(
     }, 60_000);
   },
   { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
+);
+
+const NOT_FOUND = status(5, 'etcdserver: member not found');
+const UNHEALTHY = status(UNAVAILABLE, 'etcdserver: unhealthy cluster');
+const PEER_URL_EXISTS = status(FAILED_PRECONDITION, 'etcdserver: Peer URLs already exists');
+
+/**
+ * `change` once etcd's strict check lets it. A real member counts a peer as connected only 5 s
+ * after it connected (etcd's HealthInterval), so a cluster just started, or a member just back,
+ * refuses member changes as "unhealthy cluster" for a while; the embedded cluster never does.
+ */
+async function onceHealthy<T>(change: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const result = await outcome(change());
+    if ('ok' in result) return result.ok;
+    const retry = result.error.details === UNHEALTHY.details && Date.now() < deadline;
+    if (!retry) throw Object.assign(new Error(result.error.details), result.error);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** MemberList as `{ name, peerURLs, clientURLs, isLearner }`, by name ('' for one not started). */
+async function membersSeenBy(member: TestClusterMember) {
+  const list = await clientOf(member).unary(Cluster.MemberList, {});
+  return list.members
+    .map((m) => ({
+      name: m.name ?? '',
+      peerURLs: m.peerURLs ?? [],
+      clientURLs: m.clientURLs ?? [],
+      isLearner: m.isLearner ?? false,
+    }))
+    .sort((x, y) => x.name.localeCompare(y.name));
+}
+
+describeEachCluster(
+  'cluster conformance: membership changes',
+  ({ cluster }) => {
+    it('a voting member added is listed with its peer URL only; no other add passes until it starts; MemberUpdate and MemberRemove errors; removing it', async () => {
+      const c = cluster();
+      await agreedStatus(c.members);
+      const [m0, m1, m2] = c.members as [TestClusterMember, TestClusterMember, TestClusterMember];
+      const started = await membersSeenBy(m0);
+      const added = await onceHealthy(() =>
+        clientOf(m1).unary(Cluster.MemberAdd, { peerURLs: ['http://127.0.0.1:1'] }),
+      );
+      const id = added.member!.ID!;
+      expect({ peerURLs: added.member!.peerURLs, isLearner: added.member!.isLearner }).toEqual({
+        peerURLs: ['http://127.0.0.1:1'],
+        isLearner: false,
+      });
+      expect(added.members).toHaveLength(4);
+      const unstarted = {
+        name: '',
+        peerURLs: ['http://127.0.0.1:1'],
+        clientURLs: [],
+        isLearner: false,
+      };
+      for (const member of c.members) {
+        // Every member applies the change; a follower may list it a moment later.
+        await eventually(async () =>
+          (await membersSeenBy(member)).length === 4 ? true : undefined,
+        );
+        expect(await membersSeenBy(member)).toEqual([unstarted, ...started]);
+      }
+
+      // The strict check: started members (3) would still be a quorum of 5, but no member is
+      // connected to the new one, so every add is refused, a learner's too.
+      for (const isLearner of [false, true]) {
+        await expect(
+          clientOf(m0).unary(Cluster.MemberAdd, { peerURLs: ['http://127.0.0.1:2'], isLearner }),
+        ).rejects.toMatchObject(UNHEALTHY);
+      }
+
+      // MemberUpdate: an unknown id; a peer URL another member has; then new peer URLs.
+      await expect(
+        clientOf(m2).unary(Cluster.MemberUpdate, { ID: 12_345n, peerURLs: ['http://127.0.0.1:3'] }),
+      ).rejects.toMatchObject(NOT_FOUND);
+      await expect(
+        clientOf(m2).unary(Cluster.MemberUpdate, { ID: id, peerURLs: started[0]!.peerURLs }),
+      ).rejects.toMatchObject(PEER_URL_EXISTS);
+      const updated = await clientOf(m2).unary(Cluster.MemberUpdate, {
+        ID: id,
+        peerURLs: ['http://127.0.0.1:3'],
+      });
+      expect(updated.members.find((m) => m.ID === id)?.peerURLs).toEqual(['http://127.0.0.1:3']);
+
+      // MemberRemove: an unknown id; the unstarted member (it is out of reach: it may go); then
+      // its id again, removed for good, in a removal and an update.
+      await expect(clientOf(m0).unary(Cluster.MemberRemove, { ID: 12_345n })).rejects.toMatchObject(
+        NOT_FOUND,
+      );
+      const removed = await clientOf(m0).unary(Cluster.MemberRemove, { ID: id });
+      expect(removed.members).toHaveLength(3);
+      await expect(clientOf(m0).unary(Cluster.MemberRemove, { ID: id })).rejects.toMatchObject(
+        NOT_FOUND,
+      );
+      await expect(
+        clientOf(m1).unary(Cluster.MemberUpdate, { ID: id, peerURLs: ['http://127.0.0.1:4'] }),
+      ).rejects.toMatchObject(NOT_FOUND);
+      for (const member of c.members) {
+        await eventually(async () =>
+          (await membersSeenBy(member)).length === 3 ? true : undefined,
+        );
+        expect(await membersSeenBy(member)).toEqual(started);
+      }
+      await agreedStatus(c.members);
+    }, 60_000);
+  },
+  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
+);
+
+describeEachCluster(
+  'cluster conformance: removing members',
+  ({ cluster }) => {
+    it('with a follower down, a running follower may not go but the one down may; the leader removed, its process ends and the last member leads', async () => {
+      const c = cluster();
+      const names = await namesById(c);
+      const idOf = (member: TestClusterMember) =>
+        [...names.entries()].find(([, name]) => name === member.name)![0];
+      const before = await agreedStatus(c.members);
+      const leader = memberNamed(c, names.get(before.leader));
+      const [down, running] = c.members.filter((m) => m !== leader) as [
+        TestClusterMember,
+        TestClusterMember,
+      ];
+      await down.kill();
+      // Without the running follower, the leader alone is short of the quorum of the 2 left.
+      await expect(
+        clientOf(leader).unary(Cluster.MemberRemove, { ID: idOf(running) }),
+      ).rejects.toMatchObject(UNHEALTHY);
+      const removed = await clientOf(leader).unary(Cluster.MemberRemove, { ID: idOf(down) });
+      expect(removed.members.map((m) => names.get(m.ID!)).sort()).toEqual(
+        [leader.name, running.name].sort(),
+      );
+
+      // The leader removed, asked of the other member: the leader's process ends, and the member
+      // left, a quorum alone, leads in a later term.
+      await onceHealthy(() => clientOf(running).unary(Cluster.MemberRemove, { ID: idOf(leader) }));
+      const after = await agreedStatus([running], (id) => id === idOf(running));
+      expect(after.term).toBeGreaterThan(before.term);
+      await eventually(async () => {
+        const gone = await outcome(
+          clientOf(leader).unary(Maintenance.Status, {}, { deadlineMs: 1_000 }),
+        );
+        return 'error' in gone && gone.error.code === UNAVAILABLE ? true : undefined;
+      });
+      expect(await membersSeenBy(running)).toEqual([
+        {
+          name: running.name,
+          peerURLs: (await membersSeenBy(running))[0]!.peerURLs,
+          clientURLs: [running.endpoint],
+          isLearner: false,
+        },
+      ]);
+      const written = await clientOf(running).unary(KV.Put, { key: b('k'), value: b('v') });
+      expect(names.get(written.header!.memberId!)).toBe(running.name);
+    }, 60_000);
+  },
+  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
+);
+
+describeEachCluster(
+  'cluster conformance: a voting member added to a single member',
+  ({ cluster }) => {
+    it('is accepted (etcd lets a second member in), and the single member loses its leader; what needs a check is refused at once, what needs a leader waits', async () => {
+      const c = cluster();
+      const [only] = c.members as [TestClusterMember];
+      await agreedStatus(c.members);
+      const client = clientOf(only);
+      const added = await client.unary(Cluster.MemberAdd, { peerURLs: ['http://127.0.0.1:1'] });
+      expect(added.members).toHaveLength(2);
+      // A real leader steps down an election timeout later (raft's check quorum).
+      const lost = await eventually(async () => {
+        const answer = await client.unary(Maintenance.Status, {});
+        return answer.leader === 0n ? answer : undefined;
+      });
+      expect(lost.errors).toEqual(['etcdserver: no leader']);
+      expect((await membersSeenBy(only)).map((m) => m.name)).toEqual(['', only.name]);
+
+      // The strict check runs before proposing, leader or not: 1 started member of 3 (or of the
+      // 1 left) is short of a quorum.
+      const NOT_ENOUGH_STARTED = status(
+        UNKNOWN,
+        'etcdserver: re-configuration failed due to not enough started members',
+      );
+      await expect(
+        client.unary(Cluster.MemberAdd, { peerURLs: ['http://127.0.0.1:2'] }),
+      ).rejects.toMatchObject(NOT_ENOUGH_STARTED);
+      const selfId = (await client.unary(Maintenance.Status, {})).header!.memberId!;
+      await expect(client.unary(Cluster.MemberRemove, { ID: selfId })).rejects.toMatchObject(
+        NOT_ENOUGH_STARTED,
+      );
+      // Removing the member added passes the check, then waits for a leader to commit it: only
+      // the call's deadline ends it.
+      const undo = await outcome(
+        client.unary(Cluster.MemberRemove, { ID: added.member!.ID }, { deadlineMs: 1_000 }),
+      );
+      expect('error' in undo && undo.error.code).toBe(DEADLINE_EXCEEDED);
+    }, 60_000);
+  },
+  { members: 1, embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
 );
