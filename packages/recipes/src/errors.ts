@@ -104,3 +104,24 @@ export class StaleFencingTokenError extends RecipeError<'STALE_FENCING_TOKEN'> {
     this.highestToken = highestToken;
   }
 }
+
+/**
+ * `FencedResource.update()` lost to concurrent writes of the resource (or of its token) on every
+ * one of its attempts. Nothing was written; read again and decide.
+ */
+export class FencedUpdateConflictError extends RecipeError<'FENCED_UPDATE_CONFLICT'> {
+  /** The resource's key. */
+  readonly resource: string;
+  /** How many read-and-write attempts lost (the `maxAttempts` option). */
+  readonly attempts: number;
+
+  /** The update of `resource` lost `attempts` times in a row. */
+  constructor(resource: string, attempts: number) {
+    super(
+      'FENCED_UPDATE_CONFLICT',
+      `${resource}: the update lost to concurrent writes ${attempts} times`,
+    );
+    this.resource = resource;
+    this.attempts = attempts;
+  }
+}

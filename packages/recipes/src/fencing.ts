@@ -8,6 +8,7 @@ import {
   type CommitOptions,
   type Compare,
   cmp,
+  InvalidArgumentError,
   type KeyValue,
   type KV,
   type Op,
@@ -16,7 +17,7 @@ import {
   type TxnOpResponse,
   type TxnResult,
 } from '@etcdkit/client';
-import { LockLostError, RecipeError, StaleFencingTokenError } from './errors.js';
+import { FencedUpdateConflictError, LockLostError, StaleFencingTokenError } from './errors.js';
 import type { Ownership } from './hold.js';
 
 /**
@@ -168,7 +169,9 @@ const MAX_TOKEN = 10n ** BigInt(TOKEN_DIGITS) - 1n;
 
 function encodeToken(token: bigint): string {
   if (typeof token !== 'bigint' || token < 0n || token > MAX_TOKEN) {
-    throw new RangeError(`a fencing token must be a bigint in [0, ${MAX_TOKEN}], got ${token}`);
+    throw new InvalidArgumentError(
+      `a fencing token must be a bigint in [0, ${MAX_TOKEN}], got ${String(token)}`,
+    );
   }
   return token.toString().padStart(TOKEN_DIGITS, '0');
 }
@@ -284,10 +287,7 @@ export class FencedResource {
         .commit();
       if (write.succeeded) return { header: write.header, value };
       if (attempt >= attempts) {
-        throw new RecipeError(
-          'FENCED_UPDATE_CONFLICT',
-          `${this.key}: the update lost to concurrent writes ${attempts} times`,
-        );
+        throw new FencedUpdateConflictError(this.key, attempts);
       }
     }
   }

@@ -15,6 +15,7 @@ export {
 export {
   ElectionNoLeaderError,
   ElectionNotLeaderError,
+  FencedUpdateConflictError,
   LockedError,
   LockLostError,
   LockNotHeldError,

@@ -1,5 +1,6 @@
 // A counting semaphore (not in Go's recipes): up to N holders at once, queued like the mutex. The
 // holders are the N keys with the oldest create revisions under the prefix.
+import { InvalidArgumentError } from '@etcdkit/client';
 import { LockedError } from './errors.js';
 import { Hold, Holding } from './hold.js';
 import {
@@ -43,7 +44,7 @@ export class Semaphore {
     readonly permits: number,
   ) {
     if (!Number.isSafeInteger(permits) || permits < 1) {
-      throw new RangeError(`permits must be a positive integer, got ${permits}`);
+      throw new InvalidArgumentError(`permits must be a positive integer, got ${String(permits)}`);
     }
     this.prefix = `${name}/`;
   }

@@ -9,6 +9,7 @@ import {
   AbortedError,
   type Bytes,
   CompactedError,
+  InvalidArgumentError,
   type KV,
   linkSignals,
   type ResponseHeader,
@@ -153,7 +154,7 @@ export interface PredecessorWait extends WaitOptions {
 export async function waitForPredecessors(kv: KV, wait: PredecessorWait): Promise<ResponseHeader> {
   const slots = wait.slots ?? 1;
   if (!Number.isSafeInteger(slots) || slots < 1) {
-    throw new RangeError(`slots must be a positive integer, got ${slots}`);
+    throw new InvalidArgumentError(`slots must be a positive integer, got ${String(slots)}`);
   }
   throwIfAborted(wait.signal);
   const inner = new AbortController();

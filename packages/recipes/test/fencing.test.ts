@@ -1,10 +1,10 @@
 // Fencing: guarded txns and token-checked resources, and the safety test: workers increment a
 // counter under a lock while their leases are forced to expire mid-critical-section. With fencing
 // the counter is exact; without it updates are lost (asserted, so the test can fail).
-import { cmp, Etcd, op } from '@etcdkit/client';
+import { cmp, Etcd, InvalidArgumentError, op } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LockLostError, StaleFencingTokenError } from '../src/errors.js';
+import { FencedUpdateConflictError, LockLostError, StaleFencingTokenError } from '../src/errors.js';
 import { FencedResource, fencedPut, guardedTxn } from '../src/fencing.js';
 import { Mutex } from '../src/mutex.js';
 import type { Session } from '../src/session.js';
@@ -51,6 +51,72 @@ describeEachBackend('Fencing', ({ backend, prefix }) => {
       const error = await rejection(resource.update(5n, increment));
       expect(error).toBeInstanceOf(StaleFencingTokenError);
       expect((await resource.read()).kv?.text()).toBe('11');
+    });
+
+    it('refuses a token outside [0, 10^19 - 1] with InvalidArgumentError, writing nothing', async () => {
+      const key = `${prefix()}bounds`;
+      const resource = new FencedResource(admin, key);
+      for (const token of [-1n, 10n ** 19n]) {
+        const put = await rejection(resource.put(token, 'x'));
+        expect(put).toBeInstanceOf(InvalidArgumentError);
+        expect(put).toMatchObject({ code: 'INVALID_ARGUMENT' });
+        expect(await rejection(fencedPut(admin, key, token, 'x'))).toBeInstanceOf(
+          InvalidArgumentError,
+        );
+        expect(await rejection(resource.update(token, () => 'x'))).toBeInstanceOf(
+          InvalidArgumentError,
+        );
+      }
+      expect(await admin.count({ prefix: key })).toBe(0n);
+    });
+
+    it('update gives up after maxAttempts lost races with FencedUpdateConflictError', async () => {
+      const key = `${prefix()}contended`;
+      let interlopers = 0;
+      let commits = 0;
+      // update() alternates a read txn and a guarded write txn. Before each write txn commits,
+      // another writer puts the key, so every attempt's read is stale when its write arrives.
+      const racingTxn = <T extends object>(txn: T): T =>
+        new Proxy(txn, {
+          get(target, name) {
+            const member: unknown = Reflect.get(target, name, target);
+            if (typeof member !== 'function') return member;
+            if (name === 'commit') {
+              return async (...args: unknown[]) => {
+                if (++commits % 2 === 0) await admin.put(key, `interloper ${++interlopers}`);
+                return member.apply(target, args);
+              };
+            }
+            return (...args: unknown[]) => racingTxn(member.apply(target, args));
+          },
+        });
+      const racing = new Proxy(admin, {
+        get(target, name) {
+          if (name === 'txn') return () => racingTxn(target.txn());
+          return Reflect.get(target, name, target);
+        },
+      });
+      const resource = new FencedResource(racing, key);
+      let calls = 0;
+      const error = await rejection(
+        resource.update(
+          1n,
+          () => {
+            calls++;
+            return 'mine';
+          },
+          { maxAttempts: 3 },
+        ),
+      );
+      expect(error).toBeInstanceOf(FencedUpdateConflictError);
+      expect(error).toMatchObject({
+        code: 'FENCED_UPDATE_CONFLICT',
+        resource: key,
+        attempts: 3,
+      });
+      expect(calls).toBe(3);
+      expect((await admin.get(key))?.text()).toBe('interloper 3');
+      expect(await admin.get(resource.tokenKey)).toBeUndefined();
     });
   });
 

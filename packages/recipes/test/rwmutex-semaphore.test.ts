@@ -1,6 +1,6 @@
 // RWMutex (Go's read/write key layout, shared readers, exclusive and fair writers) and Semaphore
 // (N holders, FIFO, any release admits the next waiter), all cancellable without leaks.
-import { AbortedError, Etcd } from '@etcdkit/client';
+import { AbortedError, Etcd, InvalidArgumentError } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockedError, SessionExpiredError } from '../src/errors.js';
@@ -185,6 +185,16 @@ describeEachBackend('RWMutex and Semaphore', ({ backend, prefix }) => {
       expect(most).toBeLessThanOrEqual(3);
       expect(most).toBeGreaterThan(1);
       expect(await keys(`${name}/`)).toEqual([]);
+    });
+
+    it('refuses a permit count that is not a positive integer with InvalidArgumentError', async () => {
+      const session = await fixture.session();
+      for (const permits of [0, -1, 1.5, Number.NaN]) {
+        expect(() => new Semaphore(session, `${prefix()}sem`, permits)).toThrow(
+          InvalidArgumentError,
+        );
+      }
+      expect(await keys(`${prefix()}sem/`)).toEqual([]);
     });
 
     it('tryAcquire fails with LockedError and leaves no key; an abort leaves no key', async () => {
