@@ -39,26 +39,26 @@ import type { Clock, Timer } from '../clock.js';
 import type { EmbeddedEtcdOptions } from '../embedded-etcd.js';
 import { DEFAULT_ETCD_VERSION } from '../embedded-etcd.js';
 import { EtcdServerError } from '../errors.js';
-import { FaultInjector } from '../faults/fault-injector.js';
 import type { LeaseTable } from '../lease/lease-table.js';
 import type { MvccStore } from '../mvcc/store.js';
 import { createLogger, type ServerLogger } from '../server/logger.js';
 import { type MemberIdentity, randomId } from '../server/member.js';
-import { MemberServer } from '../server/member-server.js';
 import { type Membership, type MembershipState, quorumOf } from '../server/membership.js';
 import {
-  compactCore,
   createServerCore,
   renewLeases,
   type ServerCore,
-  serviceContext,
   startLeaderWork,
 } from '../server/server-core.js';
-import type { ServiceContext } from '../services/context.js';
 import type { VirtualClock } from '../virtual-clock.js';
-import { MemberAppliedState } from './applied-state.js';
-import { EmbeddedClusterMember } from './cluster-member.js';
-import { type GateStatus, LeaderGate } from './leader-gate.js';
+import type { EmbeddedClusterMember } from './cluster-member.js';
+import type { GateStatus } from './leader-gate.js';
+import {
+  assembleMember,
+  type MemberSettings,
+  type OpenedMember,
+  openMember,
+} from './member-assembly.js';
 
 /** Options of {@link EmbeddedCluster.start}. Every limit defaults to etcd's default. */
 export interface EmbeddedClusterOptions
@@ -110,16 +110,6 @@ const MAX_MEMBERS = 9;
  * MemberRemove it served itself go out first.
  */
 const REMOVED_MEMBER_EXIT_MS = 100;
-
-/** What every member of a cluster is built with, also those started later. */
-interface MemberSettings {
-  readonly options: EmbeddedClusterOptions;
-  readonly requestTimeoutMs: number;
-  readonly maxRequestBytes: number;
-  readonly clusterId: bigint;
-  readonly version: string;
-  readonly logger: ServerLogger;
-}
 
 /** Several etcd members in this process, serving one store (see the file comment). */
 export class EmbeddedCluster {
@@ -198,7 +188,7 @@ export class EmbeddedCluster {
     // The gates are asked for their member's strict reconfiguration checks once the cluster exists.
     let cluster: EmbeddedCluster | undefined;
     const memberIds = Array.from({ length: count }, () => randomId());
-    const opened: { gate: LeaderGate; network: MemberServer }[] = [];
+    const opened: OpenedMember[] = [];
     try {
       for (const [i, memberId] of memberIds.entries()) {
         opened.push(
@@ -483,45 +473,12 @@ export class EmbeddedCluster {
   }
 
   /** A member of this cluster, on its network and leader gate. */
-  private assemble(
-    identity: MemberIdentity,
-    parts: { gate: LeaderGate; network: MemberServer },
-  ): EmbeddedClusterMember {
-    const { core, settings } = this;
-    const { network } = parts;
-    let member: EmbeddedClusterMember | undefined;
-    const context: ServiceContext = {
-      ...serviceContext(core, identity, settings.version, {
-        leader: () => member?.leaderId ?? 0n,
-        moveLeader: (targetId, signal) => this.moveLeader(member!, targetId, signal),
-      }),
-      // Cut off from the quorum, the member answers from what it had applied then.
-      appliedState: () => member?.appliedState,
-    };
-    const served = network.serve(context, {
-      progressNotifyIntervalMs: settings.options.watchProgressNotifyIntervalMs,
+  private assemble(identity: MemberIdentity, parts: OpenedMember): EmbeddedClusterMember {
+    return assembleMember(this.core, this.settings, identity, parts, {
+      moveLeader: (member, targetId, signal) => this.moveLeader(member, targetId, signal),
+      elect: (member) => this.elect(member),
+      reachChanged: () => this.reachChanged(),
     });
-    const faults = new FaultInjector(network.gate, {
-      dropConnections: () => member!.dropConnections(),
-      electLeader: () => this.elect(member!),
-      raiseNoSpace: () => core.services.alarms.raiseNoSpace(identity.memberId),
-      compact: (revision) => compactCore(core, revision),
-      expireLease: (leaseId) => core.services.leases.expire(leaseId),
-      pauseChanged: () => this.reachChanged(),
-    });
-    member = new EmbeddedClusterMember({
-      identity,
-      network,
-      served,
-      leaderGate: parts.gate,
-      faults,
-      control: {
-        reachChanged: () => this.reachChanged(),
-        capture: () => MemberAppliedState.capture(core),
-      },
-      logger: this.logger,
-    });
-    return member;
   }
 
   /**
@@ -548,23 +505,4 @@ export class EmbeddedCluster {
     const leaderId = this.currentLeader?.memberId ?? 0n;
     for (const member of this.memberList) member.setLeader(member.reachable ? leaderId : 0n);
   }
-}
-
-/** Opens a member's port, with its leader gate in front of the services it will serve. */
-async function openMember(
-  settings: MemberSettings,
-  port: number,
-  precheck: (path: string, message: unknown) => GateStatus | undefined,
-): Promise<{ gate: LeaderGate; network: MemberServer }> {
-  const gate = new LeaderGate({ requestTimeoutMs: settings.requestTimeoutMs, precheck });
-  const network = await MemberServer.open(
-    {
-      port,
-      tls: settings.options.tls,
-      maxRequestBytes: settings.maxRequestBytes,
-      interceptors: [gate.interceptor()],
-    },
-    settings.logger,
-  );
-  return { gate, network };
 }

@@ -1,0 +1,102 @@
+// How a member of a simulated cluster is put together: its port and leader gate first (opened
+// before the cluster exists, or when an added member starts), then its services over the shared
+// server core, its fault injector and the member object, bound to the cluster by callbacks.
+import { FaultInjector } from '../faults/fault-injector.js';
+import type { ServerLogger } from '../server/logger.js';
+import type { MemberIdentity } from '../server/member.js';
+import { MemberServer } from '../server/member-server.js';
+import { compactCore, type ServerCore, serviceContext } from '../server/server-core.js';
+import type { ServiceContext } from '../services/context.js';
+import { MemberAppliedState } from './applied-state.js';
+import { EmbeddedClusterMember } from './cluster-member.js';
+import type { EmbeddedClusterOptions } from './embedded-cluster.js';
+import { type GateStatus, LeaderGate } from './leader-gate.js';
+
+/** What every member of a cluster is built with, also those started later. */
+export interface MemberSettings {
+  readonly options: EmbeddedClusterOptions;
+  readonly requestTimeoutMs: number;
+  readonly maxRequestBytes: number;
+  readonly clusterId: bigint;
+  readonly version: string;
+  readonly logger: ServerLogger;
+}
+
+/** A member's port, listening, and the leader gate in front of it. */
+export interface OpenedMember {
+  readonly gate: LeaderGate;
+  readonly network: MemberServer;
+}
+
+/** What a member asks of its cluster. */
+export interface ClusterHooks {
+  moveLeader(member: EmbeddedClusterMember, targetId: bigint, signal: AbortSignal): Promise<void>;
+  elect(member: EmbeddedClusterMember): number;
+  reachChanged(): void;
+}
+
+/**
+ * Opens a member's port, with its leader gate in front of the services it will serve. `precheck`
+ * refuses a call at once even without a leader (a member change etcd's strict check refuses).
+ */
+export async function openMember(
+  settings: MemberSettings,
+  port: number,
+  precheck: (path: string, message: unknown) => GateStatus | undefined,
+): Promise<OpenedMember> {
+  const gate = new LeaderGate({ requestTimeoutMs: settings.requestTimeoutMs, precheck });
+  const network = await MemberServer.open(
+    {
+      port,
+      tls: settings.options.tls,
+      maxRequestBytes: settings.maxRequestBytes,
+      interceptors: [gate.interceptor()],
+    },
+    settings.logger,
+  );
+  return { gate, network };
+}
+
+/** Serves the member's services on its port and makes the member object. */
+export function assembleMember(
+  core: ServerCore,
+  settings: MemberSettings,
+  identity: MemberIdentity,
+  parts: OpenedMember,
+  cluster: ClusterHooks,
+): EmbeddedClusterMember {
+  const { network } = parts;
+  let member: EmbeddedClusterMember | undefined;
+  const context: ServiceContext = {
+    ...serviceContext(core, identity, settings.version, {
+      leader: () => member?.leaderId ?? 0n,
+      moveLeader: (targetId, signal) => cluster.moveLeader(member!, targetId, signal),
+    }),
+    // Cut off from the quorum, the member answers from what it had applied then.
+    appliedState: () => member?.appliedState,
+  };
+  const served = network.serve(context, {
+    progressNotifyIntervalMs: settings.options.watchProgressNotifyIntervalMs,
+  });
+  const faults = new FaultInjector(network.gate, {
+    dropConnections: () => member!.dropConnections(),
+    electLeader: () => cluster.elect(member!),
+    raiseNoSpace: () => core.services.alarms.raiseNoSpace(identity.memberId),
+    compact: (revision) => compactCore(core, revision),
+    expireLease: (leaseId) => core.services.leases.expire(leaseId),
+    pauseChanged: () => cluster.reachChanged(),
+  });
+  member = new EmbeddedClusterMember({
+    identity,
+    network,
+    served,
+    leaderGate: parts.gate,
+    faults,
+    control: {
+      reachChanged: () => cluster.reachChanged(),
+      capture: () => MemberAppliedState.capture(core),
+    },
+    logger: settings.logger,
+  });
+  return member;
+}
