@@ -20,7 +20,10 @@ export interface AuthOptions {
 
 /** Retry budget of reads (and of writes that provably never left the client). */
 export interface RetryOptions {
-  /** Attempts per call, the first included. Default 5; 1 disables retries. */
+  /**
+   * Attempts per call, the first included. Default 8: with the default delays, the waits add up to
+   * 7-9 s, enough to ride through an etcd leader election on a loaded machine. 1 disables retries.
+   */
   readonly maxAttempts?: number;
   /** Delay before the first retry, in ms. Doubles per retry. Default 100. */
   readonly minDelayMs?: number;
@@ -161,7 +164,7 @@ export interface EndpointAddress {
 export const CONNECTION_DEFAULTS = {
   dialTimeoutMs: 5_000,
   callTimeoutMs: 30_000,
-  maxAttempts: 5,
+  maxAttempts: 8,
   minDelayMs: 100,
   maxDelayMs: 2_000,
   jitter: true,
