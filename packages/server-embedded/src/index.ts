@@ -20,7 +20,11 @@ export {
   EmbeddedClusterMember,
   type MemberRestartOptions,
 } from './cluster/cluster-member.js';
-export { EmbeddedCluster, type EmbeddedClusterOptions } from './cluster/embedded-cluster.js';
+export {
+  EmbeddedCluster,
+  type EmbeddedClusterOptions,
+  type StartAddedOptions,
+} from './cluster/embedded-cluster.js';
 export {
   DEFAULT_ETCD_VERSION,
   EmbeddedEtcd,

@@ -1,5 +1,5 @@
 // The commands that drive a simulated cluster by hand, one a line: stop, start, partition or pause
-// a member, elect a leader, and see the outcome. Each answers one line: `ok` and the cluster's state
+// a member, elect a leader, start a member MemberAdd added, and see the outcome. Each answers one line: `ok` and the cluster's state
 // after it (so every step of a failover trial shows who leads now), or `error` and why.
 import type { EmbeddedClusterMember } from '../cluster/cluster-member.js';
 import type { EmbeddedCluster } from '../cluster/embedded-cluster.js';
@@ -18,8 +18,11 @@ export class CommandError extends Error {
 /** One command of the control surface. */
 export interface ClusterCommand {
   readonly name: string;
-  /** Its argument as the help writes it: none, a member, or an optional member. */
-  readonly argument: '' | '<member>' | '[<member>]';
+  /**
+   * Its argument as the help writes it: none, a member, an optional member, or the id of a voting
+   * member MemberAdd added and that has not started.
+   */
+  readonly argument: '' | '<member>' | '[<member>]' | '<added-member-id>';
   readonly help: string;
 }
 
@@ -84,6 +87,12 @@ const COMMANDS: readonly RunnableCommand[] = [
     help: 'make the member the leader, in a new term (it must be reachable)',
     run: (cluster, member) => cluster.elect(member!),
   },
+  {
+    name: 'join',
+    argument: '<added-member-id>',
+    help: 'start the voting member MemberAdd added (etcdctl member add), on a free port',
+    run: () => {},
+  },
   { name: 'help', argument: '', help: 'list the commands', run: () => {} },
 ];
 
@@ -111,12 +120,28 @@ export async function runClusterCommand(cluster: EmbeddedCluster, line: string):
     if (command.name === 'help') {
       return `ok commands: ${COMMANDS.map(commandSynopsis).join(', ')}; a member is its name or id`;
     }
+    if (command.argument === '<added-member-id>') return await join(cluster, command, args);
     const member = memberArgument(cluster, command, args);
     await command.run(cluster, member);
     return `ok ${clusterStatus(cluster)}`;
   } catch (error) {
     return `error ${error instanceof Error ? error.message : String(error)}`;
   }
+}
+
+/** `join`: the new member's startup line (name, id, client URL), then the state. */
+async function join(
+  cluster: EmbeddedCluster,
+  command: ClusterCommand,
+  args: readonly string[],
+): Promise<string> {
+  const [given] = args;
+  if (args.length !== 1 || !/^[0-9a-f]{1,16}$/i.test(given!)) {
+    throw new CommandError(`usage: ${commandSynopsis(command)} (the id in hex)`);
+  }
+  const member = await cluster.startAdded(BigInt(`0x${given}`));
+  const line = `member ${member.name} ${member.memberId.toString(16)} ${member.endpoint}`;
+  return `ok ${line} ${clusterStatus(cluster)}`;
 }
 
 function memberArgument(
@@ -144,11 +169,18 @@ function memberArgument(
 /**
  * The cluster in one line of `key=value` fields: `leader=member1 term=3` (`leader=none` without a
  * quorum), then each member's state: `leader`, `follower`, `no-leader` (running but without a
- * quorum), or what was done to it: `stopped`, `partitioned`, `paused`, joined by `+`.
+ * quorum), or what was done to it: `stopped`, `partitioned`, `paused`, joined by `+`; last, when
+ * voting members were added and have not started, `unstarted=<count>` (they count for the quorum).
  */
 export function clusterStatus(cluster: EmbeddedCluster): string {
   const members = cluster.members.map((member) => `${member.name}=${memberState(member)}`);
-  return [`leader=${cluster.leader?.name ?? 'none'}`, `term=${cluster.term}`, ...members].join(' ');
+  const unstarted = cluster.votingMembers - cluster.members.length;
+  return [
+    `leader=${cluster.leader?.name ?? 'none'}`,
+    `term=${cluster.term}`,
+    ...members,
+    ...(unstarted > 0 ? [`unstarted=${unstarted}`] : []),
+  ].join(' ');
 }
 
 function memberState(member: EmbeddedClusterMember): string {

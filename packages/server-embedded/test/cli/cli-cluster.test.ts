@@ -188,7 +188,7 @@ describe('etcdkit-server --simulated-members', () => {
     const [, member1] = cli.members as [PrintedMember, PrintedMember, PrintedMember];
 
     expect(await cli.command('frobnicate member1')).toBe(
-      'error unknown command "frobnicate": status, stop, start, restart, partition, heal, pause, resume, elect, help',
+      'error unknown command "frobnicate": status, stop, start, restart, partition, heal, pause, resume, elect, join, help',
     );
     expect(await cli.command('stop')).toBe('error usage: stop <member>');
     expect(await cli.command('pause member1 now')).toBe('error usage: pause <member>');

@@ -1,8 +1,10 @@
 // The commands of `etcdkit-server --simulated-members`, run on an EmbeddedCluster in this process:
 // each answers one line, `ok` with the cluster's state after it or `error` with why.
+import { etcdserverpb_Cluster as Cluster } from '@etcdkit/client/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clusterStatus, runClusterCommand } from '../../src/cli/cluster-commands.js';
 import { EmbeddedCluster } from '../../src/index.js';
+import { RawClient } from '../support/grpc-client.js';
 
 describe('simulated cluster commands', () => {
   let cluster: EmbeddedCluster | undefined;
@@ -80,5 +82,30 @@ describe('simulated cluster commands', () => {
     expect(clusterStatus(started)).toBe(
       'leader=none term=2 member0=no-leader member1=stopped member2=stopped',
     );
+  });
+
+  it('join starts a voting member MemberAdd added; until then the status counts it as unstarted', async () => {
+    const started = await start(1);
+    const client = new RawClient(started.members[0]!.endpoint);
+    try {
+      const added = await client.unary(Cluster.MemberAdd, { peerURLs: ['http://127.0.0.1:1'] });
+      const id = added.member!.ID!.toString(16);
+      expect(await runClusterCommand(started, 'status')).toBe(
+        'ok leader=none term=2 member0=no-leader unstarted=1',
+      );
+      const joined = await runClusterCommand(started, `join ${id}`);
+      const member1 = started.member('member1')!;
+      expect(joined).toBe(
+        `ok member member1 ${id} ${member1.endpoint} leader=member0 term=3 member0=leader member1=follower`,
+      );
+      expect(await runClusterCommand(started, `join ${id}`)).toBe(
+        `error member ${id} has already started`,
+      );
+      expect(await runClusterCommand(started, 'join member1')).toBe(
+        'error usage: join <added-member-id> (the id in hex)',
+      );
+    } finally {
+      client.close();
+    }
   });
 });
