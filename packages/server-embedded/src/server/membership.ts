@@ -57,7 +57,7 @@ export interface PeerHealth {
   connected(local: bigint, peer: bigint): boolean;
 }
 
-/** The members of the cluster this server is the only started member of. */
+/** The members of a server alone, or of a simulated cluster (see the file comment). */
 export class Membership {
   /** This server's member id. */
   readonly selfId: bigint;
