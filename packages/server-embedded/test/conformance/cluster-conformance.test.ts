@@ -746,11 +746,21 @@ describeEachCluster(
         NOT_ENOUGH_STARTED,
       );
       // Removing the member added passes the check, then waits for a leader to commit it: only
-      // the call's deadline ends it.
+      // the call's deadline ends it. Whose answer the client sees is a race on real etcd, which
+      // sees the same deadline pass: grpc-js' own DeadlineExceeded, or etcd's "request timed out"
+      // (seen when the whole file runs on a busy machine).
       const undo = await outcome(
         client.unary(Cluster.MemberRemove, { ID: added.member!.ID }, { deadlineMs: 1_000 }),
       );
-      expect('error' in undo && undo.error.code).toBe(DEADLINE_EXCEEDED);
+      const failure = 'error' in undo ? undo.error : undefined;
+      expect([
+        { code: DEADLINE_EXCEEDED, details: 'Deadline exceeded' },
+        READ_TIMED_OUT,
+      ]).toContainEqual({
+        code: failure?.code,
+        details: failure?.details.replace(/^Deadline exceeded.*$/s, 'Deadline exceeded'),
+      });
+      expect((await membersSeenBy(only)).map((m) => m.name)).toEqual(['', only.name]);
     }, 60_000);
   },
   { members: 1, embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
