@@ -170,6 +170,25 @@ describe('retry policy (judge)', () => {
   });
 
   it.each([
+    [GrpcStatus.Unavailable, 'etcdserver: unhealthy cluster', 'UNHEALTHY'],
+    [
+      GrpcStatus.Unknown,
+      'etcdserver: re-configuration failed due to not enough started members',
+      'MEMBER_NOT_ENOUGH_STARTED',
+    ],
+  ])(
+    'reports the reconfiguration refusal %s %j as is: etcd checks before proposing',
+    (code, details, etcdCode) => {
+      for (const policy of ['read', 'write', 'guarded-write'] as const) {
+        const verdict = judge(failure(code, details, true), policy);
+        expect(verdict).toMatchObject({ retry: false, endpointFailed: false, ambiguous: false });
+        expect(verdict.error.code).toBe(etcdCode);
+        expect(verdict.error).not.toBeInstanceOf(OutcomeUnknownError);
+      }
+    },
+  );
+
+  it.each([
     [GrpcStatus.DeadlineExceeded, 'Deadline exceeded'],
     [GrpcStatus.Internal, 'Received RST_STREAM with code 2'],
     [GrpcStatus.Unknown, 'boom'],

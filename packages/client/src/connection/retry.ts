@@ -35,6 +35,14 @@ const OUTCOME_UNKNOWN = new Set<GrpcStatus>([
 ]);
 
 /**
+ * etcd's refusals of a membership change (or a leadership transfer) by its checks before proposing
+ * anything: the outcome is known, nothing changed. etcd sends the first as Unavailable and the
+ * second as Unknown (its gRPC error mapping misses it), which would otherwise read as "may have been
+ * applied"; retrying at once would meet the same members.
+ */
+const REFUSED_BEFORE_PROPOSAL = new Set<string>(['UNHEALTHY', 'MEMBER_NOT_ENOUGH_STARTED']);
+
+/**
  * Applies the retry policy to one failed attempt:
  * - never sent (no connection), or refused with "etcdserver: no leader" (etcd refuses a
  *   require-leader call before it does anything, so nothing was applied): retried for every
@@ -43,6 +51,8 @@ const OUTCOME_UNKNOWN = new Set<GrpcStatus>([
  *   OutcomeUnknownError;
  * - DeadlineExceeded, Internal, Unknown, Cancelled, DataLoss after send: never retried; for a
  *   `write` they become OutcomeUnknownError (cause: the typed error), otherwise the typed error;
+ * - "unhealthy cluster" and "not enough started members", refused by etcd's reconfiguration checks
+ *   before proposing: never retried, reported as is (the endpoint is fine, the cluster is not);
  * - anything else is an answer with a definite meaning (InvalidArgument, NotFound,
  *   FailedPrecondition, OutOfRange, PermissionDenied, ResourceExhausted...): reported as is.
  */
@@ -59,6 +69,9 @@ export function judge(failure: TransportError, policy: RetryPolicy): Verdict {
   }
   if (typed.code === 'NO_LEADER') {
     return { retry: true, error: typed, endpointFailed: true, ambiguous: false };
+  }
+  if (REFUSED_BEFORE_PROPOSAL.has(typed.code)) {
+    return { retry: false, error: typed, endpointFailed: false, ambiguous: false };
   }
   const ambiguous = policy !== 'read' && OUTCOME_UNKNOWN.has(failure.code);
   if (failure.code === GrpcStatus.Unavailable && policy !== 'write') {
