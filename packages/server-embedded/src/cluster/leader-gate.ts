@@ -49,6 +49,7 @@ import {
   v3lockpb_Lock,
 } from '@etcdkit/client/protocol';
 import * as grpc from '@grpc/grpc-js';
+import { type Clock, systemClock, type Timer } from '../clock.js';
 import { EtcdServerError, GrpcCode } from '../errors.js';
 import type { RangeRequest, TxnRequest } from '../kv/requests.js';
 import { isLocalRange, isLocalTxn, isReadOnlyTxn } from '../services/local-reads.js';
@@ -133,6 +134,8 @@ interface LeaderWait {
 /** The leader gate of one member. */
 export class LeaderGate {
   private readonly requestTimeoutMs: number;
+  /** The time held calls are measured in: the real clock until the cluster gives its own. */
+  private clock: Clock = systemClock;
   /** Set while the member knows of no leader: resolved when it has one again. */
   private lost: { regained: Promise<void>; resolve: () => void } | undefined;
   /** Ends each open require-leader stream with "no leader". */
@@ -150,6 +153,14 @@ export class LeaderGate {
   }) {
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.precheck = options.precheck ?? (() => undefined);
+  }
+
+  /**
+   * Measures held calls' `requestTimeoutMs` on `clock` from now on (the cluster's clock, which
+   * exists only after the member's port is open).
+   */
+  useClock(clock: Clock): void {
+    this.clock = clock;
   }
 
   /** The member lost its leader. */
@@ -183,11 +194,11 @@ export class LeaderGate {
   private waitForLeader(): LeaderWait {
     const lost = this.lost;
     if (lost === undefined) return { done: Promise.resolve(true), cancel: () => {} };
-    let timer: NodeJS.Timeout | undefined;
+    let timer: Timer | undefined;
     let finish = (_regained: boolean): void => {};
     const done = new Promise<boolean>((resolve) => {
       finish = (regained) => {
-        if (timer !== undefined) clearTimeout(timer);
+        timer?.cancel();
         this.waits.delete(finish);
         resolve(regained);
       };
@@ -195,8 +206,7 @@ export class LeaderGate {
     this.waits.add(finish);
     void lost.regained.then(() => finish(true));
     if (Number.isFinite(this.requestTimeoutMs)) {
-      timer = setTimeout(() => finish(false), this.requestTimeoutMs);
-      timer.unref();
+      timer = this.clock.setTimer(() => finish(false), this.requestTimeoutMs);
     }
     return { done, cancel: () => finish(false) };
   }

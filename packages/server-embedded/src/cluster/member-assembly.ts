@@ -66,6 +66,8 @@ export function assembleMember(
   cluster: ClusterHooks,
 ): EmbeddedClusterMember {
   const { network } = parts;
+  // Calls held for a leader time out on the cluster's clock: virtual time, when the cluster has it.
+  parts.gate.useClock(core.clock);
   let member: EmbeddedClusterMember | undefined;
   const context: ServiceContext = {
     ...serviceContext(core, identity, settings.version, {

@@ -255,6 +255,31 @@ describe('EmbeddedCluster', () => {
     expect(keysOf(await plain.next())).toEqual(['w/4']);
   });
 
+  it('with a virtual clock, a held call times out when the clock passes requestTimeoutMs, not before', async () => {
+    const c = await EmbeddedCluster.start({ members: 3, clock: 'virtual', requestTimeoutMs: 200 });
+    cluster = c;
+    const m2 = c.members[2]!;
+    m2.partition();
+    let settled: unknown;
+    const held = clientOf(m2)
+      .unary(KV.Range, { key: b('k') })
+      .then(
+        () => 'answered',
+        (error: unknown) => error,
+      )
+      .then((outcome) => {
+        settled = outcome;
+      });
+    // Real time passes, more than the request timeout; the cluster's clock does not: still held.
+    await sleep(500);
+    await c.clock.advance(199);
+    await sleep(50);
+    expect(settled).toBeUndefined();
+    await c.clock.advance(1);
+    await held;
+    expect(settled).toMatchObject(status(GrpcCode.UNAVAILABLE, 'etcdserver: request timed out'));
+  });
+
   it('without a quorum nobody leads, no lease expires; with it back, leases get their full TTL', async () => {
     const c = await EmbeddedCluster.start({ members: 3, clock: 'virtual' });
     cluster = c;
