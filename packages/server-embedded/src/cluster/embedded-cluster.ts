@@ -11,7 +11,11 @@
 // Membership changes as in etcd 3.4 (server/membership.ts has the checks): MemberAdd registers a
 // voting member that is not started, and the quorum counts it at once (adding one to a single
 // member leaves no quorum until it starts); startAdded() starts it on its own endpoint, where it
-// publishes its name and client URL. MemberRemove takes a member out: the quorum shrinks, a
+// publishes its name and client URL. A learner added can be started the same way: it does not
+// vote, refuses what etcd's learners refuse (leader-gate.ts), and MemberPromote makes it a voting
+// member once it is in sync (here: while it runs and reaches the leader, since the one store
+// replicates at once; a real learner is in sync once it matched 90% of the leader's log, which
+// takes a moment after it starts). MemberRemove takes a member out: the quorum shrinks, a
 // removed leader makes the others elect one, and the removed member's port closes a moment later,
 // as a removed etcd member's process exits.
 //
@@ -192,9 +196,10 @@ export class EmbeddedCluster {
     try {
       for (const [i, memberId] of memberIds.entries()) {
         opened.push(
-          await openMember(settings, options.ports?.[i] ?? 0, (path, message) =>
-            cluster?.precheck(memberId, path, message),
-          ),
+          await openMember(settings, options.ports?.[i] ?? 0, {
+            precheck: (path, message) => cluster?.precheck(memberId, path, message),
+            isLearner: () => cluster?.isLearner(memberId) === true,
+          }),
         );
       }
     } catch (error) {
@@ -282,19 +287,18 @@ export class EmbeddedCluster {
   }
 
   /**
-   * Starts the voting member MemberAdd registered as `id`, as an operator starts etcd with
-   * `--initial-cluster-state existing`: it serves on its own endpoint, publishes its name and
-   * client URL (MemberList shows them, and it counts as started for etcd's strict checks), and
-   * takes part in elections from now on, so the quorum may come back with it. Learners cannot be
-   * started.
+   * Starts the member MemberAdd registered as `id`, as an operator starts etcd with
+   * `--initial-cluster-state existing`: it serves on its own endpoint and publishes its name and
+   * client URL (MemberList shows them, and it counts as started for etcd's strict checks). A
+   * voting member takes part in elections from now on, so the quorum may come back with it. A
+   * learner does not vote: it receives the log (it is in sync with the leader while it reaches
+   * it, so MemberPromote makes it a voting member), and until promoted it refuses every call but
+   * Status and serializable Range with "etcdserver: rpc not supported for learner".
    */
   async startAdded(id: bigint, options: StartAddedOptions = {}): Promise<EmbeddedClusterMember> {
     if (this.stopped !== undefined) throw new Error('the cluster is stopped');
     const added = this.membership.get(id);
     if (added === undefined) throw new RangeError(`no member ${id.toString(16)} in the cluster`);
-    if (added.isLearner) {
-      throw new Error(`member ${id.toString(16)} is a learner: learners cannot be started here`);
-    }
     if (added.name !== '' || this.memberList.some((member) => member.memberId === id)) {
       throw new Error(`member ${id.toString(16)} has already started`);
     }
@@ -303,9 +307,10 @@ export class EmbeddedCluster {
       throw new RangeError(`a member is already named ${name}`);
     }
     this.started++;
-    const parts = await openMember(this.settings, options.port ?? 0, (path, message) =>
-      this.precheck(id, path, message),
-    );
+    const parts = await openMember(this.settings, options.port ?? 0, {
+      precheck: (path, message) => this.precheck(id, path, message),
+      isLearner: () => this.isLearner(id),
+    });
     if (this.stopped !== undefined || this.membership.get(id) === undefined) {
       await parts.network.listeners.close();
       parts.network.server.forceShutdown();
@@ -339,6 +344,9 @@ export class EmbeddedCluster {
     if (!this.memberList.includes(member)) throw new RangeError('not a member of this cluster');
     if (!member.reachable) {
       throw new Error(`${member.name} cannot lead: it is stopped, partitioned or paused`);
+    }
+    if (this.isLearner(member.memberId)) {
+      throw new Error(`${member.name} cannot lead: it is a learner`);
     }
     if (this.currentLeader === undefined) {
       throw new Error(`${member.name} cannot lead: the cluster has no quorum`);
@@ -374,7 +382,8 @@ export class EmbeddedCluster {
     if (this.currentLeader !== from) throw new EtcdServerError('NOT_LEADER');
     const target = this.memberList.find((member) => member.memberId === targetId);
     if (target === undefined) throw new EtcdServerError('BAD_LEADER_TRANSFEREE');
-    if (target.reachable) {
+    // raft ignores a transfer to a learner, which never leads: it never completes either.
+    if (target.reachable && !this.isLearner(targetId)) {
       if (target !== from) this.lead(target, { newTerm: true });
       return Promise.resolve();
     }
@@ -387,8 +396,11 @@ export class EmbeddedCluster {
   /** @internal A member's reach changed: elect, or lose the leader, as raft would. */
   reachChanged(): void {
     if (this.stopped !== undefined) return;
-    const reachable = this.memberList.filter((member) => member.reachable);
-    // Every voting member counts, started or not (a member added but not started is a vote lost).
+    // Learners do not vote, and every voting member counts, started or not (a member added but not
+    // started is a vote lost).
+    const reachable = this.memberList.filter(
+      (member) => member.reachable && !this.isLearner(member.memberId),
+    );
     if (reachable.length < quorumOf(this.votingMembers)) {
       if (this.currentLeader !== undefined) {
         this.logger.warn('the cluster lost its quorum: no leader', {
@@ -410,7 +422,12 @@ export class EmbeddedCluster {
     // old leader was removed).
     const from = leader === undefined ? 0 : this.memberList.indexOf(leader) + 1;
     const ordered = [...this.memberList.slice(from), ...this.memberList.slice(0, from)];
-    this.lead(ordered.find((member) => member.reachable)!, { newTerm: true });
+    this.lead(ordered.find((member) => reachable.includes(member))!, { newTerm: true });
+  }
+
+  /** @internal True while member `id` is a learner (added as one and not promoted). */
+  isLearner(id: bigint): boolean {
+    return this.membership.get(id)?.isLearner === true;
   }
 
   private get membership(): Membership {
@@ -425,6 +442,16 @@ export class EmbeddedCluster {
     this.membership.allowVotingChanges({
       connected: (local, peer) =>
         this.member(local)?.reachable === true && this.member(peer)?.reachable === true,
+      // The log reaches a learner at once while it reaches the leader (there is one store): a
+      // learner is in sync from its start, and out of sync while it is down or cut off.
+      inSync: (id) => {
+        const learner = this.member(id);
+        return (
+          this.currentLeader !== undefined &&
+          learner?.reachable === true &&
+          !this.unpublished.has(learner)
+        );
+      },
     });
     this.membership.subscribe((state) => this.membershipChanged(state));
   }

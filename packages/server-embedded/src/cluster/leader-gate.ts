@@ -35,6 +35,13 @@
 // - Status names no leader (0) and lists "etcdserver: no leader" first among its errors (the
 //   maintenance service does that, from the member's LeaderView).
 //
+// A learner (a member added with isLearner and started, not promoted) refuses what etcd 3.4's
+// gRPC interceptors refuse for learners, with Unavailable "etcdserver: rpc not supported for
+// learner": every stream (Watch, LeaseKeepAlive, Snapshot, Observe...) as it opens, and every
+// unary call but Status and a serializable Range. For a unary call etcd checks that before
+// require-leader, on the request, so a learner without a leader refuses a call it does not
+// serve as a learner and answers "no leader" to one it serves.
+//
 // A MoveLeader to a member that cannot be reached is never answered, on any member, as etcd's is
 // not: etcd waits for the transferee to lead on the call's own context, so the client sees its own
 // deadline (EmbeddedCluster.moveLeader). The one case not copied: a transferee back within raft's
@@ -67,17 +74,29 @@ const PROPOSAL_PATHS: ReadonlySet<string> = new Set([
   etcdserverpb_Cluster.MemberAdd.path,
   etcdserverpb_Cluster.MemberRemove.path,
   etcdserverpb_Cluster.MemberUpdate.path,
-  etcdserverpb_Cluster.MemberPromote.path,
   etcdserverpb_Maintenance.Alarm.path,
   ...Object.values(v3lockpb_Lock).map((method) => method.path),
   ...Object.values(v3electionpb_Election).map((method) => method.path),
 ]);
 
-/** Paths whose calls the member forwards to the leader (lease renewals and TTL queries). */
+/**
+ * Paths whose calls the member forwards to the leader: lease renewals and TTL queries, and
+ * MemberPromote (only the leader knows whether the learner is in sync: etcd's promoteMember).
+ */
 const FORWARDED_PATHS: ReadonlySet<string> = new Set([
   etcdserverpb_Lease.LeaseKeepAlive.path,
   etcdserverpb_Lease.LeaseTimeToLive.path,
+  etcdserverpb_Cluster.MemberPromote.path,
 ]);
+
+/** etcd 3.4's isRPCSupportedForLearner: what a learner serves of the unary calls. */
+function supportedForLearner(path: string, message: unknown): boolean {
+  if (path === etcdserverpb_Maintenance.Status.path) return true;
+  if (path === etcdserverpb_KV.Range.path) {
+    return (message as { serializable?: boolean | null }).serializable === true;
+  }
+  return false;
+}
 
 /**
  * How a request is served by a member without a leader: held until the leader is back, then
@@ -117,6 +136,10 @@ export interface GateStatus {
 }
 
 const NO_LEADER: GateStatus = new EtcdServerError('NO_LEADER');
+const NOT_SUPPORTED_FOR_LEARNER: GateStatus = {
+  grpcCode: GrpcCode.UNAVAILABLE,
+  message: 'etcdserver: rpc not supported for learner',
+};
 /** What a call held for the leader fails with after the request timeout, by how it waited. */
 const TIMED_OUT: Readonly<Record<'proposal' | 'read-index' | 'forward', GateStatus>> = {
   // etcd returns the proposal's context error unmapped, and grpc-go sends it as Unknown.
@@ -142,17 +165,21 @@ export class LeaderGate {
   private readonly requireLeaderStreams = new Set<() => void>();
   private readonly waits = new Set<(regained: boolean) => void>();
   private readonly precheck: (path: string, message: unknown) => GateStatus | undefined;
+  private readonly isLearner: () => boolean;
 
   /**
    * `requestTimeoutMs`: how long a call that needs the leader is held; Infinity: forever.
    * `precheck`: what refuses a call at once even without a leader (a checked member change).
+   * `isLearner`: true while the member is a learner (default never).
    */
   constructor(options: {
     readonly requestTimeoutMs: number;
     readonly precheck?: (path: string, message: unknown) => GateStatus | undefined;
+    readonly isLearner?: () => boolean;
   }) {
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.precheck = options.precheck ?? (() => undefined);
+    this.isLearner = options.isLearner ?? (() => false);
   }
 
   /**
@@ -218,6 +245,8 @@ export class LeaderGate {
     const path = method.path;
     const streaming = method.requestStream || method.responseStream;
     let ended = false;
+    /** A unary call to a learner sent with require-leader: checked once its request is read. */
+    let learnerRequiresLeader = false;
     let untrack = (): void => {};
     let pending: LeaderWait | undefined;
     // Inbound steps after a held message wait for it, so messages keep their order.
@@ -253,6 +282,15 @@ export class LeaderGate {
     const listener: grpc.ServerListener = {
       onReceiveMetadata: (metadata, next) => {
         const requireLeader = metadata.get('hasleader')[0] === 'true';
+        if (this.isLearner()) {
+          if (streaming) {
+            end(NOT_SUPPORTED_FOR_LEARNER);
+            return;
+          }
+          learnerRequiresLeader = requireLeader;
+          next(metadata);
+          return;
+        }
         if (requireLeader && this.lost !== undefined) {
           end(NO_LEADER);
           return;
@@ -266,6 +304,14 @@ export class LeaderGate {
       },
       onReceiveMessage: (message, next) => {
         if (ended) return;
+        if (this.isLearner() && !streaming && !supportedForLearner(path, message)) {
+          end(NOT_SUPPORTED_FOR_LEARNER);
+          return;
+        }
+        if (learnerRequiresLeader && this.lost !== undefined) {
+          end(NO_LEADER);
+          return;
+        }
         const need = needOf(path, message);
         if (this.lost !== undefined) {
           const refused = this.precheck(path, message);

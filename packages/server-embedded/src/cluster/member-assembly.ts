@@ -35,16 +35,25 @@ export interface ClusterHooks {
   reachChanged(): void;
 }
 
-/**
- * Opens a member's port, with its leader gate in front of the services it will serve. `precheck`
- * refuses a call at once even without a leader (a member change etcd's strict check refuses).
- */
+/** What a member's leader gate asks of its cluster. */
+export interface MemberChecks {
+  /** Refuses a call at once even without a leader (a member change etcd's strict check refuses). */
+  precheck(path: string, message: unknown): GateStatus | undefined;
+  /** True while the member is a learner: it then refuses what etcd's learners refuse. */
+  isLearner(): boolean;
+}
+
+/** Opens a member's port, with its leader gate in front of the services it will serve. */
 export async function openMember(
   settings: MemberSettings,
   port: number,
-  precheck: (path: string, message: unknown) => GateStatus | undefined,
+  checks: MemberChecks,
 ): Promise<OpenedMember> {
-  const gate = new LeaderGate({ requestTimeoutMs: settings.requestTimeoutMs, precheck });
+  const gate = new LeaderGate({
+    requestTimeoutMs: settings.requestTimeoutMs,
+    precheck: (path, message) => checks.precheck(path, message),
+    isLearner: () => checks.isLearner(),
+  });
   const network = await MemberServer.open(
     {
       port,

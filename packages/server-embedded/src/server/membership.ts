@@ -3,7 +3,8 @@
 // entry, as in etcd; what etcd refuses is refused with etcd's error, checked in etcd's order.
 //
 // A server alone is one started member, always the leader. What etcd allows there is allowed here:
-// adding a learner (which never starts, since it has no process behind it), updating peer URLs,
+// adding a learner (which never starts, since it has no process behind it, so it can never be
+// promoted: it is never in sync with the leader), updating peer URLs,
 // removing the learner; removing the only voting member is refused by etcd's strict
 // reconfiguration check. Adding a voting member is the one thing etcd accepts and a server alone
 // cannot honour: the new member would never start and the real single member would then lose its
@@ -22,6 +23,9 @@
 //   than their quorum; removing a member the one asked is not connected to is let through (it is
 //   not part of the active quorum); otherwise it is refused when the connected members minus the
 //   one removed fall below the quorum of the members now ("unhealthy cluster").
+// A learner added to a simulated cluster can be started too: it publishes its name and client URLs
+// like a voting member, does not vote (the quorum ignores it), and MemberPromote makes it a voting
+// member once it is in sync with the leader (PeerHealth.inSync).
 // etcd counts a peer as connected only once it has been for 5 s (its HealthInterval), so a member
 // just started or healed is not at once; here it is (the one difference: a real cluster just
 // started refuses these changes as unhealthy for its first 5 s).
@@ -55,6 +59,11 @@ const MAX_LEARNERS = 1;
 export interface PeerHealth {
   /** True when member `local` is connected to member `peer` now (both up and in reach). */
   connected(local: bigint, peer: bigint): boolean;
+  /**
+   * True when the leader's log has reached learner `id` (etcd's promotion check: the learner has
+   * matched at least 90% of the leader's log). Without it, no learner is ever in sync.
+   */
+  inSync?(id: bigint): boolean;
 }
 
 /** The members of a server alone, or of a simulated cluster (see the file comment). */
@@ -263,16 +272,27 @@ export class Membership {
   }
 
   /**
-   * MemberPromote. etcd first asks raft whether the member is in sync: an unknown id is not found,
-   * and a learner here never is in sync since it never started. A voting member passes that check
-   * and is refused when the change is applied.
+   * MemberPromote, checked in etcd's order: whether the learner is in sync with the leader (an
+   * unknown id passes, and is found missing when applied; a server alone has no learner started,
+   * so none is ever in sync), then the strict check (the started voting members and the learner,
+   * counted as started, must be a quorum of the voting members with it). A voting member passes
+   * both and is refused when the change is applied. The learner becomes a voting member: the
+   * quorum counts it from now on.
    */
   promote(id: bigint): void {
     const member = this.members.get(id);
     if (member === undefined) throw new EtcdServerError('MEMBER_NOT_FOUND');
-    if (member.isLearner) throw new EtcdServerError('LEARNER_NOT_READY');
+    if (member.isLearner) {
+      if (this.peers?.inSync?.(id) !== true) throw new EtcdServerError('LEARNER_NOT_READY');
+      const voters = this.voters();
+      if (voters.filter(isStarted).length + 1 < quorumOf(voters.length + 1)) {
+        throw new EtcdServerError('MEMBER_NOT_ENOUGH_STARTED');
+      }
+    }
     this.proposals.propose(ProposalKind.confChange, 0);
-    throw new EtcdServerError('MEMBER_NOT_LEARNER');
+    if (!member.isLearner) throw new EtcdServerError('MEMBER_NOT_LEARNER');
+    this.members.set(id, { ...member, isLearner: false });
+    this.changed();
   }
 
   private voters(): Member[] {

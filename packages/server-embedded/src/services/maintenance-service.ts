@@ -40,7 +40,7 @@ export function registerMaintenanceService(
       // A member that knows of no leader says so first, as etcd's maintenance server does.
       errors: leader === 0n ? [NO_LEADER, ...alarmErrors] : [...alarmErrors],
       dbSizeInUse: BigInt(applied?.dbSizeInUse ?? backend.sizeInUse),
-      isLearner: false,
+      isLearner: context.membership.get(context.member.memberId)?.isLearner === true,
       storageVersion: storageVersionOf(context.version),
       dbSizeQuota: BigInt(context.quotaBackendBytes),
       downgradeInfo: { enabled: false },

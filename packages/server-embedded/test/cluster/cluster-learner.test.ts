@@ -1,0 +1,199 @@
+// Learners on a simulated cluster, as in etcd 3.4: MemberAdd with isLearner registers one, startAdded()
+// starts it; it publishes its name and client URL, does not vote, refuses every stream and every
+// unary call but Status and a serializable Range ("rpc not supported for learner"), and
+// MemberPromote makes it a voting member once it is in sync with the leader (while it runs and
+// reaches it). Checked against etcd 3.4.23 in test/conformance/cluster-conformance.test.ts.
+import {
+  etcdserverpb_Cluster as Cluster,
+  etcdserverpb_KV as KV,
+  etcdserverpb_Lease as Lease,
+  etcdserverpb_Maintenance as Maintenance,
+} from '@etcdkit/client/protocol';
+import { afterEach, describe, expect, it } from 'vitest';
+import { EmbeddedCluster, type EmbeddedClusterMember, GrpcCode } from '../../src/index.js';
+import { b } from '../support/bytes.js';
+import { type CallError, RawClient, status } from '../support/grpc-client.js';
+import { openKeepAlive } from '../support/keepalive-client.js';
+
+const NOT_SUPPORTED = status(GrpcCode.UNAVAILABLE, 'etcdserver: rpc not supported for learner');
+const NOT_READY = status(
+  GrpcCode.FAILED_PRECONDITION,
+  'etcdserver: can only promote a learner member which is in sync with leader',
+);
+const NOT_LEARNER = status(
+  GrpcCode.FAILED_PRECONDITION,
+  'etcdserver: can only promote a learner member',
+);
+const NO_LEADER = status(GrpcCode.UNAVAILABLE, 'etcdserver: no leader');
+const REQUIRE_LEADER = { metadata: { hasleader: 'true' } } as const;
+
+describe('EmbeddedCluster learners', () => {
+  let cluster: EmbeddedCluster | undefined;
+  const opened: { close(): void }[] = [];
+
+  afterEach(async () => {
+    for (const client of opened.splice(0)) client.close();
+    await cluster?.stop();
+    cluster = undefined;
+  });
+
+  const clientOf = (member: EmbeddedClusterMember): RawClient => {
+    const client = new RawClient(member.endpoint);
+    opened.push(client);
+    return client;
+  };
+  const failure = async (call: Promise<unknown>): Promise<CallError | 'answered'> => {
+    try {
+      await call;
+      return 'answered';
+    } catch (error) {
+      const { code, details } = error as CallError;
+      return { code, details };
+    }
+  };
+  /** A 3-member cluster with a learner added (by member1) and started as `learner`. */
+  const withLearner = async (options: { requestTimeoutMs?: number } = {}) => {
+    const c = await EmbeddedCluster.start({ members: 3, ...options });
+    cluster = c;
+    const added = await clientOf(c.members[1]!).unary(Cluster.MemberAdd, {
+      peerURLs: ['http://127.0.0.1:2'],
+      isLearner: true,
+    });
+    const id = added.member!.ID!;
+    return { c, id };
+  };
+
+  it('a learner started publishes its name and client URL, listed with isLearner; it does not vote', async () => {
+    const { c, id } = await withLearner();
+    const [m0, m1, m2] = c.members as [
+      EmbeddedClusterMember,
+      EmbeddedClusterMember,
+      EmbeddedClusterMember,
+    ];
+    const learner = await c.startAdded(id, { name: 'learner' });
+    expect(c.members).toEqual([m0, m1, m2, learner]);
+    expect(c.votingMembers).toBe(3);
+    for (const member of [m0, m1, m2]) {
+      const list = await clientOf(member).unary(Cluster.MemberList, {});
+      expect(list.members.find((m) => m.ID === id)).toEqual(
+        expect.objectContaining({
+          name: 'learner',
+          peerURLs: ['http://127.0.0.1:2'],
+          clientURLs: [learner.endpoint],
+          isLearner: true,
+        }),
+      );
+    }
+    // Two voting members down: one voting member and the learner are no quorum of 3.
+    expect(learner.leaderId).toBe(m0.memberId);
+    await m1.stop();
+    await m2.stop();
+    expect(c.leader).toBeUndefined();
+    expect(learner.leaderId).toBe(0n);
+    expect(() => c.elect(learner)).toThrow('it is a learner');
+  });
+
+  it('a learner refuses every call but Status and a serializable Range', async () => {
+    const { c, id } = await withLearner();
+    await clientOf(c.members[0]!).unary(KV.Put, { key: b('k'), value: b('v') });
+    const learner = await c.startAdded(id);
+    const client = clientOf(learner);
+
+    const read = await client.unary(KV.Range, { key: b('k'), serializable: true });
+    expect({
+      value: Buffer.from(read.kvs[0]!.value!).toString(),
+      member: read.header!.memberId,
+    }).toEqual({ value: 'v', member: id });
+    const own = await client.unary(Maintenance.Status, {});
+    expect({ isLearner: own.isLearner, leader: own.leader, member: own.header!.memberId }).toEqual({
+      isLearner: true,
+      leader: c.leader!.memberId,
+      member: id,
+    });
+    const refused = await Promise.all([
+      failure(client.unary(KV.Range, { key: b('k') })),
+      failure(client.unary(KV.Put, { key: b('k'), value: b('x') })),
+      failure(client.unary(KV.DeleteRange, { key: b('k') })),
+      failure(client.unary(KV.Txn, { success: [{ requestRange: { key: b('k') } }] })),
+      failure(client.unary(Lease.LeaseGrant, { TTL: 60n })),
+      failure(client.unary(Cluster.MemberList, {})),
+      failure(client.unary(Cluster.MemberPromote, { ID: id })),
+      failure(client.unary(Maintenance.HashKV, {})),
+      failure(client.unary(Maintenance.Alarm, {})),
+    ]);
+    expect(refused).toEqual(refused.map(() => NOT_SUPPORTED));
+    // Streams are refused as they open.
+    const keepAlive = openKeepAlive(learner.endpoint);
+    opened.push(keepAlive);
+    const ended = await keepAlive.ended;
+    expect(status(ended.code, ended.details)).toEqual(NOT_SUPPORTED);
+    // Nothing changed.
+    const after = await clientOf(c.members[0]!).unary(KV.Range, { key: b('k') });
+    expect(Buffer.from(after.kvs[0]!.value!).toString()).toBe('v');
+  });
+
+  it('MemberPromote: not ready until started, then a voting member the quorum counts; a voting member is not a learner', async () => {
+    const { c, id } = await withLearner();
+    const leader = clientOf(c.leader!);
+    await expect(leader.unary(Cluster.MemberPromote, { ID: id })).rejects.toMatchObject(NOT_READY);
+    const learner = await c.startAdded(id, { name: 'learner' });
+    // A follower asks the leader, which knows the learner is in sync.
+    const promoted = await clientOf(c.members[2]!).unary(Cluster.MemberPromote, { ID: id });
+    expect(promoted.members.find((m) => m.ID === id)?.isLearner).toBe(false);
+    expect(c.votingMembers).toBe(4);
+    await expect(leader.unary(Cluster.MemberPromote, { ID: id })).rejects.toMatchObject(
+      NOT_LEARNER,
+    );
+
+    // It serves everything now, and votes: 2 of 4 are no quorum, 3 of 4 are.
+    const written = await clientOf(learner).unary(KV.Put, { key: b('k'), value: b('v') });
+    expect(written.header!.memberId).toBe(id);
+    expect((await clientOf(learner).unary(Maintenance.Status, {})).isLearner).toBe(false);
+    await c.members[1]!.stop();
+    expect(c.leader).toBe(c.members[0]);
+    await c.members[2]!.stop();
+    expect(c.leader).toBeUndefined();
+    await c.members[2]!.start();
+    expect(c.leader).toBeDefined();
+  });
+
+  it('a learner down or cut off is not in sync: promotion waits until it is back', async () => {
+    const { c, id } = await withLearner();
+    const learner = await c.startAdded(id);
+    const leader = clientOf(c.leader!);
+    learner.partition();
+    await expect(leader.unary(Cluster.MemberPromote, { ID: id })).rejects.toMatchObject(NOT_READY);
+    learner.heal();
+    await learner.stop();
+    await expect(leader.unary(Cluster.MemberPromote, { ID: id })).rejects.toMatchObject(NOT_READY);
+    await learner.start();
+    await leader.unary(Cluster.MemberPromote, { ID: id });
+    expect(c.votingMembers).toBe(4);
+  });
+
+  it('a learner without a leader: require-leader calls it serves get "no leader", the others the learner refusal', async () => {
+    const { c, id } = await withLearner();
+    const learner = await c.startAdded(id);
+    learner.partition();
+    const client = clientOf(learner);
+    expect(
+      await Promise.all([
+        failure(client.unary(KV.Range, { key: b('k'), serializable: true }, REQUIRE_LEADER)),
+        failure(client.unary(Maintenance.Status, {}, REQUIRE_LEADER)),
+        failure(client.unary(KV.Put, { key: b('k'), value: b('x') }, REQUIRE_LEADER)),
+        failure(client.unary(KV.Range, { key: b('k'), serializable: true })),
+      ]),
+    ).toEqual([NO_LEADER, NO_LEADER, NOT_SUPPORTED, 'answered']);
+  });
+
+  it('MoveLeader to a learner never completes: the call ends at its deadline, the leader stays', async () => {
+    const { c, id } = await withLearner();
+    await c.startAdded(id);
+    const leader = c.leader!;
+    const moved = await failure(
+      clientOf(leader).unary(Maintenance.MoveLeader, { targetID: id }, { deadlineMs: 300 }),
+    );
+    expect(moved).toMatchObject({ code: GrpcCode.DEADLINE_EXCEEDED });
+    expect(c.leader).toBe(leader);
+  });
+});
