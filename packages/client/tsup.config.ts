@@ -8,6 +8,4 @@ export default defineConfig({
   clean: true,
   target: 'node20',
   splitting: true,
-  // p-retry is ESM-only; bundling it keeps the CommonJS build loadable with require().
-  noExternal: ['p-retry', 'is-network-error'],
 });
