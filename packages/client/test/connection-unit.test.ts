@@ -12,6 +12,7 @@ import {
   EtcdError,
   InvalidConfigError,
   OutcomeUnknownError,
+  RequestTimeoutError,
   UnavailableError,
 } from '../src/errors.js';
 import { etcdserverpb_Auth, etcdserverpb_KV } from '../src/generated/methods.js';
@@ -475,6 +476,34 @@ describe('Connection with a scripted transport', () => {
     await conn.unary(RANGE, { key }, 'read');
     expect(events).toEqual([[RANGE.path, 2, undefined]]);
     await conn.close();
+  });
+
+  it("reads etcd's \"context deadline exceeded\" after the call's deadline as that deadline, before it as etcd's request timeout", async () => {
+    // The answer is read before the client's own deadline timer runs (a busy event loop): the
+    // handler holds the loop past the deadline, then fails as etcd does when the grpc-timeout the
+    // client sent runs out in a handler (Lock, Election).
+    const expired = (ms: number) => () => {
+      const until = Date.now() + ms;
+      while (Date.now() < until) {
+        // Busy: no timer can run.
+      }
+      throw failure(GrpcStatus.Unknown, 'context deadline exceeded', true);
+    };
+    const late = connect(new ScriptedTransport(expired(60)));
+    const write = await late.unary(PUT, { key }, 'write', { timeoutMs: 20 }).catch((e) => e);
+    expect(write).toBeInstanceOf(OutcomeUnknownError);
+    expect((write as Error).cause).toBeInstanceOf(DeadlineExceededError);
+    const read = await late.unary(RANGE, { key }, 'read', { timeoutMs: 20 }).catch((e) => e);
+    expect(read).toBeInstanceOf(DeadlineExceededError);
+    await late.close();
+
+    const early = connect(new ScriptedTransport(expired(0)));
+    const timedOut = await early
+      .unary(PUT, { key }, 'write', { timeoutMs: 10_000 })
+      .catch((e) => e);
+    expect(timedOut).toBeInstanceOf(OutcomeUnknownError);
+    expect((timedOut as Error).cause).toBeInstanceOf(RequestTimeoutError);
+    await early.close();
   });
 
   it('applies the call deadline to the whole call, retries included', async () => {

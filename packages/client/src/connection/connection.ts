@@ -14,6 +14,7 @@ import { selectTransport } from '../transport/select.js';
 import {
   type BidiStream,
   type Channel,
+  GrpcStatus,
   type Metadata,
   type ServerStream,
   TransportError,
@@ -764,7 +765,7 @@ export class Connection implements Rpc {
     if (!(error instanceof TransportError)) {
       return new AttemptFailure(toEtcdError(error), false, false);
     }
-    const verdict = judge(error, policy);
+    const verdict = judge(ownDeadline(error, scope), policy);
     if (verdict.ambiguous) state.ambiguous = true;
     if (
       this.#auth &&
@@ -784,6 +785,31 @@ export class Connection implements Rpc {
       verdict.retry && verdict.endpointFailed && state.tried.size < this.#pool.endpoints.length,
     );
   }
+}
+
+/**
+ * The failure as the caller's deadline explains it. etcd hands a handler's expired context to
+ * gRPC as it is (Unknown "context deadline exceeded"): the Lock and Election services do when the
+ * deadline the client sent (grpc-timeout) runs out on the server. On a busy client that answer can
+ * be read before the client's own timer fires. Once the call's deadline has passed it is that
+ * deadline's doing, so it is reported as DeadlineExceeded; before, it is etcd's own request
+ * timeout (a proposal without a leader), as `toEtcdError` types it.
+ */
+function ownDeadline(error: TransportError, scope: CallScope): TransportError {
+  if (
+    error.code !== GrpcStatus.Unknown ||
+    error.details !== 'context deadline exceeded' ||
+    Date.now() < scope.deadline
+  ) {
+    return error;
+  }
+  return new TransportError({
+    code: GrpcStatus.DeadlineExceeded,
+    details: error.details,
+    metadata: error.metadata,
+    sent: error.sent,
+    cause: error,
+  });
 }
 
 /** Resolves like `promise`, or rejects with the signal's reason as soon as it aborts. */
