@@ -9,7 +9,12 @@ import {
 import { afterAll, beforeAll, describe } from 'vitest';
 import { describeRealEtcd } from './describe-each-backend.js';
 import type { TestkitEnv } from './etcd-binary.js';
-import { type EtcdCluster, type EtcdClusterMember, startEtcdCluster } from './etcd-cluster.js';
+import {
+  type EtcdCluster,
+  type EtcdClusterMember,
+  type MemberAddAnswer,
+  startEtcdCluster,
+} from './etcd-cluster.js';
 import { delay } from './internal/http.js';
 
 /** Where a {@link TestCluster} runs. */
@@ -44,6 +49,13 @@ export interface TestCluster {
   readonly members: readonly TestClusterMember[];
   /** The member a quorum agrees leads, waiting up to `timeoutMs` (default 30 000) for one. */
   waitForLeader(timeoutMs?: number): Promise<TestClusterMember>;
+  /**
+   * Starts the member a MemberAdd added, given its response (a voting member or a learner), named
+   * `name` (default `memberN`); resolves once it serves. On a real cluster the added peer URL must
+   * be `http://127.0.0.1:PORT` with a free PORT (the process listens there; see
+   * {@link EtcdCluster.startAdded}). Not in {@link members}; stopped with the cluster.
+   */
+  startAdded(added: MemberAddAnswer, options?: { name?: string }): Promise<TestClusterMember>;
   /** Stops every member and discards the data. */
   stop(): Promise<void>;
 }
@@ -120,21 +132,39 @@ function clusterSuite(
   });
 }
 
+/** A real cluster's member as a TestClusterMember. */
+function fromEtcdMember(member: EtcdClusterMember): TestClusterMember {
+  return {
+    name: member.name,
+    endpoint: member.endpoint,
+    get running() {
+      return member.running;
+    },
+    kill: () => member.kill(),
+    start: () => member.start(),
+    pause: () => member.pause(),
+    resume: () => member.resume(),
+  };
+}
+
+/** A simulated cluster's member as a TestClusterMember. */
+function fromEmbeddedMember(member: EmbeddedClusterMember): TestClusterMember {
+  return {
+    name: member.name,
+    endpoint: member.endpoint,
+    get running() {
+      return member.running;
+    },
+    kill: () => member.stop(),
+    start: () => member.start(),
+    pause: async () => member.pause(),
+    resume: () => member.resume(),
+  };
+}
+
 /** A real cluster as a TestCluster. */
 export function fromEtcd(cluster: EtcdCluster): TestCluster {
-  const members = cluster.members.map(
-    (member: EtcdClusterMember): TestClusterMember => ({
-      name: member.name,
-      endpoint: member.endpoint,
-      get running() {
-        return member.running;
-      },
-      kill: () => member.kill(),
-      start: () => member.start(),
-      pause: () => member.pause(),
-      resume: () => member.resume(),
-    }),
-  );
+  const members = cluster.members.map(fromEtcdMember);
   return {
     backend: 'etcd',
     endpoints: cluster.endpoints,
@@ -143,25 +173,14 @@ export function fromEtcd(cluster: EtcdCluster): TestCluster {
       const leader = await cluster.waitForLeader(timeoutMs);
       return members[cluster.members.indexOf(leader)]!;
     },
+    startAdded: async (added, options) => fromEtcdMember(await cluster.startAdded(added, options)),
     stop: () => cluster.stop(),
   };
 }
 
 /** A simulated cluster as a TestCluster. */
 export function fromEmbedded(cluster: EmbeddedCluster): TestCluster {
-  const members = cluster.members.map(
-    (member: EmbeddedClusterMember): TestClusterMember => ({
-      name: member.name,
-      endpoint: member.endpoint,
-      get running() {
-        return member.running;
-      },
-      kill: () => member.stop(),
-      start: () => member.start(),
-      pause: async () => member.pause(),
-      resume: () => member.resume(),
-    }),
-  );
+  const members = cluster.members.map(fromEmbeddedMember);
   return {
     backend: 'embedded',
     endpoints: cluster.endpoints,
@@ -176,6 +195,11 @@ export function fromEmbedded(cluster: EmbeddedCluster): TestCluster {
         }
         await delay(20);
       }
+    },
+    async startAdded(added, options) {
+      const id = added.member?.ID;
+      if (id == null) throw new RangeError('the MemberAdd response names no member');
+      return fromEmbeddedMember(await cluster.startAdded(id, options));
     },
     stop: () => cluster.stop(),
   };

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EtcdStartError } from './errors.js';
 import type { TestkitEnv } from './etcd-binary.js';
-import { EtcdNode, type EtcdTlsOptions } from './etcd-node.js';
+import { EtcdNode, type EtcdNodeConfig, type EtcdTlsOptions } from './etcd-node.js';
 import { resolveEtcdBinary } from './etcd-process.js';
 import { EtcdHttpGateway, type MemberStatus } from './gateway.js';
 import { delay } from './internal/http.js';
@@ -41,6 +42,30 @@ export interface MemberStartOptions {
   readonly waitUntilReady?: boolean;
 }
 
+/**
+ * What {@link EtcdCluster.startAdded} needs of a MemberAdd response (`etcdserverpb.MemberAddResponse`
+ * fits): the member added, with the peer URL it must listen on, and every member with its name.
+ */
+export interface MemberAddAnswer {
+  readonly member?: {
+    readonly ID?: bigint | null;
+    readonly peerURLs?: readonly string[] | null;
+  } | null;
+  readonly members?:
+    | readonly {
+        readonly ID?: bigint | null;
+        readonly name?: string | null;
+        readonly peerURLs?: readonly string[] | null;
+      }[]
+    | null;
+}
+
+/** Options of {@link EtcdCluster.startAdded}. */
+export interface StartAddedOptions extends MemberStartOptions {
+  /** Its name (`--name`). Default `memberN`, N the number of members the cluster has had. */
+  readonly name?: string;
+}
+
 /** One member of an {@link EtcdCluster}. */
 export interface EtcdClusterMember {
   /** Member name, `member0`, `member1`, ... */
@@ -72,8 +97,9 @@ export interface EtcdClusterMember {
 
 /** A real multi-member etcd cluster on loopback. */
 export interface EtcdCluster {
-  /** Client URLs of all members, in member order. */
+  /** Client URLs of the members the cluster started with, in member order. */
   readonly endpoints: readonly string[];
+  /** The members the cluster started with; {@link startAdded} returns those that join later. */
   readonly members: readonly EtcdClusterMember[];
   /** Server version from `etcd --version`. */
   readonly version: string;
@@ -83,7 +109,17 @@ export interface EtcdCluster {
    */
   waitForLeader(timeoutMs?: number): Promise<EtcdClusterMember>;
   /**
-   * Kills every member and removes all data. Idempotent. No graceful shutdown: the data is
+   * Starts the member a MemberAdd added (`added` is its response: the added member's peer URL,
+   * which must be `http://127.0.0.1:PORT` with a free PORT, and every member's name), as an
+   * operator does: `--initial-cluster-state existing`, `--initial-cluster` listing every member's
+   * `name=peerURL` with the new one under its name, its own data dir in the cluster's temp dir, a
+   * free client port. Resolves once it serves (it has joined: a learner too), unless
+   * `waitUntilReady` is false. Stopped and removed with the cluster; a start that fails leaves no
+   * process.
+   */
+  startAdded(added: MemberAddAnswer, options?: StartAddedOptions): Promise<EtcdClusterMember>;
+  /**
+   * Kills every member (those started later too) and removes all data. Idempotent. No graceful shutdown: the data is
    * discarded, and a SIGTERMed leader whose peers are going away waits seconds trying to hand
    * over leadership.
    */
@@ -134,7 +170,7 @@ export async function startEtcdCluster(
     const cluster = new RunningCluster(
       nodes,
       rootDir,
-      binary.version,
+      { binary, workDir: rootDir, clusterToken, tls: options.tls, args: nodes[0]!.config.args },
       startTimeoutMs,
       options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS,
     );
@@ -231,20 +267,66 @@ class ClusterMember implements EtcdClusterMember {
   }
 }
 
+/** What every member of a cluster is started with, those added later too. */
+type NodeTemplate = Pick<EtcdNodeConfig, 'binary' | 'workDir' | 'clusterToken' | 'tls' | 'args'>;
+
 class RunningCluster implements EtcdCluster {
   readonly members: readonly ClusterMember[];
   readonly endpoints: readonly string[];
+  readonly version: string;
+  /** Members started after MemberAdd. */
+  private readonly joined: EtcdNode[] = [];
   private stopped = false;
 
   constructor(
     private readonly nodes: readonly EtcdNode[],
     private readonly rootDir: string,
-    readonly version: string,
+    private readonly template: NodeTemplate,
     readonly startTimeoutMs: number,
     readonly stopTimeoutMs: number,
   ) {
     this.members = nodes.map((node) => new ClusterMember(node, this));
     this.endpoints = nodes.map((node) => node.endpoint);
+    this.version = template.binary.version;
+  }
+
+  async startAdded(
+    added: MemberAddAnswer,
+    options: StartAddedOptions = {},
+  ): Promise<EtcdClusterMember> {
+    this.assertNotStopped();
+    const name = options.name ?? `member${this.nodes.length + this.joined.length}`;
+    const { peerPort, initialCluster } = joinConfiguration(added, name);
+    for (let attempt = 1; ; attempt++) {
+      const [clientPort] = await freePorts(1);
+      this.assertNotStopped();
+      const dataDir = join(this.rootDir, name);
+      const node = new EtcdNode({
+        ...this.template,
+        name,
+        dataDir,
+        clientPort: clientPort!,
+        peerPort,
+        initialCluster,
+        initialClusterState: 'existing',
+      });
+      // Known to stop() before it spawns, so no process outlives the cluster.
+      this.joined.push(node);
+      node.spawn();
+      if (options.waitUntilReady === false) return new ClusterMember(node, this);
+      try {
+        await node.waitUntilReady(this.startTimeoutMs);
+        return new ClusterMember(node, this);
+      } catch (error) {
+        await node.kill();
+        this.joined.splice(this.joined.indexOf(node), 1);
+        // A member that never joined keeps nothing worth having; a retry starts afresh.
+        await rm(dataDir, { recursive: true, force: true });
+        const retry =
+          error instanceof EtcdStartError && error.addressInUse && attempt < PORT_ATTEMPTS;
+        if (!retry || this.stopped) throw error;
+      }
+    }
   }
 
   async waitForLeader(timeoutMs = 30_000): Promise<EtcdClusterMember> {
@@ -281,11 +363,43 @@ class RunningCluster implements EtcdCluster {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    await Promise.all(this.nodes.map((node) => node.kill()));
+    await Promise.all([...this.nodes, ...this.joined].map((node) => node.kill()));
     await removeTempDir(this.rootDir);
   }
 
   assertNotStopped(): void {
     if (this.stopped) throw new Error('the etcd cluster was stopped and its data removed');
   }
+}
+
+/**
+ * The new member's peer port and `--initial-cluster`, from a MemberAdd response: every member's
+ * `name=peerURL`, the new member under `name` (as `etcdctl member add` prints it).
+ */
+export function joinConfiguration(
+  added: MemberAddAnswer,
+  name: string,
+): { peerPort: number; initialCluster: string } {
+  const id = added.member?.ID;
+  const peerUrl = added.member?.peerURLs?.[0];
+  const port = /^http:\/\/127\.0\.0\.1:(\d+)$/.exec(peerUrl ?? '')?.[1];
+  if (id == null || port === undefined || added.member?.peerURLs?.length !== 1) {
+    throw new RangeError(
+      `the member added must have one peer URL http://127.0.0.1:PORT, got ${JSON.stringify(
+        added.member?.peerURLs ?? [],
+      )}`,
+    );
+  }
+  const members = added.members ?? [];
+  if (!members.some((member) => member.ID === id)) {
+    throw new RangeError('the MemberAdd response does not list the member added');
+  }
+  const initialCluster = members
+    .flatMap((member) =>
+      (member.peerURLs ?? []).map(
+        (url) => `${member.ID === id ? name : (member.name ?? '')}=${url}`,
+      ),
+    )
+    .join(',');
+  return { peerPort: Number(port), initialCluster };
 }

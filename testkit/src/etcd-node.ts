@@ -45,6 +45,11 @@ export interface EtcdNodeConfig {
   readonly peerPort: number;
   /** `--initial-cluster`, e.g. `a=http://127.0.0.1:2380,b=...`. */
   readonly initialCluster: string;
+  /**
+   * `--initial-cluster-state`: `new` (default) for the members a cluster starts with, `existing`
+   * for a member MemberAdd added to a running cluster.
+   */
+  readonly initialClusterState?: 'new' | 'existing';
   readonly clusterToken: string;
   readonly tls?: EtcdTlsOptions;
   /** Extra flags, appended last so they override the defaults. */
@@ -289,7 +294,7 @@ export class EtcdNode {
       '--initial-cluster',
       c.initialCluster,
       '--initial-cluster-state',
-      'new',
+      c.initialClusterState ?? 'new',
       '--initial-cluster-token',
       c.clusterToken,
       '--log-level',

@@ -59,7 +59,10 @@ export {
 export {
   type EtcdCluster,
   type EtcdClusterMember,
+  joinConfiguration,
+  type MemberAddAnswer,
   type MemberStartOptions,
+  type StartAddedOptions,
   type StartEtcdClusterOptions,
   startEtcdCluster,
 } from './etcd-cluster.js';

@@ -22,9 +22,14 @@
 //   MemberUpdate and MemberRemove errors, removing it; with a follower down, removing a running
 //   follower (unhealthy) and the one down (allowed); removing the leader (its process ends, the
 //   member left leads); a voting member added to a single member (its leader lost, "not enough
-//   started members" at once, removing the added member waits for the call's deadline).
-//   Starting an added member is not compared: the testkit cannot start a member that joins a
-//   running cluster (test/cluster/cluster-membership.test.ts covers it on the embedded cluster).
+//   started members" at once, removing the added member waits for the call's deadline);
+// - an added member started (the testkit's startAdded: a real etcd process joining with
+//   --initial-cluster-state existing): every member lists its name and client URL, it serves
+//   reads of what came before it and writes;
+// - a learner added and started: MemberPromote "not in sync" before it starts (asked of the leader
+//   or a follower), listed with its name and isLearner, a serializable read and Status served,
+//   every other unary call and a Watch refused with "rpc not supported for learner", promoted
+//   once in sync (a real learner takes a moment: polled), then a voting member serving writes.
 // Timing is not compared (see the top of src/cluster/embedded-cluster.ts for what differs), nor
 // are the term numbers that real etcd's elections without pre-vote make unpredictable.
 import {
@@ -33,7 +38,12 @@ import {
   etcdserverpb_Lease as Lease,
   etcdserverpb_Maintenance as Maintenance,
 } from '@etcdkit/client/protocol';
-import { describeEachCluster, type TestCluster, type TestClusterMember } from '@etcdkit/testkit';
+import {
+  describeEachCluster,
+  freePort,
+  type TestCluster,
+  type TestClusterMember,
+} from '@etcdkit/testkit';
 import type * as grpc from '@grpc/grpc-js';
 import { afterEach, expect, it } from 'vitest';
 import { b } from '../support/bytes.js';
@@ -764,4 +774,157 @@ describeEachCluster(
     }, 60_000);
   },
   { members: 1, embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
+);
+
+const NOT_SUPPORTED_FOR_LEARNER = status(UNAVAILABLE, 'etcdserver: rpc not supported for learner');
+const LEARNER_NOT_READY = status(
+  FAILED_PRECONDITION,
+  'etcdserver: can only promote a learner member which is in sync with leader',
+);
+const MEMBER_NOT_LEARNER = status(
+  FAILED_PRECONDITION,
+  'etcdserver: can only promote a learner member',
+);
+
+/** A peer URL a real member can listen on (the embedded cluster only lists it). */
+async function newPeerUrl(): Promise<string> {
+  return `http://127.0.0.1:${await freePort()}`;
+}
+
+describeEachCluster(
+  'cluster conformance: an added voting member started',
+  ({ cluster }) => {
+    it('publishes its name and client URL to every member, and serves reads and writes', async () => {
+      const c = cluster();
+      await agreedStatus(c.members);
+      const [m0, m1] = c.members as [TestClusterMember, TestClusterMember];
+      const started = await membersSeenBy(m0);
+      const peerUrl = await newPeerUrl();
+      const added = await onceHealthy(() =>
+        clientOf(m1).unary(Cluster.MemberAdd, { peerURLs: [peerUrl] }),
+      );
+      const id = added.member!.ID!;
+      const written = await clientOf(m0).unary(KV.Put, { key: b('k'), value: b('v') });
+      const joined = await c.startAdded(added, { name: 'member3' });
+      expect(joined.name).toBe('member3');
+
+      const expected = [
+        ...started,
+        { name: 'member3', peerURLs: [peerUrl], clientURLs: [joined.endpoint], isLearner: false },
+      ];
+      for (const member of [...c.members, joined]) {
+        // Each member applies the new member's published attributes in its own time.
+        await eventually(async () =>
+          (await membersSeenBy(member)).some((m) => m.name === 'member3') ? true : undefined,
+        );
+        expect(await membersSeenBy(member)).toEqual(expected);
+      }
+      // It serves linearizable reads of what was written before it joined, and writes.
+      const read = await clientOf(joined).unary(KV.Range, { key: b('k') });
+      expect({
+        value: Buffer.from(read.kvs[0]!.value!).toString(),
+        mod: read.kvs[0]!.modRevision,
+        member: read.header!.memberId,
+      }).toEqual({ value: 'v', mod: written.header!.revision, member: id });
+      const own = await clientOf(joined).unary(KV.Put, { key: b('k'), value: b('w') });
+      expect(own.header!.revision).toBe(written.header!.revision! + 1n);
+      const joinedStatus = await clientOf(joined).unary(Maintenance.Status, {});
+      expect({
+        isLearner: joinedStatus.isLearner,
+        hasLeader: joinedStatus.leader !== 0n,
+      }).toEqual({ isLearner: false, hasLeader: true });
+    }, 60_000);
+  },
+  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
+);
+
+describeEachCluster(
+  'cluster conformance: a learner added and started',
+  ({ cluster }) => {
+    it('is not ready for promotion until started; refuses all but Status and serializable reads; promoted once in sync, it is a voting member', async () => {
+      const c = cluster();
+      await agreedStatus(c.members);
+      const [m0, m1] = c.members as [TestClusterMember, TestClusterMember];
+      const peerUrl = await newPeerUrl();
+      const added = await onceHealthy(() =>
+        clientOf(m0).unary(Cluster.MemberAdd, { peerURLs: [peerUrl], isLearner: true }),
+      );
+      const id = added.member!.ID!;
+      expect(added.member!.isLearner).toBe(true);
+      const written = await clientOf(m0).unary(KV.Put, { key: b('k'), value: b('v') });
+      // Not started, it has nothing of the leader's log (a follower asks the leader, which knows).
+      for (const member of [m0, m1]) {
+        await expect(
+          clientOf(member).unary(Cluster.MemberPromote, { ID: id }),
+        ).rejects.toMatchObject(LEARNER_NOT_READY);
+      }
+
+      const learner = await c.startAdded(added, { name: 'learner' });
+      await eventually(async () =>
+        (await membersSeenBy(m0)).some((m) => m.name === 'learner') ? true : undefined,
+      );
+      expect((await membersSeenBy(m0)).find((m) => m.name === 'learner')).toEqual({
+        name: 'learner',
+        peerURLs: [peerUrl],
+        clientURLs: [learner.endpoint],
+        isLearner: true,
+      });
+
+      const client = clientOf(learner);
+      // A serializable read is served from what it has received (a moment to catch up).
+      const read = await eventually(async () => {
+        const answer = await client.unary(KV.Range, { key: b('k'), serializable: true });
+        return answer.kvs.length === 1 ? answer : undefined;
+      });
+      expect({
+        value: Buffer.from(read.kvs[0]!.value!).toString(),
+        mod: read.kvs[0]!.modRevision,
+        member: read.header!.memberId,
+      }).toEqual({ value: 'v', mod: written.header!.revision, member: id });
+      const own = await client.unary(Maintenance.Status, {});
+      expect({
+        isLearner: own.isLearner,
+        hasLeader: own.leader !== 0n,
+        errors: own.errors,
+      }).toEqual({ isLearner: true, hasLeader: true, errors: [] });
+      const refused = await Promise.all([
+        outcome(client.unary(KV.Range, { key: b('k') })),
+        outcome(client.unary(KV.Put, { key: b('k'), value: b('x') })),
+        outcome(client.unary(KV.Txn, { success: [{ requestRange: { key: b('k') } }] })),
+        outcome(client.unary(Lease.LeaseGrant, { TTL: 60n })),
+        outcome(client.unary(Cluster.MemberList, {})),
+        outcome(client.unary(Cluster.MemberPromote, { ID: id })),
+        outcome(client.unary(Maintenance.HashKV, {})),
+      ]);
+      expect(refused).toEqual(refused.map(() => ({ error: NOT_SUPPORTED_FOR_LEARNER })));
+      // Streams are refused as they open.
+      const watch = watchOf(learner);
+      watch.stream.create({ key: b('k') });
+      expect(await watch.ended).toEqual(NOT_SUPPORTED_FOR_LEARNER);
+
+      // In sync once it has most of the leader's log: etcd needs 90% of it, which a real learner
+      // reaches a moment after it starts (the embedded one at once).
+      const promoted = await eventually(async () => {
+        const answer = await outcome(clientOf(m1).unary(Cluster.MemberPromote, { ID: id }));
+        if ('ok' in answer) return answer.ok;
+        if (answer.error.details !== LEARNER_NOT_READY.details) throw answer.error;
+        return undefined;
+      });
+      expect(promoted.members.find((m) => m.ID === id)?.isLearner).toBe(false);
+      await expect(clientOf(m0).unary(Cluster.MemberPromote, { ID: id })).rejects.toMatchObject(
+        MEMBER_NOT_LEARNER,
+      );
+      // A voting member now: it serves what it refused (once it applied its own promotion).
+      const put = await eventually(async () => {
+        const answer = await outcome(client.unary(KV.Put, { key: b('k'), value: b('w') }));
+        return 'ok' in answer ? answer.ok : undefined;
+      });
+      expect(put.header!.memberId).toBe(id);
+      expect((await client.unary(Maintenance.Status, {})).isLearner).toBe(false);
+      expect((await membersSeenBy(learner)).find((m) => m.name === 'learner')?.isLearner).toBe(
+        false,
+      );
+    }, 60_000);
+  },
+  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
 );
