@@ -5,6 +5,7 @@
 // reaches it). Checked against etcd 3.4.23 in test/conformance/cluster-conformance.test.ts.
 import {
   etcdserverpb_Cluster as Cluster,
+  grpc_health_v1_Health as Health,
   etcdserverpb_KV as KV,
   etcdserverpb_Lease as Lease,
   etcdserverpb_Maintenance as Maintenance,
@@ -120,6 +121,7 @@ describe('EmbeddedCluster learners', () => {
       failure(client.unary(Cluster.MemberPromote, { ID: id })),
       failure(client.unary(Maintenance.HashKV, {})),
       failure(client.unary(Maintenance.Alarm, {})),
+      failure(client.unary(Health.Check, {})),
     ]);
     expect(refused).toEqual(refused.map(() => NOT_SUPPORTED));
     // Streams are refused as they open.

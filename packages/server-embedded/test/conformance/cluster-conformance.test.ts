@@ -34,6 +34,7 @@
 // are the term numbers that real etcd's elections without pre-vote make unpredictable.
 import {
   etcdserverpb_Cluster as Cluster,
+  grpc_health_v1_Health as Health,
   etcdserverpb_KV as KV,
   etcdserverpb_Lease as Lease,
   etcdserverpb_Maintenance as Maintenance,
@@ -895,6 +896,7 @@ describeEachCluster(
         outcome(client.unary(Cluster.MemberList, {})),
         outcome(client.unary(Cluster.MemberPromote, { ID: id })),
         outcome(client.unary(Maintenance.HashKV, {})),
+        outcome(client.unary(Health.Check, {})),
       ]);
       expect(refused).toEqual(refused.map(() => ({ error: NOT_SUPPORTED_FOR_LEARNER })));
       // Streams are refused as they open.
