@@ -13,9 +13,9 @@
 // member leaves no quorum until it starts); startAdded() starts it on its own endpoint, where it
 // publishes its name and client URL. A learner added can be started the same way: it does not
 // vote, refuses what etcd's learners refuse (leader-gate.ts), and MemberPromote makes it a voting
-// member once it is in sync (here: while it runs and reaches the leader, since the one store
-// replicates at once; a real learner is in sync once it matched 90% of the leader's log, which
-// takes a moment after it starts). MemberRemove takes a member out: the quorum shrinks, a
+// member once it is in sync: it has 90% of the leader's log, which here it has at once while it
+// reaches the leader (one store), and keeps while down until the log grows past it; a real
+// learner needs a moment after it starts. MemberRemove takes a member out: the quorum shrinks, a
 // removed leader makes the others elect one, and the removed member's port closes a moment later,
 // as a removed etcd member's process exits.
 //
@@ -114,6 +114,8 @@ const MAX_MEMBERS = 9;
  * MemberRemove it served itself go out first.
  */
 const REMOVED_MEMBER_EXIT_MS = 100;
+/** etcd's readyPercent: a learner is in sync once it has this much of the leader's log. */
+const LEARNER_READY_FRACTION = 0.9;
 
 /** Several etcd members in this process, serving one store (see the file comment). */
 export class EmbeddedCluster {
@@ -140,6 +142,8 @@ export class EmbeddedCluster {
   private readonly unpublished = new Set<EmbeddedClusterMember>();
   /** Removed members, until their port closes. */
   private readonly leaving = new Set<EmbeddedClusterMember>();
+  /** Learners out of reach, with the log index they had then (raft's Match for them). */
+  private readonly learnerMatch = new Map<bigint, number>();
   private timers: Timer[] = [];
   private currentLeader: EmbeddedClusterMember | undefined;
   private stopped: Promise<void> | undefined;
@@ -291,9 +295,9 @@ export class EmbeddedCluster {
    * `--initial-cluster-state existing`: it serves on its own endpoint and publishes its name and
    * client URL (MemberList shows them, and it counts as started for etcd's strict checks). A
    * voting member takes part in elections from now on, so the quorum may come back with it. A
-   * learner does not vote: it receives the log (it is in sync with the leader while it reaches
-   * it, so MemberPromote makes it a voting member), and until promoted it refuses every call but
-   * Status and serializable Range with "etcdserver: rpc not supported for learner".
+   * learner does not vote: it receives the log at once (it is in sync with the leader, so
+   * MemberPromote makes it a voting member), and until promoted it refuses every call but Status
+   * and serializable Range with "etcdserver: rpc not supported for learner".
    */
   async startAdded(id: bigint, options: StartAddedOptions = {}): Promise<EmbeddedClusterMember> {
     if (this.stopped !== undefined) throw new Error('the cluster is stopped');
@@ -396,6 +400,7 @@ export class EmbeddedCluster {
   /** @internal A member's reach changed: elect, or lose the leader, as raft would. */
   reachChanged(): void {
     if (this.stopped !== undefined) return;
+    this.trackLearners();
     // Learners do not vote, and every voting member counts, started or not (a member added but not
     // started is a vote lost).
     const reachable = this.memberList.filter(
@@ -442,16 +447,7 @@ export class EmbeddedCluster {
     this.membership.allowVotingChanges({
       connected: (local, peer) =>
         this.member(local)?.reachable === true && this.member(peer)?.reachable === true,
-      // The log reaches a learner at once while it reaches the leader (there is one store): a
-      // learner is in sync from its start, and out of sync while it is down or cut off.
-      inSync: (id) => {
-        const learner = this.member(id);
-        return (
-          this.currentLeader !== undefined &&
-          learner?.reachable === true &&
-          !this.unpublished.has(learner)
-        );
-      },
+      inSync: (id) => this.learnerInSync(id),
     });
     this.membership.subscribe((state) => this.membershipChanged(state));
   }
@@ -488,6 +484,30 @@ export class EmbeddedCluster {
       throw error;
     }
     return undefined;
+  }
+
+  /**
+   * etcd's check that a learner may be promoted: its log (raft's Match) has at least 90% of the
+   * leader's. The log reaches a learner at once while it reaches the leader (there is one store);
+   * out of reach, it keeps the index it had, and falls behind as the leader's log grows. A learner
+   * never started has nothing.
+   */
+  private learnerInSync(id: bigint): boolean {
+    const learner = this.member(id);
+    if (this.currentLeader === undefined || learner === undefined) return false;
+    if (this.unpublished.has(learner)) return false;
+    const index = this.core.proposals.index;
+    const match = learner.reachable ? index : (this.learnerMatch.get(id) ?? 0);
+    return match >= LEARNER_READY_FRACTION * index;
+  }
+
+  /** A learner that loses its reach keeps the log it had then (see learnerInSync). */
+  private trackLearners(): void {
+    for (const member of this.memberList) {
+      const id = member.memberId;
+      if (member.reachable || !this.isLearner(id)) this.learnerMatch.delete(id);
+      else if (!this.learnerMatch.has(id)) this.learnerMatch.set(id, this.core.proposals.index);
+    }
   }
 
   /** Started members publish their name and client URLs once there is a leader to commit them. */
