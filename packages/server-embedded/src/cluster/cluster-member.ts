@@ -223,8 +223,9 @@ export class EmbeddedClusterMember {
     this.knownLeader = leaderId;
     if (leaderId === 0n) {
       this.logger.info('member lost its leader', { name: this.name });
-      // Captured before anything else can change the shared state: this is all it applied.
-      const applied = this.control.capture();
+      // Captured before anything else can change the shared state: this is all it applied (a
+      // learner cut off before its promotion has it already).
+      const applied = this.applied ?? this.control.capture();
       this.applied = applied;
       this.leaderGate.loseLeader();
       // Its watchers go on from what it applied: replays up to it, progress at it, nothing newer.
@@ -237,6 +238,30 @@ export class EmbeddedClusterMember {
       this.served.watchable.release();
       this.leaderGate.regainLeader();
     }
+  }
+
+  /**
+   * @internal The cluster tells a learner who leads as it can see. A learner never campaigns, so
+   * raft never clears the leader it knows (a follower's is cleared when its election timer fires,
+   * which a learner's never does): cut off (0n), it goes on naming the last leader it heard from,
+   * and calls sent with require-leader pass, as on etcd 3.4.23 (a learner still named its leader
+   * with every voting member killed); it answers from what it had applied, as any member cut off.
+   */
+  setLearnerLeader(leaderId: bigint): void {
+    if (leaderId !== 0n || !this.told) {
+      if (leaderId !== 0n && this.applied !== undefined && leaderId === this.knownLeader) {
+        // Reached again by the leader it names: caught up at once.
+        this.applied = undefined;
+        this.served.watchable.release();
+      }
+      this.setLeader(leaderId);
+      return;
+    }
+    if (this.applied !== undefined) return;
+    this.logger.info('learner cut off from its leader', { name: this.name });
+    const applied = this.control.capture();
+    this.applied = applied;
+    this.served.watchable.hold(applied);
   }
 
   /**

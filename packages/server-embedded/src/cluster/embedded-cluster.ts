@@ -550,6 +550,10 @@ export class EmbeddedCluster {
   /** Each member learns who leads, as far as it can see. */
   private tellMembers(): void {
     const leaderId = this.currentLeader?.memberId ?? 0n;
-    for (const member of this.memberList) member.setLeader(member.reachable ? leaderId : 0n);
+    for (const member of this.memberList) {
+      const seen = member.reachable ? leaderId : 0n;
+      if (this.isLearner(member.memberId)) member.setLearnerLeader(seen);
+      else member.setLeader(seen);
+    }
   }
 }

@@ -39,8 +39,10 @@
 // gRPC interceptors refuse for learners, with Unavailable "etcdserver: rpc not supported for
 // learner": every stream (Watch, LeaseKeepAlive, Snapshot, Observe...) as it opens, and every
 // unary call but Status and a serializable Range. For a unary call etcd checks that before
-// require-leader, on the request, so a learner without a leader refuses a call it does not
-// serve as a learner and answers "no leader" to one it serves.
+// require-leader, on the request, so a learner without a leader would refuse a call it does not
+// serve as a learner and answer "no leader" to one it serves; but a learner started knows of a
+// leader for good (it never campaigns, so raft never clears it: EmbeddedClusterMember's
+// setLearnerLeader), so that only matters to a learner promoted since.
 //
 // A MoveLeader to a member that cannot be reached is never answered, on any member, as etcd's is
 // not: etcd waits for the transferee to lead on the call's own context, so the client sees its own

@@ -25,7 +25,6 @@ const NOT_LEARNER = status(
   GrpcCode.FAILED_PRECONDITION,
   'etcdserver: can only promote a learner member',
 );
-const NO_LEADER = status(GrpcCode.UNAVAILABLE, 'etcdserver: no leader');
 const REQUIRE_LEADER = { metadata: { hasleader: 'true' } } as const;
 
 describe('EmbeddedCluster learners', () => {
@@ -85,12 +84,14 @@ describe('EmbeddedCluster learners', () => {
         }),
       );
     }
-    // Two voting members down: one voting member and the learner are no quorum of 3.
+    // Two voting members down: one voting member and the learner are no quorum of 3. The learner
+    // goes on naming the leader it knew (it never campaigns, so raft never clears it).
     expect(learner.leaderId).toBe(m0.memberId);
     await m1.stop();
     await m2.stop();
     expect(c.leader).toBeUndefined();
-    expect(learner.leaderId).toBe(0n);
+    expect(m0.leaderId).toBe(0n);
+    expect(learner.leaderId).toBe(m0.memberId);
     expect(() => c.elect(learner)).toThrow('it is a learner');
   });
 
@@ -186,19 +187,36 @@ describe('EmbeddedCluster learners', () => {
     expect(c.leader).toBeDefined();
   });
 
-  it('a learner without a leader: require-leader calls it serves get "no leader", the others the learner refusal', async () => {
+  it('a learner cut off goes on naming its leader: require-leader calls pass, it answers from what it had applied', async () => {
     const { c, id } = await withLearner();
     const learner = await c.startAdded(id);
-    learner.partition();
+    const leaderId = c.leader!.memberId;
     const client = clientOf(learner);
-    expect(
-      await Promise.all([
-        failure(client.unary(KV.Range, { key: b('k'), serializable: true }, REQUIRE_LEADER)),
-        failure(client.unary(Maintenance.Status, {}, REQUIRE_LEADER)),
-        failure(client.unary(KV.Put, { key: b('k'), value: b('x') }, REQUIRE_LEADER)),
-        failure(client.unary(KV.Range, { key: b('k'), serializable: true })),
-      ]),
-    ).toEqual([NO_LEADER, NO_LEADER, NOT_SUPPORTED, 'answered']);
+    await clientOf(c.leader!).unary(KV.Put, { key: b('k'), value: b('v') });
+    learner.partition();
+    const later = await clientOf(c.leader!).unary(KV.Put, { key: b('k'), value: b('w') });
+    const [status, read, put] = await Promise.all([
+      client.unary(Maintenance.Status, {}, REQUIRE_LEADER),
+      client.unary(KV.Range, { key: b('k'), serializable: true }, REQUIRE_LEADER),
+      failure(client.unary(KV.Put, { key: b('k'), value: b('x') }, REQUIRE_LEADER)),
+    ]);
+    expect({
+      leader: status.leader,
+      errors: status.errors,
+      value: Buffer.from(read.kvs[0]!.value!).toString(),
+      revision: read.header!.revision,
+      put,
+    }).toEqual({
+      leader: leaderId,
+      errors: [],
+      value: 'v',
+      revision: later.header!.revision! - 1n,
+      put: NOT_SUPPORTED,
+    });
+    // Healed, it catches up at once.
+    learner.heal();
+    const caughtUp = await client.unary(KV.Range, { key: b('k'), serializable: true });
+    expect(Buffer.from(caughtUp.kvs[0]!.value!).toString()).toBe('w');
   });
 
   it('MoveLeader to a learner never completes: the call ends at its deadline, the leader stays', async () => {
