@@ -29,7 +29,9 @@
 // - a learner added and started: MemberPromote "not in sync" before it starts (asked of the leader
 //   or a follower), listed with its name and isLearner, a serializable read and Status served,
 //   every other unary call and a Watch refused with "rpc not supported for learner", promoted
-//   once in sync (a real learner takes a moment: polled), then a voting member serving writes.
+//   once in sync (a real learner takes a moment: polled), then a voting member serving writes;
+// - a learner when the voting members lose their quorum: it goes on naming its leader, passes
+//   require-leader calls, and its serializable reads answer what it has.
 // Timing is not compared (see the top of src/cluster/embedded-cluster.ts for what differs), nor
 // are the term numbers that real etcd's elections without pre-vote make unpredictable.
 import {
@@ -926,6 +928,60 @@ describeEachCluster(
       expect((await membersSeenBy(learner)).find((m) => m.name === 'learner')?.isLearner).toBe(
         false,
       );
+    }, 60_000);
+  },
+  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
+);
+
+describeEachCluster(
+  'cluster conformance: a learner when the voting members lose their quorum',
+  ({ cluster }) => {
+    it('goes on naming its leader (it never campaigns): require-leader calls pass, serializable reads answer what it has', async () => {
+      const c = cluster();
+      const names = await namesById(c);
+      const before = await agreedStatus(c.members);
+      const leader = memberNamed(c, names.get(before.leader));
+      const followers = c.members.filter((m) => m !== leader);
+      const added = await onceHealthy(async () =>
+        clientOf(leader).unary(Cluster.MemberAdd, {
+          peerURLs: [await newPeerUrl()],
+          isLearner: true,
+        }),
+      );
+      const written = await clientOf(leader).unary(KV.Put, { key: b('k'), value: b('v') });
+      const learner = await c.startAdded(added, { name: 'learner' });
+      const client = clientOf(learner);
+      await eventually(async () => {
+        const answer = await client.unary(KV.Range, { key: b('k'), serializable: true });
+        return answer.kvs.length === 1 ? true : undefined;
+      });
+
+      await Promise.all(followers.map((member) => member.kill()));
+      // The leader steps down an election timeout later (raft's check quorum).
+      await eventually(async () => {
+        const answer = await clientOf(leader).unary(Maintenance.Status, {});
+        return answer.leader === 0n ? true : undefined;
+      });
+      const [status, read, put] = await Promise.all([
+        client.unary(Maintenance.Status, {}, REQUIRE_LEADER),
+        client.unary(KV.Range, { key: b('k'), serializable: true }, REQUIRE_LEADER),
+        outcome(client.unary(KV.Put, { key: b('k'), value: b('x') }, REQUIRE_LEADER)),
+      ]);
+      expect({
+        leader: names.get(status.leader!),
+        errors: status.errors,
+        isLearner: status.isLearner,
+        value: Buffer.from(read.kvs[0]!.value!).toString(),
+        revision: read.header!.revision,
+        put,
+      }).toEqual({
+        leader: leader.name,
+        errors: [],
+        isLearner: true,
+        value: 'v',
+        revision: written.header!.revision,
+        put: { error: NOT_SUPPORTED_FOR_LEARNER },
+      });
     }, 60_000);
   },
   { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
