@@ -161,14 +161,20 @@ describe('retry policy (judge)', () => {
     expect(write.error.cause).toBeInstanceOf(UnavailableError);
   });
 
-  it('retries every policy elsewhere after "no leader": etcd refused it before applying anything', () => {
-    const noLeader = failure(GrpcStatus.Unavailable, 'etcdserver: no leader', true);
-    for (const policy of ['read', 'write', 'guarded-write'] as const) {
-      const verdict = judge(noLeader, policy);
-      expect(verdict).toMatchObject({ retry: true, endpointFailed: true, ambiguous: false });
-      expect(verdict.error.code).toBe('NO_LEADER');
-    }
-  });
+  it.each([
+    ['etcdserver: no leader', 'NO_LEADER'],
+    ['etcdserver: rpc not supported for learner', 'NOT_SUPPORTED_FOR_LEARNER'],
+  ])(
+    'retries every policy elsewhere after %j: etcd refused it before applying anything',
+    (details, code) => {
+      const refused = failure(GrpcStatus.Unavailable, details, true);
+      for (const policy of ['read', 'write', 'guarded-write'] as const) {
+        const verdict = judge(refused, policy);
+        expect(verdict).toMatchObject({ retry: true, endpointFailed: true, ambiguous: false });
+        expect(verdict.error.code).toBe(code);
+      }
+    },
+  );
 
   it.each([
     [GrpcStatus.Unavailable, 'etcdserver: unhealthy cluster', 'UNHEALTHY'],

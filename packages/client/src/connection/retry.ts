@@ -35,6 +35,14 @@ const OUTCOME_UNKNOWN = new Set<GrpcStatus>([
 ]);
 
 /**
+ * Refusals by the member reached, before it does anything, of a call another member can serve:
+ * "no leader" (a require-leader call on a member cut off from its leader) and "rpc not supported
+ * for learner" (anything but a serializable read or a status on a learner). Both come as
+ * Unavailable; the call goes to another endpoint whatever its policy, since nothing was applied.
+ */
+const ANOTHER_MEMBER_MAY_SERVE = new Set<string>(['NO_LEADER', 'NOT_SUPPORTED_FOR_LEARNER']);
+
+/**
  * etcd's refusals of a membership change (or a leadership transfer) by its checks before proposing
  * anything: the outcome is known, nothing changed. etcd sends the first as Unavailable and the
  * second as Unknown (its gRPC error mapping misses it), which would otherwise read as "may have been
@@ -44,9 +52,9 @@ const REFUSED_BEFORE_PROPOSAL = new Set<string>(['UNHEALTHY', 'MEMBER_NOT_ENOUGH
 
 /**
  * Applies the retry policy to one failed attempt:
- * - never sent (no connection), or refused with "etcdserver: no leader" (etcd refuses a
- *   require-leader call before it does anything, so nothing was applied): retried for every
- *   policy, on another endpoint;
+ * - never sent (no connection), or refused with "etcdserver: no leader" or "rpc not supported for
+ *   learner" (etcd refuses those before it does anything, so nothing was applied): retried for
+ *   every policy, on another endpoint;
  * - Unavailable after send: `read` and `guarded-write` are retried, a `write` becomes
  *   OutcomeUnknownError;
  * - DeadlineExceeded, Internal, Unknown, Cancelled, DataLoss after send: never retried; for a
@@ -67,7 +75,7 @@ export function judge(failure: TransportError, policy: RetryPolicy): Verdict {
       ambiguous: false,
     };
   }
-  if (typed.code === 'NO_LEADER') {
+  if (ANOTHER_MEMBER_MAY_SERVE.has(typed.code)) {
     return { retry: true, error: typed, endpointFailed: true, ambiguous: false };
   }
   if (REFUSED_BEFORE_PROPOSAL.has(typed.code)) {
