@@ -124,3 +124,43 @@ describe('strict reconfiguration check: MemberRemove', () => {
     expect(members.list().map((m) => m.id)).toEqual([1n, 2n, 3n]);
   });
 });
+
+describe('MemberPromote: in sync, then the strict check (IsReadyToPromoteMember)', () => {
+  const LEARNER_NOT_READY = new EtcdServerError('LEARNER_NOT_READY');
+  const member = (id: bigint, started: boolean, isLearner = false) => ({
+    id,
+    name: started ? `m${id}` : '',
+    peerUrls: [`http://127.0.0.1:${2380 + Number(id)}`],
+    clientUrls: started ? [`http://127.0.0.1:${2379 + Number(id)}`] : [],
+    isLearner,
+  });
+  /** Members 1 (started) and the given others, with learner 9 in sync when `inSync` says so. */
+  const withLearner = (others: ReturnType<typeof member>[], inSync: boolean) => {
+    const proposals = new ProposalLog({ memberId: 1n, maxRequestBytes: 1 << 20 });
+    const members = new Membership(identity(1n), proposals);
+    members.restore({
+      members: [member(1n, true), ...others, member(9n, true, true)],
+      removed: [],
+    });
+    members.allowVotingChanges({ connected: () => true, inSync: () => inSync });
+    return members;
+  };
+
+  it('a learner not in sync is not ready, whatever else holds', () => {
+    const members = withLearner([member(2n, true)], false);
+    expect(() => members.promote(9n)).toThrow(LEARNER_NOT_READY);
+  });
+
+  it('in sync: the learner counts as started; 1 started and 2 unstarted voting members are not enough (2 of 4 < 3)', () => {
+    const members = withLearner([member(2n, false), member(3n, false)], true);
+    expect(() => members.promote(9n)).toThrow(NOT_ENOUGH_STARTED);
+    expect(members.get(9n)?.isLearner).toBe(true);
+  });
+
+  it('in sync with 2 started and 1 unstarted voting members: promoted (3 of 4), a voting member after', () => {
+    const members = withLearner([member(2n, true), member(3n, false)], true);
+    members.promote(9n);
+    expect(members.get(9n)?.isLearner).toBe(false);
+    expect(() => members.promote(9n)).toThrow(new EtcdServerError('MEMBER_NOT_LEARNER'));
+  });
+});
