@@ -429,7 +429,7 @@ export class CorruptClusterError extends serverError(
 ) {}
 export class NotSupportedForLearnerError extends serverError(
   'NOT_SUPPORTED_FOR_LEARNER',
-  S.FailedPrecondition,
+  S.Unavailable,
   'etcdserver: rpc not supported for learner',
 ) {}
 export class BadLeaderTransfereeError extends serverError(
