@@ -90,7 +90,7 @@ const COMMANDS: readonly RunnableCommand[] = [
   {
     name: 'join',
     argument: '<added-member-id>',
-    help: 'start the voting member MemberAdd added (etcdctl member add), on a free port',
+    help: 'start the member (voting or learner) MemberAdd added (etcdctl member add), on a free port',
     run: () => {},
   },
   { name: 'help', argument: '', help: 'list the commands', run: () => {} },
@@ -168,13 +168,17 @@ function memberArgument(
 
 /**
  * The cluster in one line of `key=value` fields: `leader=member1 term=3` (`leader=none` without a
- * quorum), then each member's state: `leader`, `follower`, `no-leader` (running but without a
- * quorum), or what was done to it: `stopped`, `partitioned`, `paused`, joined by `+`; last, when
- * voting members were added and have not started, `unstarted=<count>` (they count for the quorum).
+ * quorum), then each member's state: `leader`, `follower`, `learner`, `no-leader` (running but
+ * without a quorum), or what was done to it: `stopped`, `partitioned`, `paused`, joined by `+`;
+ * last, when voting members were added and have not started, `unstarted=<count>` (they count for
+ * the quorum).
  */
 export function clusterStatus(cluster: EmbeddedCluster): string {
-  const members = cluster.members.map((member) => `${member.name}=${memberState(member)}`);
-  const unstarted = cluster.votingMembers - cluster.members.length;
+  const members = cluster.members.map(
+    (member) => `${member.name}=${memberState(member, cluster.isLearner(member.memberId))}`,
+  );
+  const startedVoting = cluster.members.filter((member) => !cluster.isLearner(member.memberId));
+  const unstarted = cluster.votingMembers - startedVoting.length;
   return [
     `leader=${cluster.leader?.name ?? 'none'}`,
     `term=${cluster.term}`,
@@ -183,7 +187,7 @@ export function clusterStatus(cluster: EmbeddedCluster): string {
   ].join(' ');
 }
 
-function memberState(member: EmbeddedClusterMember): string {
+function memberState(member: EmbeddedClusterMember, learner: boolean): string {
   const faults = [
     member.running ? undefined : 'stopped',
     member.partitioned ? 'partitioned' : undefined,
@@ -191,5 +195,6 @@ function memberState(member: EmbeddedClusterMember): string {
   ].filter((fault) => fault !== undefined);
   if (faults.length > 0) return faults.join('+');
   if (member.isLeader) return 'leader';
+  if (learner) return 'learner';
   return member.leaderId === 0n ? 'no-leader' : 'follower';
 }

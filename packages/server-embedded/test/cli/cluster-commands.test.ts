@@ -108,4 +108,23 @@ describe('simulated cluster commands', () => {
       client.close();
     }
   });
+
+  it('join starts a learner too; the status names it a learner and counts no voting member unstarted', async () => {
+    const started = await start(3);
+    const client = new RawClient(started.members[0]!.endpoint);
+    try {
+      const added = await client.unary(Cluster.MemberAdd, {
+        peerURLs: ['http://127.0.0.1:1'],
+        isLearner: true,
+      });
+      const id = added.member!.ID!.toString(16);
+      const joined = await runClusterCommand(started, `join ${id}`);
+      const member3 = started.member('member3')!;
+      expect(joined).toBe(
+        `ok member member3 ${id} ${member3.endpoint} leader=member0 term=2 member0=leader member1=follower member2=follower member3=learner`,
+      );
+    } finally {
+      client.close();
+    }
+  });
 });
