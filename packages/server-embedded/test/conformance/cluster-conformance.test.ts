@@ -156,298 +156,308 @@ function memberNamed(cluster: TestCluster, name: string | undefined): TestCluste
   return member;
 }
 
-describeEachCluster(
-  'cluster conformance: a healthy cluster',
-  ({ cluster }) => {
-    it('MemberList from every member: every member, by id, with its name and client URL', async () => {
-      const c = cluster();
-      const names = await namesById(c);
-      const byId = [...names.entries()].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
-      for (const member of c.members) {
-        const list = await clientOf(member).unary(Cluster.MemberList, {});
-        expect(names.get(list.header!.memberId!)).toBe(member.name);
-        expect(list.header!.revision).toBe(0n);
-        expect(
-          list.members.map((m) => ({
-            id: m.ID,
-            name: m.name,
-            clientURLs: m.clientURLs,
-            peerURLs: m.peerURLs?.length,
-            isLearner: m.isLearner,
-          })),
-        ).toEqual(
-          byId.map(([id, name]) => ({
-            id,
-            name,
-            clientURLs: [memberNamed(c, name).endpoint],
-            peerURLs: 1,
-            isLearner: false,
-          })),
-        );
-      }
-    });
+/**
+ * describeEachCluster with etcd's request timeout on the embedded cluster too, so that both time
+ * out what waits for a leader at the same moment.
+ */
+function describeConformance(
+  title: string,
+  body: Parameters<typeof describeEachCluster>[1],
+  options: { members?: number } = {},
+): void {
+  describeEachCluster(title, body, {
+    ...options,
+    embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS },
+  });
+}
 
-    it('Status from every member: its own id, one leader and one term, no errors', async () => {
-      const c = cluster();
-      const names = await namesById(c);
-      const { leader, term, answers } = await agreedStatus(c.members);
-      expect(names.has(leader)).toBe(true);
-      // The first election of a new cluster is won in term 2 unless votes split (real etcd only).
-      expect(term).toBeGreaterThanOrEqual(2n);
-      for (const [i, answer] of answers.entries()) {
-        expect(names.get(answer.header!.memberId!)).toBe(c.members[i]!.name);
-        expect(answer.header!.raftTerm).toBe(term);
-        expect(answer.errors).toEqual([]);
-        expect(answer.isLearner).toBe(false);
-      }
-    });
+/**
+ * The cluster once its members agree on a leader: member names by id, each member's id, the
+ * agreed status, and the leading member.
+ */
+async function settled(cluster: TestCluster) {
+  const names = await namesById(cluster);
+  const idOf = (member: TestClusterMember) =>
+    [...names.entries()].find(([, name]) => name === member.name)![0];
+  const before = await agreedStatus(cluster.members);
+  const leader = memberNamed(cluster, names.get(before.leader));
+  return { names, idOf, before, leader };
+}
 
-    it('MoveLeader: a follower refuses, the leader refuses an unknown id, to itself changes nothing, to a follower moves it in the next term', async () => {
-      const c = cluster();
-      const names = await namesById(c);
-      const before = await agreedStatus(c.members);
-      const leader = memberNamed(c, names.get(before.leader));
-      const followers = c.members.filter((m) => m !== leader);
-      const [first, second] = followers as [TestClusterMember, TestClusterMember];
-      const idOf = (member: TestClusterMember) =>
-        [...names.entries()].find(([, name]) => name === member.name)![0];
+/** `client`'s Status once its member knows no leader (raft's check quorum steps a leader down). */
+async function leaderLost(client: RawClient) {
+  return eventually(async () => {
+    const answer = await client.unary(Maintenance.Status, {});
+    return answer.leader === 0n ? answer : undefined;
+  });
+}
 
-      await expect(
-        clientOf(first).unary(Maintenance.MoveLeader, { targetID: idOf(second) }),
-      ).rejects.toMatchObject(NOT_LEADER);
-      await expect(
-        clientOf(first).unary(Maintenance.MoveLeader, { targetID: idOf(first) }),
-      ).rejects.toMatchObject(NOT_LEADER);
-      await expect(
-        clientOf(leader).unary(Maintenance.MoveLeader, { targetID: 12_345n }),
-      ).rejects.toMatchObject(BAD_TRANSFEREE);
+/**
+ * Expects `call` to end at its deadline. Whose answer the client sees is a race on real etcd,
+ * which sees the same deadline pass: grpc-js' own DeadlineExceeded, or `serverAnswer`.
+ */
+async function expectDeadlineOr(call: Promise<unknown>, serverAnswer: CallError): Promise<void> {
+  const ended = await outcome(call);
+  const failure = 'error' in ended ? ended.error : undefined;
+  expect([{ code: DEADLINE_EXCEEDED, details: 'Deadline exceeded' }, serverAnswer]).toContainEqual({
+    code: failure?.code,
+    details: failure?.details.replace(/^Deadline exceeded.*$/s, 'Deadline exceeded'),
+  });
+}
 
-      const toItself = await clientOf(leader).unary(Maintenance.MoveLeader, {
-        targetID: idOf(leader),
-      });
-      expect(toItself.header).toBeNull();
-      const same = await agreedStatus(c.members);
-      expect({ leader: names.get(same.leader), term: same.term }).toEqual({
-        leader: leader.name,
-        term: before.term,
-      });
-
-      // The transferee campaigns at once (raft's MsgTimeoutNow), one term up: no pre-vote, no
-      // randomised timeout, so the term is exactly the next one on real etcd too.
-      const moved = await clientOf(leader).unary(Maintenance.MoveLeader, {
-        targetID: idOf(second),
-      });
-      expect(moved.header).toBeNull();
-      const after = await agreedStatus(c.members);
-      expect({ leader: names.get(after.leader), term: after.term }).toEqual({
-        leader: second.name,
-        term: before.term + 1n,
-      });
-      await expect(
-        clientOf(leader).unary(Maintenance.MoveLeader, { targetID: idOf(first) }),
-      ).rejects.toMatchObject(NOT_LEADER);
-    });
-  },
-  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
-);
-
-describeEachCluster(
-  'cluster conformance: the leader stopped',
-  ({ cluster }) => {
-    it('the others elect one of them in a later term; the old leader rejoins as a follower', async () => {
-      const c = cluster();
-      const names = await namesById(c);
-      const before = await agreedStatus(c.members);
-      const oldLeader = memberNamed(c, names.get(before.leader));
-      const others = c.members.filter((m) => m !== oldLeader);
-      await oldLeader.kill();
-
-      const after = await agreedStatus(others, (leader) => leader !== before.leader);
-      const newLeader = names.get(after.leader);
-      expect(others.map((m) => m.name)).toContain(newLeader);
-      // Real etcd 3.4 runs without pre-vote: the first follower to time out campaigns in the next
-      // term and nearly always wins it (the next term is what it shows), but a split vote costs
-      // another term. So only "later" is stable on real etcd; the embedded cluster always elects
-      // in the next term (checked in test/cluster/embedded-cluster.test.ts).
-      expect(after.term).toBeGreaterThan(before.term);
-
-      // A transfer to the stopped member never completes and etcd waits for it as long as the
-      // call lasts: the call's deadline ends it, the leader stays. Whose answer the client sees is
-      // a race on real etcd: grpc-js' own DeadlineExceeded, or etcd's "leader transfer took too
-      // long" sent as the server sees the same deadline pass (seen under CI load).
-      const transfer = await outcome(
-        clientOf(memberNamed(c, newLeader)).unary(
-          Maintenance.MoveLeader,
-          { targetID: before.leader },
-          { deadlineMs: 1_000 },
-        ),
+describeConformance('cluster conformance: a healthy cluster', ({ cluster }) => {
+  it('MemberList from every member: every member, by id, with its name and client URL', async () => {
+    const c = cluster();
+    const names = await namesById(c);
+    const byId = [...names.entries()].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+    for (const member of c.members) {
+      const list = await clientOf(member).unary(Cluster.MemberList, {});
+      expect(names.get(list.header!.memberId!)).toBe(member.name);
+      expect(list.header!.revision).toBe(0n);
+      expect(
+        list.members.map((m) => ({
+          id: m.ID,
+          name: m.name,
+          clientURLs: m.clientURLs,
+          peerURLs: m.peerURLs?.length,
+          isLearner: m.isLearner,
+        })),
+      ).toEqual(
+        byId.map(([id, name]) => ({
+          id,
+          name,
+          clientURLs: [memberNamed(c, name).endpoint],
+          peerURLs: 1,
+          isLearner: false,
+        })),
       );
-      const failure = 'error' in transfer ? transfer.error : undefined;
-      expect([
-        { code: DEADLINE_EXCEEDED, details: 'Deadline exceeded' },
-        { code: UNKNOWN, details: 'etcdserver: request timed out, leader transfer took too long' },
-      ]).toContainEqual({
-        code: failure?.code,
-        details: failure?.details.replace(/^Deadline exceeded.*$/s, 'Deadline exceeded'),
-      });
-      const unmoved = await agreedStatus(others);
-      expect({ leader: names.get(unmoved.leader), term: unmoved.term }).toEqual({
-        leader: newLeader,
-        term: after.term,
-      });
+    }
+  });
 
-      await oldLeader.start();
-      const rejoined = await agreedStatus(c.members);
-      expect(names.get(rejoined.leader)).toBe(newLeader);
-      expect(rejoined.term).toBeGreaterThanOrEqual(after.term);
-      const written = await clientOf(oldLeader).unary(KV.Put, { key: b('k'), value: b('v') });
-      expect(names.get(written.header!.memberId!)).toBe(oldLeader.name);
+  it('Status from every member: its own id, one leader and one term, no errors', async () => {
+    const c = cluster();
+    const names = await namesById(c);
+    const { leader, term, answers } = await agreedStatus(c.members);
+    expect(names.has(leader)).toBe(true);
+    // The first election of a new cluster is won in term 2 unless votes split (real etcd only).
+    expect(term).toBeGreaterThanOrEqual(2n);
+    for (const [i, answer] of answers.entries()) {
+      expect(names.get(answer.header!.memberId!)).toBe(c.members[i]!.name);
+      expect(answer.header!.raftTerm).toBe(term);
+      expect(answer.errors).toEqual([]);
+      expect(answer.isLearner).toBe(false);
+    }
+  });
+
+  it('MoveLeader: a follower refuses, the leader refuses an unknown id, to itself changes nothing, to a follower moves it in the next term', async () => {
+    const c = cluster();
+    const { names, idOf, before, leader } = await settled(c);
+    const followers = c.members.filter((m) => m !== leader);
+    const [first, second] = followers as [TestClusterMember, TestClusterMember];
+
+    await expect(
+      clientOf(first).unary(Maintenance.MoveLeader, { targetID: idOf(second) }),
+    ).rejects.toMatchObject(NOT_LEADER);
+    await expect(
+      clientOf(first).unary(Maintenance.MoveLeader, { targetID: idOf(first) }),
+    ).rejects.toMatchObject(NOT_LEADER);
+    await expect(
+      clientOf(leader).unary(Maintenance.MoveLeader, { targetID: 12_345n }),
+    ).rejects.toMatchObject(BAD_TRANSFEREE);
+
+    const toItself = await clientOf(leader).unary(Maintenance.MoveLeader, {
+      targetID: idOf(leader),
     });
-  },
-  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
-);
+    expect(toItself.header).toBeNull();
+    const same = await agreedStatus(c.members);
+    expect({ leader: names.get(same.leader), term: same.term }).toEqual({
+      leader: leader.name,
+      term: before.term,
+    });
 
-describeEachCluster(
-  'cluster conformance: a member that lost its quorum',
-  ({ cluster }) => {
-    it('answers what it can alone, refuses require-leader calls, times out what needs the leader', async () => {
-      const c = cluster();
-      const names = await namesById(c);
-      const before = await agreedStatus(c.members);
-      // The leader stays: it steps down when it hears from no quorum (raft's check quorum).
-      const survivor = memberNamed(c, names.get(before.leader));
-      const gone = c.members.filter((m) => m !== survivor);
-      const client = clientOf(survivor);
-      const idOf = (member: TestClusterMember) =>
-        [...names.entries()].find(([, name]) => name === member.name)![0];
+    // The transferee campaigns at once (raft's MsgTimeoutNow), one term up: no pre-vote, no
+    // randomised timeout, so the term is exactly the next one on real etcd too.
+    const moved = await clientOf(leader).unary(Maintenance.MoveLeader, {
+      targetID: idOf(second),
+    });
+    expect(moved.header).toBeNull();
+    const after = await agreedStatus(c.members);
+    expect({ leader: names.get(after.leader), term: after.term }).toEqual({
+      leader: second.name,
+      term: before.term + 1n,
+    });
+    await expect(
+      clientOf(leader).unary(Maintenance.MoveLeader, { targetID: idOf(first) }),
+    ).rejects.toMatchObject(NOT_LEADER);
+  });
+});
 
-      const written = await client.unary(KV.Put, { key: b('k'), value: b('v') });
-      const grant = await client.unary(Lease.LeaseGrant, { TTL: 60n });
-      const lastRevision = written.header!.revision!;
-      const earlier = watchOf(survivor, { hasleader: 'true' });
-      earlier.stream.create({ key: b('w') });
-      expect((await earlier.stream.next()).created).toBe(true);
+describeConformance('cluster conformance: the leader stopped', ({ cluster }) => {
+  it('the others elect one of them in a later term; the old leader rejoins as a follower', async () => {
+    const c = cluster();
+    const { names, before, leader: oldLeader } = await settled(c);
+    const others = c.members.filter((m) => m !== oldLeader);
+    await oldLeader.kill();
 
-      // What the member had applied when it was cut off: it applies nothing more alone.
-      const [had, hadHash, hadHashKv] = await Promise.all([
-        client.unary(Maintenance.Status, {}),
-        client.unary(Maintenance.Hash, {}),
-        client.unary(Maintenance.HashKV, {}),
-      ]);
-      await Promise.all(gone.map((member) => member.kill()));
-      const alone = await eventually(async () => {
-        const answer = await client.unary(Maintenance.Status, {});
-        return answer.leader === 0n ? answer : undefined;
-      });
-      expect(names.get(alone.header!.memberId!)).toBe(survivor.name);
-      expect(alone.errors).toEqual(['etcdserver: no leader']);
-      // Status' raftTerm is the term of the last entry the member applied, not raft's own term
-      // (which an isolated etcd 3.4 member without pre-vote raises at every election it starts):
-      // it stays the term the member had.
-      expect(alone.raftTerm).toBe(before.term);
-      expect(alone.header!.revision).toBe(lastRevision);
-      // Require-leader: refused at once by every service.
-      const refused = await Promise.all([
-        outcome(client.unary(KV.Range, { key: b('k') }, REQUIRE_LEADER)),
-        outcome(client.unary(KV.Range, { key: b('k'), serializable: true }, REQUIRE_LEADER)),
-        outcome(client.unary(KV.Put, { key: b('k'), value: b('x') }, REQUIRE_LEADER)),
-        outcome(client.unary(Lease.LeaseGrant, { TTL: 60n }, REQUIRE_LEADER)),
-        outcome(client.unary(Cluster.MemberList, {}, REQUIRE_LEADER)),
-        outcome(client.unary(Maintenance.Status, {}, REQUIRE_LEADER)),
-      ]);
-      expect(refused).toEqual(refused.map(() => ({ error: NO_LEADER })));
-      const later = watchOf(survivor, { hasleader: 'true' });
-      later.stream.create({ key: b('w') });
-      expect(await later.ended).toEqual(NO_LEADER);
-      // The require-leader watch opened before ends too (etcd's leader monitor ends it once the
-      // member has known no leader for three election timeouts).
-      expect(await earlier.ended).toEqual(NO_LEADER);
-      // Without require-leader: what the member knows alone is answered.
-      const read = await client.unary(KV.Range, { key: b('k'), serializable: true });
-      expect({
-        value: Buffer.from(read.kvs[0]!.value!).toString(),
-        revision: read.header!.revision,
-        member: names.get(read.header!.memberId!),
-      }).toEqual({ value: 'v', revision: lastRevision, member: survivor.name });
-      // A txn whose every op is a serializable range is served alone too (etcd's Txn skips the read
-      // index for it), compares included, from the member's own store; so is one of compares only.
-      const [localTxn, comparesOnly] = await Promise.all([
-        client.unary(KV.Txn, {
-          compare: [
-            { key: b('k'), target: VALUE, result: EQUAL, value: b('v') },
-            { key: b('k'), target: MOD, result: EQUAL, modRevision: lastRevision },
-          ],
-          success: [{ requestRange: { key: b('k'), serializable: true } }],
-        }),
-        client.unary(KV.Txn, {
-          compare: [{ key: b('k'), target: VALUE, result: EQUAL, value: b('x') }],
-        }),
-      ]);
-      expect({
-        succeeded: localTxn.succeeded,
-        value: Buffer.from(localTxn.responses![0]!.responseRange!.kvs![0]!.value!).toString(),
-        revision: localTxn.header!.revision,
-        term: localTxn.header!.raftTerm,
-        comparesOnly: comparesOnly.succeeded,
-      }).toEqual({
-        succeeded: true,
-        value: 'v',
-        revision: lastRevision,
-        term: before.term,
-        comparesOnly: false,
-      });
-      // Its raft index is the last it committed (nothing is, alone), and its hashes do not move.
-      const [hash, hashKv] = await Promise.all([
-        client.unary(Maintenance.Hash, {}),
-        client.unary(Maintenance.HashKV, {}),
-      ]);
-      expect({
-        raftIndex: alone.raftIndex,
-        raftAppliedIndex: alone.raftAppliedIndex,
-        hash: hash.hash,
-        hashKv: hashKv.hash,
-        hashKvRevision: hashKv.header!.revision,
-        compactRevision: hashKv.compactRevision,
-      }).toEqual({
-        raftIndex: had.raftIndex,
-        raftAppliedIndex: had.raftAppliedIndex,
-        hash: hadHash.hash,
-        hashKv: hadHashKv.hash,
-        hashKvRevision: lastRevision,
-        compactRevision: hadHashKv.compactRevision,
-      });
-      // The member's lessor lists the leases it knows without asking anyone.
-      const leases = await client.unary(Lease.LeaseLeases, {});
-      expect({
-        ids: leases.leases.map((lease) => lease.ID),
-        revision: leases.header!.revision,
-      }).toEqual({ ids: [grant.ID], revision: lastRevision });
-      const list = await client.unary(Cluster.MemberList, {});
-      expect(list.members.map((m) => names.get(m.ID!)).sort()).toEqual([
-        'member0',
-        'member1',
-        'member2',
-      ]);
-      await expect(
-        client.unary(Maintenance.MoveLeader, { targetID: idOf(gone[0]!) }),
-      ).rejects.toMatchObject(NOT_LEADER);
-      await expect(
-        client.unary(Maintenance.MoveLeader, { targetID: idOf(survivor) }),
-      ).rejects.toMatchObject(NOT_LEADER);
-      // What needs the leader waits for one, up to the request timeout (all at once: ~6 s).
-      const keepAlive = openKeepAlive(survivor.endpoint);
-      opened.push(keepAlive);
-      keepAlive.send(grant.ID);
-      const [
-        linearizable,
-        readOnlyTxn,
-        nestedTxn,
-        put,
-        writingTxn,
-        leaseGrant,
-        timeToLive,
-        renewal,
-      ] = await Promise.all([
+    const after = await agreedStatus(others, (leader) => leader !== before.leader);
+    const newLeader = names.get(after.leader);
+    expect(others.map((m) => m.name)).toContain(newLeader);
+    // Real etcd 3.4 runs without pre-vote: the first follower to time out campaigns in the next
+    // term and nearly always wins it (the next term is what it shows), but a split vote costs
+    // another term. So only "later" is stable on real etcd; the embedded cluster always elects
+    // in the next term (checked in test/cluster/embedded-cluster.test.ts).
+    expect(after.term).toBeGreaterThan(before.term);
+
+    // A transfer to the stopped member never completes and etcd waits for it as long as the
+    // call lasts: the call's deadline ends it, the leader stays. Real etcd may answer first
+    // with "leader transfer took too long" as it sees the same deadline pass (seen under CI load).
+    await expectDeadlineOr(
+      clientOf(memberNamed(c, newLeader)).unary(
+        Maintenance.MoveLeader,
+        { targetID: before.leader },
+        { deadlineMs: 1_000 },
+      ),
+      status(UNKNOWN, 'etcdserver: request timed out, leader transfer took too long'),
+    );
+    const unmoved = await agreedStatus(others);
+    expect({ leader: names.get(unmoved.leader), term: unmoved.term }).toEqual({
+      leader: newLeader,
+      term: after.term,
+    });
+
+    await oldLeader.start();
+    const rejoined = await agreedStatus(c.members);
+    expect(names.get(rejoined.leader)).toBe(newLeader);
+    expect(rejoined.term).toBeGreaterThanOrEqual(after.term);
+    const written = await clientOf(oldLeader).unary(KV.Put, { key: b('k'), value: b('v') });
+    expect(names.get(written.header!.memberId!)).toBe(oldLeader.name);
+  });
+});
+
+describeConformance('cluster conformance: a member that lost its quorum', ({ cluster }) => {
+  it('answers what it can alone, refuses require-leader calls, times out what needs the leader', async () => {
+    const c = cluster();
+    // The leader stays: it steps down when it hears from no quorum (raft's check quorum).
+    const { names, idOf, before, leader: survivor } = await settled(c);
+    const gone = c.members.filter((m) => m !== survivor);
+    const client = clientOf(survivor);
+
+    const written = await client.unary(KV.Put, { key: b('k'), value: b('v') });
+    const grant = await client.unary(Lease.LeaseGrant, { TTL: 60n });
+    const lastRevision = written.header!.revision!;
+    const earlier = watchOf(survivor, { hasleader: 'true' });
+    earlier.stream.create({ key: b('w') });
+    expect((await earlier.stream.next()).created).toBe(true);
+
+    // What the member had applied when it was cut off: it applies nothing more alone.
+    const [had, hadHash, hadHashKv] = await Promise.all([
+      client.unary(Maintenance.Status, {}),
+      client.unary(Maintenance.Hash, {}),
+      client.unary(Maintenance.HashKV, {}),
+    ]);
+    await Promise.all(gone.map((member) => member.kill()));
+    const alone = await leaderLost(client);
+    expect(names.get(alone.header!.memberId!)).toBe(survivor.name);
+    expect(alone.errors).toEqual(['etcdserver: no leader']);
+    // Status' raftTerm is the term of the last entry the member applied, not raft's own term
+    // (which an isolated etcd 3.4 member without pre-vote raises at every election it starts):
+    // it stays the term the member had.
+    expect(alone.raftTerm).toBe(before.term);
+    expect(alone.header!.revision).toBe(lastRevision);
+    // Require-leader: refused at once by every service.
+    const refused = await Promise.all([
+      outcome(client.unary(KV.Range, { key: b('k') }, REQUIRE_LEADER)),
+      outcome(client.unary(KV.Range, { key: b('k'), serializable: true }, REQUIRE_LEADER)),
+      outcome(client.unary(KV.Put, { key: b('k'), value: b('x') }, REQUIRE_LEADER)),
+      outcome(client.unary(Lease.LeaseGrant, { TTL: 60n }, REQUIRE_LEADER)),
+      outcome(client.unary(Cluster.MemberList, {}, REQUIRE_LEADER)),
+      outcome(client.unary(Maintenance.Status, {}, REQUIRE_LEADER)),
+    ]);
+    expect(refused).toEqual(refused.map(() => ({ error: NO_LEADER })));
+    const later = watchOf(survivor, { hasleader: 'true' });
+    later.stream.create({ key: b('w') });
+    expect(await later.ended).toEqual(NO_LEADER);
+    // The require-leader watch opened before ends too (etcd's leader monitor ends it once the
+    // member has known no leader for three election timeouts).
+    expect(await earlier.ended).toEqual(NO_LEADER);
+    // Without require-leader: what the member knows alone is answered.
+    const read = await client.unary(KV.Range, { key: b('k'), serializable: true });
+    expect({
+      value: Buffer.from(read.kvs[0]!.value!).toString(),
+      revision: read.header!.revision,
+      member: names.get(read.header!.memberId!),
+    }).toEqual({ value: 'v', revision: lastRevision, member: survivor.name });
+    // A txn whose every op is a serializable range is served alone too (etcd's Txn skips the read
+    // index for it), compares included, from the member's own store; so is one of compares only.
+    const [localTxn, comparesOnly] = await Promise.all([
+      client.unary(KV.Txn, {
+        compare: [
+          { key: b('k'), target: VALUE, result: EQUAL, value: b('v') },
+          { key: b('k'), target: MOD, result: EQUAL, modRevision: lastRevision },
+        ],
+        success: [{ requestRange: { key: b('k'), serializable: true } }],
+      }),
+      client.unary(KV.Txn, {
+        compare: [{ key: b('k'), target: VALUE, result: EQUAL, value: b('x') }],
+      }),
+    ]);
+    expect({
+      succeeded: localTxn.succeeded,
+      value: Buffer.from(localTxn.responses![0]!.responseRange!.kvs![0]!.value!).toString(),
+      revision: localTxn.header!.revision,
+      term: localTxn.header!.raftTerm,
+      comparesOnly: comparesOnly.succeeded,
+    }).toEqual({
+      succeeded: true,
+      value: 'v',
+      revision: lastRevision,
+      term: before.term,
+      comparesOnly: false,
+    });
+    // Its raft index is the last it committed (nothing is, alone), and its hashes do not move.
+    const [hash, hashKv] = await Promise.all([
+      client.unary(Maintenance.Hash, {}),
+      client.unary(Maintenance.HashKV, {}),
+    ]);
+    expect({
+      raftIndex: alone.raftIndex,
+      raftAppliedIndex: alone.raftAppliedIndex,
+      hash: hash.hash,
+      hashKv: hashKv.hash,
+      hashKvRevision: hashKv.header!.revision,
+      compactRevision: hashKv.compactRevision,
+    }).toEqual({
+      raftIndex: had.raftIndex,
+      raftAppliedIndex: had.raftAppliedIndex,
+      hash: hadHash.hash,
+      hashKv: hadHashKv.hash,
+      hashKvRevision: lastRevision,
+      compactRevision: hadHashKv.compactRevision,
+    });
+    // The member's lessor lists the leases it knows without asking anyone.
+    const leases = await client.unary(Lease.LeaseLeases, {});
+    expect({
+      ids: leases.leases.map((lease) => lease.ID),
+      revision: leases.header!.revision,
+    }).toEqual({ ids: [grant.ID], revision: lastRevision });
+    const list = await client.unary(Cluster.MemberList, {});
+    expect(list.members.map((m) => names.get(m.ID!)).sort()).toEqual([
+      'member0',
+      'member1',
+      'member2',
+    ]);
+    await expect(
+      client.unary(Maintenance.MoveLeader, { targetID: idOf(gone[0]!) }),
+    ).rejects.toMatchObject(NOT_LEADER);
+    await expect(
+      client.unary(Maintenance.MoveLeader, { targetID: idOf(survivor) }),
+    ).rejects.toMatchObject(NOT_LEADER);
+    // What needs the leader waits for one, up to the request timeout (all at once: ~6 s).
+    const keepAlive = openKeepAlive(survivor.endpoint);
+    opened.push(keepAlive);
+    keepAlive.send(grant.ID);
+    const [linearizable, readOnlyTxn, nestedTxn, put, writingTxn, leaseGrant, timeToLive, renewal] =
+      await Promise.all([
         outcome(client.unary(KV.Range, { key: b('k') })),
         outcome(client.unary(KV.Txn, { success: [{ requestRange: { key: b('k') } }] })),
         outcome(
@@ -465,57 +475,53 @@ describeEachCluster(
         outcome(client.unary(Lease.LeaseTimeToLive, { ID: grant.ID })),
         keepAlive.ended.then((s) => status(s.code, s.details)),
       ]);
-      expect({
-        linearizable,
-        readOnlyTxn,
-        nestedTxn,
-        put,
-        writingTxn,
-        leaseGrant,
-        timeToLive,
-        renewal,
-      }).toEqual({
-        // A linearizable read waits for a read index that never comes (etcd's ErrTimeout).
-        linearizable: { error: READ_TIMED_OUT },
-        readOnlyTxn: { error: READ_TIMED_OUT },
-        // A proposal waits to be taken by raft, which takes none without a leader, until the
-        // request timeout's context ends: grpc-go sends that context error as Unknown. A txn
-        // holding a nested txn is one, even if it only reads (etcd's isTxnReadonly).
-        nestedTxn: { error: PROPOSAL_TIMED_OUT },
-        put: { error: PROPOSAL_TIMED_OUT },
-        writingTxn: { error: PROPOSAL_TIMED_OUT },
-        leaseGrant: { error: PROPOSAL_TIMED_OUT },
-        // Lease renewals and TTL queries are forwarded to the leader, waited for until the request
-        // timeout, and fail with "no leader" then (etcd's waitLeader).
-        timeToLive: { error: NO_LEADER },
-        renewal: NO_LEADER,
-      });
-      // Nothing was applied meanwhile.
-      const unchanged = await client.unary(KV.Range, { key: b('k'), serializable: true });
-      expect(unchanged.header!.revision).toBe(lastRevision);
+    expect({
+      linearizable,
+      readOnlyTxn,
+      nestedTxn,
+      put,
+      writingTxn,
+      leaseGrant,
+      timeToLive,
+      renewal,
+    }).toEqual({
+      // A linearizable read waits for a read index that never comes (etcd's ErrTimeout).
+      linearizable: { error: READ_TIMED_OUT },
+      readOnlyTxn: { error: READ_TIMED_OUT },
+      // A proposal waits to be taken by raft, which takes none without a leader, until the
+      // request timeout's context ends: grpc-go sends that context error as Unknown. A txn
+      // holding a nested txn is one, even if it only reads (etcd's isTxnReadonly).
+      nestedTxn: { error: PROPOSAL_TIMED_OUT },
+      put: { error: PROPOSAL_TIMED_OUT },
+      writingTxn: { error: PROPOSAL_TIMED_OUT },
+      leaseGrant: { error: PROPOSAL_TIMED_OUT },
+      // Lease renewals and TTL queries are forwarded to the leader, waited for until the request
+      // timeout, and fail with "no leader" then (etcd's waitLeader).
+      timeToLive: { error: NO_LEADER },
+      renewal: NO_LEADER,
+    });
+    // Nothing was applied meanwhile.
+    const unchanged = await client.unary(KV.Range, { key: b('k'), serializable: true });
+    expect(unchanged.header!.revision).toBe(lastRevision);
 
-      // A quorum again: a leader in a later term, and writes go through.
-      await gone[0]!.start();
-      const back = await agreedStatus([survivor, gone[0]!]);
-      // etcd 3.4 without pre-vote: the lone member raised its raft term at every election it
-      // started, and the new leader's term is above all of them, so the term jumps by as many;
-      // the embedded cluster elects in the next term. Only "later" is common to both.
-      expect(back.term).toBeGreaterThan(before.term);
-      const again = await client.unary(KV.Put, { key: b('k'), value: b('back') });
-      expect(again.header!.revision).toBe(lastRevision + 1n);
-    }, 60_000);
-  },
-  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
-);
+    // A quorum again: a leader in a later term, and writes go through.
+    await gone[0]!.start();
+    const back = await agreedStatus([survivor, gone[0]!]);
+    // etcd 3.4 without pre-vote: the lone member raised its raft term at every election it
+    // started, and the new leader's term is above all of them, so the term jumps by as many;
+    // the embedded cluster elects in the next term. Only "later" is common to both.
+    expect(back.term).toBeGreaterThan(before.term);
+    const again = await client.unary(KV.Put, { key: b('k'), value: b('back') });
+    expect(again.header!.revision).toBe(lastRevision + 1n);
+  }, 60_000);
+});
 
-describeEachCluster(
+describeConformance(
   'cluster conformance: watches on a member that lost its quorum',
   ({ cluster }) => {
     it('serve what it applied: a past start replays up to its revision, a later one waits, progress is at its revision; with the quorum back, live again', async () => {
       const c = cluster();
-      const names = await namesById(c);
-      const before = await agreedStatus(c.members);
-      const survivor = memberNamed(c, names.get(before.leader));
+      const { leader: survivor } = await settled(c);
       const gone = c.members.filter((m) => m !== survivor);
       const client = clientOf(survivor);
       const first = (await client.unary(KV.Put, { key: b('w'), value: b('1') })).header!.revision!;
@@ -526,10 +532,7 @@ describeEachCluster(
       expect(await live.next()).toEqual({ revision: r2, watchId: 0, created: true });
 
       await Promise.all(gone.map((member) => member.kill()));
-      await eventually(async () => {
-        const answer = await client.unary(Maintenance.Status, {});
-        return answer.leader === 0n ? answer : undefined;
-      });
+      await leaderLost(client);
       // etcd's watchable store knows nothing of leaders: it serves from the store the member has,
       // which nothing reaches without one. A progress request is answered at that revision.
       live.progress();
@@ -564,7 +567,6 @@ describeEachCluster(
       ]);
     }, 60_000);
   },
-  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
 );
 
 const NOT_FOUND = status(5, 'etcdserver: member not found');
@@ -600,134 +602,118 @@ async function membersSeenBy(member: TestClusterMember) {
     .sort((x, y) => x.name.localeCompare(y.name));
 }
 
-describeEachCluster(
-  'cluster conformance: membership changes',
-  ({ cluster }) => {
-    it('a voting member added is listed with its peer URL only; no other add passes until it starts; MemberUpdate and MemberRemove errors; removing it', async () => {
-      const c = cluster();
-      await agreedStatus(c.members);
-      const [m0, m1, m2] = c.members as [TestClusterMember, TestClusterMember, TestClusterMember];
-      const started = await membersSeenBy(m0);
-      const added = await onceHealthy(() =>
-        clientOf(m1).unary(Cluster.MemberAdd, { peerURLs: ['http://127.0.0.1:1'] }),
-      );
-      const id = added.member!.ID!;
-      expect({ peerURLs: added.member!.peerURLs, isLearner: added.member!.isLearner }).toEqual({
-        peerURLs: ['http://127.0.0.1:1'],
-        isLearner: false,
-      });
-      expect(added.members).toHaveLength(4);
-      const unstarted = {
-        name: '',
-        peerURLs: ['http://127.0.0.1:1'],
-        clientURLs: [],
-        isLearner: false,
-      };
-      for (const member of c.members) {
-        // Every member applies the change; a follower may list it a moment later.
-        await eventually(async () =>
-          (await membersSeenBy(member)).length === 4 ? true : undefined,
-        );
-        expect(await membersSeenBy(member)).toEqual([unstarted, ...started]);
-      }
+describeConformance('cluster conformance: membership changes', ({ cluster }) => {
+  it('a voting member added is listed with its peer URL only; no other add passes until it starts; MemberUpdate and MemberRemove errors; removing it', async () => {
+    const c = cluster();
+    await agreedStatus(c.members);
+    const [m0, m1, m2] = c.members as [TestClusterMember, TestClusterMember, TestClusterMember];
+    const started = await membersSeenBy(m0);
+    const added = await onceHealthy(() =>
+      clientOf(m1).unary(Cluster.MemberAdd, { peerURLs: ['http://127.0.0.1:1'] }),
+    );
+    const id = added.member!.ID!;
+    expect({ peerURLs: added.member!.peerURLs, isLearner: added.member!.isLearner }).toEqual({
+      peerURLs: ['http://127.0.0.1:1'],
+      isLearner: false,
+    });
+    expect(added.members).toHaveLength(4);
+    const unstarted = {
+      name: '',
+      peerURLs: ['http://127.0.0.1:1'],
+      clientURLs: [],
+      isLearner: false,
+    };
+    for (const member of c.members) {
+      // Every member applies the change; a follower may list it a moment later.
+      await eventually(async () => ((await membersSeenBy(member)).length === 4 ? true : undefined));
+      expect(await membersSeenBy(member)).toEqual([unstarted, ...started]);
+    }
 
-      // The strict check: started members (3) would still be a quorum of 5, but no member is
-      // connected to the new one, so every add is refused, a learner's too.
-      for (const isLearner of [false, true]) {
-        await expect(
-          clientOf(m0).unary(Cluster.MemberAdd, { peerURLs: ['http://127.0.0.1:2'], isLearner }),
-        ).rejects.toMatchObject(UNHEALTHY);
-      }
-
-      // MemberUpdate: an unknown id; a peer URL another member has; then new peer URLs.
+    // The strict check: started members (3) would still be a quorum of 5, but no member is
+    // connected to the new one, so every add is refused, a learner's too.
+    for (const isLearner of [false, true]) {
       await expect(
-        clientOf(m2).unary(Cluster.MemberUpdate, { ID: 12_345n, peerURLs: ['http://127.0.0.1:3'] }),
-      ).rejects.toMatchObject(NOT_FOUND);
-      await expect(
-        clientOf(m2).unary(Cluster.MemberUpdate, { ID: id, peerURLs: started[0]!.peerURLs }),
-      ).rejects.toMatchObject(PEER_URL_EXISTS);
-      const updated = await clientOf(m2).unary(Cluster.MemberUpdate, {
-        ID: id,
-        peerURLs: ['http://127.0.0.1:3'],
-      });
-      expect(updated.members.find((m) => m.ID === id)?.peerURLs).toEqual(['http://127.0.0.1:3']);
-
-      // MemberRemove: an unknown id; the unstarted member (it is out of reach: it may go); then
-      // its id again, removed for good, in a removal and an update.
-      await expect(clientOf(m0).unary(Cluster.MemberRemove, { ID: 12_345n })).rejects.toMatchObject(
-        NOT_FOUND,
-      );
-      const removed = await clientOf(m0).unary(Cluster.MemberRemove, { ID: id });
-      expect(removed.members).toHaveLength(3);
-      await expect(clientOf(m0).unary(Cluster.MemberRemove, { ID: id })).rejects.toMatchObject(
-        NOT_FOUND,
-      );
-      await expect(
-        clientOf(m1).unary(Cluster.MemberUpdate, { ID: id, peerURLs: ['http://127.0.0.1:4'] }),
-      ).rejects.toMatchObject(NOT_FOUND);
-      for (const member of c.members) {
-        await eventually(async () =>
-          (await membersSeenBy(member)).length === 3 ? true : undefined,
-        );
-        expect(await membersSeenBy(member)).toEqual(started);
-      }
-      await agreedStatus(c.members);
-    }, 60_000);
-  },
-  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
-);
-
-describeEachCluster(
-  'cluster conformance: removing members',
-  ({ cluster }) => {
-    it('with a follower down, a running follower may not go but the one down may; the leader removed, its process ends and the last member leads', async () => {
-      const c = cluster();
-      const names = await namesById(c);
-      const idOf = (member: TestClusterMember) =>
-        [...names.entries()].find(([, name]) => name === member.name)![0];
-      const before = await agreedStatus(c.members);
-      const leader = memberNamed(c, names.get(before.leader));
-      const [down, running] = c.members.filter((m) => m !== leader) as [
-        TestClusterMember,
-        TestClusterMember,
-      ];
-      await down.kill();
-      // Without the running follower, the leader alone is short of the quorum of the 2 left.
-      await expect(
-        clientOf(leader).unary(Cluster.MemberRemove, { ID: idOf(running) }),
+        clientOf(m0).unary(Cluster.MemberAdd, { peerURLs: ['http://127.0.0.1:2'], isLearner }),
       ).rejects.toMatchObject(UNHEALTHY);
-      const removed = await clientOf(leader).unary(Cluster.MemberRemove, { ID: idOf(down) });
-      expect(removed.members.map((m) => names.get(m.ID!)).sort()).toEqual(
-        [leader.name, running.name].sort(),
+    }
+
+    // MemberUpdate: an unknown id; a peer URL another member has; then new peer URLs.
+    await expect(
+      clientOf(m2).unary(Cluster.MemberUpdate, { ID: 12_345n, peerURLs: ['http://127.0.0.1:3'] }),
+    ).rejects.toMatchObject(NOT_FOUND);
+    await expect(
+      clientOf(m2).unary(Cluster.MemberUpdate, { ID: id, peerURLs: started[0]!.peerURLs }),
+    ).rejects.toMatchObject(PEER_URL_EXISTS);
+    const updated = await clientOf(m2).unary(Cluster.MemberUpdate, {
+      ID: id,
+      peerURLs: ['http://127.0.0.1:3'],
+    });
+    expect(updated.members.find((m) => m.ID === id)?.peerURLs).toEqual(['http://127.0.0.1:3']);
+
+    // MemberRemove: an unknown id; the unstarted member (it is out of reach: it may go); then
+    // its id again, removed for good, in a removal and an update.
+    await expect(clientOf(m0).unary(Cluster.MemberRemove, { ID: 12_345n })).rejects.toMatchObject(
+      NOT_FOUND,
+    );
+    const removed = await clientOf(m0).unary(Cluster.MemberRemove, { ID: id });
+    expect(removed.members).toHaveLength(3);
+    await expect(clientOf(m0).unary(Cluster.MemberRemove, { ID: id })).rejects.toMatchObject(
+      NOT_FOUND,
+    );
+    await expect(
+      clientOf(m1).unary(Cluster.MemberUpdate, { ID: id, peerURLs: ['http://127.0.0.1:4'] }),
+    ).rejects.toMatchObject(NOT_FOUND);
+    for (const member of c.members) {
+      await eventually(async () => ((await membersSeenBy(member)).length === 3 ? true : undefined));
+      expect(await membersSeenBy(member)).toEqual(started);
+    }
+    await agreedStatus(c.members);
+  }, 60_000);
+});
+
+describeConformance('cluster conformance: removing members', ({ cluster }) => {
+  it('with a follower down, a running follower may not go but the one down may; the leader removed, its process ends and the last member leads', async () => {
+    const c = cluster();
+    const { names, idOf, before, leader } = await settled(c);
+    const [down, running] = c.members.filter((m) => m !== leader) as [
+      TestClusterMember,
+      TestClusterMember,
+    ];
+    await down.kill();
+    // Without the running follower, the leader alone is short of the quorum of the 2 left.
+    await expect(
+      clientOf(leader).unary(Cluster.MemberRemove, { ID: idOf(running) }),
+    ).rejects.toMatchObject(UNHEALTHY);
+    const removed = await clientOf(leader).unary(Cluster.MemberRemove, { ID: idOf(down) });
+    expect(removed.members.map((m) => names.get(m.ID!)).sort()).toEqual(
+      [leader.name, running.name].sort(),
+    );
+
+    // The leader removed, asked of the other member: the leader's process ends, and the member
+    // left, a quorum alone, leads in a later term.
+    await onceHealthy(() => clientOf(running).unary(Cluster.MemberRemove, { ID: idOf(leader) }));
+    const after = await agreedStatus([running], (id) => id === idOf(running));
+    expect(after.term).toBeGreaterThan(before.term);
+    await eventually(async () => {
+      const gone = await outcome(
+        clientOf(leader).unary(Maintenance.Status, {}, { deadlineMs: 1_000 }),
       );
+      return 'error' in gone && gone.error.code === UNAVAILABLE ? true : undefined;
+    });
+    expect(await membersSeenBy(running)).toEqual([
+      {
+        name: running.name,
+        peerURLs: (await membersSeenBy(running))[0]!.peerURLs,
+        clientURLs: [running.endpoint],
+        isLearner: false,
+      },
+    ]);
+    const written = await clientOf(running).unary(KV.Put, { key: b('k'), value: b('v') });
+    expect(names.get(written.header!.memberId!)).toBe(running.name);
+  }, 60_000);
+});
 
-      // The leader removed, asked of the other member: the leader's process ends, and the member
-      // left, a quorum alone, leads in a later term.
-      await onceHealthy(() => clientOf(running).unary(Cluster.MemberRemove, { ID: idOf(leader) }));
-      const after = await agreedStatus([running], (id) => id === idOf(running));
-      expect(after.term).toBeGreaterThan(before.term);
-      await eventually(async () => {
-        const gone = await outcome(
-          clientOf(leader).unary(Maintenance.Status, {}, { deadlineMs: 1_000 }),
-        );
-        return 'error' in gone && gone.error.code === UNAVAILABLE ? true : undefined;
-      });
-      expect(await membersSeenBy(running)).toEqual([
-        {
-          name: running.name,
-          peerURLs: (await membersSeenBy(running))[0]!.peerURLs,
-          clientURLs: [running.endpoint],
-          isLearner: false,
-        },
-      ]);
-      const written = await clientOf(running).unary(KV.Put, { key: b('k'), value: b('v') });
-      expect(names.get(written.header!.memberId!)).toBe(running.name);
-    }, 60_000);
-  },
-  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
-);
-
-describeEachCluster(
+describeConformance(
   'cluster conformance: a voting member added to a single member',
   ({ cluster }) => {
     it('is accepted (etcd lets a second member in), and the single member loses its leader; what needs a check is refused at once, what needs a leader waits', async () => {
@@ -738,10 +724,7 @@ describeEachCluster(
       const added = await client.unary(Cluster.MemberAdd, { peerURLs: ['http://127.0.0.1:1'] });
       expect(added.members).toHaveLength(2);
       // A real leader steps down an election timeout later (raft's check quorum).
-      const lost = await eventually(async () => {
-        const answer = await client.unary(Maintenance.Status, {});
-        return answer.leader === 0n ? answer : undefined;
-      });
+      const lost = await leaderLost(client);
       expect(lost.errors).toEqual(['etcdserver: no leader']);
       expect((await membersSeenBy(only)).map((m) => m.name)).toEqual(['', only.name]);
 
@@ -759,24 +742,16 @@ describeEachCluster(
         NOT_ENOUGH_STARTED,
       );
       // Removing the member added passes the check, then waits for a leader to commit it: only
-      // the call's deadline ends it. Whose answer the client sees is a race on real etcd, which
-      // sees the same deadline pass: grpc-js' own DeadlineExceeded, or etcd's "request timed out"
-      // (seen when the whole file runs on a busy machine).
-      const undo = await outcome(
+      // the call's deadline ends it. Real etcd may answer first with "request timed out" (seen
+      // when the whole file runs on a busy machine).
+      await expectDeadlineOr(
         client.unary(Cluster.MemberRemove, { ID: added.member!.ID }, { deadlineMs: 1_000 }),
-      );
-      const failure = 'error' in undo ? undo.error : undefined;
-      expect([
-        { code: DEADLINE_EXCEEDED, details: 'Deadline exceeded' },
         READ_TIMED_OUT,
-      ]).toContainEqual({
-        code: failure?.code,
-        details: failure?.details.replace(/^Deadline exceeded.*$/s, 'Deadline exceeded'),
-      });
+      );
       expect((await membersSeenBy(only)).map((m) => m.name)).toEqual(['', only.name]);
     }, 60_000);
   },
-  { members: 1, embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
+  { members: 1 },
 );
 
 const NOT_SUPPORTED_FOR_LEARNER = status(UNAVAILABLE, 'etcdserver: rpc not supported for learner');
@@ -794,153 +769,141 @@ async function newPeerUrl(): Promise<string> {
   return `http://127.0.0.1:${await freePort()}`;
 }
 
-describeEachCluster(
-  'cluster conformance: an added voting member started',
-  ({ cluster }) => {
-    it('publishes its name and client URL to every member, and serves reads and writes', async () => {
-      const c = cluster();
-      await agreedStatus(c.members);
-      const [m0, m1] = c.members as [TestClusterMember, TestClusterMember];
-      const started = await membersSeenBy(m0);
-      const peerUrl = await newPeerUrl();
-      const added = await onceHealthy(() =>
-        clientOf(m1).unary(Cluster.MemberAdd, { peerURLs: [peerUrl] }),
-      );
-      const id = added.member!.ID!;
-      const written = await clientOf(m0).unary(KV.Put, { key: b('k'), value: b('v') });
-      const joined = await c.startAdded(added, { name: 'member3' });
-      expect(joined.name).toBe('member3');
+describeConformance('cluster conformance: an added voting member started', ({ cluster }) => {
+  it('publishes its name and client URL to every member, and serves reads and writes', async () => {
+    const c = cluster();
+    await agreedStatus(c.members);
+    const [m0, m1] = c.members as [TestClusterMember, TestClusterMember];
+    const started = await membersSeenBy(m0);
+    const peerUrl = await newPeerUrl();
+    const added = await onceHealthy(() =>
+      clientOf(m1).unary(Cluster.MemberAdd, { peerURLs: [peerUrl] }),
+    );
+    const id = added.member!.ID!;
+    const written = await clientOf(m0).unary(KV.Put, { key: b('k'), value: b('v') });
+    const joined = await c.startAdded(added, { name: 'member3' });
+    expect(joined.name).toBe('member3');
 
-      const expected = [
-        ...started,
-        { name: 'member3', peerURLs: [peerUrl], clientURLs: [joined.endpoint], isLearner: false },
-      ];
-      for (const member of [...c.members, joined]) {
-        // Each member applies the new member's published attributes in its own time.
-        await eventually(async () =>
-          (await membersSeenBy(member)).some((m) => m.name === 'member3') ? true : undefined,
-        );
-        expect(await membersSeenBy(member)).toEqual(expected);
-      }
-      // It serves linearizable reads of what was written before it joined, and writes.
-      const read = await clientOf(joined).unary(KV.Range, { key: b('k') });
-      expect({
-        value: Buffer.from(read.kvs[0]!.value!).toString(),
-        mod: read.kvs[0]!.modRevision,
-        member: read.header!.memberId,
-      }).toEqual({ value: 'v', mod: written.header!.revision, member: id });
-      const own = await clientOf(joined).unary(KV.Put, { key: b('k'), value: b('w') });
-      expect(own.header!.revision).toBe(written.header!.revision! + 1n);
-      const joinedStatus = await clientOf(joined).unary(Maintenance.Status, {});
-      expect({
-        isLearner: joinedStatus.isLearner,
-        hasLeader: joinedStatus.leader !== 0n,
-      }).toEqual({ isLearner: false, hasLeader: true });
-    }, 60_000);
-  },
-  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
-);
-
-describeEachCluster(
-  'cluster conformance: a learner added and started',
-  ({ cluster }) => {
-    it('is not ready for promotion until started; refuses all but Status and serializable reads; promoted once in sync, it is a voting member', async () => {
-      const c = cluster();
-      await agreedStatus(c.members);
-      const [m0, m1] = c.members as [TestClusterMember, TestClusterMember];
-      const peerUrl = await newPeerUrl();
-      const added = await onceHealthy(() =>
-        clientOf(m0).unary(Cluster.MemberAdd, { peerURLs: [peerUrl], isLearner: true }),
-      );
-      const id = added.member!.ID!;
-      expect(added.member!.isLearner).toBe(true);
-      const written = await clientOf(m0).unary(KV.Put, { key: b('k'), value: b('v') });
-      // Not started, it has nothing of the leader's log (a follower asks the leader, which knows).
-      for (const member of [m0, m1]) {
-        await expect(
-          clientOf(member).unary(Cluster.MemberPromote, { ID: id }),
-        ).rejects.toMatchObject(LEARNER_NOT_READY);
-      }
-
-      const learner = await c.startAdded(added, { name: 'learner' });
+    const expected = [
+      ...started,
+      { name: 'member3', peerURLs: [peerUrl], clientURLs: [joined.endpoint], isLearner: false },
+    ];
+    for (const member of [...c.members, joined]) {
+      // Each member applies the new member's published attributes in its own time.
       await eventually(async () =>
-        (await membersSeenBy(m0)).some((m) => m.name === 'learner') ? true : undefined,
+        (await membersSeenBy(member)).some((m) => m.name === 'member3') ? true : undefined,
       );
-      expect((await membersSeenBy(m0)).find((m) => m.name === 'learner')).toEqual({
-        name: 'learner',
-        peerURLs: [peerUrl],
-        clientURLs: [learner.endpoint],
-        isLearner: true,
-      });
+      expect(await membersSeenBy(member)).toEqual(expected);
+    }
+    // It serves linearizable reads of what was written before it joined, and writes.
+    const read = await clientOf(joined).unary(KV.Range, { key: b('k') });
+    expect({
+      value: Buffer.from(read.kvs[0]!.value!).toString(),
+      mod: read.kvs[0]!.modRevision,
+      member: read.header!.memberId,
+    }).toEqual({ value: 'v', mod: written.header!.revision, member: id });
+    const own = await clientOf(joined).unary(KV.Put, { key: b('k'), value: b('w') });
+    expect(own.header!.revision).toBe(written.header!.revision! + 1n);
+    const joinedStatus = await clientOf(joined).unary(Maintenance.Status, {});
+    expect({
+      isLearner: joinedStatus.isLearner,
+      hasLeader: joinedStatus.leader !== 0n,
+    }).toEqual({ isLearner: false, hasLeader: true });
+  }, 60_000);
+});
 
-      const client = clientOf(learner);
-      // A serializable read is served from what it has received (a moment to catch up).
-      const read = await eventually(async () => {
-        const answer = await client.unary(KV.Range, { key: b('k'), serializable: true });
-        return answer.kvs.length === 1 ? answer : undefined;
-      });
-      expect({
-        value: Buffer.from(read.kvs[0]!.value!).toString(),
-        mod: read.kvs[0]!.modRevision,
-        member: read.header!.memberId,
-      }).toEqual({ value: 'v', mod: written.header!.revision, member: id });
-      const own = await client.unary(Maintenance.Status, {});
-      expect({
-        isLearner: own.isLearner,
-        hasLeader: own.leader !== 0n,
-        errors: own.errors,
-      }).toEqual({ isLearner: true, hasLeader: true, errors: [] });
-      const refused = await Promise.all([
-        outcome(client.unary(KV.Range, { key: b('k') })),
-        outcome(client.unary(KV.Put, { key: b('k'), value: b('x') })),
-        outcome(client.unary(KV.Txn, { success: [{ requestRange: { key: b('k') } }] })),
-        outcome(client.unary(Lease.LeaseGrant, { TTL: 60n })),
-        outcome(client.unary(Cluster.MemberList, {})),
-        outcome(client.unary(Cluster.MemberPromote, { ID: id })),
-        outcome(client.unary(Maintenance.HashKV, {})),
-        outcome(client.unary(Health.Check, {})),
-      ]);
-      expect(refused).toEqual(refused.map(() => ({ error: NOT_SUPPORTED_FOR_LEARNER })));
-      // Streams are refused as they open.
-      const watch = watchOf(learner);
-      watch.stream.create({ key: b('k') });
-      expect(await watch.ended).toEqual(NOT_SUPPORTED_FOR_LEARNER);
-
-      // In sync once it has most of the leader's log: etcd needs 90% of it, which a real learner
-      // reaches a moment after it starts (the embedded one at once).
-      const promoted = await eventually(async () => {
-        const answer = await outcome(clientOf(m1).unary(Cluster.MemberPromote, { ID: id }));
-        if ('ok' in answer) return answer.ok;
-        if (answer.error.details !== LEARNER_NOT_READY.details) throw answer.error;
-        return undefined;
-      });
-      expect(promoted.members.find((m) => m.ID === id)?.isLearner).toBe(false);
-      await expect(clientOf(m0).unary(Cluster.MemberPromote, { ID: id })).rejects.toMatchObject(
-        MEMBER_NOT_LEARNER,
+describeConformance('cluster conformance: a learner added and started', ({ cluster }) => {
+  it('is not ready for promotion until started; refuses all but Status and serializable reads; promoted once in sync, it is a voting member', async () => {
+    const c = cluster();
+    await agreedStatus(c.members);
+    const [m0, m1] = c.members as [TestClusterMember, TestClusterMember];
+    const peerUrl = await newPeerUrl();
+    const added = await onceHealthy(() =>
+      clientOf(m0).unary(Cluster.MemberAdd, { peerURLs: [peerUrl], isLearner: true }),
+    );
+    const id = added.member!.ID!;
+    expect(added.member!.isLearner).toBe(true);
+    const written = await clientOf(m0).unary(KV.Put, { key: b('k'), value: b('v') });
+    // Not started, it has nothing of the leader's log (a follower asks the leader, which knows).
+    for (const member of [m0, m1]) {
+      await expect(clientOf(member).unary(Cluster.MemberPromote, { ID: id })).rejects.toMatchObject(
+        LEARNER_NOT_READY,
       );
-      // A voting member now: it serves what it refused (once it applied its own promotion).
-      const put = await eventually(async () => {
-        const answer = await outcome(client.unary(KV.Put, { key: b('k'), value: b('w') }));
-        return 'ok' in answer ? answer.ok : undefined;
-      });
-      expect(put.header!.memberId).toBe(id);
-      expect((await client.unary(Maintenance.Status, {})).isLearner).toBe(false);
-      expect((await membersSeenBy(learner)).find((m) => m.name === 'learner')?.isLearner).toBe(
-        false,
-      );
-    }, 60_000);
-  },
-  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
-);
+    }
 
-describeEachCluster(
+    const learner = await c.startAdded(added, { name: 'learner' });
+    await eventually(async () =>
+      (await membersSeenBy(m0)).some((m) => m.name === 'learner') ? true : undefined,
+    );
+    expect((await membersSeenBy(m0)).find((m) => m.name === 'learner')).toEqual({
+      name: 'learner',
+      peerURLs: [peerUrl],
+      clientURLs: [learner.endpoint],
+      isLearner: true,
+    });
+
+    const client = clientOf(learner);
+    // A serializable read is served from what it has received (a moment to catch up).
+    const read = await eventually(async () => {
+      const answer = await client.unary(KV.Range, { key: b('k'), serializable: true });
+      return answer.kvs.length === 1 ? answer : undefined;
+    });
+    expect({
+      value: Buffer.from(read.kvs[0]!.value!).toString(),
+      mod: read.kvs[0]!.modRevision,
+      member: read.header!.memberId,
+    }).toEqual({ value: 'v', mod: written.header!.revision, member: id });
+    const own = await client.unary(Maintenance.Status, {});
+    expect({
+      isLearner: own.isLearner,
+      hasLeader: own.leader !== 0n,
+      errors: own.errors,
+    }).toEqual({ isLearner: true, hasLeader: true, errors: [] });
+    const refused = await Promise.all([
+      outcome(client.unary(KV.Range, { key: b('k') })),
+      outcome(client.unary(KV.Put, { key: b('k'), value: b('x') })),
+      outcome(client.unary(KV.Txn, { success: [{ requestRange: { key: b('k') } }] })),
+      outcome(client.unary(Lease.LeaseGrant, { TTL: 60n })),
+      outcome(client.unary(Cluster.MemberList, {})),
+      outcome(client.unary(Cluster.MemberPromote, { ID: id })),
+      outcome(client.unary(Maintenance.HashKV, {})),
+      outcome(client.unary(Health.Check, {})),
+    ]);
+    expect(refused).toEqual(refused.map(() => ({ error: NOT_SUPPORTED_FOR_LEARNER })));
+    // Streams are refused as they open.
+    const watch = watchOf(learner);
+    watch.stream.create({ key: b('k') });
+    expect(await watch.ended).toEqual(NOT_SUPPORTED_FOR_LEARNER);
+
+    // In sync once it has most of the leader's log: etcd needs 90% of it, which a real learner
+    // reaches a moment after it starts (the embedded one at once).
+    const promoted = await eventually(async () => {
+      const answer = await outcome(clientOf(m1).unary(Cluster.MemberPromote, { ID: id }));
+      if ('ok' in answer) return answer.ok;
+      if (answer.error.details !== LEARNER_NOT_READY.details) throw answer.error;
+      return undefined;
+    });
+    expect(promoted.members.find((m) => m.ID === id)?.isLearner).toBe(false);
+    await expect(clientOf(m0).unary(Cluster.MemberPromote, { ID: id })).rejects.toMatchObject(
+      MEMBER_NOT_LEARNER,
+    );
+    // A voting member now: it serves what it refused (once it applied its own promotion).
+    const put = await eventually(async () => {
+      const answer = await outcome(client.unary(KV.Put, { key: b('k'), value: b('w') }));
+      return 'ok' in answer ? answer.ok : undefined;
+    });
+    expect(put.header!.memberId).toBe(id);
+    expect((await client.unary(Maintenance.Status, {})).isLearner).toBe(false);
+    expect((await membersSeenBy(learner)).find((m) => m.name === 'learner')?.isLearner).toBe(false);
+  }, 60_000);
+});
+
+describeConformance(
   'cluster conformance: a learner when the voting members lose their quorum',
   ({ cluster }) => {
     it('goes on naming its leader (it never campaigns): require-leader calls pass, serializable reads answer what it has', async () => {
       const c = cluster();
-      const names = await namesById(c);
-      const before = await agreedStatus(c.members);
-      const leader = memberNamed(c, names.get(before.leader));
+      const { names, leader } = await settled(c);
       const followers = c.members.filter((m) => m !== leader);
       const added = await onceHealthy(async () =>
         clientOf(leader).unary(Cluster.MemberAdd, {
@@ -958,10 +921,7 @@ describeEachCluster(
 
       await Promise.all(followers.map((member) => member.kill()));
       // The leader steps down an election timeout later (raft's check quorum).
-      await eventually(async () => {
-        const answer = await clientOf(leader).unary(Maintenance.Status, {});
-        return answer.leader === 0n ? true : undefined;
-      });
+      await leaderLost(clientOf(leader));
       const [status, read, put] = await Promise.all([
         client.unary(Maintenance.Status, {}, REQUIRE_LEADER),
         client.unary(KV.Range, { key: b('k'), serializable: true }, REQUIRE_LEADER),
@@ -984,5 +944,4 @@ describeEachCluster(
       });
     }, 60_000);
   },
-  { embedded: { requestTimeoutMs: REQUEST_TIMEOUT_MS } },
 );
