@@ -10,11 +10,12 @@ import {
   etcdserverpb_Lease as Lease,
   etcdserverpb_Maintenance as Maintenance,
 } from '@etcdkit/client/protocol';
-import { afterEach, describe, expect, it } from 'vitest';
-import { EmbeddedCluster, type EmbeddedClusterMember, GrpcCode } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { type EmbeddedClusterMember, GrpcCode } from '../../src/index.js';
 import { b } from '../support/bytes.js';
-import { type CallError, RawClient, status } from '../support/grpc-client.js';
+import { type CallError, status } from '../support/grpc-client.js';
 import { openKeepAlive } from '../support/keepalive-client.js';
+import { clusterFixture } from './cluster-support.js';
 
 const NOT_SUPPORTED = status(GrpcCode.UNAVAILABLE, 'etcdserver: rpc not supported for learner');
 const NOT_READY = status(
@@ -28,20 +29,7 @@ const NOT_LEARNER = status(
 const REQUIRE_LEADER = { metadata: { hasleader: 'true' } } as const;
 
 describe('EmbeddedCluster learners', () => {
-  let cluster: EmbeddedCluster | undefined;
-  const opened: { close(): void }[] = [];
-
-  afterEach(async () => {
-    for (const client of opened.splice(0)) client.close();
-    await cluster?.stop();
-    cluster = undefined;
-  });
-
-  const clientOf = (member: EmbeddedClusterMember): RawClient => {
-    const client = new RawClient(member.endpoint);
-    opened.push(client);
-    return client;
-  };
+  const { start, clientOf, closeAfter } = clusterFixture();
   const failure = async (call: Promise<unknown>): Promise<CallError | 'answered'> => {
     try {
       await call;
@@ -53,8 +41,7 @@ describe('EmbeddedCluster learners', () => {
   };
   /** A 3-member cluster with a learner added (by member1) and started as `learner`. */
   const withLearner = async (options: { requestTimeoutMs?: number } = {}) => {
-    const c = await EmbeddedCluster.start({ members: 3, ...options });
-    cluster = c;
+    const c = await start({ members: 3, ...options });
     const added = await clientOf(c.members[1]!).unary(Cluster.MemberAdd, {
       peerURLs: ['http://127.0.0.1:2'],
       isLearner: true,
@@ -126,8 +113,7 @@ describe('EmbeddedCluster learners', () => {
     ]);
     expect(refused).toEqual(refused.map(() => NOT_SUPPORTED));
     // Streams are refused as they open.
-    const keepAlive = openKeepAlive(learner.endpoint);
-    opened.push(keepAlive);
+    const keepAlive = closeAfter(openKeepAlive(learner.endpoint));
     const ended = await keepAlive.ended;
     expect(status(ended.code, ended.details)).toEqual(NOT_SUPPORTED);
     // Nothing changed.

@@ -2,16 +2,16 @@
 // check on (its default): a voting member added is not started and counts for the quorum at once,
 // starts with startAdded(); a member removed leaves the quorum and its port closes; MemberUpdate
 // changes peer URLs. Errors are etcd's (checked against 3.4.23, see the cluster conformance test).
-import { connect } from 'node:net';
 import {
   etcdserverpb_Cluster as Cluster,
   etcdserverpb_KV as KV,
   etcdserverpb_Maintenance as Maintenance,
 } from '@etcdkit/client/protocol';
-import { afterEach, describe, expect, it } from 'vitest';
-import { EmbeddedCluster, type EmbeddedClusterMember, GrpcCode } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { type EmbeddedClusterMember, GrpcCode } from '../../src/index.js';
 import { b } from '../support/bytes.js';
-import { RawClient, status } from '../support/grpc-client.js';
+import { status } from '../support/grpc-client.js';
+import { clusterFixture, connectOutcome } from './cluster-support.js';
 
 const UNHEALTHY = status(GrpcCode.UNAVAILABLE, 'etcdserver: unhealthy cluster');
 const NOT_ENOUGH_STARTED = status(
@@ -26,24 +26,10 @@ const PEER_URL_EXISTS = status(
 const PROPOSAL_TIMED_OUT = status(GrpcCode.UNKNOWN, 'context deadline exceeded');
 
 describe('EmbeddedCluster membership', () => {
-  let cluster: EmbeddedCluster | undefined;
-  const clients: RawClient[] = [];
-
-  afterEach(async () => {
-    for (const client of clients.splice(0)) client.close();
-    await cluster?.stop();
-    cluster = undefined;
-  });
-
-  const start = async (members: number, requestTimeoutMs?: number) => {
-    cluster = await EmbeddedCluster.start({ members, requestTimeoutMs });
-    return cluster;
-  };
-  const clientOf = (member: EmbeddedClusterMember): RawClient => {
-    const client = new RawClient(member.endpoint);
-    clients.push(client);
-    return client;
-  };
+  const fixture = clusterFixture();
+  const { clientOf } = fixture;
+  const start = (members: number, requestTimeoutMs?: number) =>
+    fixture.start({ members, requestTimeoutMs });
   const listOf = async (member: EmbeddedClusterMember) =>
     (await clientOf(member).unary(Cluster.MemberList, {})).members.map((m) => ({
       id: m.ID,
@@ -182,7 +168,7 @@ describe('EmbeddedCluster membership', () => {
     expect(c.members).toEqual([m0, m1]);
     expect(c.votingMembers).toBe(2);
     await m2.exited();
-    await expect(refused(m2.port)).resolves.toBe('ECONNREFUSED');
+    await expect(connectOutcome(m2.port)).resolves.toBe('ECONNREFUSED');
     await expect(m2.start()).rejects.toThrow('member2 was removed from the cluster');
     for (const member of [m0, m1]) {
       expect((await listOf(member)).map((m) => m.name).sort()).toEqual(['member0', 'member1']);
@@ -218,7 +204,7 @@ describe('EmbeddedCluster membership', () => {
       term: BigInt(term + 1),
     });
     await m0.exited();
-    await expect(refused(m0.port)).resolves.toBe('ECONNREFUSED');
+    await expect(connectOutcome(m0.port)).resolves.toBe('ECONNREFUSED');
   });
 
   it('the strict check: a running member may not go while another is down; the one down may', async () => {
@@ -284,14 +270,3 @@ describe('EmbeddedCluster membership', () => {
     expect((await client.unary(Cluster.MemberList, {})).members).toHaveLength(3);
   });
 });
-
-function refused(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve('connected');
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
-  });
-}

@@ -5,38 +5,21 @@
 // Healed, every watcher gets what it missed, in order, exactly once, or, if the quorum compacted
 // it, a cancel with the compaction revision. Exact rules, on fake streams: held-watchable-store.test.ts.
 import { etcdserverpb_KV as KV } from '@etcdkit/client/protocol';
-import { afterEach, describe, expect, it } from 'vitest';
-import { EmbeddedCluster, type EmbeddedClusterMember, VirtualClock } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { type EmbeddedCluster, type EmbeddedClusterMember, VirtualClock } from '../../src/index.js';
 import { b } from '../support/bytes.js';
-import { RawClient } from '../support/grpc-client.js';
-import { put, WatchConnection, type WatchStreamClient } from '../watch/watch-client.js';
+import { put, type WatchStreamClient } from '../watch/watch-client.js';
+import { clusterFixture, putText } from './cluster-support.js';
 
 describe('watches on a member cut off from the quorum', () => {
-  let cluster: EmbeddedCluster | undefined;
-  const opened: { close(): void }[] = [];
-
-  afterEach(async () => {
-    for (const client of opened.splice(0)) client.close();
-    await cluster?.stop();
-    cluster = undefined;
-  });
-
-  const clientOf = (member: EmbeddedClusterMember): RawClient => {
-    const client = new RawClient(member.endpoint);
-    opened.push(client);
-    return client;
-  };
-  const watchOf = (member: EmbeddedClusterMember): WatchStreamClient => {
-    const connection = new WatchConnection(member.endpoint);
-    opened.push(connection);
-    return connection.open();
-  };
-  const write = (client: RawClient, key: string, value: string) =>
-    client.unary(KV.Put, { key: b(key), value: b(value) });
+  const { start, clientOf, watchConnectionOf } = clusterFixture();
+  const watchOf = (member: EmbeddedClusterMember): WatchStreamClient =>
+    watchConnectionOf(member).open();
+  const write = putText;
 
   /** A 3-member cluster with w = 1 at revision 2, member2 partitioned, the quorum at revision 4. */
   const cutOff = async (options: Parameters<typeof EmbeddedCluster.start>[0] = {}) => {
-    cluster = await EmbeddedCluster.start({ ...options, members: 3 });
+    const cluster = await start({ ...options, members: 3 });
     const [m0, , m2] = cluster.members as [
       EmbeddedClusterMember,
       EmbeddedClusterMember,

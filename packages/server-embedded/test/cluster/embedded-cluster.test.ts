@@ -1,49 +1,26 @@
 // The simulated cluster as a raw gRPC client sees it: one store behind every member, distinct
 // member ids, elections when members stop, partition or pause, and what a member without a leader
 // answers (no leader with require-leader, held calls, stale serializable reads, stalled watches).
-import { connect } from 'node:net';
 import {
   etcdserverpb_Cluster as Cluster,
   etcdserverpb_KV as KV,
   etcdserverpb_Lease as Lease,
   etcdserverpb_Maintenance as Maintenance,
 } from '@etcdkit/client/protocol';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EmbeddedCluster, type EmbeddedClusterMember, GrpcCode } from '../../src/index.js';
-import { b } from '../support/bytes.js';
-import { RawClient, status } from '../support/grpc-client.js';
+import { b, text } from '../support/bytes.js';
+import { type RawClient, status } from '../support/grpc-client.js';
 import { openKeepAlive } from '../support/keepalive-client.js';
-import { type ResponseSummary, WatchConnection } from '../watch/watch-client.js';
+import type { ResponseSummary } from '../watch/watch-client.js';
+import { clusterFixture, connectOutcome, putText, sleep } from './cluster-support.js';
 
 const REQUIRE_LEADER = { metadata: { hasleader: 'true' } } as const;
 const NO_LEADER = status(GrpcCode.UNAVAILABLE, 'etcdserver: no leader');
 
 describe('EmbeddedCluster', () => {
-  let cluster: EmbeddedCluster | undefined;
-  const clients: { close(): void }[] = [];
-
-  afterEach(async () => {
-    for (const client of clients.splice(0)) client.close();
-    await cluster?.stop();
-    cluster = undefined;
-  });
-
-  const start = async (options: Parameters<typeof EmbeddedCluster.start>[0] = {}) => {
-    cluster = await EmbeddedCluster.start(options);
-    return cluster;
-  };
-  const clientOf = (member: EmbeddedClusterMember): RawClient => {
-    const client = new RawClient(member.endpoint);
-    clients.push(client);
-    return client;
-  };
-  const watchOf = (member: EmbeddedClusterMember): WatchConnection => {
-    const connection = new WatchConnection(member.endpoint);
-    clients.push(connection);
-    return connection;
-  };
-  const put = (client: RawClient, key: string, value: string) =>
-    client.unary(KV.Put, { key: b(key), value: b(value) });
+  const { start, clientOf, watchConnectionOf: watchOf, closeAfter } = clusterFixture();
+  const put = putText;
   const readKey = async (client: RawClient, key: string, serializable = false) => {
     const response = await client.unary(KV.Range, { key: b(key), serializable });
     return {
@@ -105,7 +82,7 @@ describe('EmbeddedCluster', () => {
     ];
     await m0.stop();
     expect(m0.running).toBe(false);
-    await expect(refused(m0.port)).resolves.toBe('ECONNREFUSED');
+    await expect(connectOutcome(m0.port)).resolves.toBe('ECONNREFUSED');
     expect(c.leader).toBe(m1);
     expect(c.term).toBe(3);
     expect((await statusOf(m2)).leader).toBe(m1.memberId);
@@ -201,8 +178,7 @@ describe('EmbeddedCluster', () => {
     await expect(cut.unary(Lease.LeaseTimeToLive, { ID: lease.ID })).rejects.toMatchObject(
       NO_LEADER,
     );
-    const keepAlive = openKeepAlive(m2.endpoint);
-    clients.push(keepAlive);
+    const keepAlive = closeAfter(openKeepAlive(m2.endpoint));
     keepAlive.send(lease.ID);
     expect(await keepAlive.ended).toMatchObject({
       code: GrpcCode.UNAVAILABLE,
@@ -256,8 +232,7 @@ describe('EmbeddedCluster', () => {
   });
 
   it('with a virtual clock, a held call times out when the clock passes requestTimeoutMs, not before', async () => {
-    const c = await EmbeddedCluster.start({ members: 3, clock: 'virtual', requestTimeoutMs: 200 });
-    cluster = c;
+    const c = await start({ members: 3, clock: 'virtual', requestTimeoutMs: 200 });
     const m2 = c.members[2]!;
     m2.partition();
     let settled: unknown;
@@ -281,8 +256,7 @@ describe('EmbeddedCluster', () => {
   });
 
   it('without a quorum nobody leads, no lease expires; with it back, leases get their full TTL', async () => {
-    const c = await EmbeddedCluster.start({ members: 3, clock: 'virtual' });
-    cluster = c;
+    const c = await start({ members: 3, clock: 'virtual' });
     const [m0, m1, m2] = c.members as [
       EmbeddedClusterMember,
       EmbeddedClusterMember,
@@ -376,26 +350,6 @@ describe('EmbeddedCluster', () => {
   });
 });
 
-function text(bytes: Uint8Array | null | undefined): string {
-  return Buffer.from(bytes ?? new Uint8Array()).toString();
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 function keysOf(response: ResponseSummary): string[] {
   return (response.events ?? []).map((event) => event.kv?.key ?? '');
-}
-
-/** The error code of a TCP connect to `port`, or 'connected'. */
-function refused(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve('connected');
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
-  });
 }

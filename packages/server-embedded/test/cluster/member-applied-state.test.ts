@@ -9,10 +9,11 @@ import {
   etcdserverpb_Lease as Lease,
   etcdserverpb_Maintenance as Maintenance,
 } from '@etcdkit/client/protocol';
-import { afterEach, describe, expect, it } from 'vitest';
-import { EmbeddedCluster, type EmbeddedClusterMember, GrpcCode } from '../../src/index.js';
-import { b } from '../support/bytes.js';
-import { RawClient, status } from '../support/grpc-client.js';
+import { describe, expect, it } from 'vitest';
+import { type EmbeddedClusterMember, GrpcCode } from '../../src/index.js';
+import { b, text } from '../support/bytes.js';
+import { type RawClient, status } from '../support/grpc-client.js';
+import { clusterFixture, putText, sleep } from './cluster-support.js';
 
 const EQUAL = 0;
 const VALUE = 3;
@@ -23,21 +24,15 @@ const FUTURE = status(
 );
 
 describe('a member cut off from the quorum answers from what it had applied', () => {
-  let cluster: EmbeddedCluster | undefined;
-  const clients: RawClient[] = [];
-
-  afterEach(async () => {
-    for (const client of clients.splice(0)) client.close();
-    await cluster?.stop();
-    cluster = undefined;
-  });
+  const { start, clientOf } = clusterFixture();
+  const put = putText;
 
   /**
    * A 3-member cluster, member2 cut off after `before` ran (with clients of member0 and member2);
    * returns those clients.
    */
   const partitioned = async (before: (quorum: RawClient, cut: RawClient) => Promise<void>) => {
-    cluster = await EmbeddedCluster.start({ members: 3 });
+    const cluster = await start({ members: 3 });
     const [m0, , m2] = cluster.members as [
       EmbeddedClusterMember,
       EmbeddedClusterMember,
@@ -49,13 +44,6 @@ describe('a member cut off from the quorum answers from what it had applied', ()
     m2.partition();
     return { c: cluster, quorum, cut, m2 };
   };
-  const clientOf = (member: EmbeddedClusterMember): RawClient => {
-    const client = new RawClient(member.endpoint);
-    clients.push(client);
-    return client;
-  };
-  const put = (client: RawClient, key: string, value: string) =>
-    client.unary(KV.Put, { key: b(key), value: b(value) });
   const valueIs = (key: string, value: string) => ({
     key: b(key),
     target: VALUE,
@@ -267,7 +255,7 @@ describe('a member cut off from the quorum answers from what it had applied', ()
   });
 
   it('a member of a cluster without a quorum answers from what it had; with a quorum back, from the next term', async () => {
-    cluster = await EmbeddedCluster.start({ members: 3 });
+    const cluster = await start({ members: 3 });
     const [m0, m1, m2] = cluster.members as [
       EmbeddedClusterMember,
       EmbeddedClusterMember,
@@ -306,11 +294,3 @@ describe('a member cut off from the quorum answers from what it had applied', ()
     });
   });
 });
-
-function text(bytes: Uint8Array | null | undefined): string {
-  return Buffer.from(bytes ?? []).toString();
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
