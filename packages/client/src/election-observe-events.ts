@@ -9,9 +9,10 @@ export interface ObserveResumed {
   /** The election's name. */
   readonly name: Uint8Array;
   /**
-   * `host:port` of the endpoint the new stream is on: where the connection sent calls when the
-   * stream first answered (a connection opens a stream on its current endpoint). Undefined when
-   * the connection does not tell (an `Rpc` without a `currentEndpoint`).
+   * `host:port` of the endpoint the new stream is on (the stream's own `endpoint`: exact, even
+   * when other calls moved the connection to another endpoint meanwhile). For an `Rpc` whose
+   * streams do not tell, where its calls went when the stream first answered (its
+   * `currentEndpoint`); undefined when it tells neither.
    */
   readonly endpoint: string | undefined;
   /** From the loss of the stream to the first answer of the new one, in ms. */
@@ -27,8 +28,8 @@ export interface ObserveDisconnected {
   /** Why the stream was lost: its typed error (UnavailableError, NoLeaderError...). */
   readonly error: EtcdError;
   /**
-   * `host:port` of the endpoint the lost stream was on, when known: it is known once the stream
-   * has answered, so a stream that could not be opened at all has none.
+   * `host:port` of the endpoint the lost stream was on (as {@link ObserveResumed.endpoint}), once
+   * the stream has answered: a stream that could not be opened at all has none.
    */
   readonly endpoint: string | undefined;
 }

@@ -81,14 +81,19 @@ function isLater(kv: KeyValue, last: KeyValue): boolean {
   return kv.modRevision > last.modRevision;
 }
 
-/**
- * Where the connection sends calls now, when it tells (a Connection does): a server stream opens
- * on the current endpoint, so read when a stream first answers, it is that stream's endpoint
- * (unless another call moved the connection in the meantime).
- */
+/** Where the connection sends calls now, when it tells (a Connection does). */
 function currentEndpointOf(rpc: Rpc): string | undefined {
   const endpoint = (rpc as { readonly currentEndpoint?: unknown }).currentEndpoint;
   return typeof endpoint === 'string' ? endpoint : undefined;
+}
+
+/**
+ * The endpoint `stream` is on: its own `endpoint` (a Connection's streams tell it, and it stays
+ * right when other calls move the connection). For an Rpc whose streams do not tell, where its
+ * calls go now, which is where a stream opens.
+ */
+function streamEndpoint(stream: ServerStream<unknown> | undefined, rpc: Rpc): string | undefined {
+  return stream?.endpoint ?? currentEndpointOf(rpc);
 }
 
 /** One Observe stream, as etcd sends it: ends with the stream, fails with its typed error. */
@@ -190,10 +195,10 @@ export async function* observeResuming(
             unreadable: (error) => {
               // No candidate is an answer; a refusal would refuse the stream too.
               if (error.code === 'ELECTION_NO_LEADER' || isFatalObserveError(error)) return;
-              // The read went where calls go: only a stream on that endpoint is judged by it. A
-              // stream still opening (a cut-off etcd holds the first answer too) was opened there.
+              // The read went where calls go: only a stream on that endpoint is judged by it,
+              // one still opening too (a cut-off etcd holds the first answer as well).
               const calls = currentEndpointOf(rpc);
-              const at = endpoint ?? calls;
+              const at = endpoint ?? streamEndpoint(call, rpc);
               if (at === undefined || at !== calls) return;
               replace(
                 new UnavailableError({
@@ -231,7 +236,7 @@ export async function* observeResuming(
           }
           if (!answered) {
             answered = true;
-            endpoint = currentEndpointOf(rpc);
+            endpoint = streamEndpoint(call, rpc);
             if (outage !== undefined) {
               const resumed: ObserveResumed = {
                 name: name.slice(),

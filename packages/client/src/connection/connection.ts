@@ -211,6 +211,8 @@ export class Connection implements Rpc {
    * Opens a server stream on a ready endpoint when iteration starts. Failures before the first
    * response are retried as `retry` allows; later failures end the iteration with a typed error.
    * `cancel()` ends a pending or later `next()` with AbortedError; `break` ends it quietly.
+   * The stream's `endpoint` is the `host:port` it is open on (what {@link redial} takes): the
+   * connection's current endpoint may move on while the stream stays where it was opened.
    */
   serverStream<Req, Res>(
     method: MethodDescriptor<Req, Res, 'server-stream'>,
@@ -227,6 +229,8 @@ export class Connection implements Rpc {
     let inner: AsyncIterator<Res> | undefined;
     /** The endpoint the open stream uses, until it is released. */
     let held: PooledEndpoint | undefined;
+    /** `host:port` of the endpoint the stream is opening or open on; kept after it ends. */
+    let openedOn: string | undefined;
     let started = false;
     let opening: Promise<IteratorResult<Res>> | undefined;
     let finished = false;
@@ -260,6 +264,7 @@ export class Connection implements Rpc {
             deadline: scope.transportDeadline,
             signal: scope.signal,
           });
+          openedOn = endpoint.target;
           iterator = stream[Symbol.asyncIterator]();
           const first = await iterator.next();
           this.#pool.succeeded(endpoint);
@@ -268,6 +273,8 @@ export class Connection implements Rpc {
           if (finished || scope.aborted) release();
           return first;
         } catch (error) {
+          // The next attempt may open it elsewhere; until then no endpoint holds it.
+          openedOn = undefined;
           void iterator?.return?.();
           this.#pool.release(endpoint);
           throw this.#failure(error, retry, scope, state, endpoint, token);
@@ -306,6 +313,9 @@ export class Connection implements Rpc {
       },
     };
     return {
+      get endpoint() {
+        return openedOn;
+      },
       cancel: () => {
         scope.cancel();
         if (!started) finish();

@@ -73,6 +73,13 @@ export class TransportError extends Error implements TransportFailure {
 
 /** A server stream: iterate the responses; `cancel()` ends it early. */
 export interface ServerStream<Res> extends AsyncIterable<Res> {
+  /**
+   * The endpoint (`host:port`) the stream is open on, when known. Streams opened through a
+   * Connection (`Rpc.serverStream`) tell it from the moment iteration opens them on an endpoint
+   * (before the first answer; an open that fails over names the endpoint it is trying now) and
+   * keep it after they end; it is undefined before iteration starts and while no endpoint holds it.
+   */
+  readonly endpoint?: string;
   cancel(): void;
 }
 
