@@ -3,10 +3,11 @@
 // commands read from stdin stop, partition, heal and elect members with the effect a client sees,
 // bad commands are answered without stopping anything, the end of stdin stops nothing, refused
 // flag combinations exit 1, and SIGTERM or SIGINT stop every member and exit 0.
-import { connect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { Etcd } from '@etcdkit/client';
 import { freePort, makeTestCertificates } from '@etcdkit/testkit';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { connectOutcome, portIsFree } from '../support/net.js';
 import {
   type CliClusterProcess,
   type PrintedMember,
@@ -35,29 +36,6 @@ function clientOf(member: PrintedMember, options: { requireLeader?: boolean } = 
 
 const idOf = (member: PrintedMember): bigint => BigInt(`0x${member.id}`);
 const portOf = (member: PrintedMember): number => Number(new URL(member.endpoint).port);
-
-/** How a plain TCP connection to `port` of 127.0.0.1 ends: `connected` or the error code. */
-function tryConnect(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve('connected');
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
-  });
-}
-
-/** Whether this process can listen on `port` of 127.0.0.1 (the CLI released it). */
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => {
-      server.close(() => resolve(true));
-    });
-  });
-}
 
 /** Whether a process with this pid still exists. */
 function processExists(pid: number): boolean {
@@ -136,7 +114,7 @@ describe('etcdkit-server --simulated-members', () => {
     expect(await cli.command('stop member0')).toBe(
       'ok leader=member1 term=3 member0=stopped member1=leader member2=follower',
     );
-    expect(await tryConnect(portOf(member0))).toBe('ECONNREFUSED');
+    expect(await connectOutcome(portOf(member0))).toBe('ECONNREFUSED');
     const status = await clientOf(member2).maintenance.status();
     expect(status.leader).toBe(idOf(member1));
     expect(status.raftTerm).toBe(3n);

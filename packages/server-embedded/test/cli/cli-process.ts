@@ -123,19 +123,16 @@ export async function startCliCluster(
   const stdout: string[] = [];
   const answers: string[] = [];
   const waiters: (() => void)[] = [];
-  let buffered = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
-    let newline = buffered.indexOf('\n');
-    while (newline >= 0) {
-      const line = buffered.slice(0, newline);
-      buffered = buffered.slice(newline + 1);
+  onLines(
+    child.stdout!,
+    (line) => {
       stdout.push(line);
       if (line.startsWith('ok') || line.startsWith('error')) answers.push(line);
-      newline = buffered.indexOf('\n');
-    }
-    for (const wake of waiters.splice(0)) wake();
-  });
+    },
+    () => {
+      for (const wake of waiters.splice(0)) wake();
+    },
+  );
   // Resolves when `done` holds, checked on every stdout chunk; rejects if the process exits.
   const until = (done: () => boolean, what: string): Promise<void> =>
     new Promise((resolve, reject) => {
@@ -210,22 +207,37 @@ function spawnCli(
   return child;
 }
 
-/** The child's stderr as JSON log lines, filled as they arrive. */
-function logLinesOf(child: ChildProcess): LogLine[] {
-  const lines: LogLine[] = [];
+/**
+ * Calls `each` with every complete line of `stream` (a chunk may end mid-line: the rest waits for
+ * the next), then `afterChunk` once the chunk's lines are handed out.
+ */
+function onLines(
+  stream: NodeJS.ReadableStream,
+  each: (line: string) => void,
+  afterChunk: () => void = () => {},
+): void {
   let buffered = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
+  stream.on('data', (chunk: Buffer) => {
     buffered += chunk.toString('utf8');
     let newline = buffered.indexOf('\n');
     while (newline >= 0) {
-      const text = buffered.slice(0, newline);
+      const line = buffered.slice(0, newline);
       buffered = buffered.slice(newline + 1);
-      try {
-        lines.push(JSON.parse(text) as LogLine);
-      } catch {
-        lines.push({ level: 'raw', msg: text });
-      }
+      each(line);
       newline = buffered.indexOf('\n');
+    }
+    afterChunk();
+  });
+}
+
+/** The child's stderr as JSON log lines, filled as they arrive. */
+function logLinesOf(child: ChildProcess): LogLine[] {
+  const lines: LogLine[] = [];
+  onLines(child.stderr!, (text) => {
+    try {
+      lines.push(JSON.parse(text) as LogLine);
+    } catch {
+      lines.push({ level: 'raw', msg: text });
     }
   });
   return lines;

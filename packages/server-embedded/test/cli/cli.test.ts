@@ -2,26 +2,15 @@
 // stops cleanly on SIGTERM and SIGINT (exit 0, port released), and refuses bad command lines with
 // etcd's exit codes (2: the flags do not parse; 1: the server cannot start).
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Etcd, op } from '@etcdkit/client';
 import { makeTestCertificates } from '@etcdkit/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
+import { portIsFree } from '../support/net.js';
 import { runCli, startCli, stopAllCliProcesses } from './cli-process.js';
 
 afterEach(stopAllCliProcesses);
-
-/** Whether this process can listen on `port` of 127.0.0.1 (the CLI released it). */
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => {
-      server.close(() => resolve(true));
-    });
-  });
-}
 
 async function withClient<T>(
   endpoint: string,

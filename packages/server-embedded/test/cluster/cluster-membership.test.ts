@@ -11,7 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { type EmbeddedClusterMember, GrpcCode } from '../../src/index.js';
 import { b } from '../support/bytes.js';
 import { status } from '../support/grpc-client.js';
-import { clusterFixture, connectOutcome } from './cluster-support.js';
+import { connectOutcome } from '../support/net.js';
+import { clusterFixture } from './cluster-support.js';
 
 const UNHEALTHY = status(GrpcCode.UNAVAILABLE, 'etcdserver: unhealthy cluster');
 const NOT_ENOUGH_STARTED = status(

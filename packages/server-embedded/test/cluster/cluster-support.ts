@@ -1,7 +1,6 @@
 // What the simulated-cluster tests share: a cluster started per test with the raw clients opened
 // on its members, all closed and stopped after the test (a member left listening would hold its
-// port for the next test), and small probes of a member from outside.
-import { connect } from 'node:net';
+// port for the next test), and small helpers.
 import { etcdserverpb_KV as KV } from '@etcdkit/client/protocol';
 import { afterEach } from 'vitest';
 import { EmbeddedCluster, type EmbeddedClusterMember } from '../../src/index.js';
@@ -62,16 +61,4 @@ export function putText(client: RawClient, key: string, value: string) {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** The error code of a TCP connect to `port` (e.g. ECONNREFUSED once a member left), or 'connected'. */
-export function connectOutcome(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve('connected');
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
-  });
 }

@@ -12,8 +12,9 @@ import { EmbeddedCluster, type EmbeddedClusterMember, GrpcCode } from '../../src
 import { b, text } from '../support/bytes.js';
 import { type RawClient, status } from '../support/grpc-client.js';
 import { openKeepAlive } from '../support/keepalive-client.js';
+import { connectOutcome } from '../support/net.js';
 import type { ResponseSummary } from '../watch/watch-client.js';
-import { clusterFixture, connectOutcome, putText, sleep } from './cluster-support.js';
+import { clusterFixture, putText, sleep } from './cluster-support.js';
 
 const REQUIRE_LEADER = { metadata: { hasleader: 'true' } } as const;
 const NO_LEADER = status(GrpcCode.UNAVAILABLE, 'etcdserver: no leader');
