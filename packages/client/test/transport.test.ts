@@ -280,6 +280,8 @@ interface ScriptedServer {
   readonly requests: http2.IncomingHttpHeaders[];
   /** Resolves with how many messages the server had written when a write first had to wait. */
   readonly heldBack: Promise<number>;
+  /** HTTP/2 connections accepted since the start. */
+  readonly accepted: number;
   /** Destroys every open session (a dropped connection). */
   drop(): void;
   close(): Promise<void>;
@@ -302,8 +304,10 @@ async function startScriptedServer(): Promise<ScriptedServer> {
   const heldBack = new Promise<number>((resolve) => {
     reportHeldBack = resolve;
   });
+  let accepted = 0;
   const server = http2.createServer();
   server.on('session', (session) => {
+    accepted++;
     sessions.add(session);
     session.on('close', () => sessions.delete(session));
     session.on('error', () => {});
@@ -378,6 +382,9 @@ async function startScriptedServer(): Promise<ScriptedServer> {
     target: `127.0.0.1:${port}`,
     requests,
     heldBack,
+    get accepted() {
+      return accepted;
+    },
     drop() {
       for (const session of sessions) session.destroy();
     },
@@ -502,6 +509,27 @@ describe.each(TRANSPORTS)('transport %s against a scripted gRPC server', (_name,
       await channel.ready(Date.now() + 5_000);
       const res = await channel.unary(etcdserverpb_KV.Range, {}, {});
       expect(res.count).toBe(7n);
+    } finally {
+      channel.close();
+    }
+  });
+
+  it('after the connection drops it is idle, and dials again only when a call or ready() asks', async () => {
+    const channel = transport.open({ target: server.target });
+    try {
+      await channel.ready(Date.now() + 5_000);
+      const accepted = server.accepted;
+      server.drop();
+      await vi.waitFor(() => expect(channel.state()).toBe('idle'), { timeout: 5_000 });
+      // A background redial would dial at once; nothing does until asked.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(channel.state()).toBe('idle');
+      expect(server.accepted).toBe(accepted);
+
+      const res = await channel.unary(etcdserverpb_KV.Range, {}, {});
+      expect(res.count).toBe(7n);
+      expect(channel.state()).toBe('ready');
+      expect(server.accepted).toBe(accepted + 1);
     } finally {
       channel.close();
     }

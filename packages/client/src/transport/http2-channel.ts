@@ -1,7 +1,10 @@
 // An HTTP/2 transport's channel: one endpoint, one HTTP/2 connection at a time, and its lifecycle
 // in connectivity states: idle, connecting (dialling and handshaking), ready, failed (in backoff
 // after a failed attempt, then idle again) and closed. Calls wait for the attempt in progress; a
-// connection that drops or is told to go away is replaced on the next call.
+// connection that drops or is told to go away leaves the channel idle, and is replaced on the next
+// call, not in the background: as grpc-js does, and because the connection layer chooses which
+// endpoint to dial next (it may fail over and leave this one alone); a stream that must go on (a
+// watch, a lease keepalive) reopens at once and so dials at once (docs/guarantees.md, Transports).
 import * as http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { MethodDescriptor } from '../generated/methods.js';
