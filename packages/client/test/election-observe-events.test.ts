@@ -99,6 +99,23 @@ function consume(iterable: AsyncIterable<KeyValue>): Running {
   return { values, ended };
 }
 
+/**
+ * observeResuming itself (not through ElectionClient.observe) on `rpc`, consumed in the background:
+ * for the cases that hand it a probe, a runtime or settings of their own.
+ */
+function consumeResuming(
+  rpc: Rpc,
+  name: string,
+  signal: AbortSignal,
+  settings: ReturnType<typeof observeSettings>,
+  runtime?: ObserveRuntime,
+): Running {
+  return consume({
+    [Symbol.asyncIterator]: () =>
+      observeResuming(rpc, { name: new TextEncoder().encode(name) }, signal, settings, runtime),
+  });
+}
+
 /** The system's clock and timers, with the timers and pauses still pending counted. */
 function countingRuntime(): ObserveRuntime & { timersSet: number; timers: number; sleeps: number } {
   const runtime = {
@@ -238,16 +255,7 @@ describeEachBackend('ElectionClient.observe reports its outages', ({ backend, pr
       r.hooks,
     );
     await elect(name, 'one');
-    const running = consume({
-      [Symbol.asyncIterator]: () =>
-        observeResuming(
-          probe,
-          { name: new TextEncoder().encode(name) },
-          signal(),
-          settings,
-          runtime,
-        ),
-    });
+    const running = consumeResuming(probe, name, signal(), settings, runtime);
     await waitFor(() => running.values.length === 1, 10_000, 'the first leader');
 
     const refusals = [1, 2, 3, 4].map(
@@ -328,16 +336,7 @@ describeEachBackend('ElectionClient.observe reports its outages', ({ backend, pr
     const before = abortRegistrations(caller.signal);
     await elect(name, 'one');
     const settings = observeSettings({ minReconnectDelayMs: 60_000 }, true, undefined);
-    const running = consume({
-      [Symbol.asyncIterator]: () =>
-        observeResuming(
-          probe,
-          { name: new TextEncoder().encode(name) },
-          caller.signal,
-          settings,
-          runtime,
-        ),
-    });
+    const running = consumeResuming(probe, name, caller.signal, settings, runtime);
     await waitFor(() => running.values.length === 1, 10_000, 'the first leader');
     expect(runningObservations(probe)).toBe(1);
     a.cutAll();
@@ -362,16 +361,7 @@ describeEachBackend('ElectionClient.observe reports its outages', ({ backend, pr
     const before = abortRegistrations(caller.signal);
     await elect(name, 'one');
     const settings = observeSettings({ leaderCheckIntervalMs: 60_000 }, true, undefined);
-    const running = consume({
-      [Symbol.asyncIterator]: () =>
-        observeResuming(
-          etcd.connection,
-          { name: new TextEncoder().encode(name) },
-          caller.signal,
-          settings,
-          runtime,
-        ),
-    });
+    const running = consumeResuming(etcd.connection, name, caller.signal, settings, runtime);
     await waitFor(() => running.values.length === 1, 10_000, 'the first leader');
     expect(runtime.timers).toBe(1);
     expect(runningObservations(etcd.connection)).toBe(1);
@@ -501,10 +491,7 @@ describe('the leader check when its read fails (scripted connection)', () => {
       true,
       r.hooks,
     );
-    return consume({
-      [Symbol.asyncIterator]: () =>
-        observeResuming(rpc, { name: enc('e') }, controller.signal, settings),
-    });
+    return consumeResuming(rpc, 'e', controller.signal, settings);
   }
 
   it('a failed read judges only a stream on the endpoint calls go to', async () => {
