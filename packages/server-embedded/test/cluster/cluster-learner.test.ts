@@ -11,11 +11,11 @@ import {
   etcdserverpb_Maintenance as Maintenance,
 } from '@etcdkit/client/protocol';
 import { describe, expect, it } from 'vitest';
-import { type EmbeddedClusterMember, GrpcCode } from '../../src/index.js';
+import { GrpcCode } from '../../src/index.js';
 import { b } from '../support/bytes.js';
 import { type CallError, status } from '../support/grpc-client.js';
 import { openKeepAlive } from '../support/keepalive-client.js';
-import { clusterFixture } from './cluster-support.js';
+import { clusterFixture, type ThreeMembers } from './cluster-support.js';
 
 const NOT_SUPPORTED = status(GrpcCode.UNAVAILABLE, 'etcdserver: rpc not supported for learner');
 const NOT_READY = status(
@@ -52,11 +52,7 @@ describe('EmbeddedCluster learners', () => {
 
   it('a learner started publishes its name and client URL, listed with isLearner; it does not vote', async () => {
     const { c, id } = await withLearner();
-    const [m0, m1, m2] = c.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [m0, m1, m2] = c.members as ThreeMembers;
     const learner = await c.startAdded(id, { name: 'learner' });
     expect(c.members).toEqual([m0, m1, m2, learner]);
     expect(c.votingMembers).toBe(3);

@@ -12,7 +12,7 @@ import { type EmbeddedClusterMember, GrpcCode } from '../../src/index.js';
 import { b } from '../support/bytes.js';
 import { status } from '../support/grpc-client.js';
 import { connectOutcome } from '../support/net.js';
-import { clusterFixture } from './cluster-support.js';
+import { clusterFixture, type ThreeMembers } from './cluster-support.js';
 
 const UNHEALTHY = status(GrpcCode.UNAVAILABLE, 'etcdserver: unhealthy cluster');
 const NOT_ENOUGH_STARTED = status(
@@ -53,11 +53,7 @@ describe('EmbeddedCluster membership', () => {
 
   it('MemberAdd registers a voting member not started: peer URLs only, and the quorum counts it', async () => {
     const c = await start(3);
-    const [m0, m1, m2] = c.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [m0, m1, m2] = c.members as ThreeMembers;
     const before = await listOf(m0);
     const added = await clientOf(m1).unary(Cluster.MemberAdd, {
       peerURLs: ['http://127.0.0.1:1'],
@@ -158,11 +154,7 @@ describe('EmbeddedCluster membership', () => {
 
   it('MemberRemove of a follower: the quorum shrinks, its port closes, every member lists the rest', async () => {
     const c = await start(3);
-    const [m0, m1, m2] = c.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [m0, m1, m2] = c.members as ThreeMembers;
     const removed = await clientOf(m0).unary(Cluster.MemberRemove, { ID: m2.memberId });
     expect(removed.members.map((m) => m.ID).sort()).toEqual([m0.memberId, m1.memberId].sort());
     expect(m2.removed).toBe(true);
@@ -188,11 +180,7 @@ describe('EmbeddedCluster membership', () => {
 
   it('MemberRemove of the leader, asked of the leader: it answers, its port closes, the others elect', async () => {
     const c = await start(3);
-    const [m0, m1, m2] = c.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [m0, m1, m2] = c.members as ThreeMembers;
     const term = c.term;
     const removed = await clientOf(m0).unary(Cluster.MemberRemove, { ID: m0.memberId });
     expect(removed.header!.memberId).toBe(m0.memberId);
@@ -210,11 +198,7 @@ describe('EmbeddedCluster membership', () => {
 
   it('the strict check: a running member may not go while another is down; the one down may', async () => {
     const c = await start(3);
-    const [m0, m1, m2] = c.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [m0, m1, m2] = c.members as ThreeMembers;
     await m2.stop();
     const client = clientOf(m0);
     // Connected to m1 only: without it, m0 alone is short of the quorum of 2.
@@ -232,11 +216,7 @@ describe('EmbeddedCluster membership', () => {
 
   it('MemberUpdate: new peer URLs everywhere; an unknown id and a peer URL in use are refused', async () => {
     const c = await start(3);
-    const [m0, m1, m2] = c.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [m0, m1, m2] = c.members as ThreeMembers;
     const client = clientOf(m2);
     const inUse = await peerUrlsOf(m0);
     await expect(

@@ -8,6 +8,9 @@ import { b } from '../support/bytes.js';
 import { RawClient } from '../support/grpc-client.js';
 import { WatchConnection } from '../watch/watch-client.js';
 
+/** The members of a 3-member cluster, for `const [m0, m1, m2] = c.members as ThreeMembers`. */
+export type ThreeMembers = [EmbeddedClusterMember, EmbeddedClusterMember, EmbeddedClusterMember];
+
 /** Options of `EmbeddedCluster.start`. */
 export type ClusterOptions = Parameters<typeof EmbeddedCluster.start>[0];
 

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { type EmbeddedCluster, type EmbeddedClusterMember, VirtualClock } from '../../src/index.js';
 import { b } from '../support/bytes.js';
 import { put, type WatchStreamClient } from '../watch/watch-client.js';
-import { clusterFixture, putText } from './cluster-support.js';
+import { clusterFixture, putText, type ThreeMembers } from './cluster-support.js';
 
 describe('watches on a member cut off from the quorum', () => {
   const { start, clientOf, watchConnectionOf } = clusterFixture();
@@ -20,11 +20,7 @@ describe('watches on a member cut off from the quorum', () => {
   /** A 3-member cluster with w = 1 at revision 2, member2 partitioned, the quorum at revision 4. */
   const cutOff = async (options: Parameters<typeof EmbeddedCluster.start>[0] = {}) => {
     const cluster = await start({ ...options, members: 3 });
-    const [m0, , m2] = cluster.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [m0, , m2] = cluster.members as ThreeMembers;
     const quorum = clientOf(m0);
     await write(quorum, 'w', '1'); // 2
     m2.partition();

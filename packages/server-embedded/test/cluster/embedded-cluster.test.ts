@@ -14,7 +14,7 @@ import { type RawClient, status } from '../support/grpc-client.js';
 import { openKeepAlive } from '../support/keepalive-client.js';
 import { connectOutcome } from '../support/net.js';
 import type { ResponseSummary } from '../watch/watch-client.js';
-import { clusterFixture, putText, sleep } from './cluster-support.js';
+import { clusterFixture, putText, sleep, type ThreeMembers } from './cluster-support.js';
 
 const REQUIRE_LEADER = { metadata: { hasleader: 'true' } } as const;
 const NO_LEADER = status(GrpcCode.UNAVAILABLE, 'etcdserver: no leader');
@@ -76,11 +76,7 @@ describe('EmbeddedCluster', () => {
 
   it('a stopped member refuses connections; the next member leads in a new term; it rejoins', async () => {
     const c = await start({ members: 3 });
-    const [m0, m1, m2] = c.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [m0, m1, m2] = c.members as ThreeMembers;
     await m0.stop();
     expect(m0.running).toBe(false);
     await expect(connectOutcome(m0.port)).resolves.toBe('ECONNREFUSED');
@@ -101,11 +97,7 @@ describe('EmbeddedCluster', () => {
 
   it('a partitioned member answers no leader with require-leader and holds what needs a leader', async () => {
     const c = await start({ members: 3 });
-    const [, m1, m2] = c.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [, m1, m2] = c.members as ThreeMembers;
     const healthy = clientOf(m1);
     const cut = clientOf(m2);
     await put(healthy, 'k', 'before');
@@ -195,11 +187,7 @@ describe('EmbeddedCluster', () => {
 
   it("a partitioned member's watchers see nothing new, then catch up in order when it heals", async () => {
     const c = await start({ members: 3 });
-    const [m0, , m2] = c.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [m0, , m2] = c.members as ThreeMembers;
     const writer = clientOf(m0);
     const plain = watchOf(m2).open();
     plain.create({ key: b('w/'), rangeEnd: b('w0') });
@@ -258,11 +246,7 @@ describe('EmbeddedCluster', () => {
 
   it('without a quorum nobody leads, no lease expires; with it back, leases get their full TTL', async () => {
     const c = await start({ members: 3, clock: 'virtual' });
-    const [m0, m1, m2] = c.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [m0, m1, m2] = c.members as ThreeMembers;
     const client = clientOf(m0);
     const grant = await client.unary(Lease.LeaseGrant, { TTL: 5n });
     await client.unary(KV.Put, { key: b('owned'), value: b('x'), lease: grant.ID });
@@ -290,11 +274,7 @@ describe('EmbeddedCluster', () => {
 
   it('MoveLeader: only the leader moves it, to a reachable member, in a new term', async () => {
     const c = await start({ members: 3 });
-    const [m0, m1, m2] = c.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [m0, m1, m2] = c.members as ThreeMembers;
     await expect(
       clientOf(m1).unary(Maintenance.MoveLeader, { targetID: m2.memberId }),
     ).rejects.toMatchObject(status(GrpcCode.FAILED_PRECONDITION, 'etcdserver: not leader'));

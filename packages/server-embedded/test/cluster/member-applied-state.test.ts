@@ -10,10 +10,10 @@ import {
   etcdserverpb_Maintenance as Maintenance,
 } from '@etcdkit/client/protocol';
 import { describe, expect, it } from 'vitest';
-import { type EmbeddedClusterMember, GrpcCode } from '../../src/index.js';
+import { GrpcCode } from '../../src/index.js';
 import { b, text } from '../support/bytes.js';
 import { type RawClient, status } from '../support/grpc-client.js';
-import { clusterFixture, putText, sleep } from './cluster-support.js';
+import { clusterFixture, putText, sleep, type ThreeMembers } from './cluster-support.js';
 
 const EQUAL = 0;
 const VALUE = 3;
@@ -33,11 +33,7 @@ describe('a member cut off from the quorum answers from what it had applied', ()
    */
   const partitioned = async (before: (quorum: RawClient, cut: RawClient) => Promise<void>) => {
     const cluster = await start({ members: 3 });
-    const [m0, , m2] = cluster.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [m0, , m2] = cluster.members as ThreeMembers;
     const quorum = clientOf(m0);
     const cut = clientOf(m2);
     await before(quorum, cut);
@@ -256,11 +252,7 @@ describe('a member cut off from the quorum answers from what it had applied', ()
 
   it('a member of a cluster without a quorum answers from what it had; with a quorum back, from the next term', async () => {
     const cluster = await start({ members: 3 });
-    const [m0, m1, m2] = cluster.members as [
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-      EmbeddedClusterMember,
-    ];
+    const [m0, m1, m2] = cluster.members as ThreeMembers;
     const client = clientOf(m0);
     await put(client, 'k', 'v');
     const before = await client.unary(Maintenance.Status, {});
