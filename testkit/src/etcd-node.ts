@@ -54,6 +54,13 @@ export interface EtcdNodeConfig {
   readonly tls?: EtcdTlsOptions;
   /** Extra flags, appended last so they override the defaults. */
   readonly args: readonly string[];
+  /**
+   * Ready only once the member reports a cluster version (`/version`'s `etcdcluster` is no longer
+   * `not_decided`). A new etcd sets it with a raft entry of its own soon after it can answer; a
+   * test that compares raft indexes, or counts revisions of entries, must not race that entry.
+   * Only for a member that can decide alone (a single member, or one whose quorum is up).
+   */
+  readonly waitForClusterVersion?: boolean;
 }
 
 type ExitStatus =
@@ -264,7 +271,11 @@ export class EtcdNode {
         timeoutMs,
         tls: this.httpTls(),
       });
-      return response.status === 200 ? true : `HTTP ${response.status} ${response.body.trim()}`;
+      if (response.status !== 200) return `HTTP ${response.status} ${response.body.trim()}`;
+      if (this.config.waitForClusterVersion && response.body.includes('"not_decided"')) {
+        return 'the cluster version is not decided yet';
+      }
+      return true;
     } catch (error) {
       return error instanceof Error ? error.message : String(error);
     }

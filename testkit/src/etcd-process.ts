@@ -96,6 +96,7 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdPro
       clusterToken: `etcdkit-${randomBytes(6).toString('hex')}`,
       tls: options.tls,
       args: [...SINGLE_MEMBER_TIMING, ...(options.args ?? [])],
+      waitForClusterVersion: true,
     });
     try {
       await node.start(startTimeoutMs);
