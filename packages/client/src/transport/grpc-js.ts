@@ -141,6 +141,13 @@ function failedStream<Res>(error: TransportError): ServerStream<Res> & BidiStrea
   };
 }
 
+/**
+ * Whether `Error.stackTraceLimit` may be changed: not where intrinsics are frozen
+ * (`node --frozen-intrinsics`), where the assignment would throw.
+ */
+const STACK_TRACE_LIMIT_WRITABLE =
+  Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit')?.writable === true;
+
 /** One endpoint, one grpc-js client (and so one HTTP/2 connection at a time). */
 export class GrpcJsChannel implements Channel {
   readonly target: string;
@@ -302,7 +309,7 @@ export class GrpcJsChannel implements Channel {
       // this transport, never the user's code. Its capture cost more than the rest of the
       // transport's own work per call, so the call is made without one.
       const stackTraceLimit = Error.stackTraceLimit;
-      Error.stackTraceLimit = 0;
+      if (STACK_TRACE_LIMIT_WRITABLE) Error.stackTraceLimit = 0;
       try {
         call = this.#client.makeUnaryRequest<Req, Res>(
           method.path,
@@ -318,11 +325,11 @@ export class GrpcJsChannel implements Channel {
           },
         );
       } catch (error) {
-        Error.stackTraceLimit = stackTraceLimit;
+        if (STACK_TRACE_LIMIT_WRITABLE) Error.stackTraceLimit = stackTraceLimit;
         reject(notStarted(error));
         return;
       } finally {
-        Error.stackTraceLimit = stackTraceLimit;
+        if (STACK_TRACE_LIMIT_WRITABLE) Error.stackTraceLimit = stackTraceLimit;
       }
       signal?.addEventListener('abort', onAbort, { once: true });
     });
