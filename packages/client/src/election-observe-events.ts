@@ -48,13 +48,3 @@ export interface ElectionHooks {
   /** An observation follows its election again, after `onObserveDisconnect`. */
   readonly onObserveResume?: (event: ObserveResumed) => void;
 }
-
-/** Calls a hook or callback, ignoring what it throws: they never break an observation. */
-export function callObserveHook<E>(hook: ((event: E) => void) | undefined, event: E): void {
-  if (!hook) return;
-  try {
-    hook(event);
-  } catch {
-    // Ignored, as documented.
-  }
-}

@@ -14,7 +14,7 @@ import {
   SYSTEM_RUNTIME,
   toLeaderValue,
 } from './election-observe-check.js';
-import { callObserveHook, type ObserveResumed } from './election-observe-events.js';
+import type { ObserveResumed } from './election-observe-events.js';
 import { DEFAULT_OBSERVE_SETTINGS, type ObserveSettings } from './election-observe-options.js';
 import {
   AbortedError,
@@ -26,6 +26,7 @@ import {
 import { v3electionpb_Election as methods } from './generated/methods.js';
 import type { v3electionpb } from './generated/protocol.js';
 import type { KeyValue } from './key-value.js';
+import { callHook } from './lease-events.js';
 import { linkSignals } from './link-signals.js';
 import { GrpcStatus, type ServerStream } from './transport/types.js';
 
@@ -245,7 +246,7 @@ export async function* observeResuming(
                 attempts: outage.attempts,
               };
               outage = undefined;
-              callObserveHook(settings.hooks?.onObserveResume, resumed);
+              callHook(settings.hooks?.onObserveResume, resumed);
               callListener(settings.onResumed, resumed);
             }
           }
@@ -269,7 +270,7 @@ export async function* observeResuming(
         // Once per outage: reopens that fail in a row are part of it.
         outage = { since: runtime.now(), attempts: 0 };
         const error = failure ?? new UnavailableError({ message: 'the Observe stream ended' });
-        callObserveHook(settings.hooks?.onObserveDisconnect, {
+        callHook(settings.hooks?.onObserveDisconnect, {
           name: name.slice(),
           error,
           endpoint,

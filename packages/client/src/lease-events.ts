@@ -45,7 +45,7 @@ export interface LeaseKeepAliveOptions {
   readonly signal?: AbortSignal;
 }
 
-/** Calls a hook, ignoring what it throws: hooks never break keepalives. */
+/** Calls a hook, ignoring what it throws: hooks never break keepalives (nor observations). */
 export function callHook<E>(hook: ((event: E) => void) | undefined, event: E): void {
   if (!hook) return;
   try {
