@@ -310,15 +310,14 @@ class RunningCluster implements EtcdCluster {
         initialCluster,
         initialClusterState: 'existing',
       });
+      const member = new ClusterMember(node, this);
       // Known to stop() before it spawns, so no process outlives the cluster.
       this.joined.push(node);
-      node.spawn();
-      if (options.waitUntilReady === false) return new ClusterMember(node, this);
       try {
-        await node.waitUntilReady(this.startTimeoutMs);
-        return new ClusterMember(node, this);
+        // Kills the process when it does not become ready.
+        await member.start(options);
+        return member;
       } catch (error) {
-        await node.kill();
         this.joined.splice(this.joined.indexOf(node), 1);
         // A member that never joined keeps nothing worth having; a retry starts afresh.
         await rm(dataDir, { recursive: true, force: true });
