@@ -10,7 +10,7 @@ import { type EtcdError, InvalidArgumentError } from './errors.js';
  * answered, doubling (jittered) while reopening fails, up to 5 s. `minReconnectDelayMs` and
  * `maxReconnectDelayMs` of observe() replace `baseMs` and `maxMs`.
  */
-export const OBSERVE_REOPEN_BACKOFF = { baseMs: 100, maxMs: 5_000 } as const;
+const OBSERVE_REOPEN_BACKOFF = { baseMs: 100, maxMs: 5_000 } as const;
 
 /** @internal How a resuming observation behaves, as ElectionClient.observe validated it. */
 export interface ObserveSettings {

@@ -56,7 +56,7 @@ const FATAL_STATUSES = new Set<GrpcStatus>([
 ]);
 
 /** True when reopening the stream after `error` cannot help. */
-export function isFatalObserveError(error: EtcdError): boolean {
+function isFatalObserveError(error: EtcdError): boolean {
   return FATAL_CODES.has(error.code) || FATAL_STATUSES.has(error.grpcStatus);
 }
 
