@@ -61,7 +61,8 @@ import * as grpc from '@grpc/grpc-js';
 import { type Clock, systemClock, type Timer } from '../clock.js';
 import { EtcdServerError, GrpcCode } from '../errors.js';
 import type { RangeRequest, TxnRequest } from '../kv/requests.js';
-import { isLocalRange, isLocalTxn, isReadOnlyTxn } from '../services/local-reads.js';
+import { isReadOnlyTxn } from '../kv/txn.js';
+import { isLocalRange, isLocalTxn } from '../services/local-reads.js';
 
 /** Paths whose every call is a raft proposal. */
 const PROPOSAL_PATHS: ReadonlySet<string> = new Set([
@@ -94,10 +95,7 @@ const FORWARDED_PATHS: ReadonlySet<string> = new Set([
 /** etcd 3.4's isRPCSupportedForLearner: what a learner serves of the unary calls. */
 function supportedForLearner(path: string, message: unknown): boolean {
   if (path === etcdserverpb_Maintenance.Status.path) return true;
-  if (path === etcdserverpb_KV.Range.path) {
-    return (message as { serializable?: boolean | null }).serializable === true;
-  }
-  return false;
+  return path === etcdserverpb_KV.Range.path && isLocalRange(message as RangeRequest);
 }
 
 /**

@@ -3,27 +3,18 @@
 // (its Range and Txn skip the read index for them; etcd 3.4's isTxnReadonly and isTxnSerializable).
 // A txn holding a nested txn is not read-only by that test, even when the nested one only reads: it
 // is a proposal, as in etcd. A txn with no ops at all is read-only and serializable.
-import type { RangeRequest, RequestOp, TxnRequest } from '../kv/requests.js';
+import type { RangeRequest, TxnRequest } from '../kv/requests.js';
 
 /** True for a Range the member may answer alone. */
 export function isLocalRange(r: RangeRequest): boolean {
   return r.serializable === true;
 }
 
-/** True when no op of either branch writes (etcd's isTxnReadonly): a txn served as a read. */
-export function isReadOnlyTxn(r: TxnRequest): boolean {
-  return opsOf(r).every((op) => hasRange(op));
-}
-
-/** True for a read-only txn whose every range is serializable: a txn the member answers alone. */
+/**
+ * True for a txn whose every op is a serializable range (so read-only: kv/txn.ts' isReadOnlyTxn),
+ * a txn the member answers alone.
+ */
 export function isLocalTxn(r: TxnRequest): boolean {
-  return opsOf(r).every((op) => hasRange(op) && op.requestRange!.serializable === true);
-}
-
-function opsOf(r: TxnRequest): RequestOp[] {
-  return [...(r.success ?? []), ...(r.failure ?? [])];
-}
-
-function hasRange(op: RequestOp): boolean {
-  return op.requestRange !== undefined && op.requestRange !== null;
+  const ops = [...(r.success ?? []), ...(r.failure ?? [])];
+  return ops.every((op) => op.requestRange?.serializable === true);
 }
