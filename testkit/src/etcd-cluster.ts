@@ -375,7 +375,7 @@ class RunningCluster implements EtcdCluster {
  * The new member's peer port and `--initial-cluster`, from a MemberAdd response: every member's
  * `name=peerURL`, the new member under `name` (as `etcdctl member add` prints it).
  */
-export function joinConfiguration(
+function joinConfiguration(
   added: MemberAddAnswer,
   name: string,
 ): { peerPort: number; initialCluster: string } {

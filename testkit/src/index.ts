@@ -59,7 +59,6 @@ export {
 export {
   type EtcdCluster,
   type EtcdClusterMember,
-  joinConfiguration,
   type MemberAddAnswer,
   type MemberStartOptions,
   type StartAddedOptions,
