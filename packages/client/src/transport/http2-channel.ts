@@ -32,6 +32,11 @@ const MAX_BACKOFF_MS = 5_000;
 /** Keepalive ping answer timeout when the options give none. */
 const DEFAULT_KEEPALIVE_TIMEOUT_MS = 20_000;
 
+/** What a call waiting for a connection fails with when there is none (`error`: the last attempt's). */
+function noConnection(error: string): TransportError {
+  return failure(GrpcStatus.Unavailable, `No connection established. Last error: ${error}`, false);
+}
+
 /** One endpoint, one HTTP/2 connection at a time, redialled after it drops. */
 export class Http2Channel implements Channel, CallHost {
   readonly target: string;
@@ -197,13 +202,7 @@ export class Http2Channel implements Channel, CallHost {
         call.fail(failure(GrpcStatus.Unavailable, 'Channel closed before call started', false));
         return;
       case 'failed':
-        call.fail(
-          failure(
-            GrpcStatus.Unavailable,
-            `No connection established. Last error: ${this.#lastError}`,
-            false,
-          ),
-        );
+        call.fail(noConnection(this.#lastError));
         return;
       case 'idle':
         this.#connect();
@@ -215,10 +214,7 @@ export class Http2Channel implements Channel, CallHost {
       this.#waiters.delete(waiter);
       if (call.done) return;
       if (link) call.attach(link);
-      else
-        call.fail(
-          failure(GrpcStatus.Unavailable, `No connection established. Last error: ${error}`, false),
-        );
+      else call.fail(noConnection(error));
     };
     this.#waiters.add(waiter);
   }
