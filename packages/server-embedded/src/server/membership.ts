@@ -181,7 +181,7 @@ export class Membership {
         throw new EtcdServerError('VOTING_MEMBER_ADD');
       }
     } else {
-      this.checkAdd(isLearner, local, this.peers);
+      this.checkAdd(isLearner, local);
     }
     this.proposals.propose(ProposalKind.confChange, 0);
     const id = memberIdOf(urls, this.wallClock());
@@ -212,7 +212,7 @@ export class Membership {
         if (member !== undefined) throw new EtcdServerError('MEMBER_NOT_ENOUGH_STARTED');
       } else {
         // An unknown id is checked too (etcd does), and then found missing when applied.
-        this.checkRemove(id, local, this.peers);
+        this.checkRemove(id, local);
       }
     }
     this.proposals.propose(ProposalKind.confChange, 0);
@@ -226,7 +226,8 @@ export class Membership {
    * etcd's strict reconfiguration check of an add (see the file comment), which is made before
    * proposing: it answers at once, even without a leader.
    */
-  checkAdd(isLearner: boolean, local: bigint, peers: PeerHealth | undefined = this.peers): void {
+  checkAdd(isLearner: boolean, local: bigint): void {
+    const peers = this.peers;
     if (peers === undefined) return;
     const voters = this.voters();
     if (!isLearner) {
@@ -248,7 +249,8 @@ export class Membership {
    * etcd's strict reconfiguration check of a removal (see the file comment), made before
    * proposing. A learner passes it.
    */
-  checkRemove(id: bigint, local: bigint, peers: PeerHealth | undefined = this.peers): void {
+  checkRemove(id: bigint, local: bigint): void {
+    const peers = this.peers;
     if (peers === undefined || this.members.get(id)?.isLearner === true) return;
     const voters = this.voters();
     const left = voters.filter((m) => m.id !== id);
