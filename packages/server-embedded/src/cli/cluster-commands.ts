@@ -140,8 +140,12 @@ async function join(
     throw new CommandError(`usage: ${commandSynopsis(command)} (the id in hex)`);
   }
   const member = await cluster.startAdded(BigInt(`0x${given}`));
-  const line = `member ${member.name} ${member.memberId.toString(16)} ${member.endpoint}`;
-  return `ok ${line} ${clusterStatus(cluster)}`;
+  return `ok ${memberLine(member)} ${clusterStatus(cluster)}`;
+}
+
+/** `member <name> <id in hex> <client URL>`: a member as the startup lines and `join` print it. */
+export function memberLine(member: EmbeddedClusterMember): string {
+  return `member ${member.name} ${member.memberId.toString(16)} ${member.endpoint}`;
 }
 
 function memberArgument(

@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { EmbeddedCluster, type EmbeddedClusterOptions } from '../cluster/embedded-cluster.js';
 import { DEFAULT_ETCD_VERSION, EmbeddedEtcd } from '../embedded-etcd.js';
 import { createLogger, jsonLogSink, type LogSink } from '../server/logger.js';
+import { memberLine } from './cluster-commands.js';
 import { openClusterConsole } from './cluster-console.js';
 import { buildConfig, type CliConfig, ConfigError } from './config.js';
 import { FlagError, parseFlags } from './flags.js';
@@ -118,11 +119,7 @@ async function serveCluster(
     });
     return ExitCode.failed;
   }
-  for (const member of cluster.members) {
-    environment.stdout(
-      `member ${member.name} ${member.memberId.toString(16)} ${member.endpoint}\n`,
-    );
-  }
+  for (const member of cluster.members) environment.stdout(`${memberLine(member)}\n`);
   environment.stdout(`endpoints ${cluster.endpoints.join(',')}\n`);
   environment.stdout('ready: one command a line on stdin; help lists them\n');
   logger.info('ready to serve client requests', { endpoints: [...cluster.endpoints] });
