@@ -135,17 +135,22 @@ async function join(
   command: ClusterCommand,
   args: readonly string[],
 ): Promise<string> {
-  const [given] = args;
-  if (args.length !== 1 || !/^[0-9a-f]{1,16}$/i.test(given!)) {
+  const id = args.length === 1 ? memberId(args[0]!) : undefined;
+  if (id === undefined) {
     throw new CommandError(`usage: ${commandSynopsis(command)} (the id in hex)`);
   }
-  const member = await cluster.startAdded(BigInt(`0x${given}`));
+  const member = await cluster.startAdded(id);
   return `ok ${memberLine(member)} ${clusterStatus(cluster)}`;
 }
 
 /** `member <name> <id in hex> <client URL>`: a member as the startup lines and `join` print it. */
 export function memberLine(member: EmbeddedClusterMember): string {
   return `member ${member.name} ${member.memberId.toString(16)} ${member.endpoint}`;
+}
+
+/** A member id as the startup lines print it (hex, up to 64 bits); undefined for anything else. */
+function memberId(text: string): bigint | undefined {
+  return /^[0-9a-f]{1,16}$/i.test(text) ? BigInt(`0x${text}`) : undefined;
 }
 
 function memberArgument(
@@ -160,9 +165,8 @@ function memberArgument(
   }
   const given = args[0];
   if (given === undefined) return undefined;
-  const member =
-    cluster.member(given) ??
-    (/^[0-9a-f]{1,16}$/i.test(given) ? cluster.member(BigInt(`0x${given}`)) : undefined);
+  const id = memberId(given);
+  const member = cluster.member(given) ?? (id === undefined ? undefined : cluster.member(id));
   if (member === undefined) {
     const names = cluster.members.map((m) => m.name).join(', ');
     throw new CommandError(`unknown member ${JSON.stringify(given)}: ${names}, or a member id`);
