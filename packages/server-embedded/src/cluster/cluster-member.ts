@@ -59,9 +59,8 @@ export class EmbeddedClusterMember {
   private isRunning = true;
   private isPartitioned = false;
   private isRemoved = false;
-  private knownLeader = 0n;
-  /** False until the cluster first tells it who leads (a member may start without a leader). */
-  private told = false;
+  /** Undefined until the cluster first tells it who leads (a member may start without a leader). */
+  private knownLeader: bigint | undefined;
   private applied: AppliedState | undefined;
   // Stops and starts run one after the other, so a stop never races a listen.
   private lifecycle: Promise<void> = Promise.resolve();
@@ -126,7 +125,7 @@ export class EmbeddedClusterMember {
 
   /** The leader's member id as this member knows it; `0n` when it knows of none. */
   get leaderId(): bigint {
-    return this.knownLeader;
+    return this.knownLeader ?? 0n;
   }
 
   /** True when this member leads the cluster. */
@@ -216,10 +215,8 @@ export class EmbeddedClusterMember {
 
   /** @internal The cluster tells the member who leads as it can see (0n: nobody). */
   setLeader(leaderId: bigint): void {
-    if (leaderId === this.knownLeader && this.told) return;
+    if (leaderId === this.knownLeader) return;
     const had = this.knownLeader;
-    const first = !this.told;
-    this.told = true;
     this.knownLeader = leaderId;
     if (leaderId === 0n) {
       this.logger.info('member lost its leader', { name: this.name });
@@ -231,7 +228,7 @@ export class EmbeddedClusterMember {
       // Its watchers go on from what it applied: replays up to it, progress at it, nothing newer.
       this.served.watchable.hold(applied);
     } else {
-      if (had === 0n && !first) this.logger.info('member found a leader', { name: this.name });
+      if (had === 0n) this.logger.info('member found a leader', { name: this.name });
       // Caught up with the cluster at once: it answers from the shared state again, and its
       // watchers catch up from the shared history (canceled if it was compacted past them).
       this.applied = undefined;
@@ -248,7 +245,7 @@ export class EmbeddedClusterMember {
    * with every voting member killed); it answers from what it had applied, as any member cut off.
    */
   setLearnerLeader(leaderId: bigint): void {
-    if (leaderId !== 0n || !this.told) {
+    if (leaderId !== 0n || this.knownLeader === undefined) {
       if (leaderId !== 0n && this.applied !== undefined && leaderId === this.knownLeader) {
         // Reached again by the leader it names: caught up at once.
         this.applied = undefined;
