@@ -1,13 +1,28 @@
-// `npm run bench`: runs every benchmark suite and prints each result beside its alternative.
+// `npm run bench`: runs every benchmark suite and prints each result beside its alternative; a run
+// of every suite also writes docs/benchmarks.md and its chart. `npm run bench <suite>` runs one.
 // Benchmarks are never assertions: they report numbers for people to compare.
+import type { Bench } from 'tinybench';
 import { codecSuite } from './codec.js';
 import { dataDirSuite } from './data-dir.js';
 import { leaseMemorySuite } from './lease-memory.js';
+import {
+  normalize,
+  type Row,
+  type SuiteReport,
+  type SuiteResult,
+  writeBenchmarksPage,
+} from './report.js';
 import { transportSuite } from './transport.js';
 import { waiterMemorySuite } from './waiter-memory.js';
 import { watchMemorySuite } from './watch-memory.js';
 
-const suites = [
+/** A suite either prints its own rows (report) or is a tinybench run. */
+type Suite = { readonly name: string; readonly description: string } & (
+  | { report(): Promise<SuiteReport> }
+  | { run(): Promise<Bench> }
+);
+
+const suites: Suite[] = [
   codecSuite,
   transportSuite,
   watchMemorySuite,
@@ -16,27 +31,44 @@ const suites = [
   dataDirSuite,
 ];
 const only = process.argv[2];
+if (only && !suites.some((suite) => suite.name === only)) {
+  console.error(`no suite named ${only}; the suites: ${suites.map((s) => s.name).join(', ')}`);
+  process.exit(2);
+}
 
+function benchRows(bench: Bench): Row[] {
+  return bench.tasks.map((task) => {
+    const result = task.result;
+    const stats = result && 'throughput' in result ? result : undefined;
+    return {
+      task: task.name,
+      'ops/s': stats ? Math.round(stats.throughput.mean).toLocaleString('en-US') : 'n/a',
+      'mean (µs)': stats ? (stats.latency.mean * 1000).toFixed(2) : 'n/a',
+      'p99 (µs)': stats ? ((stats.latency.p99 ?? 0) * 1000).toFixed(2) : 'n/a',
+      samples: stats ? stats.latency.samplesCount : 0,
+    };
+  });
+}
+
+const results: SuiteResult[] = [];
 for (const suite of suites) {
   if (only && suite.name !== only) continue;
   console.log(`\n## ${suite.name}: ${suite.description}\n`);
-  // Suites that measure something other than speed print their own rows.
-  if ('report' in suite) {
-    console.table(await suite.report());
-    continue;
-  }
-  const bench = await suite.run();
-  console.table(
-    bench.tasks.map((task) => {
-      const result = task.result;
-      const stats = result && 'throughput' in result ? result : undefined;
-      return {
-        task: task.name,
-        'ops/s': stats ? Math.round(stats.throughput.mean).toLocaleString('en-US') : 'n/a',
-        'mean (µs)': stats ? (stats.latency.mean * 1000).toFixed(2) : 'n/a',
-        'p99 (µs)': stats ? ((stats.latency.p99 ?? 0) * 1000).toFixed(2) : 'n/a',
-        samples: stats ? stats.latency.samplesCount : 0,
-      };
-    }),
-  );
+  const started = performance.now();
+  const { rows, chart } =
+    'report' in suite
+      ? normalize(await suite.report())
+      : { rows: benchRows(await suite.run()), chart: [] };
+  console.table(rows);
+  results.push({
+    name: suite.name,
+    description: suite.description,
+    rows,
+    chart,
+    seconds: (performance.now() - started) / 1000,
+  });
+}
+if (!only) {
+  writeBenchmarksPage(results, new URL('../docs/', import.meta.url));
+  console.log('\nwrote docs/benchmarks.md and docs/benchmarks.svg');
 }
