@@ -136,7 +136,7 @@ export interface RestartOptions {
   readonly downtimeMs?: number;
 }
 
-/** An etcd v3 server running inside this process, in memory. */
+/** An etcd v3 server running inside this process: in memory, or kept on disk with `dataDir`. */
 export class EmbeddedEtcd {
   /** The client URL, `http://127.0.0.1:PORT` (`https://` with TLS); the first listened on. */
   readonly endpoint: string;

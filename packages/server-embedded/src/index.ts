@@ -60,7 +60,7 @@ export type {
 } from './mvcc/store.js';
 export type { StoreWrite } from './mvcc/store-write.js';
 export type { CommittedRevision, KeyValue, MvccEvent } from './mvcc/types.js';
-export { DataDirCorruptError } from './persistence/data-dir.js';
+export { DataDirCorruptError, DataDirForeignError } from './persistence/data-dir.js';
 export { DataDirLockedError } from './persistence/dir-lock.js';
 export {
   type AppendRecord,

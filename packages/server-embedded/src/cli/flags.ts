@@ -105,7 +105,8 @@ export const FLAGS: readonly FlagSpec[] = [
     'data-dir',
     'string',
     'none: in memory',
-    'Directory to keep the state in; it survives restarts and crashes.',
+    "Directory to keep the state in; it survives restarts and crashes. etcdkit-server's own " +
+      "format: a directory holding anything else (a real etcd's member/) is refused.",
   ),
   flag('snapshot-count', 'uint', '10000', 'Log records between two snapshots of the data dir.'),
   flag('auth-token', 'string', 'simple', "Token type; only 'simple' tokens are issued."),
@@ -139,7 +140,7 @@ export const FLAGS: readonly FlagSpec[] = [
       name!,
       kind as FlagKind,
       '',
-      'Accepted and ignored (a single in-memory member).',
+      'Accepted and ignored (a single member, no peers).',
       'ignored',
     ),
   ),

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Entry point of the `etcdkit-server` bin: an etcd v3 server in memory, with etcd's flag names.
+// Entry point of the `etcdkit-server` bin: an etcd v3 server (in memory, or with --data-dir on disk),
+// with etcd's flag names.
 // Run from this repository's sources with
 //   node --conditions=etcdkit-source --import tsx packages/server-embedded/src/cli/main.ts
 import { openCommandInput } from './command-input.js';

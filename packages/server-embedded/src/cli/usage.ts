@@ -22,7 +22,9 @@ export function usage(): string {
   return [
     `Usage: ${PROGRAM} [flags]`,
     '',
-    "An etcd v3 server in memory (@etcdkit/server-embedded), taking etcd's own flag names.",
+    "An etcd v3 server in one Node.js process (@etcdkit/server-embedded), taking etcd's own flag",
+    'names: a single member, its state in memory, or on disk with --data-dir (in its own format:',
+    "it cannot read a real etcd's data dir, and refuses one).",
     'Flags are --flag value or --flag=value; a flag not given is read from ETCD_<FLAG_NAME>.',
     '',
     'Flags:',

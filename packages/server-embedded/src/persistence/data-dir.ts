@@ -12,6 +12,7 @@ import { MalformedDataError } from './binary.js';
 import { type DirLock, lockDataDir } from './dir-lock.js';
 import type { AppendRecord, PersistentState, StateJournal } from './journal.js';
 import {
+  foreignEntries,
   MEMBER_FILE,
   segmentSequence,
   snapshotName,
@@ -53,6 +54,28 @@ export class DataDirCorruptError extends Error {
       options,
     );
     this.name = 'DataDirCorruptError';
+  }
+}
+
+/**
+ * The directory holds files this server did not write: another program's data (a real etcd's
+ * `member/` tree, say). It is refused before anything is written into it.
+ */
+export class DataDirForeignError extends Error {
+  /** What the directory holds that is not this server's (directories end with `/`). */
+  readonly entries: readonly string[];
+
+  constructor(directory: string, entries: readonly string[]) {
+    const shown = entries.slice(0, 5).join(', ') + (entries.length > 5 ? ', ...' : '');
+    // etcd keeps everything under member/ (member/wal, member/snap): name it when that is the case.
+    const whose = entries.includes('member/')
+      ? "it looks like a real etcd's data dir (member/); etcdkit-server cannot read etcd's files"
+      : 'it is not an etcdkit-server data dir';
+    super(
+      `data dir ${directory} holds files that are not etcdkit-server's (${shown}): ${whose}; refusing to start and writing nothing into it (give an empty or new directory)`,
+    );
+    this.name = 'DataDirForeignError';
+    this.entries = entries;
   }
 }
 
@@ -110,6 +133,9 @@ export class DataDir implements StateJournal {
   static async open(options: DataDirOptions): Promise<DataDir> {
     const directory = options.path;
     await mkdir(directory, { recursive: true });
+    // Before the lock file: nothing may be written into a directory that is not ours.
+    const foreign = foreignEntries(await readdir(directory, { withFileTypes: true }));
+    if (foreign.length > 0) throw new DataDirForeignError(directory, foreign);
     const lock = await lockDataDir(directory);
     try {
       return await DataDir.read(options, lock);

@@ -6,7 +6,9 @@
 //   *.tmp                         a snapshot or member file being written; left over by a crash
 //   lock                          the pid of the process using the dir
 //
-// Sequence numbers are zero-padded to 16 digits so that names sort in sequence order.
+// Sequence numbers are zero-padded to 16 digits so that names sort in sequence order. Nothing
+// else belongs in a data dir: any other entry is another program's data (see foreignEntries).
+import type { Dirent } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -40,6 +42,28 @@ export function segmentSequence(name: string): number | undefined {
 export function snapshotSequence(name: string): number | undefined {
   const match = SNAPSHOT.exec(name);
   return match === null ? undefined : Number(match[1]);
+}
+
+/** True for a name this server writes into a data dir (any file of the layout above). */
+function isOwnFile(name: string): boolean {
+  const base = name.endsWith(TEMPORARY_SUFFIX) ? name.slice(0, -TEMPORARY_SUFFIX.length) : name;
+  return (
+    base === MEMBER_FILE ||
+    base === LOCK_FILE ||
+    segmentSequence(base) !== undefined ||
+    snapshotSequence(base) !== undefined
+  );
+}
+
+/**
+ * The entries of a data dir that this server did not write (directories with a trailing `/`),
+ * sorted: a directory that has any holds someone else's data and must not be written to.
+ */
+export function foreignEntries(entries: readonly Dirent[]): string[] {
+  return entries
+    .filter((entry) => !(entry.isFile() && isOwnFile(entry.name)))
+    .map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name))
+    .sort();
 }
 
 /**

@@ -1,7 +1,7 @@
 // The etcdkit-server CLI as a child process: it serves on the URL it is given, logs like a server,
 // stops cleanly on SIGTERM and SIGINT (exit 0, port released), and refuses bad command lines with
 // etcd's exit codes (2: the flags do not parse; 1: the server cannot start).
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Etcd, op } from '@etcdkit/client';
@@ -182,6 +182,34 @@ describe('etcdkit-server', () => {
       });
       second.child.kill('SIGTERM');
       expect((await second.exited).code).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses a --data-dir holding a real etcd's member/ tree: exit 1, one line naming it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'etcdkit-cli-etcd-dir-'));
+    try {
+      // The layout etcd writes: member/wal/<seq>-<index>.wal and member/snap/db.
+      await mkdir(join(dir, 'member', 'wal'), { recursive: true });
+      await mkdir(join(dir, 'member', 'snap'));
+      await writeFile(join(dir, 'member', 'wal', '0000000000000000-0000000000000000.wal'), '');
+      await writeFile(join(dir, 'member', 'snap', 'db'), '');
+      const exit = await runCli(['--listen-client-urls', 'http://127.0.0.1:0', '--data-dir', dir]);
+      expect(exit.code).toBe(1);
+      const errors = exit.stderr
+        .split('\n')
+        .filter((line) => line.includes('"level":"error"'))
+        .map((line) => JSON.parse(line) as { msg: string; error: string });
+      expect(errors).toEqual([
+        {
+          ...errors[0],
+          msg: 'failed to start etcd server',
+          error: `data dir ${dir} holds files that are not etcdkit-server's (member/): it looks like a real etcd's data dir (member/); etcdkit-server cannot read etcd's files; refusing to start and writing nothing into it (give an empty or new directory)`,
+        },
+      ]);
+      expect(exit.stderr).not.toContain('recovered the data dir');
+      expect((await readdir(dir)).sort()).toEqual(['member']);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
