@@ -1,6 +1,8 @@
 // The README's demo: `npm start` (embedded server) or `npm start -- --endpoints http://127.0.0.1:2379`
 // (a real etcd). It ends by itself in a few seconds with a summary and exit code 0, or exit code 1
-// if what it shows did not happen.
+// if what it shows did not happen. Anything else fails in one line on stderr: an unknown flag or a
+// flag without its value (exit code 2), an endpoint not reached within the dial timeout or any
+// other error (exit code 1).
 //
 // Act 1, a lock that protects something: three workers take turns on a Mutex and add to a ledger
 // kept in etcd as a FencedResource. In the middle of its critical section one worker "pauses" (think
@@ -12,6 +14,7 @@
 // Act 2, failover: three candidates campaign in an Election; the leader does leader-only work (a
 // heartbeat written by a txn guarded by its leadership). The leader is killed (its lease expired
 // from outside) and the next candidate takes over; the old leader's heartbeat is rejected.
+import { parseArgs } from 'node:util';
 import { Etcd, op } from '@etcdkit/client';
 import {
   Election,
@@ -23,11 +26,54 @@ import {
   StaleFencingTokenError,
 } from '@etcdkit/recipes';
 import { EmbeddedEtcd } from '@etcdkit/server-embedded';
-import { parseEndpoints, sleep, Timeline } from './support.js';
+import { sleep, Timeline } from './support.js';
 
 const WORKERS = 3;
 const ROUNDS = 3;
 const PAUSED_WORKER = 'worker-2';
+/** How long to wait for the first connection to `--endpoints` before giving up. */
+const DIAL_TIMEOUT_MS = 5_000;
+const USAGE = 'usage: demo [--endpoints http://host:port,...]';
+
+/** A failure the demo reports in one line, without a stack. */
+class DemoError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
+}
+
+/** The endpoints of `--endpoints a,b` (`undefined`: none given). Refuses anything else. */
+function endpointsFlag(argv: readonly string[]): string[] | undefined {
+  let values: { endpoints?: string | undefined };
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: { endpoints: { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    throw new DemoError(`${(error as Error).message}\n${USAGE}`, 2);
+  }
+  if (values.endpoints === undefined) return undefined;
+  const endpoints = values.endpoints.split(',').filter(Boolean);
+  if (endpoints.length === 0) throw new DemoError(`--endpoints needs a URL\n${USAGE}`, 2);
+  return endpoints;
+}
+
+/** Fails within the dial timeout, naming the endpoints, when no endpoint answers. */
+async function checkReachable(etcd: Etcd, endpoints: readonly string[]): Promise<void> {
+  try {
+    await etcd.get('demo/reachable', { timeoutMs: DIAL_TIMEOUT_MS });
+  } catch (error) {
+    throw new DemoError(
+      `cannot reach etcd at ${endpoints.join(', ')} within ${DIAL_TIMEOUT_MS / 1000} s (${(error as Error).message})`,
+    );
+  }
+}
 
 interface Ledger {
   accepted: number;
@@ -36,17 +82,14 @@ interface Ledger {
 }
 
 async function main(): Promise<void> {
-  const given = parseEndpoints(process.argv.slice(2));
+  const given = endpointsFlag(process.argv.slice(2));
   const server = given ? undefined : await EmbeddedEtcd.start();
   const endpoints = given ?? [...(server?.endpoints ?? [])];
   const timeline = new Timeline();
-  console.log(
-    `etcdkit demo against ${given ? 'etcd at' : 'the embedded server at'} ${endpoints.join(', ')}\n`,
-  );
 
   // Expiring a lease "from outside": the embedded server's fault injector expires it as if its TTL
   // had run out; against a real etcd another client revokes it, which deletes its keys the same way.
-  const outside = new Etcd({ endpoints });
+  const outside = new Etcd({ endpoints, dialTimeoutMs: DIAL_TIMEOUT_MS });
   const how = server ? 'expired (fault injection)' : 'revoked by another client';
   const expire = async (leaseId: bigint): Promise<void> => {
     if (server) server.faults.expireLease(leaseId);
@@ -54,13 +97,19 @@ async function main(): Promise<void> {
   };
 
   const root = `demo/${process.pid}`;
-  const etcd = new Etcd({ endpoints });
+  const etcd = new Etcd({ endpoints, dialTimeoutMs: DIAL_TIMEOUT_MS });
   const ledger: Ledger = { accepted: 0, rejected: 0, highestToken: 0n };
   let guardedRejected = false;
   const leaders: string[] = [];
   let heartbeatRejected = false;
   let failoverMs = Number.NaN;
+  let reached = false;
   try {
+    await checkReachable(etcd, endpoints);
+    reached = true;
+    console.log(
+      `etcdkit demo against ${given ? 'etcd at' : 'the embedded server at'} ${endpoints.join(', ')}\n`,
+    );
     timeline.header();
 
     // ---- Act 1: a lock with fencing ----
@@ -201,7 +250,7 @@ async function main(): Promise<void> {
     console.log(ok ? '\ndemo OK' : '\ndemo FAILED: see the timeline');
     if (!ok) process.exitCode = 1;
   } finally {
-    await etcd.delete({ prefix: `${root}/` }).catch(() => {});
+    if (reached) await etcd.delete({ prefix: `${root}/` }).catch(() => {});
     await etcd.close();
     await outside.close();
     await server?.stop();
@@ -244,4 +293,10 @@ async function heartbeat(
     .commit();
 }
 
-await main();
+try {
+  await main();
+} catch (error) {
+  const message = error instanceof Error ? error.message : String(error);
+  console.error(`demo: ${message}`);
+  process.exitCode = error instanceof DemoError ? error.exitCode : 1;
+}

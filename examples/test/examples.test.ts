@@ -3,6 +3,7 @@
 // `npx vitest run examples/test/examples.test.ts`.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '@etcdkit/testkit';
 import { describe, expect, test } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -81,6 +82,30 @@ describe('examples', () => {
     expect(run.output).toMatch(/svc: SIGTERM received[\s\S]*svc: resigned gracefully/);
     expect(run.code, run.output).toBe(0);
   }, 60_000);
+
+  test('the demo names an unreachable endpoint in one line, within the dial timeout, exit 1', async () => {
+    // A port nothing listens on: taken from the OS, then released.
+    const endpoint = `http://127.0.0.1:${await freePort()}`;
+    const run = await finished(start('demo', ['--endpoints', endpoint]));
+    expect(run.output).toBe(
+      `demo: cannot reach etcd at ${endpoint} within 5 s (deadline exceeded)\n`,
+    );
+    expect(run.code).toBe(1);
+  }, 60_000);
+
+  test.each([
+    [['--endpoint', 'http://127.0.0.1:2379'], "Unknown option '--endpoint'"],
+    [['--endpoints'], "Option '--endpoints <value>' argument missing"],
+    [['--endpoints='], '--endpoints needs a URL'],
+    [
+      ['http://127.0.0.1:2379'],
+      "Unexpected argument 'http://127.0.0.1:2379'. This command does not take positional arguments",
+    ],
+  ])('the demo refuses %j in one line and the usage, exit 2', async (args, message) => {
+    const run = await finished(start('demo', args));
+    expect(run.output).toBe(`demo: ${message}\nusage: demo [--endpoints http://host:port,...]\n`);
+    expect(run.code).toBe(2);
+  });
 
   test('npm run example without a name lists the examples', async () => {
     const run = await finished(start('example'));
