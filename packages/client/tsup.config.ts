@@ -4,7 +4,6 @@ export default defineConfig({
   entry: { index: 'src/index.ts', protocol: 'src/protocol.ts' },
   format: ['esm', 'cjs'],
   dts: { compilerOptions: { composite: false, ignoreDeprecations: '6.0' } },
-  sourcemap: true,
   clean: true,
   target: 'node20',
   splitting: true,

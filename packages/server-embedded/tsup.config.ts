@@ -5,7 +5,6 @@ export default defineConfig([
     entry: { index: 'src/index.ts' },
     format: ['esm', 'cjs'],
     dts: { compilerOptions: { composite: false, ignoreDeprecations: '6.0' } },
-    sourcemap: true,
     clean: true,
     target: 'node20',
   },
@@ -13,7 +12,6 @@ export default defineConfig([
     // The etcdkit-server bin: ESM only (top-level await), its shebang kept by tsup.
     entry: { cli: 'src/cli/main.ts' },
     format: ['esm'],
-    sourcemap: true,
     target: 'node20',
   },
 ]);
