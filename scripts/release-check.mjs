@@ -1,0 +1,260 @@
+// The release check: what a user gets from the registry, tried as a user would. It packs each
+// package (npm pack, so the prepack manifest rewrite runs), checks the tarballs' contents, lints
+// them with publint and @arethetypeswrong/cli, installs them into a fresh temporary project (their
+// dependencies come from the npm registry) and there:
+//   - compiles release-check/program.ts with tsc (strict, nodenext, skipLibCheck false) and runs it,
+//   - runs release-check/program.cjs (require()),
+//     both through a lock, an STM transfer, an election, a watch and a lease on the embedded server,
+//   - runs `npx etcdkit-server` and talks to it with etcdctl.
+// Exit code 0 when everything holds; otherwise the first failure, and exit code 1.
+//
+//   node scripts/release-check.mjs [--skip-build] [--keep]
+//     --skip-build  use the packages' dist/ as built (CI builds them in `npm run check` before)
+//     --keep        leave the temporary project in place and print its path
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SOURCE_CONDITION } from './pack-manifest.mjs';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const PROGRAMS = fileURLToPath(new URL('./release-check/', import.meta.url));
+const PACKAGES = ['client', 'recipes', 'server-embedded'];
+const args = new Set(process.argv.slice(2));
+for (const arg of args) {
+  if (arg !== '--skip-build' && arg !== '--keep') {
+    console.error(
+      `release-check: unknown argument ${arg}\nusage: release-check.mjs [--skip-build] [--keep]`,
+    );
+    process.exit(2);
+  }
+}
+
+class CheckFailed extends Error {}
+
+/** Runs a command; resolves with its output, rejects with it when the exit code is not 0. */
+function run(command, commandArgs, options = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, commandArgs, {
+      cwd: options.cwd ?? ROOT,
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) resolve({ stdout, stderr });
+      else {
+        reject(
+          new CheckFailed(
+            `${command} ${commandArgs.join(' ')} exited with ${code}\n${stdout}${stderr}`.trimEnd(),
+          ),
+        );
+      }
+    });
+  });
+}
+
+function step(title) {
+  console.log(`release-check: ${title}`);
+}
+
+function check(condition, message) {
+  if (!condition) throw new CheckFailed(message);
+}
+
+/** A TCP port of 127.0.0.1 that was free a moment ago. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Packs a package; checks what the tarball holds; returns its path. */
+async function pack(name, destination) {
+  const dir = join(ROOT, 'packages', name);
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', destination], {
+    cwd: dir,
+  });
+  const [report] = JSON.parse(stdout);
+  const files = report.files.map((file) => file.path);
+  const unwanted = files.filter((path) => path.endsWith('.map') || path.startsWith('src/'));
+  check(unwanted.length === 0, `${report.name}: the tarball holds ${unwanted.join(', ')}`);
+  const tarball = join(destination, report.filename);
+  const { stdout: manifest } = await run('tar', ['-xOzf', tarball, 'package/package.json']);
+  check(
+    !manifest.includes(SOURCE_CONDITION),
+    `${report.name}: the packed package.json still has the ${SOURCE_CONDITION} condition`,
+  );
+  const repository = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+  for (const field of ['description', 'keywords', 'homepage', 'bugs', 'repository', 'license']) {
+    check(repository[field] !== undefined, `${report.name}: package.json has no ${field}`);
+  }
+  console.log(
+    `  ${report.filename}: ${files.length} files, ${kib(report.size)} packed, ${kib(report.unpackedSize)} unpacked`,
+  );
+  return tarball;
+}
+
+function kib(bytes) {
+  return `${(bytes / 1024).toFixed(0)} KiB`;
+}
+
+/** publint and attw on a tarball: any message at all (suggestions included) fails. */
+async function lint(tarball) {
+  const bin = (name) => join(ROOT, 'node_modules', '.bin', name);
+  const publint = await run(bin('publint'), ['run', tarball, '--strict', '--level', 'suggestion']);
+  const said = `${publint.stdout}${publint.stderr}`;
+  check(/All good!/.test(said), `publint ${tarball}:\n${said}`);
+  // --no-definitely-typed: the packages ship their own types; no @types lookup on the registry.
+  await run(bin('attw'), [tarball, '--no-definitely-typed', '--format', 'ascii', '--no-color']);
+}
+
+/** A fresh project with the tarballs installed; returns its directory. */
+async function project(dir, tarballs) {
+  const typesNode = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).devDependencies[
+    '@types/node'
+  ];
+  writeFileSync(
+    join(dir, 'package.json'),
+    `${JSON.stringify({ name: 'etcdkit-release-check', private: true, type: 'module' }, null, 2)}\n`,
+  );
+  await run(
+    'npm',
+    ['install', '--no-audit', '--no-fund', ...tarballs, `@types/node@${typesNode}`],
+    { cwd: dir },
+  );
+  return dir;
+}
+
+async function compileAndRun(dir) {
+  copyFileSync(join(PROGRAMS, 'program.ts'), join(dir, 'program.ts'));
+  copyFileSync(join(PROGRAMS, 'program.cjs'), join(dir, 'program.cjs'));
+  const tsconfig = {
+    compilerOptions: {
+      strict: true,
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      target: 'es2022',
+      lib: ['es2022'],
+      types: ['node'],
+      skipLibCheck: false,
+      outDir: 'out',
+    },
+    files: ['program.ts'],
+  };
+  writeFileSync(join(dir, 'tsconfig.json'), `${JSON.stringify(tsconfig, null, 2)}\n`);
+  await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir], {
+    cwd: dir,
+  });
+  for (const program of ['out/program.js', 'program.cjs']) {
+    const { stdout } = await run(process.execPath, [program], { cwd: dir });
+    console.log(`  node ${program}: ${stdout.trim()}`);
+  }
+}
+
+/** `npx etcdkit-server` in the project, then etcdctl put and get against it. */
+async function serveWithBin(dir) {
+  const endpoint = `http://127.0.0.1:${await freePort()}`;
+  // detached: its own process group, so npx, the bin and the server stop together.
+  const child = spawn('npx', ['--no', '--', 'etcdkit-server', '--listen-client-urls', endpoint], {
+    cwd: dir,
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  child.stderr.on('data', (chunk) => {
+    log += chunk;
+  });
+  const exited = new Promise((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  try {
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new CheckFailed(`etcdkit-server not ready in 30 s:\n${log}`)),
+        30_000,
+      );
+      const poll = setInterval(() => {
+        if (log.includes('ready to serve client requests')) {
+          clearInterval(poll);
+          clearTimeout(timer);
+          resolve();
+        }
+      }, 20);
+      void exited.then(({ code }) => {
+        clearInterval(poll);
+        clearTimeout(timer);
+        reject(new CheckFailed(`etcdkit-server exited with ${code} before it was ready:\n${log}`));
+      });
+    });
+    const etcdctl = (...command) =>
+      run('etcdctl', ['--endpoints', endpoint, ...command], { env: { ETCDCTL_API: '3' } });
+    await etcdctl('put', 'release-check', 'served by the packed bin');
+    const { stdout } = await etcdctl('get', 'release-check', '--print-value-only');
+    check(
+      stdout === 'served by the packed bin\n',
+      `etcdctl get through npx etcdkit-server gave ${JSON.stringify(stdout)}`,
+    );
+    console.log(`  npx etcdkit-server at ${endpoint}: etcdctl put and get ok`);
+  } finally {
+    process.kill(-child.pid, 'SIGTERM');
+  }
+  await exited;
+  check(
+    log.includes('received signal; shutting down'),
+    `etcdkit-server did not stop on SIGTERM:\n${log}`,
+  );
+}
+
+async function main() {
+  if (!args.has('--skip-build')) {
+    step('building the packages');
+    await run('npm', ['run', 'build']);
+  }
+  const work = mkdtempSync(join(tmpdir(), 'etcdkit-release-check-'));
+  const tarballsDir = join(work, 'tarballs');
+  const projectDir = join(work, 'project');
+  mkdirSync(tarballsDir);
+  mkdirSync(projectDir);
+  try {
+    step('packing');
+    const tarballs = [];
+    for (const name of PACKAGES) tarballs.push(await pack(name, tarballsDir));
+    step('publint and attw on each tarball');
+    for (const tarball of tarballs) await lint(tarball);
+    step('installing the tarballs into a fresh project');
+    await project(projectDir, tarballs);
+    step('compiling and running the ESM program, running the CommonJS program');
+    await compileAndRun(projectDir);
+    step('npx etcdkit-server with etcdctl');
+    await serveWithBin(projectDir);
+    console.log('release-check: ok');
+  } finally {
+    if (args.has('--keep')) console.log(`release-check: kept ${work}`);
+    else rmSync(work, { recursive: true, force: true });
+  }
+}
+
+try {
+  await main();
+} catch (error) {
+  console.error(
+    `release-check: FAILED: ${error instanceof CheckFailed ? error.message : error.stack}`,
+  );
+  process.exitCode = 1;
+}

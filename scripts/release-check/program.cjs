@@ -1,0 +1,70 @@
+// The CommonJS program of the release check (scripts/release-check.mjs): the same checks as
+// program.ts, through require(), run in a fresh project that installed the packed tarballs.
+const assert = require('node:assert/strict');
+const { Etcd } = require('@etcdkit/client');
+const { Election, Mutex, runStm, Session } = require('@etcdkit/recipes');
+const { EmbeddedEtcd } = require('@etcdkit/server-embedded');
+
+async function main() {
+  const server = await EmbeddedEtcd.start();
+  const etcd = new Etcd({ endpoints: [...server.endpoints] });
+  try {
+    const watcher = etcd.watch({ prefix: 'accounts/' });
+    await watcher.ready();
+
+    const lease = await etcd.lease.grant(30);
+    await etcd.put('accounts/alice', '100', { lease });
+    await etcd.put('accounts/bob', '0');
+    const ttl = await etcd.lease.timeToLive(lease.id, { keys: true });
+    assert.deepEqual(
+      ttl.keys.map((key) => Buffer.from(key).toString()),
+      ['accounts/alice'],
+    );
+
+    const session = await Session.create(etcd, { ttl: 10 });
+    const lock = await new Mutex(session, 'locks/accounts').lock({
+      signal: AbortSignal.timeout(5_000),
+    });
+    const { value: moved } = await runStm(etcd, async (stm) => {
+      const from = Number((await stm.get('accounts/alice')) ?? '0');
+      const to = Number((await stm.get('accounts/bob')) ?? '0');
+      stm.put('accounts/alice', String(from - 10), { lease: lease.id });
+      stm.put('accounts/bob', String(to + 10));
+      return 10;
+    });
+    assert.equal(moved, 10);
+    await lock.unlock();
+
+    const election = new Election(session, 'elections/scheduler');
+    const leadership = await election.campaign('node-a', { signal: AbortSignal.timeout(5_000) });
+    assert.equal((await election.leader()).text(), 'node-a');
+    await leadership.resign();
+
+    const seen = [];
+    for await (const batch of watcher) {
+      for (const event of batch.events)
+        seen.push(`${event.type} ${event.kv.keyText()}=${event.kv.text()}`);
+      if (seen.length >= 4) break;
+    }
+    assert.deepEqual(seen, [
+      'put accounts/alice=100',
+      'put accounts/bob=0',
+      'put accounts/alice=90',
+      'put accounts/bob=10',
+    ]);
+
+    await lease.revoke();
+    assert.equal(await etcd.get('accounts/alice'), undefined);
+    assert.equal((await etcd.get('accounts/bob'))?.text(), '10');
+    await session.close();
+    console.log('cjs program: lock, stm transfer, election, watch and lease ok');
+  } finally {
+    await etcd.close();
+    await server.stop();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});
