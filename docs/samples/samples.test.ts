@@ -1,21 +1,20 @@
-// The guides' code samples cannot rot: every ```ts block of README.md and docs/*.md is compiled by
-// the TypeScript compiler (in memory, with the repository's strict settings and the packages'
+// The guides' code samples cannot rot, and each one works when pasted into a project: every ```ts
+// block of README.md, docs/*.md and the packages' and examples' READMEs is compiled by the
+// TypeScript compiler (in memory, with the repository's strict settings and the packages'
 // sources), and the test fails with the file, the block's line and the compiler's message.
 //
-// A block is compiled as a module on its own, so it may `import` what it uses. The names samples
-// conventionally use without defining them (`etcd`, `session`, `lock`, `server`...) are declared in
-// prelude.d.ts, with their types; a block that defines one itself shadows the declaration.
+// A block is compiled as a module on its own: it imports what it uses and sets up what it needs (a
+// client, a session...). Nothing is declared for it, and no block may declare globals for others.
 //
 // A ```ts block that cannot compile on purpose (a signature, an outline) says so in the markdown
 // itself: its first line is `// not compiled: <reason>`. It is reported as skipped, with the reason.
 // Prefer a block that compiles; a block that merely shows text can use another fence (```text).
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { beforeAll, describe, expect, test } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
-const PRELUDE = fileURLToPath(new URL('./prelude.d.ts', import.meta.url));
 
 interface Sample {
   /** Where the block is: `docs/kv.md:42` (the line of its opening fence). */
@@ -49,7 +48,13 @@ function extractSamples(file: string, markdown: string): Sample[] {
 
 function guides(): string[] {
   const docs = readdirSync(`${ROOT}/docs`).filter((name) => name.endsWith('.md'));
-  return ['README.md', ...docs.map((name) => `docs/${name}`)];
+  const packages = readdirSync(`${ROOT}/packages`).map((name) => `packages/${name}/README.md`);
+  return [
+    'README.md',
+    ...docs.map((name) => `docs/${name}`),
+    ...packages.filter((file) => existsSync(`${ROOT}/${file}`)),
+    'examples/README.md',
+  ];
 }
 
 /** Compiles the samples together (one virtual module each); returns the diagnostics per sample. */
@@ -86,7 +91,7 @@ function compile(samples: readonly Sample[]): Map<string, string[]> {
   host.fileExists = (name) => files.has(name) || fileExists(name);
   const readFile = host.readFile.bind(host);
   host.readFile = (name) => files.get(name)?.code ?? readFile(name);
-  const program = ts.createProgram([...files.keys(), PRELUDE], options, host);
+  const program = ts.createProgram([...files.keys()], options, host);
   const byWhere = new Map<string, string[]>();
   for (const [name, sample] of files) {
     const diagnostics = ts.getPreEmitDiagnostics(program, program.getSourceFile(name));
@@ -113,6 +118,9 @@ describe('code samples of the guides compile', () => {
   beforeAll(() => {
     results = compile(samples.filter((sample) => sample.notCompiled === undefined));
   }, 120_000);
+  test('no block declares globals for the others', () => {
+    expect(samples.filter((sample) => /declare\s+global/.test(sample.code))).toEqual([]);
+  });
   for (const sample of samples) {
     if (sample.notCompiled !== undefined) {
       test.skip(`${sample.where} (not compiled: ${sample.notCompiled})`, () => {});
