@@ -2,9 +2,9 @@
 // package (npm pack, so the prepack manifest rewrite runs), checks the tarballs' contents, lints
 // them with publint and @arethetypeswrong/cli, installs them into a fresh temporary project (their
 // dependencies come from the npm registry) and there:
-//   - compiles release-check/program.ts with tsc (strict, nodenext, skipLibCheck false) and runs it,
-//   - runs release-check/program.cjs (require()),
-//     both through a lock, an STM transfer, an election, a watch and a lease on the embedded server,
+//   - compiles release-check/program.ts with tsc (strict, nodenext, skipLibCheck false) as an ES
+//     module (program.ts: import) and as CommonJS (program.cts: require), and runs both: a lock, an
+//     STM transfer, an election, a watch and a lease on the embedded server,
 //   - runs `npx etcdkit-server` and talks to it with etcdctl.
 // Exit code 0 when everything holds; otherwise the first failure, and exit code 1.
 //
@@ -143,7 +143,7 @@ async function project(dir, tarballs) {
 
 async function compileAndRun(dir) {
   copyFileSync(join(PROGRAMS, 'program.ts'), join(dir, 'program.ts'));
-  copyFileSync(join(PROGRAMS, 'program.cjs'), join(dir, 'program.cjs'));
+  copyFileSync(join(PROGRAMS, 'program.ts'), join(dir, 'program.cts'));
   const tsconfig = {
     compilerOptions: {
       strict: true,
@@ -155,13 +155,18 @@ async function compileAndRun(dir) {
       skipLibCheck: false,
       outDir: 'out',
     },
-    files: ['program.ts'],
+    files: ['program.ts', 'program.cts'],
   };
   writeFileSync(join(dir, 'tsconfig.json'), `${JSON.stringify(tsconfig, null, 2)}\n`);
   await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir], {
     cwd: dir,
   });
-  for (const program of ['out/program.js', 'program.cjs']) {
+  const commonJs = readFileSync(join(dir, 'out', 'program.cjs'), 'utf8');
+  check(
+    commonJs.includes('require("@etcdkit/recipes")'),
+    'out/program.cjs does not require() the packages',
+  );
+  for (const program of ['out/program.js', 'out/program.cjs']) {
     const { stdout } = await run(process.execPath, [program], { cwd: dir });
     console.log(`  node ${program}: ${stdout.trim()}`);
   }
@@ -239,7 +244,7 @@ async function main() {
     for (const tarball of tarballs) await lint(tarball);
     step('installing the tarballs into a fresh project');
     await project(projectDir, tarballs);
-    step('compiling and running the ESM program, running the CommonJS program');
+    step('compiling and running the program as an ES module and as CommonJS');
     await compileAndRun(projectDir);
     step('npx etcdkit-server with etcdctl');
     await serveWithBin(projectDir);

@@ -1,65 +1,77 @@
-// The ESM program of the release check (scripts/release-check.mjs): copied into a fresh project
-// that installed the packed tarballs, compiled there with tsc (strict, nodenext, skipLibCheck
-// false) and run. A lock, an STM transfer, an election, a watch and a lease on the embedded server,
-// each checked; it prints one line when everything held, and throws otherwise.
+// The program of the release check (scripts/release-check.mjs), copied into a fresh project that
+// installed the packed tarballs twice: as program.ts (an ES module: import) and as program.cts
+// (CommonJS: require), compiled there with tsc (strict, nodenext, skipLibCheck false) against the
+// .d.ts and .d.cts declarations, and both run. A lock, an STM transfer, an election, a watch and a
+// lease on the embedded server, each checked; it prints one line when everything held, and fails
+// with exit code 1 otherwise. No top-level await, so the same source is valid CommonJS.
 import assert from 'node:assert/strict';
 import { Etcd } from '@etcdkit/client';
 import { Election, Mutex, runStm, Session } from '@etcdkit/recipes';
 import { EmbeddedEtcd } from '@etcdkit/server-embedded';
 
-const server = await EmbeddedEtcd.start();
-const etcd = new Etcd({ endpoints: [...server.endpoints] });
-try {
-  const watcher = etcd.watch({ prefix: 'accounts/' });
-  await watcher.ready();
+/** `cjs` when this file runs as CommonJS (program.cts), `esm` as an ES module. */
+const format = typeof module === 'undefined' ? 'esm' : 'cjs';
 
-  const lease = await etcd.lease.grant(30);
-  await etcd.put('accounts/alice', '100', { lease });
-  await etcd.put('accounts/bob', '0');
-  const ttl = await etcd.lease.timeToLive(lease.id, { keys: true });
-  assert.deepEqual(
-    ttl.keys.map((key) => Buffer.from(key).toString()),
-    ['accounts/alice'],
-  );
+async function main(): Promise<void> {
+  const server = await EmbeddedEtcd.start();
+  const etcd = new Etcd({ endpoints: [...server.endpoints] });
+  try {
+    const watcher = etcd.watch({ prefix: 'accounts/' });
+    await watcher.ready();
 
-  const session = await Session.create(etcd, { ttl: 10 });
-  const lock = await new Mutex(session, 'locks/accounts').lock({
-    signal: AbortSignal.timeout(5_000),
-  });
-  const { value: moved } = await runStm(etcd, async (stm) => {
-    const from = Number((await stm.get('accounts/alice')) ?? '0');
-    const to = Number((await stm.get('accounts/bob')) ?? '0');
-    stm.put('accounts/alice', String(from - 10), { lease: lease.id });
-    stm.put('accounts/bob', String(to + 10));
-    return 10;
-  });
-  assert.equal(moved, 10);
-  await lock.unlock();
+    const lease = await etcd.lease.grant(30);
+    await etcd.put('accounts/alice', '100', { lease });
+    await etcd.put('accounts/bob', '0');
+    const ttl = await etcd.lease.timeToLive(lease.id, { keys: true });
+    assert.deepEqual(
+      ttl.keys.map((key) => Buffer.from(key).toString()),
+      ['accounts/alice'],
+    );
 
-  const election = new Election(session, 'elections/scheduler');
-  const leadership = await election.campaign('node-a', { signal: AbortSignal.timeout(5_000) });
-  assert.equal((await election.leader()).text(), 'node-a');
-  await leadership.resign();
+    const session = await Session.create(etcd, { ttl: 10 });
+    const lock = await new Mutex(session, 'locks/accounts').lock({
+      signal: AbortSignal.timeout(5_000),
+    });
+    const { value: moved } = await runStm(etcd, async (stm) => {
+      const from = Number((await stm.get('accounts/alice')) ?? '0');
+      const to = Number((await stm.get('accounts/bob')) ?? '0');
+      stm.put('accounts/alice', String(from - 10), { lease: lease.id });
+      stm.put('accounts/bob', String(to + 10));
+      return 10;
+    });
+    assert.equal(moved, 10);
+    await lock.unlock();
 
-  const seen: string[] = [];
-  for await (const batch of watcher) {
-    for (const event of batch.events)
-      seen.push(`${event.type} ${event.kv.keyText()}=${event.kv.text()}`);
-    if (seen.length >= 4) break;
+    const election = new Election(session, 'elections/scheduler');
+    const leadership = await election.campaign('node-a', { signal: AbortSignal.timeout(5_000) });
+    assert.equal((await election.leader()).text(), 'node-a');
+    await leadership.resign();
+
+    const seen: string[] = [];
+    for await (const batch of watcher) {
+      for (const event of batch.events)
+        seen.push(`${event.type} ${event.kv.keyText()}=${event.kv.text()}`);
+      if (seen.length >= 4) break;
+    }
+    assert.deepEqual(seen, [
+      'put accounts/alice=100',
+      'put accounts/bob=0',
+      'put accounts/alice=90',
+      'put accounts/bob=10',
+    ]);
+
+    await lease.revoke();
+    assert.equal(await etcd.get('accounts/alice'), undefined);
+    assert.equal((await etcd.get('accounts/bob'))?.text(), '10');
+    await session.close();
+    console.log(`${format} program: lock, stm transfer, election, watch and lease ok`);
+  } finally {
+    await etcd.close();
+    await server.stop();
   }
-  assert.deepEqual(seen, [
-    'put accounts/alice=100',
-    'put accounts/bob=0',
-    'put accounts/alice=90',
-    'put accounts/bob=10',
-  ]);
-
-  await lease.revoke();
-  assert.equal(await etcd.get('accounts/alice'), undefined);
-  assert.equal((await etcd.get('accounts/bob'))?.text(), '10');
-  await session.close();
-  console.log('esm program: lock, stm transfer, election, watch and lease ok');
-} finally {
-  await etcd.close();
-  await server.stop();
 }
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -76,7 +76,8 @@ export interface EmbeddedEtcdOptions {
    * of the process, and no acknowledged change is lost in a crash (see "Persistence" in
    * docs/embedded-server.md). Default: none, the server is purely in memory and touches no file.
    * Its member and cluster ids, once written there, win over {@link clusterId} and
-   * {@link memberId}.
+   * {@link memberId}. The files are this server's own format: a directory holding anything else
+   * (a real etcd's `member/`) fails the start with {@link DataDirForeignError}, untouched.
    */
   readonly dataDir?: string;
   /**
