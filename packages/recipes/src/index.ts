@@ -1,6 +1,6 @@
 /**
  * @etcdkit/recipes: coordination recipes on etcd (sessions, locks, elections, fencing, STM,
- * barriers, queues), with the key layouts of etcd's Go recipes.
+ * barriers, queues, service discovery), with the key layouts of etcd's Go recipes.
  *
  * @module @etcdkit/recipes
  */
@@ -37,8 +37,33 @@ export { Lock, type LockOptions, Mutex } from './mutex.js';
 export { MAX_QUEUE_PRIORITY, PriorityQueue } from './priority-queue.js';
 export { Queue } from './queue.js';
 export type { Dequeued, DequeueOptions, Enqueued, EnqueueOptions } from './queue-claim.js';
+export {
+  ResilientSession,
+  type ResilientSessionEvents,
+  type ResilientSessionOptions,
+  SessionRegistration,
+  type SessionSetup,
+} from './resilient-session.js';
 export { type RWLockOptions, RWMutex } from './rwmutex.js';
 export { type AcquireOptions, Permit, Semaphore } from './semaphore.js';
+export {
+  type RegisterOptions,
+  ServiceRegistration,
+  type ServiceRegistrationEvents,
+  ServiceRegistry,
+  ServiceRegistryClosedError,
+  type ServiceRegistryOptions,
+} from './service-registry.js';
+export {
+  type DiscoverOptions,
+  ServiceDiscovery,
+  type ServiceDiscoveryEvents,
+} from './service-registry-discovery.js';
+export type {
+  JsonValue,
+  ServiceEndpoint,
+  ServiceInstance,
+} from './service-registry-endpoint.js';
 export { Session, type SessionOptions } from './session.js';
 export {
   DEFAULT_STM_MAX_RETRIES,
