@@ -244,6 +244,7 @@ export class ServiceRegistration
 
   async #deregister(): Promise<void> {
     const written = this.#written;
+    this.#written = undefined;
     this.stop();
     this.registry.forget(this);
     if (written && !written.session.isDone) await deleteOwnKeys(written.session, [this]);
