@@ -30,8 +30,9 @@ export interface ServiceDiscoveryEvents {
   /** An instance went away; `previous` is its last known state. */
   delete: (previous: ServiceInstance) => void;
   /**
-   * The live set changed: once after the first listing, then once per etcd revision that changed
-   * it (and per re-listing). `instances` is the whole set, in key order.
+   * The live set changed: once after the first listing, then once per watch response that
+   * changed it (one revision's changes while the watch is current, several revisions' when it
+   * catches up after a reconnect) and per re-listing. `instances` is the whole set, in key order.
    */
   change: (instances: readonly ServiceInstance[], revision: bigint) => void;
   /** A key under the prefix holds no endpoint (not JSON, no Addr); it is left out of the set. */
