@@ -51,6 +51,10 @@ const EXAMPLES: readonly { name: string; args?: string[]; shows: RegExp }[] = [
   { name: 'stm-bank-transfer', args: ['--transfers', '60'], shows: /the total is preserved/ },
   { name: 'watch-informer', shows: /the cache matches a fresh read/ },
   {
+    name: 'service-discovery',
+    shows: /echo-2: registered again[\s\S]*echo-3: deregistered[\s\S]*service-discovery OK/,
+  },
+  {
     name: 'cluster-failover',
     shows: /no quorum, no leader[\s\S]*each once, in order[\s\S]*cluster-failover OK/,
   },
