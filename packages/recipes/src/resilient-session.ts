@@ -91,6 +91,8 @@ export class ResilientSession
   }> = [];
   #closing: Promise<void> | undefined;
   #ended = false;
+  /** A lost lease that may still live on the server and is not revoked yet. */
+  #unrevoked: bigint | undefined;
 
   private constructor(
     /** The client every session of it is created on. */
@@ -167,7 +169,12 @@ export class ResilientSession
 
   async #close(): Promise<void> {
     const current = this.#current;
+    const unrevoked = this.#unrevoked;
     this.#end();
+    if (unrevoked !== undefined) {
+      // Best effort: if etcd cannot be reached, the lease expires after its TTL anyway.
+      await this.etcd.lease.revoke(unrevoked).catch(() => {});
+    }
     await current?.close();
   }
 
@@ -192,16 +199,16 @@ export class ResilientSession
 
   async #renew(old: Session, lost: LeaseLostError): Promise<void> {
     // After a timeout (or an orphan) the old lease may still live on the server with its keys.
-    let oldGone = lost.reason === 'expired' || lost.reason === 'revoked';
+    if (lost.reason !== 'expired' && lost.reason !== 'revoked') this.#unrevoked = old.leaseId;
     for (let attempt = 1; !this.closed; attempt++) {
       try {
-        if (!oldGone) {
+        if (this.#unrevoked !== undefined) {
           await this.etcd.lease
             .revoke(old.leaseId, { signal: this.#stop.signal })
             .catch((error) => {
               if (!(error instanceof LeaseNotFoundError)) throw error;
             });
-          oldGone = true;
+          this.#unrevoked = undefined;
         }
         const session = await Session.create(this.etcd, {
           ttl: this.#ttl,

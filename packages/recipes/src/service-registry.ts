@@ -42,7 +42,10 @@ export interface RegisterOptions {
 export interface ServiceRegistrationEvents {
   /** The lease the key was attached to is lost: the instance is (or will shortly be) gone. */
   lost: (error: LeaseLostError) => void;
-  /** The key is in etcd under `leaseId`, written at `revision` (first time, and each recovery). */
+  /**
+   * The key was written again under `leaseId` at `revision`: the recovery after a `lost`. (Also
+   * emitted for the first write, before `register` resolves.)
+   */
   registered: (leaseId: bigint, revision: bigint) => void;
 }
 
@@ -97,6 +100,11 @@ export class ServiceRegistry implements AsyncDisposable {
     const resilient = await this.#resilient();
     const registration = new ServiceRegistration(this, service, key, endpoint, resilient);
     await registration.start(value);
+    if (this.#closing) {
+      // Closed while the key was being written: undo it rather than leave it behind.
+      await registration.close();
+      throw new ServiceRegistryClosedError();
+    }
     this.#registrations.add(registration);
     return registration;
   }

@@ -12,9 +12,21 @@ import {
   type TcpProxy,
 } from '@etcdkit/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Mutex } from '../src/mutex.js';
+import { ResilientSession } from '../src/resilient-session.js';
 import { type ServiceRegistration, ServiceRegistry } from '../src/service-registry.js';
 import type { ServiceDiscovery } from '../src/service-registry-discovery.js';
 import { eventually, sleep } from './recipes-support.js';
+
+/** Polls `read` until it returns a value (see eventually). */
+async function eventuallyValue<T>(read: () => T | undefined, timeoutMs = 15_000): Promise<T> {
+  let value: T | undefined;
+  await eventually(() => {
+    value = read();
+    return value !== undefined;
+  }, timeoutMs);
+  return value as T;
+}
 
 /** A server the suite can take down and bring back, data kept. */
 interface RestartableServer {
@@ -78,25 +90,26 @@ function faultSuite(start: () => Promise<RestartableServer>): void {
     return created;
   }
 
-  async function discover(
-    name: string,
-  ): Promise<{ discovery: ServiceDiscovery; changes: string[] }> {
-    const discovery = registry(60).discover(name);
+  /**
+   * An instance of a new service registered with `ttl` through `etcd`, the record of its losses
+   * and recoveries, and a discovery of the service (on a direct connection) with its changes.
+   */
+  async function registered(ttl: number, etcd = client()) {
+    const name = service();
+    const registration = await registry(ttl, etcd).register(name, { addr: '10.0.0.1:80' });
+    const events = recordEvents(registration);
+    const discovery: ServiceDiscovery = registry(60).discover(name);
     closing.push(discovery);
     await discovery.synced;
     const changes: string[] = [];
     discovery.on('change', (instances) =>
       changes.push(instances.map((i) => `${i.addr}@${i.leaseId.toString(16)}`).join(',')),
     );
-    return { discovery, changes };
+    return { registration, events, discovery, changes, lease: registration.leaseId! };
   }
 
   it('an etcd restart shorter than the TTL: same lease, no loss, discovery sees no change', async () => {
-    const name = service();
-    const registration = await registry(4).register(name, { addr: '10.0.0.1:80' });
-    const events = recordEvents(registration);
-    const { discovery, changes } = await discover(name);
-    const lease = registration.leaseId!;
+    const { registration, events, discovery, changes, lease } = await registered(4);
     await server.restart(0);
     // Past the whole TTL: the lease lived on only if it was kept alive after the restart.
     await sleep(4_500);
@@ -108,11 +121,7 @@ function faultSuite(start: () => Promise<RestartableServer>): void {
   });
 
   it('etcd down longer than the TTL: lost (timeout), registered again under a new lease, the old lease revoked', async () => {
-    const name = service();
-    const registration = await registry(2).register(name, { addr: '10.0.0.1:80' });
-    const events = recordEvents(registration);
-    const { discovery, changes } = await discover(name);
-    const old = registration.leaseId!;
+    const { registration, events, discovery, changes, lease: old } = await registered(2);
     await server.restart(3_500);
     await eventually(() => events.length === 2, 15_000);
     expect(events).toEqual(['lost:timeout', 'registered']);
@@ -124,6 +133,23 @@ function faultSuite(start: () => Promise<RestartableServer>): void {
     expectRecovered(changes, renewed);
   });
 
+  it('a lock held when etcd goes down longer than the TTL is lost, and the new lease holds nothing', async () => {
+    const resilient = await ResilientSession.create(client(), { ttl: 2, retry: RETRY });
+    closing.push(resilient);
+    const old = resilient.current!;
+    const lock = await new Mutex(old, `${service()}-lock`).lock();
+    await server.restart(3_500);
+    const renewed = await eventuallyValue(() =>
+      resilient.renewals === 1 ? resilient.current : undefined,
+    );
+    expect(lock.signal.aborted).toBe(true);
+    expect((await old.done).reason).toBe('timeout');
+    // The old lease (given its TTL again by the restart) was revoked with the lock's key.
+    expect((await admin.lease.timeToLive(old.leaseId)).ttl).toBe(-1n);
+    expect(await admin.get(lock.key)).toBeUndefined();
+    expect((await admin.lease.timeToLive(renewed.leaseId, { keys: true })).keys).toEqual([]);
+  });
+
   describe('behind a partition', () => {
     let proxy: TcpProxy;
     beforeAll(async () => {
@@ -133,13 +159,8 @@ function faultSuite(start: () => Promise<RestartableServer>): void {
     afterAll(() => proxy?.close());
 
     it('the lease expires on the server; after healing the instance registers again', async () => {
-      const name = service();
-      const registration = await registry(2, client([proxy.endpoint])).register(name, {
-        addr: '10.0.0.1:80',
-      });
-      const events = recordEvents(registration);
-      const { discovery, changes } = await discover(name);
-      const old = registration.leaseId!;
+      const behind = client([proxy.endpoint]);
+      const { registration, events, discovery, changes, lease: old } = await registered(2, behind);
       proxy.pause();
       // The server expires the lease: discovery, on a direct connection, sees the instance go.
       await eventually(() => discovery.instances.length === 0, 10_000);
