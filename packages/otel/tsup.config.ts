@@ -1,0 +1,9 @@
+import { defineConfig } from 'tsup';
+
+export default defineConfig({
+  entry: { index: 'src/index.ts' },
+  format: ['esm', 'cjs'],
+  dts: { compilerOptions: { composite: false, ignoreDeprecations: '6.0' } },
+  clean: true,
+  target: 'node20',
+});
