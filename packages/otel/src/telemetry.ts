@@ -33,7 +33,9 @@ export interface EtcdTelemetryOptions {
 
 /** Anything locked by name, such as a recipes `Mutex`: `name` and `lock(options)`. */
 export interface NamedLock<L, O> {
+  /** The name the wait is recorded under (`etcd.lock.name`). */
   readonly name: string;
+  /** Acquires the lock. */
   lock(options?: O): Promise<L>;
 }
 
