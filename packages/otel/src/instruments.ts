@@ -22,38 +22,49 @@ export interface Instruments {
 }
 
 export function createInstruments(meter: Meter): Instruments {
+  const histogram = (name: string, description: string, unit: string, buckets: number[]) =>
+    meter.createHistogram(name, {
+      description,
+      unit,
+      advice: { explicitBucketBoundaries: buckets },
+    });
+  const counter = (name: string, description: string, unit: string) =>
+    meter.createCounter(name, { description, unit });
   return {
-    callDuration: meter.createHistogram(M.CALL_DURATION, {
-      description: 'Duration of etcd unary calls, retries included.',
-      unit: 's',
-      advice: { explicitBucketBoundaries: CALL_SECONDS },
-    }),
-    retries: meter.createCounter(M.RETRIES, {
-      description: 'Failed etcd call attempts that were retried.',
-      unit: '{retry}',
-    }),
-    failovers: meter.createCounter(M.FAILOVERS, {
-      description: "Moves of the client's calls to another etcd endpoint.",
-      unit: '{failover}',
-    }),
-    watchLag: meter.createHistogram(M.WATCH_LAG, {
-      description: "Per watch event, how many revisions the store's head was past it when sent.",
-      unit: '{revision}',
-      advice: { explicitBucketBoundaries: LAG_REVISIONS },
-    }),
-    keepAliveDuration: meter.createHistogram(M.LEASE_KEEPALIVE_DURATION, {
-      description: 'Round trip of lease keepalives.',
-      unit: 's',
-      advice: { explicitBucketBoundaries: CALL_SECONDS },
-    }),
-    leaseLost: meter.createCounter(M.LEASE_LOST, {
-      description: 'Lease handles that stopped holding their lease, by reason.',
-      unit: '{lease}',
-    }),
-    lockWait: meter.createHistogram(M.LOCK_WAIT_DURATION, {
-      description: 'Time spent acquiring etcd locks, failed acquisitions included.',
-      unit: 's',
-      advice: { explicitBucketBoundaries: WAIT_SECONDS },
-    }),
+    callDuration: histogram(
+      M.CALL_DURATION,
+      'Duration of etcd unary calls, retries included.',
+      's',
+      CALL_SECONDS,
+    ),
+    retries: counter(M.RETRIES, 'Failed etcd call attempts that were retried.', '{retry}'),
+    failovers: counter(
+      M.FAILOVERS,
+      "Moves of the client's calls to another etcd endpoint.",
+      '{failover}',
+    ),
+    watchLag: histogram(
+      M.WATCH_LAG,
+      "Per watch event, how many revisions the store's head was past it when sent.",
+      '{revision}',
+      LAG_REVISIONS,
+    ),
+    keepAliveDuration: histogram(
+      M.LEASE_KEEPALIVE_DURATION,
+      'Round trip of lease keepalives.',
+      's',
+      CALL_SECONDS,
+    ),
+    leaseLost: counter(
+      M.LEASE_LOST,
+      'Lease handles that stopped holding their lease, by reason.',
+      '{lease}',
+    ),
+    lockWait: histogram(
+      M.LOCK_WAIT_DURATION,
+      'Time spent acquiring etcd locks, failed acquisitions included.',
+      's',
+      WAIT_SECONDS,
+    ),
   };
 }
