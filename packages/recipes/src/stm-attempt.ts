@@ -36,6 +36,8 @@ export interface CommitPlan {
   readonly writes: (PutOp | DeleteOp)[];
   /** Keys validated by the compares: read again (else branch) to prefetch the next attempt. */
   readonly readKeys: Uint8Array[];
+  /** Keys written or deleted. */
+  readonly writeKeys: Uint8Array[];
 }
 
 interface Write {
@@ -140,7 +142,13 @@ export class StmAttempt implements Stm {
         compares.push(cmp.modRevision(write.key, '<', snapshot + 1n));
       }
     }
-    return { compares, writes: [...this.#writes.values()].map((w) => w.op), readKeys };
+    const writes = [...this.#writes.values()];
+    return {
+      compares,
+      writes: writes.map((w) => w.op),
+      readKeys,
+      writeKeys: writes.map((w) => w.key),
+    };
   }
 
   #keyArg(key: unknown): Uint8Array {

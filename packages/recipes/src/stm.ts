@@ -1,7 +1,8 @@
 // Software transactional memory over etcd: run a function that reads and writes keys as if it
 // were alone, and commit its writes in one txn only if what it read is still current; otherwise
-// run it again on fresh values. Semantics follow etcd's Go `concurrency.NewSTM`; unlike Go, the
-// retries are bounded and jittered, and the run is cancellable.
+// run it again on fresh values. Semantics follow etcd's Go `concurrency.NewSTM`: retries go on
+// until the run commits or is aborted; unlike Go, local contenders take turns, retries after
+// outside conflicts are jittered, and the run is cancellable.
 import {
   AbortedError,
   type AnyOpResponse,
@@ -23,6 +24,7 @@ import {
 import { backoffDelay, DEFAULT_STM_BACKOFF, pause, type StmBackoff } from './stm-backoff.js';
 import { StmConflictError, StmTooManyOpsError } from './stm-errors.js';
 import { isolationRules, STM_ISOLATION_LEVELS, type StmIsolation } from './stm-isolation.js';
+import { type QueueTurn, stmQueueOf } from './stm-queue.js';
 
 /** Options of {@link Stm.put}. */
 export interface StmPutOptions {
@@ -73,10 +75,22 @@ export interface StmOptions {
    * reported, since it may have been applied.
    */
   readonly signal?: AbortSignal;
-  /** How many times `apply` is run again after a conflict, before StmConflictError. Default 10. */
+  /**
+   * How many times `apply` is run again after a conflict, before StmConflictError. Default
+   * unbounded (`Infinity`), as in Go: a run under contention retries until it commits or `signal`
+   * aborts it (`AbortSignal.timeout(ms)` for a deadline). Give a number to fail fast instead.
+   */
   readonly maxRetries?: number;
-  /** Pause between attempts; see {@link StmBackoff}. */
+  /** Pause between attempts after conflicts with writers outside the local queue; see {@link StmBackoff}. */
   readonly backoff?: StmBackoff;
+  /**
+   * Whether runs of this process that conflicted queue up on the keys they touched (default
+   * `true`). A queued run has the keys to itself among the runStm calls on the same KV object of
+   * this process, so local contenders take turns instead of failing each other's commits; writers
+   * elsewhere are still detected by the commit's compares. Turn it off if `apply` itself calls
+   * runStm on the same keys (the inner run would wait for the outer one's turn forever).
+   */
+  readonly localQueue?: boolean;
   /**
    * The server's limit of ops per txn side (etcd's `--max-txn-ops`). A commit that would need more
    * writes or compares fails with StmTooManyOpsError before it is sent. Default 128.
@@ -97,8 +111,8 @@ export interface StmResult<T> {
   readonly attempts: number;
 }
 
-/** The default of {@link StmOptions.maxRetries}. */
-export const DEFAULT_STM_MAX_RETRIES = 10;
+/** The default of {@link StmOptions.maxRetries}: no bound. */
+export const DEFAULT_STM_MAX_RETRIES = Number.POSITIVE_INFINITY;
 
 const DEFAULT_MAX_TXN_OPS = 128;
 
@@ -106,9 +120,10 @@ const DEFAULT_MAX_TXN_OPS = 128;
  * Runs `apply` as a transaction: it reads keys through the {@link Stm} it gets, buffers writes, and
  * its writes are committed in one etcd txn that applies them only if the checks of the isolation
  * level still hold (by default: every key read is unchanged, and no key written changed since the
- * snapshot). On a conflict nothing is written and `apply` runs again with fresh values, up to
- * `maxRetries` times, pausing a random, growing delay in between; then it rejects with
- * StmConflictError.
+ * snapshot). On a conflict nothing is written and `apply` runs again with fresh values, until it
+ * commits or `signal` aborts (or, with `maxRetries`, until StmConflictError). Runs of this process
+ * that conflicted take turns on their keys (see {@link StmOptions.localQueue}); conflicts with
+ * other writers add a random, growing pause.
  *
  * `apply` may run several times and must have no side effects other than through the Stm. An error
  * it throws ends the run without committing and is rethrown as is. A commit that fails for another
@@ -137,31 +152,57 @@ export async function runStm<T>(
   if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
   let prefetched =
     settings.prefetch.length > 0 ? await prefetch(kv, settings.prefetch, signal) : undefined;
-  for (let attempt = 1; ; attempt++) {
-    if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
-    const stm = new StmAttempt(kv, settings.rules, signal, prefetched);
-    let ran: { readonly value: T; readonly plan: CommitPlan } | undefined;
-    try {
-      const value = await apply(stm);
-      ran = { value, plan: stm.plan() };
-    } catch (error) {
-      // A snapshot compacted away under a running attempt is a conflict like any other: a new
-      // attempt reads a newer revision. Any other error ends the run.
-      if (!stm.snapshotLost) throw error;
-    } finally {
-      stm.close();
-    }
-    prefetched = undefined;
-    if (ran) {
+  const queue = settings.localQueue ? stmQueueOf(kv) : undefined;
+  let turn: QueueTurn | undefined;
+  let pauses = 0;
+  try {
+    for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
-      const outcome = await commit(kv, ran.plan, settings);
-      if (outcome.committed) {
-        return { value: ran.value, header: outcome.header, attempts: attempt };
+      const stm = new StmAttempt(kv, settings.rules, signal, prefetched);
+      let ran: { readonly value: T; readonly plan: CommitPlan } | undefined;
+      try {
+        const value = await apply(stm);
+        ran = { value, plan: stm.plan() };
+      } catch (error) {
+        // A snapshot compacted away under a running attempt is a conflict like any other: a new
+        // attempt reads a newer revision. Any other error ends the run.
+        if (!stm.snapshotLost) throw error;
+      } finally {
+        stm.close();
       }
-      prefetched = outcome.prefetched;
+      prefetched = undefined;
+      const keys = ran && [...ran.plan.readKeys, ...ran.plan.writeKeys];
+      if (ran && keys) {
+        if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
+        // Keys a queued run holds are about to change: a commit on them now would most likely
+        // conflict, so this run joins the queue without sending it.
+        const doomed = queue && !turn && ran.plan.compares.length > 0 && queue.holdsAny(keys);
+        if (!doomed) {
+          const outcome = await commit(kv, ran.plan, settings);
+          if (outcome.committed) {
+            return { value: ran.value, header: outcome.header, attempts: attempt };
+          }
+          prefetched = outcome.prefetched;
+        }
+      }
+      if (attempt > settings.maxRetries) throw new StmConflictError(attempt);
+      if (queue && ran && keys && !turn?.covers(keys)) {
+        const first = turn === undefined;
+        const held = turn?.ids ?? [];
+        turn?.release();
+        turn = await queue.take(keys, held, signal);
+        // Runs that held these keys meanwhile have committed: what the failed commit read is old.
+        if (turn.waited || !prefetched) {
+          prefetched = await prefetch(kv, refetchKeys(ran.plan, settings), signal);
+        }
+        // Waiting for the turn spaced this run from the local ones; only conflicts with writers
+        // outside the queue call for a pause.
+        if (first) continue;
+      }
+      await pause(backoffDelay(++pauses, settings.backoff), signal);
     }
-    if (attempt > settings.maxRetries) throw new StmConflictError(attempt);
-    await pause(backoffDelay(attempt, settings.backoff), signal);
+  } finally {
+    turn?.release();
   }
 }
 
@@ -171,6 +212,7 @@ interface Settings {
   readonly maxRetries: number;
   readonly backoff: Required<StmBackoff>;
   readonly maxTxnOps: number;
+  readonly localQueue: boolean;
 }
 
 function settingsOf(options: StmOptions): Settings {
@@ -200,9 +242,13 @@ function settingsOf(options: StmOptions): Settings {
   return {
     rules: isolationRules(isolation),
     prefetch: unique,
-    maxRetries: count(options.maxRetries, DEFAULT_STM_MAX_RETRIES, 'maxRetries', 0),
+    maxRetries:
+      options.maxRetries === Number.POSITIVE_INFINITY
+        ? options.maxRetries
+        : count(options.maxRetries, DEFAULT_STM_MAX_RETRIES, 'maxRetries', 0),
     backoff,
     maxTxnOps,
+    localQueue: flag(options.localQueue, true, 'localQueue'),
   };
 }
 
@@ -210,6 +256,14 @@ function count(value: number | undefined, fallback: number, name: string, min: n
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
     throw new InvalidArgumentError(`${name} must be an integer >= ${min}, got ${String(value)}`);
+  }
+  return value;
+}
+
+function flag(value: boolean | undefined, fallback: boolean, name: string): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new InvalidArgumentError(`${name} must be a boolean, got ${String(value)}`);
   }
   return value;
 }

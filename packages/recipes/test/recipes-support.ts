@@ -19,6 +19,15 @@ export function typedError(name: string, code: string): unknown {
   return expect.objectContaining({ name, code });
 }
 
+/** A promise with its resolver, to order steps of concurrent transactions. */
+export function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** True when `promise` is still pending after `ms`. */

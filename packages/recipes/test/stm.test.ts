@@ -5,18 +5,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runStm, type Stm, type StmOptions } from '../src/stm.js';
 import { StmConflictError, StmTooManyOpsError } from '../src/stm-errors.js';
 import type { StmIsolation } from '../src/stm-isolation.js';
-import { rejection } from './recipes-support.js';
+import { deferred, rejection } from './recipes-support.js';
 
 const validating: StmIsolation[] = ['serializable-snapshot', 'serializable', 'repeatable-reads'];
-
-/** A promise with its resolver, to order steps of concurrent transactions. */
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
 
 describeEachBackend('STM', ({ backend, prefix }) => {
   // `etcd` counts its RPCs; `other` plays the concurrent writer, uncounted.

@@ -1,0 +1,110 @@
+// The local queue of STM runs that conflicted: per-key FIFO locks shared by the runStm calls of
+// this process on one KV. A run that conflicted waits its turn on the keys it touched instead of
+// retrying against every other local contender, so a hot key costs about one commit per success
+// however many runs of this process want it. It only orders attempts: the commit's compares still
+// decide, so writers elsewhere (other processes, plain puts) are handled by the retries as before.
+import { AbortedError, type KV } from '@etcdkit/client';
+import { keyId } from './stm-attempt.js';
+
+interface KeyLock {
+  /** Runs waiting for the key, first first; each is handed the key when it is released. */
+  readonly waiters: Array<() => void>;
+}
+
+/** @internal The keys a run holds in the queue. */
+export interface QueueTurn {
+  /** The key ids held, sorted. */
+  readonly ids: readonly string[];
+  /** Whether some key was held by another run when this turn was asked for. */
+  readonly waited: boolean;
+  /** Whether these keys include every one of `keys`. */
+  covers(keys: readonly Uint8Array[]): boolean;
+  /** Hands each key to its next waiter, or frees it. Idempotent. */
+  release(): void;
+}
+
+/** @internal The per-key locks of one KV. */
+export class StmQueue {
+  readonly #locks = new Map<string, KeyLock>();
+
+  /** Whether a run holds one of `keys`. */
+  holdsAny(keys: readonly Uint8Array[]): boolean {
+    return keys.some((key) => this.#locks.has(keyId(key)));
+  }
+
+  /**
+   * Waits until this run holds every one of `keys` (and of `also`). Keys are taken one by one in
+   * sorted order, so two runs never wait for each other. An abort gives back what was taken.
+   */
+  async take(
+    keys: readonly Uint8Array[],
+    also: readonly string[],
+    signal: AbortSignal | undefined,
+  ): Promise<QueueTurn> {
+    const ids = [...new Set([...keys.map(keyId), ...also])].sort();
+    const taken: string[] = [];
+    let waited = false;
+    try {
+      for (const id of ids) {
+        const lock = this.#locks.get(id);
+        if (lock === undefined) this.#locks.set(id, { waiters: [] });
+        else {
+          waited = true;
+          await this.#wait(lock, signal);
+        }
+        taken.push(id);
+      }
+    } catch (error) {
+      this.#release(taken);
+      throw error;
+    }
+    let released = false;
+    return {
+      ids,
+      waited,
+      covers: (more) => more.every((key) => ids.includes(keyId(key))),
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#release(ids);
+      },
+    };
+  }
+
+  #wait(lock: KeyLock, signal: AbortSignal | undefined): Promise<void> {
+    if (signal?.aborted) return Promise.reject(new AbortedError({ cause: signal.reason }));
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        const at = lock.waiters.indexOf(handed);
+        if (at >= 0) lock.waiters.splice(at, 1);
+        reject(new AbortedError({ cause: signal?.reason }));
+      };
+      const handed = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      lock.waiters.push(handed);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  #release(ids: readonly string[]): void {
+    for (const id of ids) {
+      const next = this.#locks.get(id)?.waiters.shift();
+      if (next) next();
+      else this.#locks.delete(id);
+    }
+  }
+}
+
+const queues = new WeakMap<KV, StmQueue>();
+
+/** @internal The queue of the runStm calls on `kv` in this process. */
+export function stmQueueOf(kv: KV): StmQueue {
+  let queue = queues.get(kv);
+  if (queue === undefined) {
+    queue = new StmQueue();
+    queues.set(kv, queue);
+  }
+  return queue;
+}
