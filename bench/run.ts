@@ -12,6 +12,7 @@ import {
   type SuiteResult,
   writeBenchmarksPage,
 } from './report.js';
+import { stmSuite } from './stm.js';
 import { transportSuite } from './transport.js';
 import { waiterMemorySuite } from './waiter-memory.js';
 import { watchMemorySuite } from './watch-memory.js';
@@ -29,6 +30,7 @@ const suites: Suite[] = [
   leaseMemorySuite,
   waiterMemorySuite,
   dataDirSuite,
+  stmSuite,
 ];
 const only = process.argv[2];
 if (only && !suites.some((suite) => suite.name === only)) {
