@@ -86,3 +86,14 @@ export {
   waitForEvent,
   waitForPredecessors,
 } from './wait.js';
+export {
+  DEFAULT_WORK_MAX_ATTEMPTS,
+  type DeadLetter,
+  type WorkClaimOptions,
+  type WorkEnqueued,
+  type WorkEnqueueOptions,
+  type WorkItem,
+  WorkQueue,
+  type WorkQueueOptions,
+} from './work-queue.js';
+export { ClaimLostError } from './work-queue-errors.js';
