@@ -18,10 +18,13 @@ import {
 import type { Stm, StmPutOptions } from './stm.js';
 import type { IsolationRules } from './stm-isolation.js';
 
-/** @internal A key as read: its key-value at the read revision, or undefined when missing. */
+/** @internal What an attempt uses of a key-value. */
+export type StoredValue = Pick<KeyValue, 'value' | 'modRevision'>;
+
+/** @internal A key as read: its value at the read revision, or undefined when missing. */
 export interface ReadEntry {
   readonly key: Uint8Array;
-  readonly kv: KeyValue | undefined;
+  readonly kv: StoredValue | undefined;
 }
 
 /** @internal Values read ahead of an attempt, all at one revision. */
@@ -34,10 +37,15 @@ export interface Prefetched {
 export interface CommitPlan {
   readonly compares: Compare[];
   readonly writes: (PutOp | DeleteOp)[];
-  /** Keys validated by the compares: read again (else branch) to prefetch the next attempt. */
-  readonly readKeys: Uint8Array[];
   /** Keys written or deleted. */
   readonly writeKeys: Uint8Array[];
+  /** The keys validated by the compares, as read: read again (else branch) after a conflict. */
+  readonly reads: ReadEntry[];
+  /** The value of each key written; undefined for a delete. */
+  readonly written: ReadonlyArray<{
+    readonly key: Uint8Array;
+    readonly value: Uint8Array | undefined;
+  }>;
 }
 
 interface Write {
@@ -125,12 +133,12 @@ export class StmAttempt implements Stm {
   plan(): CommitPlan {
     if (this.#failure) throw this.#failure.error;
     const compares: Compare[] = [];
-    const readKeys: Uint8Array[] = [];
+    const reads: ReadEntry[] = [];
     if (this.rules.validateReads) {
       for (const entry of this.#reads.values()) {
+        reads.push(entry);
         // A missing key was read as mod revision 0: a concurrent create makes this compare fail.
         compares.push(cmp.modRevision(entry.key, '==', entry.kv?.modRevision ?? 0n));
-        readKeys.push(entry.key);
       }
     }
     const snapshot = this.#snapshotRevision;
@@ -146,8 +154,9 @@ export class StmAttempt implements Stm {
     return {
       compares,
       writes: writes.map((w) => w.op),
-      readKeys,
       writeKeys: writes.map((w) => w.key),
+      reads,
+      written: writes,
     };
   }
 
@@ -201,7 +210,7 @@ export class StmAttempt implements Stm {
     this.#snapshotRevision = revision;
   }
 
-  async #fetch(key: Uint8Array): Promise<KeyValue | undefined> {
+  async #fetch(key: Uint8Array): Promise<StoredValue | undefined> {
     if (this.signal?.aborted) throw new AbortedError({ cause: this.signal.reason });
     const signal = this.signal;
     if (!this.rules.snapshotReads) {

@@ -4,11 +4,14 @@
 // however many runs of this process want it. It only orders attempts: the commit's compares still
 // decide, so writers elsewhere (other processes, plain puts) are handled by the retries as before.
 import { AbortedError, type KV } from '@etcdkit/client';
-import { keyId } from './stm-attempt.js';
+import { keyId, type Prefetched, type ReadEntry } from './stm-attempt.js';
 
 interface KeyLock {
-  /** Runs waiting for the key, first first; each is handed the key when it is released. */
-  readonly waiters: Array<() => void>;
+  /**
+   * Runs waiting for the key, first first; each is handed the key when it is released, with what
+   * the releasing run's commit left, if it committed.
+   */
+  readonly waiters: Array<(after: Prefetched | undefined) => void>;
 }
 
 /** @internal The keys a run holds in the queue. */
@@ -19,8 +22,17 @@ export interface QueueTurn {
   readonly waited: boolean;
   /** Whether these keys include every one of `keys`. */
   covers(keys: readonly Uint8Array[]): boolean;
-  /** Hands each key to its next waiter, or frees it. Idempotent. */
-  release(): void;
+  /**
+   * `keys` as the commit of the run that handed this one its turn left them (the store at that
+   * commit's revision), when that commit covered them all: an attempt can start from it without
+   * reading.
+   */
+  handed(keys: readonly Uint8Array[]): Prefetched | undefined;
+  /**
+   * Hands each key to its next waiter, or frees it; `after`, the store at the revision of this
+   * run's commit, goes with them. Idempotent.
+   */
+  release(after?: Prefetched): void;
 }
 
 /** @internal The per-key locks of one KV. */
@@ -44,13 +56,15 @@ export class StmQueue {
     const ids = [...new Set([...keys.map(keyId), ...also])].sort();
     const taken: string[] = [];
     let waited = false;
+    let latest: Prefetched | undefined;
     try {
       for (const id of ids) {
         const lock = this.#locks.get(id);
         if (lock === undefined) this.#locks.set(id, { waiters: [] });
         else {
           waited = true;
-          await this.#wait(lock, signal);
+          const after = await this.#wait(lock, signal);
+          if (after && (latest === undefined || after.revision > latest.revision)) latest = after;
         }
         taken.push(id);
       }
@@ -63,15 +77,16 @@ export class StmQueue {
       ids,
       waited,
       covers: (more) => more.every((key) => ids.includes(keyId(key))),
-      release: () => {
+      handed: (wanted) => handedOf(latest, wanted),
+      release: (after) => {
         if (released) return;
         released = true;
-        this.#release(ids);
+        this.#release(ids, after);
       },
     };
   }
 
-  #wait(lock: KeyLock, signal: AbortSignal | undefined): Promise<void> {
+  #wait(lock: KeyLock, signal: AbortSignal | undefined): Promise<Prefetched | undefined> {
     if (signal?.aborted) return Promise.reject(new AbortedError({ cause: signal.reason }));
     return new Promise((resolve, reject) => {
       const onAbort = () => {
@@ -79,22 +94,40 @@ export class StmQueue {
         if (at >= 0) lock.waiters.splice(at, 1);
         reject(new AbortedError({ cause: signal?.reason }));
       };
-      const handed = () => {
+      const handed = (after: Prefetched | undefined) => {
         signal?.removeEventListener('abort', onAbort);
-        resolve();
+        resolve(after);
       };
       lock.waiters.push(handed);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
-  #release(ids: readonly string[]): void {
+  #release(ids: readonly string[], after?: Prefetched): void {
     for (const id of ids) {
       const next = this.#locks.get(id)?.waiters.shift();
-      if (next) next();
+      if (next) next(after);
       else this.#locks.delete(id);
     }
   }
+}
+
+/**
+ * `keys` from `after`, when it has them all. A run hands over the keys it committed; keys this run
+ * took later without waiting may have changed since, which its commit's compares then catch.
+ */
+function handedOf(
+  after: Prefetched | undefined,
+  keys: readonly Uint8Array[],
+): Prefetched | undefined {
+  if (after === undefined) return undefined;
+  const entries = new Map<string, ReadEntry>();
+  for (const key of keys) {
+    const entry = after.entries.get(keyId(key));
+    if (entry === undefined) return undefined;
+    entries.set(keyId(key), entry);
+  }
+  return { revision: after.revision, entries };
 }
 
 const queues = new WeakMap<KV, StmQueue>();

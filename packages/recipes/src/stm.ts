@@ -155,6 +155,7 @@ export async function runStm<T>(
   const queue = settings.localQueue ? stmQueueOf(kv) : undefined;
   let turn: QueueTurn | undefined;
   let pauses = 0;
+  let conflictsInTurn = 0;
   try {
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
@@ -171,15 +172,23 @@ export async function runStm<T>(
         stm.close();
       }
       prefetched = undefined;
-      const keys = ran && [...ran.plan.readKeys, ...ran.plan.writeKeys];
+      const keys = ran && [...ran.plan.reads.map((read) => read.key), ...ran.plan.writeKeys];
       if (ran && keys) {
         if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
         // Keys a queued run holds are about to change: a commit on them now would most likely
         // conflict, so this run joins the queue without sending it.
-        const doomed = queue && !turn && ran.plan.compares.length > 0 && queue.holdsAny(keys);
+        // The last attempt allowed is always sent.
+        const doomed =
+          queue &&
+          !turn &&
+          attempt <= settings.maxRetries &&
+          ran.plan.compares.length > 0 &&
+          queue.holdsAny(keys);
         if (!doomed) {
           const outcome = await commit(kv, ran.plan, settings);
           if (outcome.committed) {
+            // The next run waiting for these keys starts from what this commit left.
+            turn?.release(stateAfter(ran.plan, outcome.header.revision));
             return { value: ran.value, header: outcome.header, attempts: attempt };
           }
           prefetched = outcome.prefetched;
@@ -193,11 +202,17 @@ export async function runStm<T>(
         turn = await queue.take(keys, held, signal);
         // Runs that held these keys meanwhile have committed: what the failed commit read is old.
         if (turn.waited || !prefetched) {
-          prefetched = await prefetch(kv, refetchKeys(ran.plan, settings), signal);
+          const stale = refetchKeys(ran.plan, settings);
+          prefetched = turn.handed(stale) ?? (await prefetch(kv, stale, signal));
         }
         // Waiting for the turn spaced this run from the local ones; only conflicts with writers
         // outside the queue call for a pause.
         if (first) continue;
+      } else if (turn && ++conflictsInTurn === 1) {
+        // A first conflict in the turn is most often a local run that had not queued yet
+        // committing first: the failed commit brought its values, so retry at once. Conflicts
+        // that repeat come from writers elsewhere.
+        continue;
       }
       await pause(backoffDelay(++pauses, settings.backoff), signal);
     }
@@ -311,12 +326,27 @@ async function commit(kv: KV, plan: CommitPlan, settings: Settings): Promise<Com
  * within the per-side limit (the validated keys always fit: there is one compare per key).
  */
 function refetchKeys(plan: CommitPlan, settings: Settings): Uint8Array[] {
-  const keys = new Map(plan.readKeys.map((key) => [keyId(key), key]));
+  const keys = new Map(plan.reads.map(({ key }) => [keyId(key), key]));
   for (const key of settings.prefetch) {
     if (keys.size >= settings.maxTxnOps) break;
     if (!keys.has(keyId(key))) keys.set(keyId(key), key);
   }
   return [...keys.values()];
+}
+
+/**
+ * The keys of a committed plan as the commit left them, at its revision: each key read still
+ * had the value read (the compares held), each key written has its new value.
+ */
+function stateAfter(plan: CommitPlan, revision: bigint): Prefetched {
+  const entries = new Map(plan.reads.map((read) => [keyId(read.key), read]));
+  for (const { key, value } of plan.written) {
+    entries.set(keyId(key), {
+      key,
+      kv: value === undefined ? undefined : { value, modRevision: revision },
+    });
+  }
+  return { revision, entries };
 }
 
 /** Pairs the keys of a txn's gets with their responses (same order). */

@@ -164,9 +164,12 @@ describeEachBackend('STM under contention', ({ backend, prefix }) => {
       // A round trip later its first attempt has returned and found the keys held.
       await other.get(k('a'));
       expect(secondDone).toBe(false);
+      calls.length = 0;
       release();
       expect(await first).toMatchObject({ attempts: 2 });
       expect(await second).toBe(2);
+      // Two commits and no read: the second run started from what the first one's commit left.
+      expect(calls).toEqual(['/etcdserverpb.KV/Txn', '/etcdserverpb.KV/Txn']);
       expect([await balance('a'), await balance('b')]).toEqual([
         INITIAL + 100 - 1 - 5,
         INITIAL + 6,
