@@ -103,6 +103,19 @@ function nextSequence(): string {
   return lastSequence.toString().padStart(20, '0');
 }
 
+/** Checks that `item` is what claim returned, so a wrong argument never reads as a lost claim. */
+function claimed(item: WorkItem): void {
+  const { id, claimRevision, attempt, value } = (item ?? {}) as Partial<WorkItem>;
+  if (
+    typeof id !== 'string' ||
+    typeof claimRevision !== 'bigint' ||
+    typeof attempt !== 'number' ||
+    !(value instanceof Uint8Array)
+  ) {
+    throw new InvalidArgumentError('expected a WorkItem returned by claim()');
+  }
+}
+
 /** A claim refused for "lease not found" means the consumer's session is over. */
 async function leased<T>(write: Promise<T>): Promise<T> {
   try {
@@ -221,6 +234,7 @@ export class WorkQueue {
    * ClaimLostError.
    */
   async ack(item: WorkItem): Promise<ResponseHeader> {
+    claimed(item);
     return this.#settle(item, [
       op.delete(this.#items + item.id),
       op.delete(this.#attempts + item.id),
@@ -233,6 +247,7 @@ export class WorkQueue {
    * moved to the dead-letter keys. ClaimLostError when the claim no longer holds.
    */
   async nack(item: WorkItem): Promise<ResponseHeader> {
+    claimed(item);
     const release = [op.delete(this.#claims + item.id)];
     if (item.attempt < this.maxAttempts) return this.#settle(item, release);
     return this.#settle(item, [

@@ -3,20 +3,32 @@
 // SIGKILL. Arguments: endpoint, queue prefix, step, normal. Prints one line per event:
 // `ready`, `acked <id> <revision>`, and `at <step>` once stopped.
 import { Etcd } from '@etcdkit/client';
+import { SessionExpiredError } from '../src/errors.js';
 import { Session } from '../src/session.js';
-import { WorkQueue } from '../src/work-queue.js';
+import { type WorkItem, WorkQueue } from '../src/work-queue.js';
 
 const [endpoint, prefix, step, normal] = process.argv.slice(2);
 if (!endpoint || !prefix || !step || !normal) throw new Error('usage: endpoint prefix step normal');
 
 const etcd = new Etcd({ endpoints: [endpoint] });
-const session = await Session.create(etcd, { ttl: 2 });
+let session = await Session.create(etcd, { ttl: 3 });
 const queue = new WorkQueue(etcd, prefix, { maxAttempts: 100 });
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const stop = (): Promise<never> => {
   say(`at ${step}`);
   return new Promise(() => {});
 };
+/** Claims an item; a session lost while waiting (a starved keepalive) is replaced, as a service would. */
+async function claim(): Promise<WorkItem> {
+  for (;;) {
+    try {
+      return await queue.claim(session);
+    } catch (error) {
+      if (!(error instanceof SessionExpiredError)) throw error;
+      session = await Session.create(etcd, { ttl: 3 });
+    }
+  }
+}
 say('ready');
 for (let i = 0; ; i++) {
   const last = i === Number(normal);
@@ -24,7 +36,7 @@ for (let i = 0; ; i++) {
     void queue.claim(session).catch(() => {});
     await stop();
   }
-  const item = await queue.claim(session);
+  const item = await claim();
   if (last && step === 'claimed') await stop();
   await new Promise((resolve) => setTimeout(resolve, Math.random() * 5));
   if (last && step === 'working') await stop();
