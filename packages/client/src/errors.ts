@@ -306,31 +306,37 @@ export class RootRoleNotExistError extends serverError(
   S.FailedPrecondition,
   'etcdserver: root user does not have root role',
 ) {}
+/** UserAdd with a user name that is taken. */
 export class UserAlreadyExistsError extends serverError(
   'USER_ALREADY_EXISTS',
   S.FailedPrecondition,
   'etcdserver: user name already exists',
 ) {}
+/** UserAdd with an empty user name. */
 export class UserEmptyError extends serverError(
   'USER_EMPTY',
   S.InvalidArgument,
   'etcdserver: user name is empty',
 ) {}
+/** A call naming a user that does not exist. */
 export class UserNotFoundError extends serverError(
   'USER_NOT_FOUND',
   S.FailedPrecondition,
   'etcdserver: user name not found',
 ) {}
+/** RoleAdd with a role name that is taken. */
 export class RoleAlreadyExistsError extends serverError(
   'ROLE_ALREADY_EXISTS',
   S.FailedPrecondition,
   'etcdserver: role name already exists',
 ) {}
+/** A call naming a role that does not exist. */
 export class RoleNotFoundError extends serverError(
   'ROLE_NOT_FOUND',
   S.FailedPrecondition,
   'etcdserver: role name not found',
 ) {}
+/** RoleAdd with an empty role name. */
 export class RoleEmptyError extends serverError(
   'ROLE_EMPTY',
   S.InvalidArgument,
@@ -342,6 +348,7 @@ export class AuthFailedError extends serverError(
   S.InvalidArgument,
   'etcdserver: authentication failed, invalid user ID or password',
 ) {}
+/** RoleGrantPermission without a permission. */
 export class PermissionNotGivenError extends serverError(
   'PERMISSION_NOT_GIVEN',
   S.InvalidArgument,
@@ -353,11 +360,13 @@ export class PermissionDeniedError extends serverError(
   S.PermissionDenied,
   'etcdserver: permission denied',
 ) {}
+/** UserRevokeRole of a role the user does not have. */
 export class RoleNotGrantedError extends serverError(
   'ROLE_NOT_GRANTED',
   S.FailedPrecondition,
   'etcdserver: role is not granted to the user',
 ) {}
+/** RoleRevokePermission of a permission the role does not have. */
 export class PermissionNotGrantedError extends serverError(
   'PERMISSION_NOT_GRANTED',
   S.FailedPrecondition,
@@ -375,11 +384,13 @@ export class InvalidAuthTokenError extends serverError(
   S.Unauthenticated,
   'etcdserver: invalid auth token',
 ) {}
+/** Deleting the root user, or revoking its root role, while auth is enabled. */
 export class InvalidAuthMgmtError extends serverError(
   'INVALID_AUTH_MGMT',
   S.InvalidArgument,
   'etcdserver: invalid auth management',
 ) {}
+/** The auth store (users, roles, permissions) changed after the request was authorized. */
 export class AuthOldRevisionError extends serverError(
   'AUTH_OLD_REVISION',
   S.InvalidArgument,
@@ -387,56 +398,67 @@ export class AuthOldRevisionError extends serverError(
 ) {}
 
 // Cluster health. These arrive as Unavailable: a write that got one may still have been applied.
+/** The cluster has no leader: an election is under way or quorum is lost. */
 export class NoLeaderError extends serverError(
   'NO_LEADER',
   S.Unavailable,
   'etcdserver: no leader',
 ) {}
+/** A call only the leader serves reached a member that is not the leader. */
 export class NotLeaderError extends serverError(
   'NOT_LEADER',
   S.FailedPrecondition,
   'etcdserver: not leader',
 ) {}
+/** The leader changed while the request was in flight. */
 export class LeaderChangedError extends serverError(
   'LEADER_CHANGED',
   S.Unavailable,
   'etcdserver: leader changed',
 ) {}
+/** The cluster's version does not support the request. */
 export class NotCapableError extends serverError(
   'NOT_CAPABLE',
   S.FailedPrecondition,
   'etcdserver: not capable',
 ) {}
+/** The member is shutting down. */
 export class ServerStoppedError extends serverError(
   'SERVER_STOPPED',
   S.Unavailable,
   'etcdserver: server stopped',
 ) {}
+/** The member waited out its request timeout before the request was applied. */
 export class RequestTimeoutError extends serverError(
   'REQUEST_TIMEOUT',
   S.Unavailable,
   'etcdserver: request timed out',
 ) {}
+/** A reconfiguration or leader transfer refused: the member is not connected to its peers. */
 export class UnhealthyClusterError extends serverError(
   'UNHEALTHY',
   S.Unavailable,
   'etcdserver: unhealthy cluster',
 ) {}
+/** The CORRUPT alarm is raised: a member's data differs from the others'. */
 export class CorruptClusterError extends serverError(
   'CORRUPT',
   S.DataLoss,
   'etcdserver: corrupt cluster',
 ) {}
+/** A call a learner does not serve (it serves Status and serializable reads) reached one. */
 export class NotSupportedForLearnerError extends serverError(
   'NOT_SUPPORTED_FOR_LEARNER',
   S.Unavailable,
   'etcdserver: rpc not supported for learner',
 ) {}
+/** MoveLeader to a member that is not a voting member of the cluster. */
 export class BadLeaderTransfereeError extends serverError(
   'BAD_LEADER_TRANSFEREE',
   S.FailedPrecondition,
   'etcdserver: bad leader transferee',
 ) {}
+/** The member canceled the request before it completed. */
 export class RequestCanceledError extends serverError(
   'REQUEST_CANCELED',
   S.Cancelled,
