@@ -1,6 +1,7 @@
 // Checks the generated API site (docs/api, from `npm run docs`) for links that go nowhere: every
-// href and src of every HTML page that points inside the site must name a file that exists and,
-// when it has a #fragment, an element with that id (or name) in that file. Links to other sites are
+// href and src of every HTML page, and every link of a markdown file copied into the site as it is,
+// that points inside the site must name a file that exists and, when it has a #fragment into an
+// HTML page, an element with that id (or name) there. Links to other sites are
 // not fetched. Exit code 0 when every link resolves; otherwise each broken link, and exit code 1.
 //
 //   node scripts/check-doc-links.mjs [site directory, default docs/api]
@@ -18,11 +19,11 @@ if (!existsSync(join(site, 'index.html'))) {
   process.exit(1);
 }
 
-function* htmlFiles(dir) {
+function* files(dir, extension) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) yield* htmlFiles(path);
-    else if (entry.name.endsWith('.html')) yield path;
+    if (entry.isDirectory()) yield* files(path, extension);
+    else if (entry.name.endsWith(extension)) yield path;
   }
 }
 
@@ -49,10 +50,17 @@ function decodeHtml(text) {
 
 const broken = [];
 let checked = 0;
-for (const page of htmlFiles(site)) {
-  const html = readFileSync(page, 'utf8');
-  for (const [, attribute, raw] of html.matchAll(/\s(href|src)="([^"]*)"/g)) {
-    const link = decodeHtml(raw);
+/** The links of a page: href and src attributes of HTML, `](target)` of markdown copied as is. */
+function linksOf(page) {
+  const text = readFileSync(page, 'utf8');
+  if (page.endsWith('.md')) {
+    return [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => ['link', m[1]]);
+  }
+  return [...text.matchAll(/\s(href|src)="([^"]*)"/g)].map((m) => [m[1], decodeHtml(m[2])]);
+}
+
+for (const page of [...files(site, '.html'), ...files(site, '.md')]) {
+  for (const [attribute, link] of linksOf(page)) {
     // Other sites, mail and script links are not the site's to check.
     if (/^[a-z][a-z0-9+.-]*:/i.test(link) || link.startsWith('//')) continue;
     checked++;

@@ -1,0 +1,110 @@
+// The API site lists every export under a category of scripts/typedoc/categories.mjs (the typedoc
+// plugin fails `npm run docs` otherwise). This test fails first, without a docs build: it reads
+// the exports of typedoc.json's entry points (the packages' index.ts) with the TypeScript compiler
+// and maps each one.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { beforeAll, describe, expect, test } from 'vitest';
+import {
+  CATEGORIES,
+  categoryOf,
+  describeExport,
+  ERRORS,
+  type ExportDescription,
+} from '../../scripts/typedoc/categories.mjs';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ENTRY_POINTS: string[] = JSON.parse(readFileSync(`${ROOT}typedoc.json`, 'utf8')).entryPoints;
+
+interface Mapped extends ExportDescription {
+  readonly pkg: string;
+  readonly category: string | undefined;
+}
+
+let exports: Mapped[] = [];
+
+beforeAll(() => {
+  const config = ts.getParsedCommandLineOfConfigFile(
+    `${ROOT}tsconfig.docs.json`,
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+      },
+    },
+  );
+  if (config === undefined) throw new Error('tsconfig.docs.json did not parse');
+  const entries = ENTRY_POINTS.map((entry) => `${ROOT}${entry}`);
+  const program = ts.createProgram(entries, { ...config.options, noEmit: true });
+  const checker = program.getTypeChecker();
+  exports = entries.flatMap((entry) => {
+    const pkg = /packages\/([^/]+)\//.exec(entry)?.[1] ?? entry;
+    const source = program.getSourceFile(entry);
+    const module = source && checker.getSymbolAtLocation(source);
+    if (module === undefined) throw new Error(`no module for ${entry}`);
+    return checker.getExportsOfModule(module).map((symbol) => {
+      const described = describeExport(ts, checker, symbol);
+      const category =
+        described.location === undefined
+          ? undefined
+          : categoryOf({ ...described, location: described.location });
+      return { ...described, pkg, category };
+    });
+  });
+}, 120_000);
+
+const categoryOfExport = (pkg: string, name: string) =>
+  exports.find((e) => e.pkg === pkg && e.name === name)?.category;
+
+describe('API categories', () => {
+  test('every export of the entry points has a category', () => {
+    expect(ENTRY_POINTS).toContain('packages/client/src/index.ts');
+    expect(exports.length).toBeGreaterThan(400);
+    const unmapped = exports
+      .filter((e) => e.category === undefined)
+      .map((e) => `@etcdkit/${e.pkg} ${e.name} (${e.location ?? 'outside packages/*/src'})`);
+    expect(unmapped).toEqual([]);
+  });
+
+  test('every category lists at least one export', () => {
+    const used = new Set(exports.map((e) => e.category));
+    expect(CATEGORIES.map((c) => c.title).filter((title) => !used.has(title))).toEqual([]);
+  });
+
+  test('every class extending Error is under Errors, whatever file it is in', () => {
+    const errors = exports.filter((e) => e.isError);
+    expect(errors.length).toBeGreaterThan(70);
+    expect(errors.filter((e) => e.category !== ERRORS)).toEqual([]);
+    // Declared next to their feature, not in an errors.ts.
+    expect(categoryOfExport('client', 'LeaseLostError')).toBe(ERRORS);
+    expect(categoryOfExport('recipes', 'TooManyClientsError')).toBe(ERRORS);
+    expect(categoryOfExport('server-embedded', 'DataDirLockedError')).toBe(ERRORS);
+    expect(categoryOfExport('client', 'ElectionNoLeaderError')).toBe(ERRORS);
+  });
+
+  test('exports are mapped by their file, directory or name', () => {
+    expect(categoryOfExport('client', 'Etcd')).toBe('Client');
+    expect(categoryOfExport('client', 'KV')).toBe('KV and txn');
+    expect(categoryOfExport('client', 'Watcher')).toBe('Watch');
+    expect(categoryOfExport('client', 'LeaseRef')).toBe('Lease');
+    expect(categoryOfExport('client', 'MaintenanceClient')).toBe('Cluster and maintenance');
+    expect(categoryOfExport('client', 'AuthClient')).toBe('Auth');
+    expect(categoryOfExport('client', 'LockClient')).toBe('Election and lock');
+    expect(categoryOfExport('recipes', 'ServiceDiscovery')).toBe('Service discovery');
+    expect(categoryOfExport('recipes', 'runStm')).toBe('STM');
+    expect(categoryOfExport('server-embedded', 'FaultInjector')).toBe('Testing');
+    expect(categoryOfExport('server-embedded', 'EmbeddedCluster')).toBe('Embedded server');
+    expect(categoryOfExport('server-embedded', 'Watcher')).toBe('Server internals');
+  });
+
+  test('a file no rule names has no category (the docs build then fails)', () => {
+    expect(categoryOf({ location: 'client:new-module.ts', name: 'New', isError: false })).toBe(
+      undefined,
+    );
+    expect(categoryOf({ location: 'verify:index.ts', name: 'verify', isError: false })).toBe(
+      undefined,
+    );
+  });
+});
