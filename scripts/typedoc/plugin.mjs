@@ -2,7 +2,8 @@
 //  - every export is given its category from ./categories.mjs (by the file it is declared in), and
 //    an export no rule maps fails the build, naming the export and its file;
 //  - the guides and READMEs (typedoc.json's projectDocuments) are titled by their first heading,
-//    summarised by their first sentence and listed under Packages or Guides;
+//    summarised by their line in docs/README.md (a README by its first sentence), and listed
+//    under Packages or Guides;
 //  - a relative link to a repository file that is not on the site (a test, a source file) points
 //    to the file on GitHub instead of a raw copy in media/;
 //  - an index entry without a summary (its doc comment's first paragraph) fails the build.
@@ -64,14 +65,16 @@ export function load(app) {
     Converter.EVENT_RESOLVE_END,
     (context) => {
       orderCategories(context.project, [PACKAGES, GUIDES]);
+      orderProjectEntries(context.project, [...guideSummaries(context.project).keys()]);
       for (const module of context.project.getChildrenByKind(ReflectionKind.Module)) {
         orderCategories(
           module,
           CATEGORIES.map((category) => category.title),
         );
+        requireSummary(app, module);
         for (const child of module.children ?? []) {
           if (categories.has(child)) continue;
-          const where = unmapped.get(child) ?? 'a re-export';
+          const where = unmapped.get(child) ?? 'source unknown';
           app.logger.error(
             `${child.getFriendlyFullName()} (${where}) has no API category: add a rule to scripts/typedoc/categories.mjs`,
           );
@@ -110,6 +113,22 @@ function orderCategories(parent, order) {
   for (const category of parent.categories) {
     const description = CATEGORIES.find((c) => c.title === category.title)?.description;
     if (description) category.description = [{ kind: 'text', text: description }];
+  }
+}
+
+/**
+ * Under Packages the packages come before their READMEs; the guides are in the order of
+ * docs/README.md's table (getting started first).
+ */
+function orderProjectEntries(project, guides) {
+  const rank = (reflection) => {
+    if (!reflection.isDocument()) return -1;
+    const index = guides.indexOf(repositoryPath(project.files.getReflectionPath(reflection)));
+    return index === -1 ? guides.length : index;
+  };
+  for (const category of project.categories ?? []) {
+    // Array.prototype.sort is stable: equal ranks keep typedoc's order.
+    category.children.sort((a, b) => rank(a) - rank(b));
   }
 }
 
