@@ -69,9 +69,15 @@ describe('API categories', () => {
     expect(unmapped).toEqual([]);
   });
 
-  test('every category lists at least one export', () => {
+  test('every category of a documented package lists at least one export', () => {
     const used = new Set(exports.map((e) => e.category));
-    expect(CATEGORIES.map((c) => c.title).filter((title) => !used.has(title))).toEqual([]);
+    const documented = new Set(exports.map((e) => e.pkg));
+    const unused = CATEGORIES.filter((c) =>
+      c.rules.some((rule) => documented.has(rule.split(':')[0] ?? '')),
+    )
+      .map((c) => c.title)
+      .filter((title) => !used.has(title));
+    expect(unused).toEqual([]);
   });
 
   test('every class extending Error is under Errors, whatever file it is in', () => {

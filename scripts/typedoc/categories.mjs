@@ -4,7 +4,7 @@
 // every export, so a new module or export needs a line here.
 //
 // A rule is `<package>:<path under src>`: a directory ends with `/`, a single export is
-// `<file>#<name>`. The most specific rule wins (an export, then a file, then the longest
+// `<file>#<name>`, `<package>:` is the whole package (a new package: one rule, or one per file). The most specific rule wins (an export, then a file, then the longest
 // directory). Every class that extends Error is listed under Errors whatever its file.
 import { relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -158,6 +158,11 @@ export const CATEGORIES = [
       'server-embedded:persistence/',
       'server-embedded:maintenance/',
     ],
+  },
+  {
+    title: 'Telemetry',
+    description: 'OpenTelemetry spans and metrics of the client, and the names they use.',
+    rules: ['otel:'],
   },
   {
     title: ERRORS,
