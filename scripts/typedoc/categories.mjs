@@ -110,13 +110,15 @@ export const CATEGORIES = [
   },
   {
     title: 'Barriers and queues',
-    description: 'Barriers, double barriers, FIFO and priority queues.',
+    description:
+      'Barriers, double barriers, FIFO and priority queues, and a work queue with at-least-once delivery.',
     rules: [
       'recipes:barrier.ts',
       'recipes:double-barrier.ts',
       'recipes:queue.ts',
       'recipes:queue-claim.ts',
       'recipes:priority-queue.ts',
+      'recipes:work-queue.ts',
     ],
   },
   {
