@@ -13,6 +13,7 @@ import {
   writeBenchmarksPage,
 } from './report.js';
 import { stmSuite } from './stm.js';
+import { recipesSuite } from './recipes.js';
 import { transportSuite } from './transport.js';
 import { waiterMemorySuite } from './waiter-memory.js';
 import { watchMemorySuite } from './watch-memory.js';
@@ -31,6 +32,7 @@ const suites: Suite[] = [
   waiterMemorySuite,
   dataDirSuite,
   stmSuite,
+  recipesSuite,
 ];
 const only = process.argv[2];
 if (only && !suites.some((suite) => suite.name === only)) {

@@ -1,0 +1,162 @@
+// The Go side of bench/recipes.ts: the same measures with etcd 3.4's clientv3/concurrency, built
+// offline by the bench (GO111MODULE=off GOPATH=/usr/share/gocode). One mode per run; it prints
+// one JSON line with the samples (milliseconds, or cycles per second) and exits.
+//
+//	recipes-go handoff   -endpoint URL -samples N -gap-ms 5   (mutex: B queued gap before A unlocks)
+//	recipes-go resign    -endpoint URL -samples N -gap-ms 5   (election: B campaigns, A resigns)
+//	recipes-go cycles    -endpoint URL -contenders N -ms D    (lock/unlock loops for D ms)
+//	recipes-go leader    -endpoint URL -prefix P -ttl S       (campaign, print "leader", block)
+//	recipes-go follow    -endpoint URL -prefix P -ttl S       (print "ready", campaign, print "elected")
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/clientv3"
+	"go.etcd.io/etcd/clientv3/concurrency"
+)
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// newSession opens its own client, as a separate process would have.
+func newSession(endpoint string, ttl int) *concurrency.Session {
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
+	must(err)
+	session, err := concurrency.NewSession(client, concurrency.WithTTL(ttl))
+	must(err)
+	return session
+}
+
+func millis(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func emit(samples []float64) {
+	out, err := json.Marshal(map[string][]float64{"samples": samples})
+	must(err)
+	fmt.Println(string(out))
+}
+
+// handoff: sessions a and b take turns; each sample times the holder's Unlock until the waiter,
+// queued gap earlier, holds.
+func handoff(endpoint, prefix string, samples int, gap time.Duration) []float64 {
+	ctx := context.Background()
+	sessions := []*concurrency.Session{newSession(endpoint, 60), newSession(endpoint, 60)}
+	mutexes := []*concurrency.Mutex{
+		concurrency.NewMutex(sessions[0], prefix), concurrency.NewMutex(sessions[1], prefix),
+	}
+	var out []float64
+	must(mutexes[0].Lock(ctx))
+	for i := 0; i < samples; i++ {
+		holder, waiter := mutexes[i%2], mutexes[(i+1)%2]
+		done := make(chan error, 1)
+		go func() { done <- waiter.Lock(ctx) }()
+		time.Sleep(gap)
+		start := time.Now()
+		must(holder.Unlock(ctx))
+		must(<-done)
+		out = append(out, millis(time.Since(start)))
+	}
+	must(mutexes[samples%2].Unlock(ctx))
+	return out
+}
+
+// resign: the leader resigns; the candidate that campaigned gap earlier wins.
+func resign(endpoint, prefix string, samples int, gap time.Duration) []float64 {
+	ctx := context.Background()
+	sessions := []*concurrency.Session{newSession(endpoint, 60), newSession(endpoint, 60)}
+	elections := []*concurrency.Election{
+		concurrency.NewElection(sessions[0], prefix), concurrency.NewElection(sessions[1], prefix),
+	}
+	var out []float64
+	must(elections[0].Campaign(ctx, "a"))
+	for i := 0; i < samples; i++ {
+		leader, candidate := elections[i%2], elections[(i+1)%2]
+		done := make(chan error, 1)
+		go func() { done <- candidate.Campaign(ctx, "b") }()
+		time.Sleep(gap)
+		start := time.Now()
+		must(leader.Resign(ctx))
+		must(<-done)
+		out = append(out, millis(time.Since(start)))
+	}
+	must(elections[samples%2].Resign(ctx))
+	return out
+}
+
+// cycles: contenders lock and unlock one mutex in a loop; one sample, the cycles per second.
+func cycles(endpoint, prefix string, contenders int, duration time.Duration) []float64 {
+	ctx := context.Background()
+	mutexes := make([]*concurrency.Mutex, contenders)
+	for i := range mutexes {
+		mutexes[i] = concurrency.NewMutex(newSession(endpoint, 60), prefix)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	start := time.Now()
+	deadline := start.Add(duration)
+	for _, m := range mutexes {
+		wg.Add(1)
+		go func(m *concurrency.Mutex) {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				must(m.Lock(ctx))
+				must(m.Unlock(ctx))
+				mu.Lock()
+				total++
+				mu.Unlock()
+			}
+		}(m)
+	}
+	wg.Wait()
+	return []float64{float64(total) / time.Since(start).Seconds()}
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		must(fmt.Errorf("usage: recipes-go handoff|resign|cycles|leader|follow [flags]"))
+	}
+	mode := os.Args[1]
+	flags := flag.NewFlagSet(mode, flag.ExitOnError)
+	endpoint := flags.String("endpoint", "", "etcd client URL")
+	prefix := flags.String("prefix", "bench/go", "lock or election name")
+	samples := flags.Int("samples", 20, "samples to take")
+	gapMs := flags.Int("gap-ms", 5, "how long the waiter is queued before the release")
+	contenders := flags.Int("contenders", 2, "contenders in cycles mode")
+	durationMs := flags.Int("ms", 1000, "duration of cycles mode")
+	ttl := flags.Int("ttl", 1, "session TTL in leader and follow modes")
+	must(flags.Parse(os.Args[2:]))
+	gap := time.Duration(*gapMs) * time.Millisecond
+	switch mode {
+	case "handoff":
+		emit(handoff(*endpoint, *prefix, *samples, gap))
+	case "resign":
+		emit(resign(*endpoint, *prefix, *samples, gap))
+	case "cycles":
+		emit(cycles(*endpoint, *prefix, *contenders, time.Duration(*durationMs)*time.Millisecond))
+	case "leader", "follow":
+		session := newSession(*endpoint, *ttl)
+		if mode == "follow" {
+			fmt.Println("ready")
+		}
+		must(concurrency.NewElection(session, *prefix).Campaign(context.Background(), mode))
+		if mode == "follow" {
+			fmt.Println("elected")
+			os.Exit(0)
+		}
+		fmt.Println("leader")
+		select {}
+	default:
+		must(fmt.Errorf("unknown mode %q", mode))
+	}
+}

@@ -1,0 +1,360 @@
+// The recipes' waits, in round trips of the wire: how long a lock or a leadership takes to pass
+// from one process to the next, against real etcd 3.4 and the in-process EmbeddedEtcd, with etcd
+// 3.4's Go concurrency package beside etcdkit in the same run (see recipes-go.ts).
+// - put round trip: one put, the unit every other row is counted in (same server, same run).
+// - mutex handoff: A holds, B calls lock() GAP_MS before A unlocks; from A's unlock() call until
+//   B holds. Election failover after resign: the same with campaign() and resign().
+// - contended lock cycles/s: N contenders (each its own client and session) lock and unlock one
+//   mutex in a loop.
+// - failover after the leader's process dies: a child process leads with a 1 s lease and is
+//   killed (SIGKILL); from the kill until the candidate that queued before it leads. The lease
+//   has to expire first, so this is about the TTL (etcd checks expiry every 500 ms).
+// Rounds alternate the contenders' order; rows give medians and p99 over all rounds. Env:
+// ETCDKIT_BENCH_ROUNDS (default 3), ETCDKIT_BENCH_SAMPLES (handoffs per contender and round,
+// default 30). Reports numbers; asserts nothing.
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Etcd } from '../packages/client/src/index.js';
+import { Election, type Lock, Mutex, Session } from '../packages/recipes/src/index.js';
+import { EmbeddedEtcd } from '../packages/server-embedded/src/index.js';
+import { startEtcd } from '../testkit/src/index.js';
+import { buildGoProgram, GoProcess, type GoProgram, goSamples } from './recipes-go.js';
+
+const ROUNDS = Number(process.env.ETCDKIT_BENCH_ROUNDS ?? '3') || 3;
+const SAMPLES = Number(process.env.ETCDKIT_BENCH_SAMPLES ?? '30') || 30;
+const GAP_MS = 5;
+const PUTS = 100;
+const CONTENDERS = [2, 8, 32];
+const CYCLE_MS = 1_000;
+const LEADER_TTL = 1;
+const leaderScript = fileURLToPath(new URL('./recipes-leader.ts', import.meta.url));
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const now = () => performance.now();
+
+/** The value at fraction `q` of the sorted samples (nearest rank). */
+function quantile(samples: readonly number[], q: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
+}
+
+/** One server under test. */
+interface Server {
+  readonly name: string;
+  readonly endpoint: string;
+  stop(): Promise<void>;
+}
+
+async function realEtcd(): Promise<Server> {
+  const etcd = await startEtcd();
+  return { name: `etcd ${etcd.version}`, endpoint: etcd.endpoint, stop: () => etcd.stop() };
+}
+
+async function embedded(): Promise<Server> {
+  const server = await EmbeddedEtcd.start({ minLeaseTtl: LEADER_TTL });
+  return {
+    name: 'EmbeddedEtcd (in-process)',
+    endpoint: server.endpoints[0] as string,
+    stop: () => server.stop(),
+  };
+}
+
+/** Clients and sessions of one measure, each session on its own client (as separate processes). */
+class Sessions {
+  readonly #clients: Etcd[] = [];
+  readonly sessions: Session[] = [];
+
+  static async open(endpoint: string, count: number): Promise<Sessions> {
+    const opened = new Sessions();
+    for (let i = 0; i < count; i++) {
+      const etcd = new Etcd({ endpoints: [endpoint] });
+      opened.#clients.push(etcd);
+      opened.sessions.push(await Session.create(etcd, { ttl: 60 }));
+    }
+    return opened;
+  }
+
+  async close(): Promise<void> {
+    for (const session of this.sessions) await session.close().catch(() => {});
+    for (const etcd of this.#clients) await etcd.close();
+  }
+}
+
+async function putRoundTrips(endpoint: string): Promise<number[]> {
+  const etcd = new Etcd({ endpoints: [endpoint] });
+  try {
+    await etcd.put('bench/rt', 'warm');
+    const samples: number[] = [];
+    for (let i = 0; i < PUTS; i++) {
+      const started = now();
+      await etcd.put('bench/rt', String(i));
+      samples.push(now() - started);
+    }
+    return samples;
+  } finally {
+    await etcd.close();
+  }
+}
+
+/** From A's unlock() until B, which called lock() GAP_MS before, holds; A and B take turns. */
+async function mutexHandoffs(endpoint: string, name: string): Promise<number[]> {
+  const opened = await Sessions.open(endpoint, 2);
+  const mutexes = opened.sessions.map((session) => new Mutex(session, name));
+  const samples: number[] = [];
+  try {
+    let held: Lock = await mutexes[0]!.lock();
+    for (let i = 0; i < SAMPLES; i++) {
+      const waiting = mutexes[(i + 1) % 2]!.lock();
+      await sleep(GAP_MS);
+      const started = now();
+      await held.unlock();
+      held = await waiting;
+      samples.push(now() - started);
+    }
+    await held.unlock();
+    return samples;
+  } finally {
+    await opened.close();
+  }
+}
+
+/** From the leader's resign() until the candidate that campaigned GAP_MS before leads. */
+async function resignFailovers(endpoint: string, name: string): Promise<number[]> {
+  const opened = await Sessions.open(endpoint, 2);
+  const elections = opened.sessions.map((session) => new Election(session, name));
+  const samples: number[] = [];
+  try {
+    let leader = await elections[0]!.campaign('a');
+    for (let i = 0; i < SAMPLES; i++) {
+      const waiting = elections[(i + 1) % 2]!.campaign('b');
+      await sleep(GAP_MS);
+      const started = now();
+      await leader.resign();
+      leader = await waiting;
+      samples.push(now() - started);
+    }
+    await leader.resign();
+    return samples;
+  } finally {
+    await opened.close();
+  }
+}
+
+/** Lock/unlock cycles per second of `contenders` sessions on one mutex. */
+async function lockCycles(endpoint: string, name: string, contenders: number): Promise<number> {
+  const opened = await Sessions.open(endpoint, contenders);
+  try {
+    let cycles = 0;
+    const started = now();
+    const deadline = started + CYCLE_MS;
+    await Promise.all(
+      opened.sessions.map(async (session) => {
+        const mutex = new Mutex(session, name);
+        while (now() < deadline) {
+          await (await mutex.lock()).unlock();
+          cycles++;
+        }
+      }),
+    );
+    return cycles / ((now() - started) / 1000);
+  } finally {
+    await opened.close();
+  }
+}
+
+/** From SIGKILL of the leader's process until the candidate queued behind it leads. */
+async function deathFailover(endpoint: string, name: string): Promise<number> {
+  const child = fork(leaderScript, [endpoint, name, String(LEADER_TTL)], {
+    execArgv: process.execArgv,
+    stdio: 'inherit',
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const opened = await Sessions.open(endpoint, 1);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.once('message', () => resolve());
+      child.once('exit', (code) => reject(new Error(`leader process exited (${code})`)));
+    });
+    const waiting = new Election(opened.sessions[0]!, name).campaign('follower');
+    await sleep(20);
+    const started = now();
+    child.kill('SIGKILL');
+    const leadership = await waiting;
+    const took = now() - started;
+    await leadership.resign();
+    return took;
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+    await opened.close();
+  }
+}
+
+async function goDeathFailover(binary: string, endpoint: string, name: string): Promise<number> {
+  const flags = ['-endpoint', endpoint, '-prefix', name, '-ttl', String(LEADER_TTL)];
+  const leader = GoProcess.start(binary, ['leader', ...flags]);
+  const follower = GoProcess.start(binary, ['follow', ...flags]);
+  try {
+    await leader.line('leader');
+    await follower.line('ready');
+    await sleep(20);
+    const started = now();
+    await leader.kill();
+    await follower.line('elected');
+    return now() - started;
+  } finally {
+    await leader.kill();
+    await follower.kill();
+  }
+}
+
+/** What one contender measures; undefined rows of a skipped contender say why. */
+interface Contender {
+  readonly name: string;
+  readonly skipped?: string;
+  handoffs(endpoint: string, name: string): Promise<number[]>;
+  resigns(endpoint: string, name: string): Promise<number[]>;
+  cycles(endpoint: string, name: string, contenders: number): Promise<number>;
+  death(endpoint: string, name: string): Promise<number>;
+}
+
+const etcdkit: Contender = {
+  name: 'etcdkit recipes',
+  handoffs: mutexHandoffs,
+  resigns: resignFailovers,
+  cycles: lockCycles,
+  death: deathFailover,
+};
+
+function goContender(program: GoProgram): Contender {
+  const name = 'Go clientv3/concurrency (3.4)';
+  if (!program.ok) {
+    const skip = () => Promise.reject(new Error(program.reason));
+    return {
+      name,
+      skipped: program.reason,
+      handoffs: skip,
+      resigns: skip,
+      cycles: skip,
+      death: skip,
+    };
+  }
+  const go = (mode: string, endpoint: string, name: string, more: string[] = []) =>
+    goSamples(program.binary, [mode, '-endpoint', endpoint, '-prefix', name, ...more]);
+  const perRound = ['-samples', String(SAMPLES), '-gap-ms', String(GAP_MS)];
+  return {
+    name,
+    handoffs: (endpoint, lock) => go('handoff', endpoint, lock, perRound),
+    resigns: (endpoint, election) => go('resign', endpoint, election, perRound),
+    cycles: async (endpoint, lock, contenders) =>
+      (
+        await go('cycles', endpoint, lock, [
+          '-contenders',
+          String(contenders),
+          '-ms',
+          String(CYCLE_MS),
+        ])
+      )[0] ?? NaN,
+    death: (endpoint, election) => goDeathFailover(program.binary, endpoint, election),
+  };
+}
+
+type Row = Record<string, string | number>;
+
+/** Every measure of every contender on one server, ROUNDS times in rotated order. */
+async function measureServer(server: Server, contenders: readonly Contender[]): Promise<Row[]> {
+  const puts: number[] = [];
+  const samples = new Map<string, number[]>();
+  const add = (key: string, values: readonly number[]) =>
+    samples.set(key, [...(samples.get(key) ?? []), ...values]);
+  let unique = 0;
+  const name = (what: string) => `bench/${what}/${unique++}`;
+  const active = contenders.filter((c) => c.skipped === undefined);
+  for (let round = 0; round < ROUNDS; round++) {
+    puts.push(...(await putRoundTrips(server.endpoint)));
+    const order = round % 2 === 0 ? active : [...active].reverse();
+    for (const c of order)
+      add(`${c.name}|handoff`, await c.handoffs(server.endpoint, name('lock')));
+    for (const c of order) add(`${c.name}|resign`, await c.resigns(server.endpoint, name('elect')));
+    for (const n of CONTENDERS) {
+      for (const c of order) {
+        add(`${c.name}|cycles${n}`, [await c.cycles(server.endpoint, name('cycles'), n)]);
+      }
+    }
+    // One death per contender and round: each waits for a lease to expire.
+    for (const c of order) add(`${c.name}|death`, [await c.death(server.endpoint, name('die'))]);
+  }
+  const rt = quantile(puts, 0.5);
+  const rows: Row[] = [
+    {
+      server: server.name,
+      measure: 'put round trip (the unit)',
+      contender: etcdkit.name,
+      median: `${rt.toFixed(3)} ms`,
+      p99: `${quantile(puts, 0.99).toFixed(3)} ms`,
+      samples: puts.length,
+    },
+  ];
+  const inRoundTrips = (values: number[]) => ({
+    median: `${(quantile(values, 0.5) / rt).toFixed(1)} RT (${quantile(values, 0.5).toFixed(2)} ms)`,
+    p99: `${(quantile(values, 0.99) / rt).toFixed(1)} RT (${quantile(values, 0.99).toFixed(2)} ms)`,
+    samples: values.length,
+  });
+  const measures: Array<[string, string, (values: number[]) => Row]> = [
+    ['handoff', `mutex handoff, waiter queued ${GAP_MS} ms before`, inRoundTrips],
+    ['resign', 'election failover after resign()', inRoundTrips],
+    ...CONTENDERS.map((n): [string, string, (values: number[]) => Row] => [
+      `cycles${n}`,
+      `contended lock cycles/s, ${n} contenders`,
+      (values) => ({
+        median: Math.round(quantile(values, 0.5)),
+        p99: '-',
+        samples: values.length,
+      }),
+    ]),
+    [
+      'death',
+      `election failover after the leader process dies (TTL ${LEADER_TTL} s)`,
+      (values) => ({
+        median: `${Math.round(quantile(values, 0.5))} ms`,
+        p99: `${Math.round(quantile(values, 0.99))} ms`,
+        samples: values.length,
+      }),
+    ],
+  ];
+  for (const [key, measure, format] of measures) {
+    for (const c of contenders) {
+      const base = { server: server.name, measure, contender: c.name };
+      if (c.skipped !== undefined) {
+        rows.push({ ...base, median: `skipped: ${c.skipped}`, p99: '-', samples: 0 });
+        continue;
+      }
+      rows.push({ ...base, ...format(samples.get(`${c.name}|${key}`) ?? []) });
+    }
+  }
+  return rows;
+}
+
+/** The recipes suite: handoff and failover in put round trips, lock throughput, beside Go's. */
+export const recipesSuite = {
+  name: 'recipes',
+  description: 'lock handoff, election failover and lock throughput, in put round trips, beside Go',
+  async report(): Promise<Row[]> {
+    const program = await buildGoProgram();
+    const contenders = [etcdkit, goContender(program)];
+    const rows: Row[] = [];
+    try {
+      for (const start of [realEtcd, embedded]) {
+        const server = await start();
+        try {
+          rows.push(...(await measureServer(server, contenders)));
+        } finally {
+          await server.stop();
+        }
+      }
+    } finally {
+      if (program.ok) await program.dispose();
+    }
+    return rows;
+  },
+};
