@@ -55,7 +55,7 @@ export class Barrier {
     const held = read.kvs[0];
     if (held === undefined) return;
     // From the read's revision on: a release between the read and the watch is still seen.
-    await waitForDelete(this.kv, this.key, read.header.revision + 1n, {
+    await waitForDelete(this.kv, this.key, read.header.revision, {
       signal: options.signal,
       createRevision: held.createRevision,
     });

@@ -13,7 +13,7 @@ import {
 import { RecipeError } from './errors.js';
 import { createUniqueKey, deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
 import type { Session } from './session.js';
-import { throwIfAborted, type WaitOptions, waitForDelete, waitForEvent } from './wait.js';
+import { throwIfAborted, type WaitOptions, waitForChange, waitForDelete } from './wait.js';
 
 /**
  * More processes tried to enter a {@link DoubleBarrier} than its count. This one did not enter and
@@ -194,15 +194,29 @@ export class DoubleBarrier {
       });
   }
 
-  /** Resolves once `key/ready` is put at or after `from`. */
+  /** Resolves once `key/ready` is put after `from` (the revision our waiter key was created at). */
   async #waitForReady(from: bigint, signal: AbortSignal | undefined): Promise<void> {
     const kv = this.session.etcd;
     const ready = `${this.key}/ready`;
-    let start = from;
+    // Not at `from` itself: etcd serves a watch that starts at or below its current revision
+    // from its 100 ms catch-up loop, and only our own key was written at `from`.
+    let start = from + 1n;
     for (;;) {
       try {
         await this.#untilStopped(signal, (stop) =>
-          waitForEvent(kv, { key: ready }, 'put', start, { signal: stop }),
+          waitForChange(
+            kv,
+            { keys: { key: ready }, type: 'put', from: start },
+            (batch) => batch.events.length > 0 || undefined,
+            {
+              signal: stop,
+              // Put since our key was created: a flag left from an earlier round does not count.
+              recheck: async (again) => {
+                const flag = (await kv.range({ key: ready, keysOnly: true, signal: again })).kvs[0];
+                return flag !== undefined && flag.modRevision >= start ? true : undefined;
+              },
+            },
+          ),
         );
         return;
       } catch (error) {

@@ -3,7 +3,7 @@
 // is the candidate with the oldest key, and its key's value is the leader's proclaimed value.
 import { AbortedError, cmp, type KeyValue, op, type ResponseHeader } from '@etcdkit/client';
 import { ElectionNoLeaderError, ElectionNotLeaderError } from './errors.js';
-import { Hold, Holding } from './hold.js';
+import { Hold, Holding, waitToHold } from './hold.js';
 import {
   acquireSessionKey,
   deleteIfCreatedAt,
@@ -11,7 +11,6 @@ import {
   sessionEnded,
   sessionKey,
   useSessionKey,
-  waitForTurn,
 } from './queue-key.js';
 import type { Session } from './session.js';
 import { throwIfAborted, type WaitOptions, waitForEvent } from './wait.js';
@@ -91,15 +90,15 @@ export class Election {
         await this.#put(entry.key, entry.createRevision, value);
       }
       throwIfAborted(options.signal);
-      let header = entry.header;
-      if (entry.oldest?.createRevision !== entry.createRevision) {
-        header = await waitForTurn(session, {
-          prefix: this.prefix,
-          entry,
-          signal: options.signal,
-        });
-      }
-      const holding = new Holding(session, { ...entry, header }, 'leadership');
+      const holding =
+        entry.oldest?.createRevision === entry.createRevision
+          ? new Holding(session, entry, 'leadership')
+          : await waitToHold(session, {
+              prefix: this.prefix,
+              entry,
+              what: 'leadership',
+              signal: options.signal,
+            });
       const leadership = new Leadership(this, holding, value, release);
       this.#leadership = leadership;
       return leadership;

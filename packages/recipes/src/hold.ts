@@ -1,11 +1,11 @@
 // What every held key (a lock, a permit, a leadership) shares: a signal that fires as soon as the
 // hold may be lost, and a release that deletes only the incarnation that was held.
-import { type Compare, cmp, type ResponseHeader } from '@etcdkit/client';
-import { LockLostError, LockNotHeldError } from './errors.js';
+import { AbortedError, type Compare, cmp, linkSignals, type ResponseHeader } from '@etcdkit/client';
+import { LockLostError, LockNotHeldError, SessionExpiredError } from './errors.js';
 import { GuardedTxn } from './fencing.js';
-import { deleteIfCreatedAt, type QueueEntry } from './queue-key.js';
+import { deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
 import type { Session } from './session.js';
-import { waitForDelete } from './wait.js';
+import { waitForDelete, waitInQueue } from './wait.js';
 
 /**
  * Something held through a key in etcd: a mutex or rwmutex lock, a semaphore permit, a
@@ -39,7 +39,7 @@ export interface Ownership {
 export class Holding {
   readonly key: string;
   readonly createRevision: bigint;
-  readonly header: ResponseHeader;
+  #header: ResponseHeader;
   readonly #session: Session;
   readonly #controller = new AbortController();
   readonly #stopWatch = new AbortController();
@@ -50,7 +50,7 @@ export class Holding {
     this.#session = session;
     this.key = entry.key;
     this.createRevision = entry.createRevision;
-    this.header = entry.header;
+    this.#header = entry.header;
     this.#onSessionDone = () =>
       this.#lose(
         new LockLostError(
@@ -96,6 +96,11 @@ export class Holding {
     return this.#controller.signal;
   }
 
+  /** Header of the response that established the hold (the acquire txn or the final read). */
+  get header(): ResponseHeader {
+    return this.#header;
+  }
+
   /** `createRevision(key) == createRevision`. */
   isOwner(): Compare {
     return cmp.createRevision(this.key, '==', this.createRevision);
@@ -125,6 +130,11 @@ export class Holding {
     this.#lose(new LockNotHeldError(this.key));
   }
 
+  /** @internal The read that found the turn: the hold is established at its revision. */
+  established(header: ResponseHeader): void {
+    this.#header = header;
+  }
+
   /** Marks the hold lost (a guarded write found it gone): the signal fires, the watch stops. */
   lose(): void {
     this.#lose(new LockLostError(this.key, this.createRevision));
@@ -140,6 +150,83 @@ export class Holding {
     this.#session.signal.removeEventListener('abort', this.#onSessionDone);
     if (!this.#controller.signal.aborted) this.#controller.abort(reason);
   }
+}
+
+/** What {@link waitToHold} waits for. */
+export interface Turn {
+  /** The queue the waiter's predecessors are in (for a reader of an RWMutex: only the writers). */
+  readonly prefix: string;
+  /** The waiter's own key. */
+  readonly entry: QueueEntry;
+  /** Holders admitted at once; default 1. */
+  readonly slots?: number;
+  /** What is held, for messages: 'lock', 'permit', 'leadership'. */
+  readonly what: string;
+  /** The caller's signal. */
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * Waits until the entry's turn comes and returns the Holding of its key. The Holding watches the
+ * key from the moment it queued, so one watch serves both the wait (its loss ends the wait at once:
+ * etcd issue 19597, Go waits on) and the hold that follows; the read that finds no predecessor
+ * left also checks the key is still the incarnation that queued (etcd issues 11456 and 11051: Go
+ * reported success without it).
+ *
+ * Fails with SessionExpiredError when the session ends or the key vanishes, with AbortedError when
+ * the caller's signal aborts, or with the error of a read or of the key's watch.
+ */
+export async function waitToHold(session: Session, turn: Turn): Promise<Holding> {
+  const { entry, signal } = turn;
+  const holding = new Holding(session, entry, turn.what);
+  // Linked by hand, and let go of at the end: the caller's signal outlives the wait.
+  const both = linkSignals(signal, holding.signal);
+  try {
+    const slots = turn.slots ?? 1;
+    const header = await waitInQueue(
+      session.etcd,
+      {
+        prefix: turn.prefix,
+        createRevision: entry.createRevision,
+        ownKey: {
+          key: entry.key,
+          createRevision: entry.createRevision,
+          seenAt: entry.header.revision,
+        },
+        // What the creating txn read is the newest predecessor only: enough for one slot.
+        ahead: slots === 1 ? entry.ahead : undefined,
+      },
+      slots,
+      both.signal,
+    );
+    holding.established(header);
+    return holding;
+  } catch (error) {
+    const failure = whyNotHeld(error, session, holding, signal);
+    holding.lose();
+    throw failure;
+  } finally {
+    both.release();
+  }
+}
+
+/** The error a wait ended by the loss of its key (or session) reports. */
+function whyNotHeld(
+  error: unknown,
+  session: Session,
+  holding: Holding,
+  signal: AbortSignal | undefined,
+): unknown {
+  if (!(error instanceof AbortedError) || signal?.aborted) return error;
+  if (session.isDone) return sessionEnded(session, error);
+  const lost: unknown = holding.signal.reason;
+  const cause = lost instanceof LockLostError ? lost.cause : undefined;
+  // The key's watch failed for good: that failure, not a guess about the key.
+  if (cause !== undefined) return cause;
+  return new SessionExpiredError(
+    `${holding.key} was deleted while waiting (its lease expired or was revoked, or it was deleted)`,
+    { key: holding.key },
+  );
 }
 
 /**

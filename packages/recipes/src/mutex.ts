@@ -1,14 +1,13 @@
 // A distributed mutex with the key layout of Go's concurrency.Mutex (so Go services and
 // `etcdctl lock` contend on the same lock), FIFO by create revision, and without Go's known bugs.
 import { LockedError } from './errors.js';
-import { Hold, Holding } from './hold.js';
+import { Hold, Holding, waitToHold } from './hold.js';
 import {
   acquireSessionKey,
   deleteIfCreatedAt,
   type SessionEntry,
   sessionEnded,
   useSessionKey,
-  waitForTurn,
 } from './queue-key.js';
 import type { Session } from './session.js';
 import { throwIfAborted, type WaitOptions } from './wait.js';
@@ -118,12 +117,13 @@ export class Mutex {
       if (tryOnly) {
         throw new LockedError(this.name, entry.oldest?.keyText() ?? '(unknown holder)');
       }
-      const header = await waitForTurn(session, {
+      const holding = await waitToHold(session, {
         prefix: this.prefix,
         entry,
+        what: 'lock',
         signal: options.signal,
       });
-      return new Lock(session, new Holding(session, { ...entry, header }, 'lock'), release);
+      return new Lock(session, holding, release);
     } catch (error) {
       const othersLeft = release();
       if (entry !== undefined && othersLeft === 0) {

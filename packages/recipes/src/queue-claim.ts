@@ -11,7 +11,7 @@ import {
   type RangeSort,
   type ResponseHeader,
 } from '@etcdkit/client';
-import { throwIfAborted, waitForEvent } from './wait.js';
+import { throwIfAborted, waitForChange } from './wait.js';
 
 /** What {@link Queue.enqueue} and {@link PriorityQueue.enqueue} resolve with. */
 export interface Enqueued {
@@ -74,7 +74,17 @@ export async function claimFirst(
     try {
       // Empty at the read's revision: any item put after it wakes us. Read again rather than claim
       // the event's key, so the item served is the first in queue order, not the first to arrive.
-      await waitForEvent(kv, { prefix }, 'put', read.header.revision + 1n, { signal });
+      await waitForChange(
+        kv,
+        { keys: { prefix }, type: 'put', from: read.header.revision + 1n },
+        (batch) => batch.events.length > 0 || undefined,
+        {
+          signal,
+          recheck: async (stop) =>
+            (await kv.range({ prefix, limit: 1, keysOnly: true, signal: stop })).kvs.length > 0 ||
+            undefined,
+        },
+      );
     } catch (error) {
       // History since the read was compacted away: read the queue again from now.
       if (!(error instanceof CompactedError)) throw error;

@@ -1,18 +1,10 @@
 // How recipes put themselves in a queue of keys ordered by create revision, and take themselves
 // out again. Mutex and Election use one key per session (`prefix + lease id in hex`, Go's layout);
 // RWMutex and Semaphore create a fresh key per acquisition.
-import {
-  AbortedError,
-  cmp,
-  type KeyValue,
-  LeaseNotFoundError,
-  linkSignals,
-  op,
-  type ResponseHeader,
-} from '@etcdkit/client';
+import { cmp, type KeyValue, LeaseNotFoundError, op, type ResponseHeader } from '@etcdkit/client';
 import { SessionExpiredError } from './errors.js';
 import type { Session } from './session.js';
-import { waitForPredecessors } from './wait.js';
+import type { QueueRead } from './wait.js';
 
 /** A key a recipe put (or found) in its queue. */
 export interface QueueEntry {
@@ -22,6 +14,11 @@ export interface QueueEntry {
   readonly createRevision: bigint;
   /** Header of the txn that created or found it; the key existed at `header.revision`. */
   readonly header: ResponseHeader;
+  /**
+   * The queue ahead of the key, read in the txn that created it (a key found existing has none):
+   * lets the wait start without another read.
+   */
+  readonly ahead?: QueueRead;
 }
 
 /** A session key after the acquire txn. */
@@ -41,8 +38,9 @@ export function sessionKey(prefix: string, session: Session): string {
 
 /**
  * Puts the session's key under `prefix` (attached to its lease) unless it exists, and reads the
- * oldest key under the prefix, in ONE txn. The compare makes it safe to retry after an unknown
- * outcome: a retry finds the key the first attempt created and reports its create revision.
+ * oldest key under the prefix (the holder) and the newest one before the new key (the one to wait
+ * for), in ONE txn. The compare makes it safe to retry after an unknown outcome: a retry finds the
+ * key the first attempt created and reports its create revision.
  */
 export async function acquireSessionKey(
   session: Session,
@@ -56,16 +54,17 @@ export async function acquireSessionKey(
     session.etcd
       .txn()
       .if(cmp.createRevision(key, '==', 0n))
-      .then(op.put(key, value, { lease: session.leaseId }), oldest)
+      .then(op.put(key, value, { lease: session.leaseId }), oldest, newestTwo(prefix))
       .else(op.get(key), oldest)
       .commit({ retry: 'guarded' }),
   );
   if (result.succeeded) {
-    const [, owner] = result.responses;
+    const [, owner, newest] = result.responses;
     return {
       key,
       createRevision: result.header.revision,
       header: result.header,
+      ahead: aheadOf(key, newest.kvs, result.header),
       created: true,
       oldest: owner.kvs[0],
       existing: undefined,
@@ -83,6 +82,26 @@ export async function acquireSessionKey(
     oldest: owner.kvs[0],
     existing,
   };
+}
+
+/**
+ * The two newest keys under `blockers` by create revision, read in the txn that creates a key:
+ * the new key is the newest of all then, so the other one (if it is under `blockers` too) is the
+ * newest key created before it.
+ */
+function newestTwo(blockers: string) {
+  return op.range({
+    prefix: blockers,
+    sort: { target: 'create', order: 'descend' },
+    limit: 2,
+    keysOnly: true,
+  });
+}
+
+/** The queue ahead of the just created `key`, from {@link newestTwo}'s read. */
+function aheadOf(key: string, newest: readonly KeyValue[], header: ResponseHeader): QueueRead {
+  const predecessor = newest.find((kv) => kv.keyText() !== key);
+  return { predecessors: predecessor ? [predecessor] : [], header };
 }
 
 /**
@@ -112,21 +131,32 @@ function uniqueSuffix(): string {
  * experimental recipes), retrying with a new name if one is taken. A retry after an unknown
  * outcome that finds the name taken by our own lease knows it is the key it created (names are
  * never reused within a process), so no attempt leaves a stray key in the queue.
+ *
+ * With `blockers` (the prefix a one-slot waiter waits on), the same txn reads the newest key under
+ * it, which the entry's `ahead` then holds.
  */
-export async function createUniqueKey(session: Session, prefix: string): Promise<QueueEntry> {
+export async function createUniqueKey(
+  session: Session,
+  prefix: string,
+  blockers?: string,
+): Promise<QueueEntry> {
   for (;;) {
     const key = `${prefix}${uniqueSuffix()}`;
+    const reads = blockers === undefined ? [] : [newestTwo(blockers)];
     const result = await leased(
       session,
       session.etcd
         .txn()
         .if(cmp.createRevision(key, '==', 0n))
-        .then(op.put(key, '', { lease: session.leaseId }))
+        .then(op.put(key, '', { lease: session.leaseId }), ...reads)
         .else(op.get(key))
         .commit({ retry: 'guarded' }),
     );
     if (result.succeeded) {
-      return { key, createRevision: result.header.revision, header: result.header };
+      const newest = result.responses[1];
+      const entry = { key, createRevision: result.header.revision, header: result.header };
+      if (newest?.kind !== 'range') return entry;
+      return { ...entry, ahead: aheadOf(key, newest.kvs, result.header) };
     }
     const existing = result.responses[0].kvs[0];
     if (existing && existing.lease === session.leaseId) {
@@ -176,61 +206,6 @@ export function useSessionKey(session: Session, key: string): () => number {
     else map?.set(key, left);
     return left;
   };
-}
-
-/** What {@link waitForTurn} waits for. */
-export interface Turn {
-  /** The queue the waiter's predecessors are in (for a reader of an RWMutex: only the writers). */
-  readonly prefix: string;
-  /** The waiter's own key. */
-  readonly entry: QueueEntry;
-  /** Holders admitted at once; default 1. */
-  readonly slots?: number;
-  /** The caller's signal; the session's signal is added to it. */
-  readonly signal: AbortSignal | undefined;
-}
-
-/**
- * Waits until the entry's turn comes, then checks that the entry's own key is still the
- * incarnation that queued. Resolves with the header of that final read.
- *
- * Fails with SessionExpiredError when the session ends or the own key vanishes while waiting
- * (etcd issue 19597: Go waits on) or is found missing afterwards (etcd issues 11456 and 11051: Go
- * reported success then); with AbortedError when the caller's signal aborts.
- */
-export async function waitForTurn(session: Session, turn: Turn): Promise<ResponseHeader> {
-  const { entry, signal } = turn;
-  // Linked by hand, and let go of at the end: the session outlives many waits.
-  const both = signal ? linkSignals(signal, session.signal) : undefined;
-  try {
-    await waitForPredecessors(session.etcd, {
-      prefix: turn.prefix,
-      createRevision: entry.createRevision,
-      slots: turn.slots,
-      ownKey: {
-        key: entry.key,
-        createRevision: entry.createRevision,
-        seenAt: entry.header.revision,
-      },
-      signal: both?.signal ?? session.signal,
-    });
-  } catch (error) {
-    if (error instanceof AbortedError && session.isDone && !signal?.aborted) {
-      throw sessionEnded(session, error);
-    }
-    throw error;
-  } finally {
-    both?.release();
-  }
-  // "Nobody ahead" is not enough: only our own key, still this incarnation, means our turn.
-  const mine = await session.etcd.range({ key: entry.key });
-  if (mine.kvs[0]?.createRevision !== entry.createRevision) {
-    throw new SessionExpiredError(
-      `${entry.key} is gone after the wait: the session's lease expired or the key was deleted`,
-      { key: entry.key },
-    );
-  }
-  return mine.header;
 }
 
 /** The SessionExpiredError of an operation refused or cut short because the session ended. */

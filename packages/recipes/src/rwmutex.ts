@@ -1,15 +1,9 @@
 // A readers-writer lock with the key layout of Go's experimental recipes.RWMutex: readers queue
 // under `name/read/`, writers under `name/write/`, each acquisition with its own key attached to
 // the session's lease. A reader waits only for older writers; a writer waits for every older key.
-import { Holding } from './hold.js';
+import { waitToHold } from './hold.js';
 import { Lock } from './mutex.js';
-import {
-  createUniqueKey,
-  deleteIfCreatedAt,
-  type QueueEntry,
-  sessionEnded,
-  waitForTurn,
-} from './queue-key.js';
+import { createUniqueKey, deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
 import type { Session } from './session.js';
 import { throwIfAborted, type WaitOptions } from './wait.js';
 
@@ -66,15 +60,16 @@ export class RWMutex {
     throwIfAborted(options.signal);
     if (session.isDone) throw sessionEnded(session);
     // Not abortable: see Mutex.lock. The key is unique, so no other call shares it.
-    const entry: QueueEntry = await createUniqueKey(session, queue);
+    const entry: QueueEntry = await createUniqueKey(session, queue, blockers);
     try {
       throwIfAborted(options.signal);
-      const header = await waitForTurn(session, {
+      const holding = await waitToHold(session, {
         prefix: blockers,
         entry,
+        what: 'lock',
         signal: options.signal,
       });
-      return new Lock(session, new Holding(session, { ...entry, header }, 'lock'));
+      return new Lock(session, holding);
     } catch (error) {
       await deleteIfCreatedAt(session, entry.key, entry.createRevision).catch(() => {
         // Best effort: the key is attached to the session's lease and goes with it.

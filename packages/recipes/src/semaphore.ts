@@ -2,14 +2,8 @@
 // holders are the N keys with the oldest create revisions under the prefix.
 import { InvalidArgumentError } from '@etcdkit/client';
 import { LockedError } from './errors.js';
-import { Hold, Holding } from './hold.js';
-import {
-  createUniqueKey,
-  deleteIfCreatedAt,
-  type QueueEntry,
-  sessionEnded,
-  waitForTurn,
-} from './queue-key.js';
+import { Hold, type Holding, waitToHold } from './hold.js';
+import { createUniqueKey, deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
 import type { Session } from './session.js';
 import { throwIfAborted, type WaitOptions } from './wait.js';
 
@@ -83,13 +77,14 @@ export class Semaphore {
           throw new LockedError(this.name, ahead.kvs.map((kv) => kv.keyText()).join(', '));
         }
       }
-      const header = await waitForTurn(session, {
+      const holding = await waitToHold(session, {
         prefix: this.prefix,
         entry,
         slots: this.permits,
+        what: 'permit',
         signal: options.signal,
       });
-      return new Permit(this, new Holding(session, { ...entry, header }, 'permit'));
+      return new Permit(this, holding);
     } catch (error) {
       await deleteIfCreatedAt(session, entry.key, entry.createRevision).catch(() => {
         // Best effort: the key is attached to the session's lease and goes with it.

@@ -1,19 +1,26 @@
 // The one waiting primitive every recipe shares (the role Go's concurrency/key.go plays): wait for
 // a key's delete, for a put, or for one's turn in a queue of keys ordered by create revision.
 //
-// Every wait starts its watch at a revision the caller has READ (a range's header revision), never
-// at "now": a change that lands between the read and the watch is then replayed by the watch, so
-// no wakeup is lost. A wait watches only the key it depends on (no thundering herd), ends promptly
-// on abort, and closes its watcher whatever happens.
+// Every wait starts its watch just after a revision the caller has READ (a range's header
+// revision), never at "now": a change that lands between the read and the watch is then replayed
+// by the watch, so no wakeup is lost. Starting just after the read, not at it, matters for speed:
+// etcd puts a watch whose start revision is not above its current revision in its "unsynced"
+// group, served every 100 ms (mvcc/watchable_store.go, syncWatchersLoop), and delivers events
+// to a watch that starts above it as they commit. A wait watches only the key it depends on (no
+// thundering herd), ends promptly on abort, and closes its watcher whatever happens.
 import {
   AbortedError,
   type Bytes,
   CompactedError,
   InvalidArgumentError,
+  type KeyValue,
   type KV,
   linkSignals,
+  op,
   type ResponseHeader,
+  type WatchBatch,
   type WatchEvent,
+  type Watcher,
   type WatchKeys,
 } from '@etcdkit/client';
 import { SessionExpiredError } from './errors.js';
@@ -35,13 +42,17 @@ export interface WaitForDeleteOptions extends WaitOptions {
 }
 
 /**
- * Resolves once `key` is deleted at a revision >= `fromRevision`, with the revision of the delete.
+ * Resolves once `key` is deleted after `fromRevision`: with the revision of the delete, or of a
+ * later read that found the key gone.
  *
  * `fromRevision` must be a revision at which the caller saw the key exist, normally the header
  * revision of the read that found it: a delete between that read and the creation of the watch is
- * then still delivered (this is what makes the wait lost-wakeup free). If that revision has been
- * compacted, the key is read again: missing (or, with `createRevision`, re-created) resolves at the
- * read's revision; otherwise the watch restarts from it.
+ * then still delivered (this is what makes the wait lost-wakeup free). The watch starts at
+ * `fromRevision + 1`, so when nothing changed since the read etcd delivers the delete as it
+ * commits. When the store did move on (etcd would replay that watch only from its 100 ms catch-up
+ * loop), a watch from now is added and the key read once more: missing (or, with
+ * `createRevision`, re-created) resolves at the read's revision. So does a read after the start
+ * revision was compacted; otherwise the watch restarts after it.
  *
  * Rejects with AbortedError when `signal` aborts, and with the watch's error (PermissionDenied,
  * ClientClosed...) if it fails for good.
@@ -52,24 +63,46 @@ export async function waitForDelete(
   fromRevision: bigint,
   options: WaitForDeleteOptions = {},
 ): Promise<bigint> {
-  let from = fromRevision;
+  let seenAt = fromRevision;
   for (;;) {
     try {
-      const event = await waitForEvent(kv, { key }, 'delete', from, options);
-      return event.kv.modRevision;
+      return await waitForChange(
+        kv,
+        { keys: { key }, type: 'delete', from: seenAt + 1n },
+        (batch) => firstOf('delete')(batch)?.kv.modRevision,
+        {
+          signal: options.signal,
+          recheck: async (signal) => {
+            const read = await readKey(kv, key, options.createRevision, signal);
+            return read.gone ? read.revision : undefined;
+          },
+        },
+      );
     } catch (error) {
       if (!(error instanceof CompactedError)) throw error;
-      const read = await kv.range({ key, signal: options.signal });
-      const current = read.kvs[0];
-      if (
-        current === undefined ||
-        (options.createRevision !== undefined && current.createRevision !== options.createRevision)
-      ) {
-        return read.header.revision;
-      }
-      from = read.header.revision;
+      const read = await readKey(kv, key, options.createRevision, options.signal);
+      if (read.gone) return read.revision;
+      seenAt = read.revision;
     }
   }
+}
+
+/**
+ * Reads `key` and whether the incarnation waited on is gone: missing or, with `createRevision`,
+ * re-created.
+ */
+async function readKey(
+  kv: KV,
+  key: Bytes,
+  createRevision: bigint | undefined,
+  signal: AbortSignal | undefined,
+): Promise<{ readonly gone: boolean; readonly revision: bigint }> {
+  const read = await kv.range({ key, keysOnly: true, signal });
+  const current = read.kvs[0];
+  const gone =
+    current === undefined ||
+    (createRevision !== undefined && current.createRevision !== createRevision);
+  return { gone, revision: read.header.revision };
 }
 
 /**
@@ -80,26 +113,102 @@ export async function waitForDelete(
  * Rejects with AbortedError when `signal` aborts, with WatchCompactedError (a CompactedError) when
  * `fromRevision` was compacted, and with the watch's error if it fails for good.
  */
-export async function waitForEvent(
+export function waitForEvent(
   kv: KV,
   keys: WatchKeys,
   type: WatchEvent['type'],
   fromRevision: bigint,
   options: WaitOptions = {},
 ): Promise<WatchEvent> {
-  const { signal } = options;
-  throwIfAborted(signal);
+  return waitForChange(kv, { keys, type, from: fromRevision }, firstOf(type), options);
+}
+
+/** What {@link waitForChange} watches: events of `type` on `keys` from revision `from`. */
+export interface ChangeWatch {
+  readonly keys: WatchKeys;
+  readonly type: WatchEvent['type'];
+  readonly from: bigint;
+}
+
+/** Options of {@link waitForChange}. */
+export interface ChangeOptions<T> extends WaitOptions {
+  /**
+   * Reads whether the awaited change already happened: its result, or undefined when it did not.
+   * Without it a watch that starts in the past is only waited out.
+   */
+  readonly recheck?: (signal: AbortSignal) => Promise<T | undefined>;
+}
+
+/**
+ * @internal Watches `watch.keys` from `watch.from` until `found` returns something for a batch.
+ *
+ * A watch from a past revision (the store moved on since the read that gave `from`) is served by
+ * etcd from its catch-up loop, every 100 ms. When the watch's creation shows that, and `recheck`
+ * is given, a second watch is opened from now (etcd delivers its events as they commit) and, once
+ * it exists, `recheck` reads whether the change came in between: the first of the two watches or
+ * the read to tell wins. Every watch is closed when it settles.
+ */
+export async function waitForChange<T>(
+  kv: KV,
+  watch: ChangeWatch,
+  found: (batch: WatchBatch) => T | undefined,
+  options: ChangeOptions<T> = {},
+): Promise<T> {
+  throwIfAborted(options.signal);
+  const stop = new AbortController();
+  const linked = options.signal ? linkSignals(options.signal, stop.signal) : undefined;
+  const signal = linked?.signal ?? stop.signal;
   // The server filters the other kind of event out, so a busy key costs nothing while we wait.
-  const watcher = kv.watch({
-    ...keys,
-    startRevision: fromRevision,
-    filters: [type === 'put' ? 'noDelete' : 'noPut'],
-    signal,
-  });
+  const open = (startRevision: bigint) =>
+    kv.watch({
+      ...watch.keys,
+      startRevision,
+      filters: [watch.type === 'put' ? 'noDelete' : 'noPut'],
+      signal,
+    });
+  const first = open(watch.from);
+  const replayed = untilFound(first, found, signal);
+  const { recheck } = options;
+  const attempts = [replayed];
+  if (recheck !== undefined && watch.from > 0n) {
+    attempts.push(
+      first.ready().then(async (createdAt) => {
+        // Created below the start revision: etcd counts it synced, nothing to catch up.
+        if (createdAt < watch.from) return replayed;
+        const second = open(0n);
+        const live = untilFound(second, found, signal);
+        // Handled here as well: after a stop it may reject unawaited.
+        live.catch(() => undefined);
+        attempts.push(live);
+        await second.ready();
+        return (await recheck(signal)) ?? (await live);
+      }),
+    );
+  }
+  try {
+    return await Promise.race(attempts);
+  } finally {
+    stop.abort();
+    linked?.release();
+    // The losers end with AbortedError once stopped; settle them so no watch outlives the call.
+    await Promise.allSettled(attempts);
+  }
+}
+
+/** Picks the first event of `type` in a batch. */
+function firstOf(type: WatchEvent['type']): (batch: WatchBatch) => WatchEvent | undefined {
+  return (batch) => batch.events.find((event) => event.type === type);
+}
+
+async function untilFound<T>(
+  watcher: Watcher,
+  found: (batch: WatchBatch) => T | undefined,
+  signal: AbortSignal,
+): Promise<T> {
   try {
     for await (const batch of watcher) {
-      const event = batch.events.find((e) => e.type === type);
-      if (event) return event;
+      const result = found(batch);
+      if (result !== undefined) return result;
     }
   } finally {
     await watcher.close();
@@ -119,6 +228,17 @@ export interface OwnKey {
   readonly seenAt: bigint;
 }
 
+/** A read of the queue ahead of a waiter, at one revision. */
+export interface QueueRead {
+  /**
+   * The keys ahead of the waiter (created before it), newest first: all of them, or with one
+   * slot at least the newest (the only one waited on).
+   */
+  readonly predecessors: readonly KeyValue[];
+  /** Header of the read; the waiter's own key existed at `header.revision`. */
+  readonly header: ResponseHeader;
+}
+
 /** What {@link waitForPredecessors} waits for. */
 export interface PredecessorWait extends WaitOptions {
   /** The queue: every key under this prefix (for a mutex, `name + "/"`). */
@@ -133,23 +253,32 @@ export interface PredecessorWait extends WaitOptions {
   /**
    * The waiter's own key. When given it is watched too, and its delete (lease expired or revoked,
    * or someone deleted it: etcd issue 19597) rejects the wait with {@link SessionExpiredError} at
-   * once instead of waiting on for a turn that can no longer be taken.
+   * once instead of waiting on for a turn that can no longer be taken. Each read of the queue
+   * checks it too, so the wait resolves only at a revision where it was still this incarnation.
    */
   readonly ownKey?: OwnKey;
+  /**
+   * The queue as the caller already read it (for example in the txn that created its key), to
+   * start waiting without reading it again.
+   */
+  readonly ahead?: QueueRead;
 }
 
 /**
  * Waits for one's turn in a queue of keys ordered by create revision (mutex, election, rwmutex,
- * semaphore). Resolves with the header of the read that found fewer than `slots` predecessors.
+ * semaphore). Resolves with the header of the read that found fewer than `slots` predecessors
+ * (and, with `ownKey`, the own key still the incarnation that queued).
  *
- * With one slot it reads the newest predecessor (the key with the largest create revision below
- * the waiter's), waits for ITS delete from the read's header revision, and repeats: each waiter
- * watches exactly one key, so a release wakes one waiter, not the whole queue. With more slots it
- * reads every predecessor and watches the prefix for their deletes (any of them may free a slot).
+ * With one slot it waits for the delete of the newest predecessor (the key with the largest create
+ * revision below the waiter's), from just after the revision it was seen at, then reads the queue
+ * and its own key again in one txn, and repeats: each waiter watches exactly one key, so a release
+ * wakes one waiter, not the whole queue. With more slots it watches the prefix for the deletes of
+ * the predecessors read (any of them may free a slot).
  *
- * The caller must still check its own key afterwards: resolving says only that no predecessor was
- * left at some revision. Rejects with AbortedError on abort, SessionExpiredError when `ownKey` is
- * deleted, or the failure of a read or watch. Every watch it opened is closed when it settles.
+ * Keys are never created with a create revision below an existing one, so "no predecessor left" at
+ * a revision stays true after it. Rejects with AbortedError on abort, SessionExpiredError when
+ * `ownKey` is deleted or found gone, or the failure of a read or watch. Every watch it opened is
+ * closed when it settles.
  */
 export async function waitForPredecessors(kv: KV, wait: PredecessorWait): Promise<ResponseHeader> {
   const slots = wait.slots ?? 1;
@@ -161,8 +290,7 @@ export async function waitForPredecessors(kv: KV, wait: PredecessorWait): Promis
   // Linked by hand, and let go of at the end: the caller's signal may outlive many waits.
   const linked = wait.signal ? linkSignals(wait.signal, inner.signal) : undefined;
   const signal = linked?.signal ?? inner.signal;
-  const turn =
-    slots === 1 ? waitForNoPredecessor(kv, wait, signal) : waitForFreeSlot(kv, wait, signal);
+  const turn = waitInQueue(kv, wait, slots, signal);
   const lost = wait.ownKey ? ownKeyLost(kv, wait.ownKey, signal) : undefined;
   try {
     return lost ? await Promise.race([turn, lost]) : await turn;
@@ -175,86 +303,108 @@ export async function waitForPredecessors(kv: KV, wait: PredecessorWait): Promis
   }
 }
 
-async function waitForNoPredecessor(
+/**
+ * @internal The turn part of {@link waitForPredecessors}, without the own key's watch: for a
+ * caller that watches the key itself and aborts `signal` when it goes.
+ */
+export async function waitInQueue(
   kv: KV,
   wait: PredecessorWait,
+  slots: number,
   signal: AbortSignal,
 ): Promise<ResponseHeader> {
+  let read = wait.ahead ?? (await readQueue(kv, wait, slots, signal));
   for (;;) {
-    const read = await kv.range({
-      prefix: wait.prefix,
-      sort: { target: 'create', order: 'descend' },
-      limit: 1,
-      maxCreateRevision: wait.createRevision - 1n,
-      keysOnly: true,
-      signal,
-    });
-    const predecessor = read.kvs[0];
-    if (predecessor === undefined) return read.header;
-    await waitForDelete(kv, predecessor.key, read.header.revision, {
-      signal,
-      createRevision: predecessor.createRevision,
-    });
-  }
-}
-
-async function waitForFreeSlot(
-  kv: KV,
-  wait: PredecessorWait,
-  signal: AbortSignal,
-): Promise<ResponseHeader> {
-  const slots = BigInt(wait.slots ?? 1);
-  for (;;) {
-    const read = await kv.range({
-      prefix: wait.prefix,
-      maxCreateRevision: wait.createRevision - 1n,
-      keysOnly: true,
-      signal,
-    });
-    // `count` ignores the create-revision filter, so count the returned keys instead.
-    const ahead = new Set(read.kvs.map((entry) => entry.keyText()));
-    if (BigInt(ahead.size) < slots) return read.header;
+    const { predecessors, header } = read;
+    if (predecessors.length < slots) return header;
     try {
-      await waitForDeletes(kv, wait.prefix, ahead, ahead.size - Number(slots) + 1, {
-        from: read.header.revision,
-        signal,
-      });
-      return read.header;
+      if (slots === 1) {
+        const newest = predecessors[0] as KeyValue;
+        await waitForDelete(kv, newest.key, header.revision, {
+          signal,
+          createRevision: newest.createRevision,
+        });
+      } else {
+        const ahead = new Set(predecessors.map((entry) => entry.keyText()));
+        await waitForDeletes(kv, wait.prefix, ahead, ahead.size - slots + 1, {
+          from: header.revision + 1n,
+          signal,
+          recheck: async (stop) =>
+            (await readQueue(kv, wait, slots, stop)).predecessors.length < slots ? true : undefined,
+        });
+      }
     } catch (error) {
       // The watch start was compacted: read the queue again from now.
       if (!(error instanceof CompactedError)) throw error;
     }
+    read = await readQueue(kv, wait, slots, signal);
   }
 }
 
-/** Resolves once `needed` keys of `keys` (all under `prefix`) were deleted from revision `from`. */
+/**
+ * Reads the predecessors (with one slot only the newest) and, with `ownKey`, checks in the same
+ * txn that the own key is still the incarnation that queued: one round trip.
+ */
+async function readQueue(
+  kv: KV,
+  wait: PredecessorWait,
+  slots: number,
+  signal: AbortSignal,
+): Promise<QueueRead> {
+  const request = {
+    prefix: wait.prefix,
+    maxCreateRevision: wait.createRevision - 1n,
+    keysOnly: true,
+    sort: { target: 'create', order: 'descend' },
+    ...(slots === 1 ? { limit: 1 } : {}),
+  } as const;
+  const own = wait.ownKey;
+  if (own === undefined) {
+    const read = await kv.range({ ...request, signal });
+    return { predecessors: read.kvs, header: read.header };
+  }
+  const result = await kv
+    .txn()
+    .then(op.range(request), op.get(own.key, { keysOnly: true }))
+    .commit({ signal });
+  const [ahead, mine] = result.responses;
+  if (mine?.kvs[0]?.createRevision !== own.createRevision) {
+    throw new SessionExpiredError(
+      `${own.key} is gone: the session's lease expired or the key was deleted`,
+      { key: own.key },
+    );
+  }
+  return { predecessors: ahead?.kvs ?? [], header: result.header };
+}
+
+/**
+ * Resolves once `needed` keys of `keys` (all under `prefix`) were deleted from revision `from`, or
+ * once `recheck` reads that enough are gone.
+ */
 async function waitForDeletes(
   kv: KV,
   prefix: string,
   keys: Set<string>,
   needed: number,
-  options: { readonly from: bigint; readonly signal: AbortSignal },
+  options: {
+    readonly from: bigint;
+    readonly signal: AbortSignal;
+    readonly recheck: (signal: AbortSignal) => Promise<true | undefined>;
+  },
 ): Promise<void> {
-  const watcher = kv.watch({
-    prefix,
-    startRevision: options.from,
-    filters: ['noPut'],
-    signal: options.signal,
-  });
   let deleted = 0;
-  try {
-    for await (const batch of watcher) {
+  await waitForChange(
+    kv,
+    { keys: { prefix }, type: 'delete', from: options.from },
+    (batch) => {
       for (const event of batch.events) {
         // A predecessor deleted then re-created is behind us now, so each name counts once.
         if (keys.delete(event.kv.keyText())) deleted++;
       }
-      if (deleted >= needed) return;
-    }
-  } finally {
-    await watcher.close();
-  }
-  throwIfAborted(options.signal);
-  throw new AbortedError({ message: 'the watch ended before the awaited deletes' });
+      return deleted >= needed ? true : undefined;
+    },
+    options,
+  );
 }
 
 /** Rejects with SessionExpiredError when the own key is deleted; never resolves otherwise. */

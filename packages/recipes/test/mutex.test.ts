@@ -11,7 +11,14 @@ import {
 } from '../src/errors.js';
 import { type Lock, Mutex } from '../src/mutex.js';
 import { Session } from '../src/session.js';
-import { eventually, Fixture, recording, rejection, stillPending } from './recipes-support.js';
+import {
+  eventually,
+  Fixture,
+  recording,
+  rejection,
+  stillPending,
+  withHookAfterCommit,
+} from './recipes-support.js';
 
 const text = (bytes: string | Uint8Array | undefined) =>
   typeof bytes === 'string' ? bytes : new TextDecoder().decode(bytes);
@@ -185,37 +192,52 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       await next.unlock();
     });
 
-    it('sees a predecessor deleted between its range and its watch', async () => {
+    it('sees a predecessor deleted between its read (the acquire txn) and its watch', async () => {
       const name = `${prefix()}lock`;
       const holder = await fixture.session();
       const lock = await new Mutex(holder, name).lock();
-      // The waiter's client deletes the holder's key right after the waiter's first range
-      // answered, before its watch exists: the watch from the range's revision still sees it.
-      const client = fixture.client();
-      let rangesSeen = 0;
-      const racy = new Proxy(client, {
-        get(target, property) {
-          if (property === 'range') {
-            return async (request: Parameters<Etcd['range']>[0]) => {
-              const result = await target.range(request);
-              if (request.maxCreateRevision !== undefined && rangesSeen++ === 0) {
-                await admin.delete(lock.key);
-              }
-              return result;
-            };
-          }
-          const value: unknown = Reflect.get(target, property, target);
-          return typeof value === 'function' ? value.bind(target) : value;
-        },
+      // The acquire txn reads the holder's key as the one to wait for; the holder's key is deleted
+      // after that txn answered and before the waiter's watch exists: the watch, from just after
+      // the txn's revision, still sees the delete.
+      let commits = 0;
+      const racy = withHookAfterCommit(fixture.client(), async (commit) => {
+        commits = commit;
+        if (commit === 1) await admin.delete(lock.key);
       });
-      const waiter = await Session.create(racy, {});
-      try {
-        const next = await new Mutex(waiter, name).lock({ signal: AbortSignal.timeout(5_000) });
-        expect(rangesSeen).toBeGreaterThanOrEqual(1);
-        await next.unlock();
-      } finally {
-        await waiter.close();
-      }
+      const waiter = await fixture.session({}, racy);
+      const next = await new Mutex(waiter, name).lock({ signal: AbortSignal.timeout(5_000) });
+      expect(next.key).toBe(new Mutex(waiter, name).key);
+      // The acquire txn, then the one read after the delete that finds nobody ahead.
+      expect(commits).toBe(2);
+      expect(next.header.revision).toBeGreaterThan(next.fencingToken);
+      await next.unlock();
+    });
+
+    it('sees the next predecessor deleted between its confirming read and its watch', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      const quitter = new AbortController();
+      const { locked: quitting } = await queue(
+        new Mutex(await fixture.session(), name),
+        quitter.signal,
+      );
+      // The last waiter waits for the quitter; when the quitter gives up, its confirming read (its
+      // second txn) finds the holder, whose key is deleted before the waiter watches it.
+      const racy = withHookAfterCommit(fixture.client(), async (commit) => {
+        if (commit === 2) await admin.delete(lock.key);
+      });
+      const waiter = await fixture.session({}, racy);
+      const mutex = new Mutex(waiter, name);
+      const { locked } = await queue(mutex);
+      quitter.abort();
+      expect(await rejection(quitting)).toBeInstanceOf(AbortedError);
+      const next = await locked;
+      expect(next.key).toBe(mutex.key);
+      expect(await keysUnder(name)).toEqual([
+        expect.objectContaining({ createRevision: next.fencingToken }),
+      ]);
+      await next.unlock();
     });
   });
 

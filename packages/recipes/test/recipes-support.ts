@@ -189,3 +189,37 @@ export function withHookAfterRange(kv: KV, after: () => Promise<void>): KV {
     },
   });
 }
+
+/**
+ * `etcd` whose txn commits run `after(n)` (n = 1, 2, ... per commit) once the txn answered and
+ * before its result is returned: to change the store between a recipe's read (a txn) and the
+ * watch it starts from that read.
+ */
+export function withHookAfterCommit(etcd: Etcd, after: (commit: number) => Promise<void>): Etcd {
+  let commits = 0;
+  const wrap = <T extends object>(txn: T): T =>
+    new Proxy(txn, {
+      get(target, property) {
+        const value: unknown = Reflect.get(target, property, target);
+        if (typeof value !== 'function') return value;
+        if (property === 'commit') {
+          return async (...args: unknown[]) => {
+            const result: unknown = await value.apply(target, args);
+            await after(++commits);
+            return result;
+          };
+        }
+        if (property === 'if' || property === 'then' || property === 'else') {
+          return (...args: unknown[]) => wrap(value.apply(target, args) as object);
+        }
+        return value.bind(target);
+      },
+    });
+  return new Proxy(etcd, {
+    get(target, property) {
+      if (property === 'txn') return () => wrap(target.txn());
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}

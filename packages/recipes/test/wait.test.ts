@@ -22,7 +22,34 @@ describeEachBackend('wait primitives', ({ backend, prefix }) => {
     await etcd.put(key, 'v');
     const read = await etcd.range({ key });
     const deleted = await etcd.delete(key);
-    expect(await waitForDelete(etcd, key, read.header.revision)).toBe(deleted.header.revision);
+    // The revision of the delete, or (the watch started in the past) of the read that saw it gone.
+    const at = await waitForDelete(etcd, key, read.header.revision);
+    expect(at).toBeGreaterThanOrEqual(deleted.header.revision);
+    expect(at).toBeLessThanOrEqual((await etcd.range({ key })).header.revision);
+  });
+
+  it('waitForDelete from a revision the store moved past watches from now too, and misses nothing', async () => {
+    const key = `${prefix()}k`;
+    const created = await etcd.put(key, 'v');
+    await etcd.put(`${prefix()}other`, 'x');
+    const { etcd: spy, watches } = recording(etcd);
+    const waiting = waitForDelete(spy, key, created.header.revision, {
+      createRevision: created.header.revision,
+    });
+    // The watch from the past, then one from now (startRevision 0) with a read of the key.
+    await vi.waitFor(
+      () =>
+        expect(watches.map((w) => w.startRevision ?? 0n)).toEqual([
+          created.header.revision + 1n,
+          0n,
+        ]),
+      {
+        timeout: 5_000,
+      },
+    );
+    expect(await stillPending(waiting, 150)).toBe(true);
+    const deleted = await etcd.delete(key);
+    expect(await waiting).toBe(deleted.header.revision);
   });
 
   it('waitForDelete survives a compacted start revision', async () => {
@@ -90,6 +117,62 @@ describeEachBackend('wait primitives', ({ backend, prefix }) => {
     const header = await waiting;
     expect(header.revision).toBeGreaterThan(a.header.revision);
     expect(watches.every((w) => !('prefix' in w && w.prefix !== undefined))).toBe(true);
+  });
+
+  it('waitForPredecessors starts each watch just after the revision it saw the key at', async () => {
+    const p = `${prefix()}queue/`;
+    await etcd.put(`${p}a`, '');
+    await etcd.put(`${p}b`, '');
+    const c = await etcd.put(`${p}c`, '');
+    const predecessor = await etcd.get(`${p}b`);
+    const { etcd: spy, watches } = recording(etcd);
+    // From just after the revision read: etcd serves such a watch as events commit, not from its
+    // 100 ms catch-up loop, and nothing after the read is missed.
+    const waiting = waitForPredecessors(spy, {
+      prefix: p,
+      createRevision: c.header.revision,
+      ownKey: { key: `${p}c`, createRevision: c.header.revision, seenAt: c.header.revision },
+      ahead: { predecessors: predecessor ? [predecessor] : [], header: c.header },
+    });
+    // Watches from now (startRevision 0) join only when the store moved on meanwhile.
+    const fromRead = () => watches.filter((w) => (w.startRevision ?? 0n) > 0n);
+    await vi.waitFor(() => expect(fromRead()).toHaveLength(2), { timeout: 5_000 });
+    expect(fromRead().map((w) => [text('key' in w ? w.key : undefined), w.startRevision])).toEqual([
+      [`${p}b`, c.header.revision + 1n],
+      [`${p}c`, c.header.revision + 1n],
+    ]);
+    const deletedB = await etcd.delete(`${p}b`);
+    await vi.waitFor(() => expect(fromRead()).toHaveLength(3), { timeout: 5_000 });
+    // The read after b's delete found a, and watches it from just after that read.
+    const third = fromRead()[2]!;
+    expect(text('key' in third ? third.key : undefined)).toBe(`${p}a`);
+    expect(third.startRevision).toBeGreaterThan(deletedB.header.revision);
+    await etcd.delete(`${p}a`);
+    await waiting;
+  });
+
+  it('waitForPredecessors fails when its read finds its own key re-created', async () => {
+    const p = `${prefix()}queue/`;
+    await etcd.put(`${p}a`, '');
+    const mine = await etcd.put(`${p}b`, '');
+    await etcd.delete(`${p}b`);
+    const again = await etcd.put(`${p}b`, '');
+    // Seen at a revision after the re-creation, so no watch replays the delete: the read of the
+    // queue (with a still ahead) has to notice that b is another incarnation.
+    const error = await rejection(
+      waitForPredecessors(etcd, {
+        prefix: p,
+        createRevision: mine.header.revision,
+        ownKey: {
+          key: `${p}b`,
+          createRevision: mine.header.revision,
+          seenAt: again.header.revision,
+        },
+      }),
+    );
+    expect(error).toBeInstanceOf(SessionExpiredError);
+    expect((error as SessionExpiredError).key).toBe(`${p}b`);
+    expect(await etcd.get(`${p}a`)).toBeDefined();
   });
 
   it('waitForPredecessors fails with SessionExpiredError when its own key goes', async () => {
