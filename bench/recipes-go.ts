@@ -67,6 +67,11 @@ export class GoProcess {
     return new GoProcess(spawn(binary, args, { stdio: ['ignore', 'pipe', 'inherit'] }));
   }
 
+  /** Whether the process printed `line` by now. */
+  printed(line: string): boolean {
+    return this.#lines.includes(line);
+  }
+
   /** Resolves once the process printed `line`; rejects if it exits first. */
   async line(line: string): Promise<void> {
     let exited = false;

@@ -162,8 +162,11 @@ async function lockCycles(endpoint: string, name: string, contenders: number): P
   }
 }
 
-/** From SIGKILL of the leader's process until the candidate queued behind it leads. */
-async function deathFailover(endpoint: string, name: string): Promise<number> {
+/**
+ * From SIGKILL of the leader's process until the candidate queued behind it leads; undefined when
+ * the candidate led before the kill (the leader's 1 s lease ran out first on a loaded machine).
+ */
+async function deathFailover(endpoint: string, name: string): Promise<number | undefined> {
   const child = fork(leaderScript, [endpoint, name, String(LEADER_TTL)], {
     execArgv: process.execArgv,
     stdio: 'inherit',
@@ -175,14 +178,19 @@ async function deathFailover(endpoint: string, name: string): Promise<number> {
       child.once('message', () => resolve());
       child.once('exit', (code) => reject(new Error(`leader process exited (${code})`)));
     });
+    let early = false;
     const waiting = new Election(opened.sessions[0]!, name).campaign('follower');
+    void waiting.then(() => {
+      early ||= child.exitCode === null && child.signalCode === null;
+    });
     await sleep(20);
+    if (early) return undefined;
     const started = now();
     child.kill('SIGKILL');
     const leadership = await waiting;
     const took = now() - started;
     await leadership.resign();
-    return took;
+    return early ? undefined : took;
   } finally {
     child.kill('SIGKILL');
     await exited;
@@ -190,7 +198,11 @@ async function deathFailover(endpoint: string, name: string): Promise<number> {
   }
 }
 
-async function goDeathFailover(binary: string, endpoint: string, name: string): Promise<number> {
+async function goDeathFailover(
+  binary: string,
+  endpoint: string,
+  name: string,
+): Promise<number | undefined> {
   const flags = ['-endpoint', endpoint, '-prefix', name, '-ttl', String(LEADER_TTL)];
   const leader = GoProcess.start(binary, ['leader', ...flags]);
   const follower = GoProcess.start(binary, ['follow', ...flags]);
@@ -198,6 +210,7 @@ async function goDeathFailover(binary: string, endpoint: string, name: string): 
     await leader.line('leader');
     await follower.line('ready');
     await sleep(20);
+    if (follower.printed('elected')) return undefined;
     const started = now();
     await leader.kill();
     await follower.line('elected');
@@ -215,7 +228,7 @@ interface Contender {
   handoffs(endpoint: string, name: string): Promise<number[]>;
   resigns(endpoint: string, name: string): Promise<number[]>;
   cycles(endpoint: string, name: string, contenders: number): Promise<number>;
-  death(endpoint: string, name: string): Promise<number>;
+  death(endpoint: string, name: string): Promise<number | undefined>;
 }
 
 const etcdkit: Contender = {
@@ -267,6 +280,7 @@ async function measureServer(server: Server, contenders: readonly Contender[]): 
   const samples = new Map<string, number[]>();
   const add = (key: string, values: readonly number[]) =>
     samples.set(key, [...(samples.get(key) ?? []), ...values]);
+  const early = new Map<string, number>();
   let unique = 0;
   const name = (what: string) => `bench/${what}/${unique++}`;
   const active = contenders.filter((c) => c.skipped === undefined);
@@ -281,8 +295,13 @@ async function measureServer(server: Server, contenders: readonly Contender[]): 
         add(`${c.name}|cycles${n}`, [await c.cycles(server.endpoint, name('cycles'), n)]);
       }
     }
-    // One death per contender and round: each waits for a lease to expire.
-    for (const c of order) add(`${c.name}|death`, [await c.death(server.endpoint, name('die'))]);
+    // One death per contender and round: each waits for a lease to expire. A candidate that led
+    // before the kill (the leader's lease ran out under load) is no sample; counted apart.
+    for (const c of order) {
+      const took = await c.death(server.endpoint, name('die'));
+      if (took === undefined) early.set(c.name, (early.get(c.name) ?? 0) + 1);
+      else add(`${c.name}|death`, [took]);
+    }
   }
   const rt = quantile(puts, 0.5);
   const rows: Row[] = [
@@ -300,7 +319,7 @@ async function measureServer(server: Server, contenders: readonly Contender[]): 
     p99: `${(quantile(values, 0.99) / rt).toFixed(1)} RT (${quantile(values, 0.99).toFixed(2)} ms)`,
     samples: values.length,
   });
-  const measures: Array<[string, string, (values: number[]) => Row]> = [
+  const measures: Array<[string, string, (values: number[], contender: string) => Row]> = [
     ['handoff', `mutex handoff, waiter queued ${GAP_MS} ms before`, inRoundTrips],
     ['resign', 'election failover after resign()', inRoundTrips],
     ...CONTENDERS.map((n): [string, string, (values: number[]) => Row] => [
@@ -315,10 +334,11 @@ async function measureServer(server: Server, contenders: readonly Contender[]): 
     [
       'death',
       `election failover after the leader process dies (TTL ${LEADER_TTL} s)`,
-      (values) => ({
+      (values, contender) => ({
         median: `${Math.round(quantile(values, 0.5))} ms`,
         p99: `${Math.round(quantile(values, 0.99))} ms`,
         samples: values.length,
+        ...(early.has(contender) ? { note: `${early.get(contender)} led before the kill` } : {}),
       }),
     ],
   ];
@@ -329,7 +349,7 @@ async function measureServer(server: Server, contenders: readonly Contender[]): 
         rows.push({ ...base, median: `skipped: ${c.skipped}`, p99: '-', samples: 0 });
         continue;
       }
-      rows.push({ ...base, ...format(samples.get(`${c.name}|${key}`) ?? []) });
+      rows.push({ ...base, ...format(samples.get(`${c.name}|${key}`) ?? [], c.name) });
     }
   }
   return rows;

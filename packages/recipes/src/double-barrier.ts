@@ -212,8 +212,10 @@ export class DoubleBarrier {
               signal: stop,
               // Put since our key was created: a flag left from an earlier round does not count.
               recheck: async (again) => {
-                const flag = (await kv.range({ key: ready, keysOnly: true, signal: again })).kvs[0];
-                return flag !== undefined && flag.modRevision >= start ? true : undefined;
+                const read = await kv.range({ key: ready, keysOnly: true, signal: again });
+                const flag = read.kvs[0];
+                const found = flag !== undefined && flag.modRevision >= start ? true : undefined;
+                return { found, revision: read.header.revision };
               },
             },
           ),

@@ -5,7 +5,7 @@ import { LockLostError, LockNotHeldError, SessionExpiredError } from './errors.j
 import { GuardedTxn } from './fencing.js';
 import { deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
 import type { Session } from './session.js';
-import { waitForDelete, waitInQueue } from './wait.js';
+import { waitForDeleteOf, waitInQueue } from './wait.js';
 
 /**
  * Something held through a key in etcd: a mutex or rwmutex lock, a semaphore permit, a
@@ -65,10 +65,15 @@ export class Holding {
       return;
     }
     session.signal.addEventListener('abort', this.#onSessionDone, { once: true });
-    waitForDelete(session.etcd, this.key, entry.header.revision, {
-      createRevision: entry.createRevision,
-      signal: this.#stopWatch.signal,
-    }).then(
+    // Not `live`: a loss is rare, and the read that ends a wait checks the key anyway; a watch
+    // from now and a read for every acquisition under contention would cost more than it saves.
+    waitForDeleteOf(
+      session.etcd,
+      this.key,
+      entry.header.revision,
+      { createRevision: entry.createRevision, signal: this.#stopWatch.signal },
+      false,
+    ).then(
       (revision) =>
         this.#lose(
           new LockLostError(

@@ -80,9 +80,10 @@ export async function claimFirst(
         (batch) => batch.events.length > 0 || undefined,
         {
           signal,
-          recheck: async (stop) =>
-            (await kv.range({ prefix, limit: 1, keysOnly: true, signal: stop })).kvs.length > 0 ||
-            undefined,
+          recheck: async (stop) => {
+            const items = await kv.range({ prefix, limit: 1, keysOnly: true, signal: stop });
+            return { found: items.kvs.length > 0 || undefined, revision: items.header.revision };
+          },
         },
       );
     } catch (error) {

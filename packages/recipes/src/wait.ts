@@ -57,11 +57,26 @@ export interface WaitForDeleteOptions extends WaitOptions {
  * Rejects with AbortedError when `signal` aborts, and with the watch's error (PermissionDenied,
  * ClientClosed...) if it fails for good.
  */
-export async function waitForDelete(
+export function waitForDelete(
   kv: KV,
   key: Bytes,
   fromRevision: bigint,
   options: WaitForDeleteOptions = {},
+): Promise<bigint> {
+  return waitForDeleteOf(kv, key, fromRevision, options, true);
+}
+
+/**
+ * @internal {@link waitForDelete}; with `live` false a watch the store moved past is only waited
+ * out (no watch from now, no read): for a wait whose event is rare and not urgent, such as a held
+ * key's loss, where the extra watch and read would cost every acquisition under contention.
+ */
+export async function waitForDeleteOf(
+  kv: KV,
+  key: Bytes,
+  fromRevision: bigint,
+  options: WaitForDeleteOptions,
+  live: boolean,
 ): Promise<bigint> {
   let seenAt = fromRevision;
   for (;;) {
@@ -72,10 +87,12 @@ export async function waitForDelete(
         (batch) => firstOf('delete')(batch)?.kv.modRevision,
         {
           signal: options.signal,
-          recheck: async (signal) => {
-            const read = await readKey(kv, key, options.createRevision, signal);
-            return read.gone ? read.revision : undefined;
-          },
+          recheck: live
+            ? async (signal) => {
+                const read = await readKey(kv, key, options.createRevision, signal);
+                return { found: read.gone ? read.revision : undefined, revision: read.revision };
+              }
+            : undefined,
         },
       );
     } catch (error) {
@@ -133,10 +150,16 @@ export interface ChangeWatch {
 /** Options of {@link waitForChange}. */
 export interface ChangeOptions<T> extends WaitOptions {
   /**
-   * Reads whether the awaited change already happened: its result, or undefined when it did not.
-   * Without it a watch that starts in the past is only waited out.
+   * Reads whether the awaited change already happened: its result (undefined when it did not) and
+   * the read's revision. Without it a watch that starts in the past is only waited out.
    */
-  readonly recheck?: (signal: AbortSignal) => Promise<T | undefined>;
+  readonly recheck?: (signal: AbortSignal) => Promise<Recheck<T>>;
+}
+
+/** What a {@link ChangeOptions.recheck} read found, at which revision. */
+export interface Recheck<T> {
+  readonly found: T | undefined;
+  readonly revision: bigint;
 }
 
 /**
@@ -144,9 +167,10 @@ export interface ChangeOptions<T> extends WaitOptions {
  *
  * A watch from a past revision (the store moved on since the read that gave `from`) is served by
  * etcd from its catch-up loop, every 100 ms. When the watch's creation shows that, and `recheck`
- * is given, a second watch is opened from now (etcd delivers its events as they commit) and, once
- * it exists, `recheck` reads whether the change came in between: the first of the two watches or
- * the read to tell wins. Every watch is closed when it settles.
+ * is given, a second watch is opened from now (etcd delivers its events as they commit) and, at
+ * the same time, `recheck` reads whether the change already came; a read older than the second
+ * watch is made once more. The first of the two watches or the reads to tell wins; the first
+ * watch alone would still see everything, only later. Every watch is closed when it settles.
  */
 export async function waitForChange<T>(
   kv: KV,
@@ -180,8 +204,12 @@ export async function waitForChange<T>(
         // Handled here as well: after a stop it may reject unawaited.
         live.catch(() => undefined);
         attempts.push(live);
-        await second.ready();
-        return (await recheck(signal)) ?? (await live);
+        const [liveFrom, read] = await Promise.all([second.ready(), recheck(signal)]);
+        if (read.found !== undefined) return read.found;
+        // The read was answered before the live watch existed: a change in between is only in
+        // the first watch's catch-up, so read once more.
+        const covered = liveFrom <= read.revision ? read : await recheck(signal);
+        return covered.found ?? (await live);
       }),
     );
   }
@@ -329,8 +357,11 @@ export async function waitInQueue(
         await waitForDeletes(kv, wait.prefix, ahead, ahead.size - slots + 1, {
           from: header.revision + 1n,
           signal,
-          recheck: async (stop) =>
-            (await readQueue(kv, wait, slots, stop)).predecessors.length < slots ? true : undefined,
+          recheck: async (stop) => {
+            const read = await readQueue(kv, wait, slots, stop);
+            const found = read.predecessors.length < slots ? true : undefined;
+            return { found, revision: read.header.revision };
+          },
         });
       }
     } catch (error) {
@@ -389,7 +420,7 @@ async function waitForDeletes(
   options: {
     readonly from: bigint;
     readonly signal: AbortSignal;
-    readonly recheck: (signal: AbortSignal) => Promise<true | undefined>;
+    readonly recheck: (signal: AbortSignal) => Promise<Recheck<true>>;
   },
 ): Promise<void> {
   let deleted = 0;
