@@ -46,51 +46,46 @@ func emit(samples []float64) {
 	fmt.Println(string(out))
 }
 
-// handoff: sessions a and b take turns; each sample times the holder's Unlock until the waiter,
-// queued gap earlier, holds.
-func handoff(endpoint, prefix string, samples int, gap time.Duration) []float64 {
-	ctx := context.Background()
-	sessions := []*concurrency.Session{newSession(endpoint, 60), newSession(endpoint, 60)}
-	mutexes := []*concurrency.Mutex{
-		concurrency.NewMutex(sessions[0], prefix), concurrency.NewMutex(sessions[1], prefix),
-	}
+// handoffs: two sessions take turns holding; each sample times the holder's release until the
+// other, which called acquire gap earlier, holds.
+func handoffs(samples int, gap time.Duration, acquire, release func(i int) error) []float64 {
 	var out []float64
-	must(mutexes[0].Lock(ctx))
+	must(acquire(0))
 	for i := 0; i < samples; i++ {
-		holder, waiter := mutexes[i%2], mutexes[(i+1)%2]
 		done := make(chan error, 1)
-		go func() { done <- waiter.Lock(ctx) }()
+		go func(next int) { done <- acquire(next) }((i + 1) % 2)
 		time.Sleep(gap)
 		start := time.Now()
-		must(holder.Unlock(ctx))
+		must(release(i % 2))
 		must(<-done)
 		out = append(out, millis(time.Since(start)))
 	}
-	must(mutexes[samples%2].Unlock(ctx))
+	must(release(samples % 2))
 	return out
 }
 
-// resign: the leader resigns; the candidate that campaigned gap earlier wins.
+// handoff: the mutex's Unlock until the waiter holds.
+func handoff(endpoint, prefix string, samples int, gap time.Duration) []float64 {
+	ctx := context.Background()
+	mutexes := []*concurrency.Mutex{
+		concurrency.NewMutex(newSession(endpoint, 60), prefix),
+		concurrency.NewMutex(newSession(endpoint, 60), prefix),
+	}
+	return handoffs(samples, gap,
+		func(i int) error { return mutexes[i].Lock(ctx) },
+		func(i int) error { return mutexes[i].Unlock(ctx) })
+}
+
+// resign: the leader's Resign until the candidate leads.
 func resign(endpoint, prefix string, samples int, gap time.Duration) []float64 {
 	ctx := context.Background()
-	sessions := []*concurrency.Session{newSession(endpoint, 60), newSession(endpoint, 60)}
 	elections := []*concurrency.Election{
-		concurrency.NewElection(sessions[0], prefix), concurrency.NewElection(sessions[1], prefix),
+		concurrency.NewElection(newSession(endpoint, 60), prefix),
+		concurrency.NewElection(newSession(endpoint, 60), prefix),
 	}
-	var out []float64
-	must(elections[0].Campaign(ctx, "a"))
-	for i := 0; i < samples; i++ {
-		leader, candidate := elections[i%2], elections[(i+1)%2]
-		done := make(chan error, 1)
-		go func() { done <- candidate.Campaign(ctx, "b") }()
-		time.Sleep(gap)
-		start := time.Now()
-		must(leader.Resign(ctx))
-		must(<-done)
-		out = append(out, millis(time.Since(start)))
-	}
-	must(elections[samples%2].Resign(ctx))
-	return out
+	return handoffs(samples, gap,
+		func(i int) error { return elections[i].Campaign(ctx, "candidate") },
+		func(i int) error { return elections[i].Resign(ctx) })
 }
 
 // cycles: contenders lock and unlock one mutex in a loop; one sample, the cycles per second.
