@@ -216,10 +216,11 @@ export async function waitForChange<T>(
   try {
     return await Promise.race(attempts);
   } finally {
+    // Stopping ends every watch at once (a watcher closes on its signal). The losers then reject
+    // with AbortedError; they are not waited for: a read still in flight would hold up the winner.
     stop.abort();
     linked?.release();
-    // The losers end with AbortedError once stopped; settle them so no watch outlives the call.
-    await Promise.allSettled(attempts);
+    for (const attempt of attempts) attempt.catch(() => undefined);
   }
 }
 
