@@ -5,6 +5,7 @@ import type { Bench } from 'tinybench';
 import { codecSuite } from './codec.js';
 import { dataDirSuite } from './data-dir.js';
 import { leaseMemorySuite } from './lease-memory.js';
+import { recipesSuite } from './recipes.js';
 import {
   normalize,
   type Row,
@@ -13,7 +14,6 @@ import {
   writeBenchmarksPage,
 } from './report.js';
 import { stmSuite } from './stm.js';
-import { recipesSuite } from './recipes.js';
 import { transportSuite } from './transport.js';
 import { waiterMemorySuite } from './waiter-memory.js';
 import { watchMemorySuite } from './watch-memory.js';
