@@ -13,6 +13,7 @@ import {
   type SuiteResult,
   writeBenchmarksPage,
 } from './report.js';
+import { serverCpuSuite } from './server-cpu.js';
 import { stmSuite } from './stm.js';
 import { transportSuite } from './transport.js';
 import { waiterMemorySuite } from './waiter-memory.js';
@@ -33,6 +34,7 @@ const suites: Suite[] = [
   dataDirSuite,
   stmSuite,
   recipesSuite,
+  serverCpuSuite,
 ];
 const only = process.argv[2];
 if (only && !suites.some((suite) => suite.name === only)) {

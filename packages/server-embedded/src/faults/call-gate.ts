@@ -30,6 +30,8 @@ export interface Admission {
 export interface GatePolicy {
   /** Decides about a call of `path` as it arrives (after a pause ends). */
   admit(path: string): Admission;
+  /** True when every call arriving now would be admitted at once, untouched (no faults set). */
+  idle?(): boolean;
 }
 
 /** What a data dir reports: resolves once every change made so far is on disk. */
@@ -79,13 +81,36 @@ export class CallGate {
     paused?.resolve();
   }
 
+  /** Sent when a response's changes could not be made durable. */
+  readonly durabilityFailed: InjectedStatus = DURABILITY_FAILED;
+
+  /**
+   * Whether a call arriving now passes the way in untouched: not paused, and the policy injects
+   * nothing. Such a call may skip the interceptor (see unary-fast-path.ts).
+   */
+  admitsAtOnce(): boolean {
+    return this.pausedUntil === undefined && this.policy.idle?.() === true;
+  }
+
+  /** Resolves once a pause ends; undefined when not paused. */
+  whilePaused(): Promise<void> | undefined {
+    return this.pausedUntil?.promise;
+  }
+
+  /**
+   * What a response waits for before it leaves: the end of a pause and the data dir's barrier;
+   * undefined when it may leave now. Rejects when the data dir failed.
+   */
+  outbound(): Promise<void> | undefined {
+    const paused = this.whilePaused();
+    const durable = this.barrier();
+    if (paused === undefined) return durable;
+    return durable === undefined ? paused : Promise.all([paused, durable]).then(() => {});
+  }
+
   /** The interceptor to give the grpc-js server. */
   interceptor(): grpc.ServerInterceptor {
     return (method, call) => this.intercept(method.path, call);
-  }
-
-  private whilePaused(): Promise<void> | undefined {
-    return this.pausedUntil?.promise;
   }
 
   private intercept(
@@ -104,12 +129,7 @@ export class CallGate {
         metadata: new grpc.Metadata(),
       });
     };
-    const outboundGate = (): Promise<void> | undefined => {
-      const paused = this.whilePaused();
-      const durable = this.barrier();
-      if (paused === undefined) return durable;
-      return durable === undefined ? paused : Promise.all([paused, durable]).then(() => {});
-    };
+    const outboundGate = (): Promise<void> | undefined => this.outbound();
     const onOutboundFailure = (): void => answer(DURABILITY_FAILED);
     const listener: grpc.ServerListener = {
       onReceiveMetadata: (metadata, next) => {

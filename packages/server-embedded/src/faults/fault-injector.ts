@@ -73,7 +73,10 @@ export class FaultInjector {
   constructor(gate: CallGate, targets: FaultTargets) {
     this.gate = gate;
     this.targets = targets;
-    const policy: GatePolicy = { admit: (path) => this.admit(path) };
+    const policy: GatePolicy = {
+      admit: (path) => this.admit(path),
+      idle: () => this.delays.size === 0 && this.failures.length === 0,
+    };
     gate.setPolicy(policy);
   }
 

@@ -27,17 +27,16 @@ import {
   cutFragment,
   FLAG_END_HEADERS,
   FLAG_END_STREAM,
-  FLAG_PADDED,
-  FLAG_PRIORITY,
   FRAME_CONTINUATION,
   FRAME_HEADER_BYTES,
   FRAME_HEADERS,
   headerFrames,
+  headersFragment,
   MAX_FRAME_PAYLOAD,
   type OpenBlock,
 } from './http2-frames.js';
 
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 /**
  * The longest header block held. A field takes at most 4 times what it counts in the header list
@@ -45,9 +44,15 @@ const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
  * field counts), so a longer block is one the server refuses anyway. Without a limit a client
  * could send CONTINUATION frames for ever, all held here.
  */
-const MAX_HEADER_BLOCK = 4 * DEFAULT_MAX_HEADER_LIST_SIZE;
+export const MAX_HEADER_BLOCK = 4 * DEFAULT_MAX_HEADER_LIST_SIZE;
 
 type Mode = 'inspect' | 'rewrite' | 'pass';
+
+/** Whether a request's `:authority` starts with a scheme (`http://...`): the filter is needed. */
+export function hasSchemeInAuthority(fields: readonly HeaderField[]): boolean {
+  const authority = fields.find((field) => field.name === ':authority');
+  return authority !== undefined && SCHEME.test(authority.value);
+}
 
 /**
  * Wraps a client socket for the HTTP/2 server so that an `:authority` with a scheme arrives as
@@ -251,27 +256,14 @@ class AuthorityRewriter extends Duplex {
       this.block.fragments.push(payload);
       this.block.frames.push(frame);
     } else if (type === FRAME_HEADERS) {
-      let start = 0;
-      let end = payload.length;
-      if (flags & FLAG_PADDED) {
-        const padding = payload[0];
-        if (padding === undefined) throw new Error('HEADERS frame without its padding length');
-        start = 1;
-        end -= padding;
-      }
-      let priority: Buffer | undefined;
-      if (flags & FLAG_PRIORITY) {
-        priority = payload.subarray(start, start + 5);
-        start += 5;
-      }
-      if (end < start) throw new Error('bad HEADERS padding');
+      const { fragment, priority } = headersFragment(flags, payload);
       this.block = {
         streamId,
         endStream: (flags & FLAG_END_STREAM) !== 0,
         priority,
-        fragments: [payload.subarray(start, end)],
+        fragments: [fragment],
         frames: [frame],
-        length: end - start,
+        length: fragment.length,
       };
     } else {
       this.forward(frame);
@@ -287,8 +279,7 @@ class AuthorityRewriter extends Duplex {
   private completeBlock(block: OpenBlock): void {
     const fields = this.decoder.decode(Buffer.concat(block.fragments));
     if (this.mode === 'inspect') {
-      const authority = fields.find((field) => field.name === ':authority');
-      if (authority === undefined || !SCHEME.test(authority.value)) {
+      if (!hasSchemeInAuthority(fields)) {
         for (const frame of block.frames) this.forward(frame);
         this.passThrough();
         return;

@@ -5,7 +5,6 @@
 import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
-import { acceptSchemeInAuthority } from './authority-rewriter.js';
 import {
   bindHost,
   type ClientUrl,
@@ -13,6 +12,7 @@ import {
   formatClientUrl,
   hostPort,
 } from './client-urls.js';
+import { acceptPlainConnection } from './connection-handoff.js';
 import type { ServerLogger } from './logger.js';
 
 /** What the listeners need. */
@@ -149,7 +149,7 @@ export class ClientListeners {
         onConnection(socket);
         // Only plain connections can be read on their way in; over TLS the HTTP/2 server gets the
         // TLS socket itself, which grpc-js needs to show calls the client's certificate.
-        this.accept(acceptSchemeInAuthority(socket));
+        acceptPlainConnection(socket, this.accept);
       });
       return server;
     }

@@ -41,6 +41,31 @@ export function cutFragment(cut: Buffer): Buffer {
   return payload.subarray(start, Math.max(start, Math.min(end, payload.length)));
 }
 
+/**
+ * The header block fragment of a HEADERS frame's payload, and its priority fields if it has them.
+ * Throws when the padding does not fit in the payload.
+ */
+export function headersFragment(
+  flags: number,
+  payload: Buffer,
+): { fragment: Buffer; priority: Buffer | undefined } {
+  let start = 0;
+  let end = payload.length;
+  if (flags & FLAG_PADDED) {
+    const padding = payload[0];
+    if (padding === undefined) throw new Error('HEADERS frame without its padding length');
+    start = 1;
+    end -= padding;
+  }
+  let priority: Buffer | undefined;
+  if (flags & FLAG_PRIORITY) {
+    priority = payload.subarray(start, start + 5);
+    start += 5;
+  }
+  if (end < start) throw new Error('bad HEADERS padding');
+  return { fragment: payload.subarray(start, end), priority };
+}
+
 /** A HEADERS frame, and CONTINUATION frames if the block is too large for one frame. */
 export function headerFrames(block: OpenBlock, headerBlock: Buffer): Buffer[] {
   const frames: Buffer[] = [];

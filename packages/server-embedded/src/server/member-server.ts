@@ -20,6 +20,7 @@ import { WatchableStore } from '../watch/watchable-store.js';
 import type { ClientListeners } from './client-listeners.js';
 import { type ClientPortOptions, openClientPort } from './client-port.js';
 import type { ServerLogger } from './logger.js';
+import { UnaryFastPath } from './unary-fast-path.js';
 
 /** gRPC accepts this much more than max-request-bytes, as etcd does, so the limit is etcd's error. */
 const GRPC_OVERHEAD_BYTES = 512 * 1024;
@@ -52,17 +53,20 @@ export class MemberServer {
   readonly listeners: ClientListeners;
   /** The URLs MemberList reports for the member. */
   readonly advertisedUrls: readonly string[];
+  /** Where unary calls are served without grpc-js; undefined when interceptors must see them. */
+  readonly fastPath: UnaryFastPath | undefined;
 
   private constructor(
     server: grpc.Server,
     gate: CallGate,
-    listeners: ClientListeners,
-    advertised: readonly string[],
+    port: { listeners: ClientListeners; advertisedUrls: readonly string[] },
+    fastPath: UnaryFastPath | undefined,
   ) {
     this.server = server;
     this.gate = gate;
-    this.listeners = listeners;
-    this.advertisedUrls = advertised;
+    this.listeners = port.listeners;
+    this.advertisedUrls = port.advertisedUrls;
+    this.fastPath = fastPath;
   }
 
   /**
@@ -71,14 +75,21 @@ export class MemberServer {
    */
   static async open(options: MemberServerOptions, logger: ServerLogger): Promise<MemberServer> {
     const gate = new CallGate();
+    const maxReceiveBytes = options.maxRequestBytes + GRPC_OVERHEAD_BYTES;
     const server = new grpc.Server({
-      'grpc.max_receive_message_length': options.maxRequestBytes + GRPC_OVERHEAD_BYTES,
+      'grpc.max_receive_message_length': maxReceiveBytes,
       'grpc.max_send_message_length': -1,
       interceptors: [gate.interceptor(), ...(options.interceptors ?? [])],
     });
     try {
       const port = await openClientPort(server, options, logger);
-      return new MemberServer(server, gate, port.listeners, port.advertisedUrls);
+      // Interceptors other than the gate (a simulated cluster's leader gate) see every call.
+      let fastPath: UnaryFastPath | undefined;
+      if ((options.interceptors ?? []).length === 0) {
+        fastPath = new UnaryFastPath(gate, maxReceiveBytes);
+        if (!fastPath.divert(server)) fastPath = undefined;
+      }
+      return new MemberServer(server, gate, port, fastPath);
     } catch (error) {
       server.forceShutdown();
       throw error;
@@ -87,7 +98,7 @@ export class MemberServer {
 
   /** Registers every etcd v3 service over `context`. */
   serve(context: ServiceContext, options: { progressNotifyIntervalMs?: number }): ServedServices {
-    const registry = new ServiceRegistry(this.server);
+    const registry = new ServiceRegistry(this.server, this.fastPath);
     registerKvService(registry, context);
     registerMaintenanceService(registry, context);
     registerClusterService(registry, context);

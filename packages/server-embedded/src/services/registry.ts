@@ -4,6 +4,7 @@
 import type { MethodDescriptor, MethodKind } from '@etcdkit/client/protocol';
 import type * as grpc from '@grpc/grpc-js';
 import { EtcdServerError, GrpcCode } from '../errors.js';
+import type { UnaryFastPath } from '../server/unary-fast-path.js';
 
 /** What a handler may return: any subset of the response's fields (unset ones are defaults). */
 export type ResponseOf<Res> = { [K in keyof Res]?: Res[K] | null };
@@ -88,15 +89,19 @@ export function toStatus(error: unknown): grpc.ServerErrorResponse {
 export class ServiceRegistry {
   private readonly server: grpc.Server;
   private readonly registered = new Set<string>();
+  private readonly fastPath: UnaryFastPath | undefined;
 
-  constructor(server: grpc.Server) {
+  /** `fastPath`: where unary handlers are also served without grpc-js, if anywhere. */
+  constructor(server: grpc.Server, fastPath?: UnaryFastPath) {
     this.server = server;
+    this.fastPath = fastPath;
   }
 
   unary<Req, Res>(
     method: MethodDescriptor<Req, Res, 'unary'>,
     handler: UnaryHandler<Req, Res>,
   ): void {
+    this.fastPath?.add(method, handler);
     this.register(
       method,
       (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>) => {
