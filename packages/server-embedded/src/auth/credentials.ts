@@ -7,7 +7,8 @@ import type { CallCredentials } from './types.js';
 
 /** The parts of a grpc-js server call that carry credentials. */
 export interface CredentialSource {
-  readonly metadata: Metadata;
+  /** Only its values are read: a call served without grpc-js gives them from its headers. */
+  readonly metadata: Pick<Metadata, 'get'>;
   getAuthContext(): { readonly sslPeerCertificate?: { readonly subject?: object } | undefined };
 }
 

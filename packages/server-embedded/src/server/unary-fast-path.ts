@@ -26,6 +26,7 @@ const NOT_METADATA = [
   'te',
   'content-type',
 ];
+const PRINTABLE_ASCII = /^[ -~]*$/;
 const TIMEOUT = /(\d{1,8})\s*([HMSmun])/;
 const TIMEOUT_UNIT_MS: Record<string, number> = {
   H: 3_600_000,
@@ -142,7 +143,23 @@ class FastUnaryCall implements CallInfo {
     }
   }
 
-  get metadata(): grpc.Metadata {
+  /** The values of a text header straight from the headers; grpc-js's Metadata otherwise. */
+  get metadata(): Pick<grpc.Metadata, 'get'> {
+    return this;
+  }
+
+  get(key: string): grpc.MetadataValue[] {
+    const name = key.toLowerCase();
+    if (name.endsWith('-bin') || name.startsWith(':') || NOT_METADATA.includes(name)) {
+      return this.fullMetadata().get(name);
+    }
+    const value = this.headers[name];
+    if (value === undefined) return [];
+    // grpc-js drops a text value with octets outside printable ASCII.
+    return (Array.isArray(value) ? value : [value]).filter((v) => PRINTABLE_ASCII.test(v));
+  }
+
+  private fullMetadata(): grpc.Metadata {
     if (this.requestMetadata === undefined) {
       const metadata = grpc.Metadata.fromHttp2Headers(this.headers);
       for (const name of NOT_METADATA) metadata.remove(name);

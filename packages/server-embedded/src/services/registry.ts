@@ -15,8 +15,11 @@ export type ResponseOf<Res> = { [K in keyof Res]?: Res[K] | null };
  */
 export type CallInfo = Pick<
   grpc.ServerUnaryCall<unknown, unknown>,
-  'cancelled' | 'metadata' | 'getAuthContext' | 'getPeer'
->;
+  'cancelled' | 'getAuthContext' | 'getPeer'
+> & {
+  /** The request's metadata; only its values are read (see unary-fast-path.ts). */
+  readonly metadata: Pick<grpc.Metadata, 'get'>;
+};
 
 /** A unary handler; `requestBytes` is the size of the request as received. */
 export type UnaryHandler<Req, Res> = (
