@@ -43,6 +43,7 @@ const RESPONSE_HEADERS = {
   'grpc-accept-encoding': 'identity,deflate,gzip',
   'grpc-encoding': 'identity',
 };
+const WAIT_FOR_TRAILERS = { waitForTrailers: true };
 const MESSAGE_HEADER_BYTES = 5;
 
 interface Route {
@@ -113,6 +114,24 @@ function statusOf(error: unknown): InjectedStatus {
   return { code: (status.code ?? GrpcCode.UNKNOWN) as GrpcCode, details: status.details ?? '' };
 }
 
+const CALL = Symbol('fast unary call');
+type CallStream = ServerHttp2Stream & { [CALL]?: FastUnaryCall };
+const OK_TRAILERS = { 'grpc-status': GrpcCode.OK, 'grpc-message': 'OK' };
+
+function ignore(): void {}
+function onClose(this: CallStream): void {
+  this[CALL]?.close();
+}
+function onData(this: CallStream, chunk: Buffer): void {
+  this[CALL]?.receive(chunk);
+}
+function onEnd(this: CallStream): void {
+  this[CALL]?.requestEnded();
+}
+function sendOkTrailers(this: ServerHttp2Stream): void {
+  this.sendTrailers(OK_TRAILERS);
+}
+
 /** One unary call served from its stream. */
 class FastUnaryCall implements CallInfo {
   cancelled = false;
@@ -131,10 +150,12 @@ class FastUnaryCall implements CallInfo {
     timeoutMs: number | undefined,
   ) {
     // Errors come with a 'close', which is all that matters here.
-    stream.on('error', () => {});
-    stream.once('close', () => this.close());
-    stream.on('data', (chunk: Buffer) => this.receive(chunk));
-    stream.once('end', () => this.requestEnded());
+    // Module-level listeners finding the call on the stream: no closures made per call.
+    (stream as CallStream)[CALL] = this;
+    stream.on('error', ignore);
+    stream.once('close', onClose);
+    stream.on('data', onData);
+    stream.once('end', onEnd);
     if (timeoutMs !== undefined) {
       this.deadline = setTimeout(
         () => this.finish({ code: GrpcCode.DEADLINE_EXCEEDED, details: 'Deadline exceeded' }),
@@ -186,7 +207,7 @@ class FastUnaryCall implements CallInfo {
     };
   }
 
-  private receive(chunk: Buffer): void {
+  receive(chunk: Buffer): void {
     if (this.answered) return;
     this.chunks.push(chunk);
     this.received += chunk.length;
@@ -208,7 +229,7 @@ class FastUnaryCall implements CallInfo {
     }
   }
 
-  private requestEnded(): void {
+  requestEnded(): void {
     if (this.answered) return;
     const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
     const { path } = this.route.method;
@@ -301,10 +322,8 @@ class FastUnaryCall implements CallInfo {
     frame.writeUInt32BE(message.byteLength, 1);
     frame.set(message, MESSAGE_HEADER_BYTES);
     const { stream } = this;
-    stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
-    stream.once('wantTrailers', () => {
-      stream.sendTrailers({ 'grpc-status': GrpcCode.OK, 'grpc-message': 'OK' });
-    });
+    stream.respond(RESPONSE_HEADERS, WAIT_FOR_TRAILERS);
+    stream.once('wantTrailers', sendOkTrailers);
     stream.end(frame);
   }
 
@@ -330,7 +349,7 @@ class FastUnaryCall implements CallInfo {
     if (this.deadline !== undefined) clearTimeout(this.deadline);
   }
 
-  private close(): void {
+  close(): void {
     if (!this.answered) this.cancelled = true;
     this.settle();
   }
