@@ -8,12 +8,12 @@
 // Reports numbers; asserts nothing. Skipped (with a line saying so) where /usr/bin/etcd is missing.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cmp, Etcd, op } from '../packages/client/src/index.js';
 import { EmbeddedEtcd } from '../packages/server-embedded/src/index.js';
+import { freePort, freePorts } from '../testkit/src/internal/ports.js';
 
 const SCALE = Number(process.env.ETCDKIT_BENCH_SCALE ?? '1') || 1;
 const OPS = Math.round(4_000 * SCALE);
@@ -22,18 +22,6 @@ const ROUNDS = 5;
 const ETCD = '/usr/bin/etcd';
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const CLI = fileURLToPath(new URL('../packages/server-embedded/src/cli/main.ts', import.meta.url));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** CPU time the process `pid` has used so far, in µs: the sum over its threads. */
 function processCpuMicros(pid: number): number {
@@ -104,8 +92,9 @@ function profileEnv(): NodeJS.ProcessEnv {
 
 async function startRealEtcd(): Promise<ServerProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), 'etcdkit-bench-etcd-'));
-  const client = `http://127.0.0.1:${await freePort()}`;
-  const peer = `http://127.0.0.1:${await freePort()}`;
+  const [clientPort, peerPort] = await freePorts(2);
+  const client = `http://127.0.0.1:${clientPort}`;
+  const peer = `http://127.0.0.1:${peerPort}`;
   const child = spawn(
     ETCD,
     [
