@@ -2,9 +2,10 @@
 // (/usr/bin/etcd: raft, WAL, fsync), both answering the same client (etcdkit over its node:http2
 // transport, in this process). A server's CPU is read from /proc (every thread's schedstat run
 // time, in ns), before and after a fixed number of put, get or txn calls, so it is that process's
-// alone. Each round runs every row on both servers, the servers' order alternating between rounds;
-// the table gives the median over the rounds and the ratio etcdkit / etcd. In-process start is the
-// median time EmbeddedEtcd.start() takes here. ETCDKIT_BENCH_SCALE multiplies the operation counts.
+// alone. Each round runs every row on both servers back to back, the servers' order alternating
+// between rounds; the table gives the medians over the rounds, and etcdkit / etcd as the median of
+// the rounds' ratios (each pair ran under the same machine load). In-process start is the time of
+// the first EmbeddedEtcd.start() in this process and the median of the next seven. ETCDKIT_BENCH_SCALE multiplies the operation counts.
 // Reports numbers; asserts nothing. Skipped (with a line saying so) where /usr/bin/etcd is missing.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -73,15 +74,21 @@ function stopper(child: ChildProcess, cleanup: () => void = () => {}): () => Pro
   };
 }
 
-async function startEtcdkitServer(): Promise<ServerProcess> {
+/**
+ * ETCDKIT_BENCH_BASELINE_CLI=path/to/cli/main.ts (another checkout's): that etcdkit-server runs
+ * too, as 'baseline', for a before/after comparison in the same run.
+ */
+const BASELINE_CLI = process.env.ETCDKIT_BENCH_BASELINE_CLI;
+
+async function startEtcdkitServer(name = 'etcdkit-server', cli = CLI): Promise<ServerProcess> {
   const endpoint = `http://127.0.0.1:${await freePort()}`;
   const child = spawn(
     process.execPath,
-    ['--conditions=etcdkit-source', '--import', 'tsx', CLI, '--listen-client-urls', endpoint],
+    ['--conditions=etcdkit-source', '--import', 'tsx', cli, '--listen-client-urls', endpoint],
     { cwd: REPO, stdio: 'ignore', env: { ...process.env, ...profileEnv() } },
   );
   await untilServing(endpoint, child);
-  return { name: 'etcdkit-server', endpoint, pid: child.pid!, stop: stopper(child) };
+  return { name, endpoint, pid: child.pid!, stop: stopper(child) };
 }
 
 /** ETCDKIT_BENCH_SERVER_PROFILE=dir: the etcdkit-server process writes a CPU profile there. */
@@ -202,14 +209,25 @@ async function inProcessStartMs(): Promise<{ first: number; median: number }> {
 async function report() {
   if (!existsSync(ETCD)) return [{ row: `skipped: ${ETCD} is not installed` }];
   const servers = [await startEtcdkitServer(), await startRealEtcd()];
+  if (BASELINE_CLI) servers.push(await startEtcdkitServer('baseline', BASELINE_CLI));
+  const others = servers.filter((server) => server.name !== 'etcd');
   const samples = new Map<string, Sample[]>();
+  // etcdkit's CPU over etcd's, per row and round: each pair ran back to back, under the same load.
+  const ratios = new Map<string, number[]>();
   try {
     for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? servers : [...servers].reverse();
-      for (const server of order) {
-        for (const row of rows) {
+      for (const row of rows) {
+        const order = round % 2 === 0 ? servers : [...servers].reverse();
+        const cpu: Record<string, number> = {};
+        for (const server of order) {
           const key = `${row.name}\u0000${server.name}`;
-          samples.set(key, [...(samples.get(key) ?? []), await measure(server, row)]);
+          const sample = await measure(server, row);
+          cpu[server.name] = sample.cpuMicrosPerOp;
+          samples.set(key, [...(samples.get(key) ?? []), sample]);
+        }
+        for (const { name } of others) {
+          const key = `${row.name}\u0000${name}`;
+          ratios.set(key, [...(ratios.get(key) ?? []), cpu[name]! / cpu.etcd!]);
         }
       }
     }
@@ -218,24 +236,24 @@ async function report() {
   }
   const table: Record<string, string>[] = [];
   for (const row of rows) {
-    const per: Record<string, number> = {};
     for (const server of servers) {
       const taken = samples.get(`${row.name}\u0000${server.name}`) ?? [];
-      const cpu = median(taken.map((s) => s.cpuMicrosPerOp));
-      per[server.name] = cpu;
       table.push({
         row: row.name,
         server: server.name,
-        'server CPU µs/op': cpu.toFixed(1),
+        'server CPU µs/op': median(taken.map((s) => s.cpuMicrosPerOp)).toFixed(1),
         'ops/s': Math.round(median(taken.map((s) => s.opsPerSecond))).toLocaleString('en-US'),
       });
     }
-    table.push({
-      row: row.name,
-      server: 'etcdkit / etcd',
-      'server CPU µs/op': `${((per['etcdkit-server']! / per.etcd!) * 100).toFixed(0)} %`,
-      'ops/s': '',
-    });
+    for (const { name } of others) {
+      const ratio = median(ratios.get(`${row.name}\u0000${name}`) ?? []);
+      table.push({
+        row: row.name,
+        server: `${name === 'baseline' ? 'baseline' : 'etcdkit'} / etcd`,
+        'server CPU µs/op': `${(ratio * 100).toFixed(0)} %`,
+        'ops/s': '',
+      });
+    }
   }
   const start = await inProcessStartMs();
   table.push({
@@ -249,6 +267,6 @@ async function report() {
 
 export const serverCpuSuite = {
   name: 'server-cpu',
-  description: `server CPU per put, get and txn (from /proc) and ops/s, etcdkit-server vs real etcd, same client (etcdkit over node:http2); medians of ${ROUNDS} rounds, order alternating`,
+  description: `server CPU per put, get and txn (from /proc) and ops/s, etcdkit-server vs real etcd, same client (etcdkit over node:http2); medians of ${ROUNDS} rounds, each row run on both servers back to back in alternating order; the ratio is the median of the rounds' ratios`,
   report,
 };
