@@ -1,7 +1,7 @@
 // Turns the suites' results into docs/benchmarks.md and the chart beside it (docs/benchmarks.svg),
 // with the machine they ran on: the figures in the guides and READMEs are quoted from that page.
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 
 /** One row of a suite's table: column name to cell. */
@@ -156,9 +156,11 @@ export function writeBenchmarksPage(results: readonly SuiteResult[], docsDir: UR
       `## ${result.name}`,
       '',
       `${result.description} (${result.seconds.toFixed(0)} s).`,
-      '',
-      ...table(result.rows),
     );
+    // How a suite measures, where it needs more than its description, is kept beside the bench.
+    const method = new URL(`methods/${result.name}.md`, import.meta.url);
+    if (existsSync(method)) lines.push('', readFileSync(method, 'utf8').trim());
+    lines.push('', ...table(result.rows));
   }
   writeFileSync(new URL('benchmarks.md', docsDir), `${lines.join('\n')}\n`);
 }
