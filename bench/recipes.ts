@@ -22,6 +22,7 @@ import { Election, type Lock, Mutex, Session } from '../packages/recipes/src/ind
 import { startEtcd } from '../testkit/src/index.js';
 import { ServerProcess } from './memory.js';
 import { buildGoProgram, GoProcess, type GoProgram, goSamples } from './recipes-go.js';
+import type { ChartBar } from './report.js';
 
 const ROUNDS = Number(process.env.ETCDKIT_BENCH_ROUNDS ?? '3') || 3;
 const SAMPLES = Number(process.env.ETCDKIT_BENCH_SAMPLES ?? '30') || 30;
@@ -285,7 +286,11 @@ function goContender(program: GoProgram): Contender {
 type Row = Record<string, string | number>;
 
 /** Every measure of every contender on one server, ROUNDS times in rotated order. */
-async function measureServer(server: Server, contenders: readonly Contender[]): Promise<Row[]> {
+async function measureServer(
+  server: Server,
+  contenders: readonly Contender[],
+  chart: ChartBar[],
+): Promise<Row[]> {
   const puts: number[] = [];
   const samples = new Map<string, number[]>();
   const add = (key: string, values: readonly number[]) =>
@@ -352,6 +357,18 @@ async function measureServer(server: Server, contenders: readonly Contender[]): 
       }),
     ],
   ];
+  // The chart compares the handoffs with Go's, which waits for etcd's 100 ms catch-up loop.
+  for (const [key, measure] of measures.slice(0, 2)) {
+    const ours = samples.get(`${etcdkit.name}|${key}`) ?? [];
+    const go = contenders.find((c) => c !== etcdkit && c.skipped === undefined);
+    const theirs = go ? (samples.get(`${go.name}|${key}`) ?? []) : [];
+    if (ours.length > 0 && theirs.length > 0) {
+      chart.push({
+        label: `${measure} (${server.name}), etcdkit / Go`,
+        ratio: quantile(ours, 0.5) / quantile(theirs, 0.5),
+      });
+    }
+  }
   for (const [key, measure, format] of measures) {
     for (const c of contenders) {
       const base = { server: server.name, measure, contender: c.name };
@@ -369,15 +386,16 @@ async function measureServer(server: Server, contenders: readonly Contender[]): 
 export const recipesSuite = {
   name: 'recipes',
   description: 'lock handoff, election failover and lock throughput, in put round trips, beside Go',
-  async report(): Promise<Row[]> {
+  async report(): Promise<{ rows: Row[]; chart: ChartBar[] }> {
     const program = await buildGoProgram();
     const contenders = [etcdkit, goContender(program)];
     const rows: Row[] = [];
+    const chart: ChartBar[] = [];
     try {
       for (const start of [realEtcd, embedded]) {
         const server = await start();
         try {
-          rows.push(...(await measureServer(server, contenders)));
+          rows.push(...(await measureServer(server, contenders, chart)));
         } finally {
           await server.stop();
         }
@@ -385,6 +403,6 @@ export const recipesSuite = {
     } finally {
       if (program.ok) await program.dispose();
     }
-    return rows;
+    return { rows, chart };
   },
 };

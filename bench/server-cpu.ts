@@ -7,6 +7,7 @@
 // the rounds' ratios (each pair ran under the same machine load). In-process start is the time of
 // the first EmbeddedEtcd.start() in this process and the median of the next seven. ETCDKIT_BENCH_SCALE multiplies the operation counts.
 // Reports numbers; asserts nothing. Skipped (with a line saying so) where /usr/bin/etcd is missing.
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { cmp, Etcd, op } from '../packages/client/src/index.js';
 import { EmbeddedEtcd } from '../packages/server-embedded/src/index.js';
 import { freePort, freePorts } from '../testkit/src/internal/ports.js';
+import type { ChartBar } from './report.js';
 
 const SCALE = Number(process.env.ETCDKIT_BENCH_SCALE ?? '1') || 1;
 const OPS = Math.round(4_000 * SCALE);
@@ -235,6 +237,7 @@ async function report() {
     await Promise.all(servers.map((server) => server.stop()));
   }
   const table: Record<string, string>[] = [];
+  const chart: ChartBar[] = [];
   for (const row of rows) {
     for (const server of servers) {
       const taken = samples.get(`${row.name}\u0000${server.name}`) ?? [];
@@ -247,6 +250,7 @@ async function report() {
     }
     for (const { name } of others) {
       const ratio = median(ratios.get(`${row.name}\u0000${name}`) ?? []);
+      if (name !== 'baseline') chart.push({ label: `server CPU, ${row.name}`, ratio, goal: 0.5 });
       table.push({
         row: row.name,
         server: `${name === 'baseline' ? 'baseline' : 'etcdkit'} / etcd`,
@@ -262,7 +266,7 @@ async function report() {
     'server CPU µs/op': `${start.first.toFixed(1)} / ${start.median.toFixed(1)} ms`,
     'ops/s': '',
   });
-  return table;
+  return { rows: table, chart };
 }
 
 export const serverCpuSuite = {
