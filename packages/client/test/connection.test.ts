@@ -1,4 +1,4 @@
-// Connection and the grpc-js transport against one real etcd member.
+// Connection and the default transport (or ETCDKIT_TEST_TRANSPORT's) against one real etcd member.
 
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +19,7 @@ import {
   etcdserverpb_Maintenance,
   etcdserverpb_Watch,
 } from '../src/generated/methods.js';
-import { GrpcJsTransport } from '../src/transport/grpc-js.js';
+import { selectTransport } from '../src/transport/select.js';
 import {
   type Channel,
   type ChannelCallOptions,
@@ -31,9 +31,9 @@ import {
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array | null | undefined) => new TextDecoder().decode(b ?? new Uint8Array());
 
-/** The grpc-js transport, recording the metadata of every call and stream it opens. */
+/** The default transport (or ETCDKIT_TEST_TRANSPORT's), recording the metadata of every call. */
 function recordingTransport(seen: Metadata[]): Transport {
-  const inner = new GrpcJsTransport();
+  const inner = selectTransport(undefined);
   return {
     name: 'recording',
     open(options) {

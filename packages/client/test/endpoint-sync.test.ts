@@ -32,7 +32,7 @@ import {
   etcdserverpb_KV,
   type MethodDescriptor,
 } from '../src/generated/methods.js';
-import { GrpcJsTransport } from '../src/transport/grpc-js.js';
+import { selectTransport } from '../src/transport/select.js';
 import {
   type BidiStream,
   type Channel,
@@ -580,7 +580,7 @@ describeEachBackend(
 
     it('lists the members with the client token', async () => {
       const sent: Array<[string, string | undefined]> = [];
-      const grpc = new GrpcJsTransport();
+      const grpc = selectTransport(undefined);
       // The real transport, recording the token each unary call carries.
       const transport: Transport = {
         name: 'recording',

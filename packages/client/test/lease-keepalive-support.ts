@@ -1,12 +1,15 @@
 // Helpers of the lease keepalive suites: a transport that counts LeaseKeepAlive streams, and waits.
 import type { Lease } from '../src/lease.js';
 import type { LeaseLostError } from '../src/lease-lost.js';
-import { GrpcJsTransport } from '../src/transport/grpc-js.js';
+import { selectTransport } from '../src/transport/select.js';
 import type { BidiStream, Channel, Transport } from '../src/transport/types.js';
 
 const KEEPALIVE_PATH = '/etcdserverpb.Lease/LeaseKeepAlive';
 
-/** A grpc-js transport that counts the LeaseKeepAlive streams it opens and those still open. */
+/**
+ * The default transport (or ETCDKIT_TEST_TRANSPORT's), counting the LeaseKeepAlive streams it opens
+ * and those still open.
+ */
 export interface CountingTransport extends Transport {
   /** LeaseKeepAlive streams opened since the start. */
   readonly opened: number;
@@ -15,7 +18,7 @@ export interface CountingTransport extends Transport {
 }
 
 export function countingTransport(): CountingTransport {
-  const inner = new GrpcJsTransport();
+  const inner = selectTransport(undefined);
   let opened = 0;
   let active = 0;
   const track = <Req, Res>(stream: BidiStream<Req, Res>): BidiStream<Req, Res> => {

@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { EtcdError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
 import type { LeaseKeepAliveEvent } from '../src/lease-events.js';
-import { GrpcJsTransport } from '../src/transport/grpc-js.js';
+import { selectTransport } from '../src/transport/select.js';
 import {
   type BidiStream,
   type Channel,
@@ -45,13 +45,13 @@ interface OpenStream extends Carried {
 }
 
 /**
- * grpc-js, recording which endpoint every unary call and bidi stream went to, and able to end the
- * open streams of one endpoint with a status.
+ * The default transport (or ETCDKIT_TEST_TRANSPORT's), recording which endpoint every unary call
+ * and bidi stream went to, and able to end the open streams of one endpoint with a status.
  */
 class RecordingTransport implements Transport {
   readonly name = 'recording';
   readonly carried: Carried[] = [];
-  readonly #inner = new GrpcJsTransport();
+  readonly #inner = selectTransport(undefined);
   readonly #open = new Set<OpenStream>();
 
   /** The endpoints (`host:port`) calls or streams of `path` went to, in order. */

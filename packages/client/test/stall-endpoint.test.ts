@@ -11,7 +11,7 @@ import { selectTransport } from '../src/transport/select.js';
 import type { Channel, Transport } from '../src/transport/types.js';
 import { streamLog, waitFor } from './watch-support.js';
 
-/** The transport tests use (grpc-js, or ETCDKIT_TEST_TRANSPORT), recording channels by target. */
+/** The transport tests use (http2, or ETCDKIT_TEST_TRANSPORT), recording channels by target. */
 function recordingTransport(): Transport & { opened: string[]; closed: string[] } {
   const inner = selectTransport(undefined);
   const opened: string[] = [];

@@ -135,9 +135,9 @@ export interface ConnectionOptions {
   /** Retry budget; see docs/guarantees.md for what is retried. */
   readonly retry?: RetryOptions;
   /**
-   * How channels are opened: `'grpc-js'` (default, {@link GrpcJsTransport}), `'http2'`
-   * ({@link Http2Transport}: gRPC framed directly over node:http2, less client CPU per call; see
-   * docs/guarantees.md#transports), or any {@link Transport} instance.
+   * How channels are opened: `'http2'` (default, {@link Http2Transport}: gRPC framed directly over
+   * node:http2, the least client CPU per call; see docs/guarantees.md#transports), `'grpc-js'`
+   * ({@link GrpcJsTransport}, over @grpc/grpc-js), or any {@link Transport} instance.
    */
   readonly transport?: Transport | TransportName;
   /** HTTP/2 keepalive pings. */

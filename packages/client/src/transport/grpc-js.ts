@@ -438,8 +438,10 @@ function callOptions(options: ChannelCallOptions): grpc.CallOptions {
 export type GrpcJsTransportOptions = Record<string, never>;
 
 /**
- * The default transport, on @grpc/grpc-js. Each `open()` creates an independent grpc-js client with
- * its own subchannel, so the connection layer decides alone when an endpoint is redialled.
+ * The transport on @grpc/grpc-js (`transport: 'grpc-js'`; the default is {@link Http2Transport}).
+ * Each `open()` creates an independent grpc-js client with its own subchannel, so the connection
+ * layer decides alone when an endpoint is redialled. Choose it for what only grpc-js does (HTTP
+ * CONNECT proxies, `GRPC_TRACE` logging; docs/guarantees.md#transports).
  */
 export class GrpcJsTransport implements Transport {
   /** Identifies the implementation in logs and tests. */

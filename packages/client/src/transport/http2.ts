@@ -13,11 +13,11 @@ import type { Channel, ChannelOptions, Transport } from './types.js';
 export { Http2Channel };
 
 /**
- * A lean transport: gRPC framed directly over `node:http2`, one HTTP/2 connection per channel.
- * It honours the same contract as {@link GrpcJsTransport} (connectivity states, the `sent` flag,
- * deadlines, cancellation, message size limits, TLS with client certificates, keepalive pings
- * while calls are open) with less client CPU per call (docs/guarantees.md#transports). Select it with
- * `new Etcd({ endpoints, transport: new Http2Transport() })` (or `transport: 'http2'`).
+ * The default transport: gRPC framed directly over `node:http2`, one HTTP/2 connection per
+ * channel. It honours the same contract as {@link GrpcJsTransport} (connectivity states, the `sent`
+ * flag, deadlines, cancellation, message size limits, TLS with client certificates, keepalive pings
+ * while calls are open) with less client CPU per call (docs/guarantees.md#transports). A client
+ * without a `transport` option uses it; `transport: 'grpc-js'` selects @grpc/grpc-js instead.
  */
 export class Http2Transport implements Transport {
   /** Identifies the implementation in logs and tests. */
