@@ -328,6 +328,15 @@ async function startScriptedServer(): Promise<ScriptedServer> {
           { endStream: true },
         );
         return;
+      case 'status-while-reading':
+        // As gRPC servers do: the request side stays open (and read) after the status is sent.
+        stream.on('data', () => {});
+        stream.respond(grpc, { waitForTrailers: true });
+        stream.on('wantTrailers', () =>
+          stream.sendTrailers({ 'grpc-status': '5', 'grpc-message': 'not%20here' }),
+        );
+        stream.end();
+        return;
       case 'http-503':
         stream.respond({ ':status': 503 }, { endStream: true });
         return;
@@ -439,6 +448,21 @@ describe.each(TRANSPORTS)('transport %s against a scripted gRPC server', (_name,
       expect(error.details).toBe('not here ✓');
       expect(error.metadata['x-why']).toBe('because');
       expect(error.sent).toBe(true);
+    } finally {
+      channel.close();
+    }
+  });
+
+  it('ends a bidi stream the client still writes to as soon as the server sends its status', async () => {
+    const channel = transport.open({ target: server.target });
+    try {
+      // The client never half-closes: the server's status alone must end the stream.
+      const watch = channel.bidiStream(etcdserverpb_Watch.Watch, answer('status-while-reading'));
+      const error = await rejection(watch[Symbol.asyncIterator]().next());
+      expect(error.code).toBe(GrpcStatus.NotFound);
+      expect(error.details).toBe('not here');
+      expect(error.sent).toBe(true);
+      expect(() => watch.write({})).toThrow(TransportError);
     } finally {
       channel.close();
     }

@@ -233,6 +233,9 @@ export class Call<Req, Res> implements ChannelCall {
       this.#streamError ??= error;
     });
     stream.on('close', () => this.#onClose(stream, link));
+    // A stream this side still writes to (a bidi stream) closes only after both sides ended: the
+    // server's end (its status) must end the call at once, as the gRPC protocol says it does.
+    if (!this.#halfClosed) stream.once('end', () => this.#onEnd(stream));
     for (const frame of this.#pending) stream.write(frame);
     this.#pending = [];
     if (this.#halfClosed) stream.end();
@@ -280,6 +283,17 @@ export class Call<Req, Res> implements ChannelCall {
       this.#sink.push(response);
       if (this.#done) return;
     }
+  }
+
+  /** The server ended its side (all its data was read): with a status, the call is over. */
+  #onEnd(stream: http2.ClientHttp2Stream): void {
+    const status = this.#status;
+    if (this.#done || !status || stream.destroyed) return;
+    this.#finish(
+      status.code === GrpcStatus.OK ? undefined : new TransportError({ ...status, sent: true }),
+    );
+    // Our side may still be open: reset it, so the stream closes and its link counts it ended.
+    stream.close(NGHTTP2_CANCEL);
   }
 
   #onClose(stream: http2.ClientHttp2Stream, link: Link): void {
