@@ -1,65 +1,89 @@
-// Client CPU and throughput per call of the two transports, side by side: @grpc/grpc-js (the
-// default) and the node:http2 one, and for get and put the `etcd3` npm package (over its own
-// @grpc/grpc-js) as the alternative to the whole client. The server (an in-memory EmbeddedEtcd)
-// runs in a child process with the writer that makes watch events, so the CPU measured
-// (process.cpuUsage of this process) is the client's alone. Each row runs a fixed number of
-// operations after a warm-up, on the same key and value for every client; the rounds alternate
-// the clients' order so all see the same machine load. ETCDKIT_BENCH_SCALE multiplies the
-// operation counts (default 1). Reports numbers; asserts nothing.
+// Client CPU per call of etcdkit beside the `etcd3` npm package (1.1.2, on @grpc/grpc-js): put,
+// get, txn and range, one call at a time and 64 in flight, on a real etcd (the `etcd` on PATH, or
+// ETCDKIT_ETCD_BIN, started by the benchmark) and on the embedded server. etcdkit runs on its
+// default transport (gRPC over node:http2) and on grpc-js. The embedded server runs in a child
+// process, and real etcd is a process of its own, so the CPU measured (process.cpuUsage of this
+// process) is the client's alone. Each row runs a fixed number of calls after a warm-up round that
+// is not reported; every round rotates the clients' order so all see the same machine load, and each
+// cell is the median over the rounds, with its ratio to etcd3's median in the same run. Two rows only
+// etcdkit has: `Channel.unary` Range alone (the transport without the client above it) and watch
+// events received (embedded server only: its child makes the writes). ETCDKIT_BENCH_SCALE multiplies
+// the call counts (default 1), ETCDKIT_BENCH_ROUNDS sets the measured rounds (default 5),
+// ETCDKIT_BENCH_BACKENDS picks `etcd`, `embedded` or both (default both). Asserts nothing.
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd3 } from 'etcd3';
+import { cmp } from '../packages/client/src/compare.js';
 import { Etcd } from '../packages/client/src/etcd.js';
 import { etcdserverpb_KV } from '../packages/client/src/generated/methods.js';
-import { GrpcJsTransport } from '../packages/client/src/transport/grpc-js.js';
-import { Http2Transport } from '../packages/client/src/transport/http2.js';
+import { op } from '../packages/client/src/op.js';
+import { selectTransport, type TransportName } from '../packages/client/src/transport/select.js';
 import type { Transport } from '../packages/client/src/transport/types.js';
+import { findEtcdBinary, startEtcd } from '../testkit/src/index.js';
 
 const SCALE = Number(process.env.ETCDKIT_BENCH_SCALE ?? '1') || 1;
-const SEQUENTIAL = Math.round(2_000 * SCALE);
-const CONCURRENT = Math.round(20_000 * SCALE);
+const ROUNDS = Number(process.env.ETCDKIT_BENCH_ROUNDS ?? '5') || 5;
+const BACKENDS = (process.env.ETCDKIT_BENCH_BACKENDS ?? 'etcd,embedded').split(',');
+const SEQUENTIAL = Math.round(600 * SCALE);
+const CONCURRENT = Math.round(4_000 * SCALE);
 const IN_FLIGHT = 64;
-const EVENTS = Math.round(4_000 * SCALE);
-const ROUNDS = 2;
+const EVENTS = Math.round(2_000 * SCALE);
+/** Keys the range rows read: RANGE_KEYS keys of a short value under one prefix. */
+const RANGE_KEYS = 10;
 
 const script = fileURLToPath(new URL('./transport-server.ts', import.meta.url));
 
-/** The server and event writer, in a child process. */
-class ServerChild {
-  #next = 0;
-  readonly #waiting = new Map<number, () => void>();
+/** A server the clients talk to: real etcd or the embedded one, and how to make watch events. */
+interface Backend {
+  readonly name: string;
+  readonly endpoints: readonly string[];
+  /** Puts `count` values to `key` from outside this process; undefined when it cannot. */
+  readonly write?: (key: string, count: number) => Promise<void>;
+  stop(): Promise<void>;
+}
 
-  private constructor(
-    readonly child: ChildProcess,
-    readonly endpoints: string[],
-  ) {
-    child.on('message', (message: { id: number }) => {
-      this.#waiting.get(message.id)?.();
-      this.#waiting.delete(message.id);
-    });
-  }
+/** The embedded server and its event writer, in a child process. */
+async function embeddedBackend(): Promise<Backend> {
+  const child: ChildProcess = fork(script, [], { execArgv: process.execArgv, stdio: 'inherit' });
+  const endpoints = await new Promise<string[]>((resolve, reject) => {
+    child.once('message', (message: { endpoints: string[] }) => resolve(message.endpoints));
+    child.once('exit', (code) => reject(new Error(`server process exited (${code})`)));
+  });
+  const waiting = new Map<number, () => void>();
+  let next = 0;
+  child.on('message', (message: { id: number }) => {
+    waiting.get(message.id)?.();
+    waiting.delete(message.id);
+  });
+  return {
+    name: 'embedded',
+    endpoints,
+    write: (key, count) => {
+      const id = next++;
+      return new Promise((resolve) => {
+        waiting.set(id, resolve);
+        child.send({ id, key, count });
+      });
+    },
+    stop: async () => {
+      child.kill('SIGTERM');
+    },
+  };
+}
 
-  static async start(): Promise<ServerChild> {
-    const child = fork(script, [], { execArgv: process.execArgv, stdio: 'inherit' });
-    const endpoints = await new Promise<string[]>((resolve, reject) => {
-      child.once('message', (message: { endpoints: string[] }) => resolve(message.endpoints));
-      child.once('exit', (code) => reject(new Error(`server process exited (${code})`)));
-    });
-    return new ServerChild(child, endpoints);
+/** A real etcd member from PATH (or ETCDKIT_ETCD_BIN), on loopback, in a temp dir. */
+async function etcdBackend(): Promise<Backend | undefined> {
+  const lookup = findEtcdBinary();
+  if (!lookup.found) {
+    console.log(`real etcd skipped: ${lookup.reason}`);
+    return undefined;
   }
-
-  /** Has the child's own client put `count` values to `key`, one after another. */
-  write(key: string, count: number): Promise<void> {
-    const id = this.#next++;
-    return new Promise((resolve) => {
-      this.#waiting.set(id, resolve);
-      this.child.send({ id, key, count });
-    });
-  }
-
-  stop(): void {
-    this.child.kill('SIGTERM');
-  }
+  const etcd = await startEtcd();
+  return {
+    name: `etcd ${etcd.version}`,
+    endpoints: etcd.endpoints,
+    stop: () => etcd.stop(),
+  };
 }
 
 interface Measure {
@@ -77,35 +101,53 @@ async function measured(ops: number, run: () => Promise<void>): Promise<Measure>
   return { ops, cpuMicros: used.user + used.system, wallMs };
 }
 
-async function inParallel(total: number, inFlight: number, op: (i: number) => Promise<unknown>) {
+async function inParallel(total: number, inFlight: number, call: () => Promise<unknown>) {
   let next = 0;
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
-      while (next < total) await op(next++);
+      while (next++ < total) await call();
     }),
   );
 }
 
+/** The calls a row makes, the same key and values for every client. */
+interface Calls {
+  put(): Promise<unknown>;
+  get(): Promise<unknown>;
+  /** A compare on one key's value, a put when it holds. */
+  txn(): Promise<unknown>;
+  /** RANGE_KEYS keys under one prefix. */
+  range(): Promise<unknown>;
+}
+
 /** A client under test: etcdkit over one of its transports, or etcd3. */
-interface Contender {
-  readonly name: string;
-  put(key: string, value: string): Promise<unknown>;
-  get(key: string): Promise<unknown>;
+interface Contender extends Calls {
   /** etcdkit's client and transport, for the rows only etcdkit has; undefined for etcd3. */
   readonly etcdkit?: { readonly etcd: Etcd; readonly transport: Transport };
   close(): Promise<void>;
 }
 
-function etcdkit(name: string, makeTransport: () => Transport) {
+interface ContenderKind {
+  readonly name: string;
+  open(endpoints: readonly string[]): Contender;
+}
+
+function etcdkit(label: string, choice: TransportName | undefined): ContenderKind {
   return {
-    name,
-    open(endpoints: string[]): Contender {
-      const transport = makeTransport();
-      const etcd = new Etcd({ endpoints, transport });
+    name: label,
+    open(endpoints) {
+      const transport = selectTransport(choice);
+      const etcd = new Etcd({ endpoints: [...endpoints], transport });
       return {
-        name,
-        put: (key, value) => etcd.put(key, value),
-        get: (key) => etcd.get(key),
+        put: () => etcd.put('bench/put', 'value'),
+        get: () => etcd.get('bench/put'),
+        txn: () =>
+          etcd
+            .txn()
+            .if(cmp.value('bench/put', '==', 'value'))
+            .then(op.put('bench/txn', 'value'))
+            .commit(),
+        range: () => etcd.range({ prefix: 'bench/range/' }),
         etcdkit: { etcd, transport },
         close: () => etcd.close(),
       };
@@ -113,59 +155,59 @@ function etcdkit(name: string, makeTransport: () => Transport) {
   };
 }
 
-const etcd3 = {
+const etcd3: ContenderKind = {
   name: 'etcd3',
-  open(endpoints: string[]): Contender {
-    const client = new Etcd3({ hosts: endpoints });
+  open(endpoints) {
+    const client = new Etcd3({ hosts: [...endpoints] });
     return {
-      name: 'etcd3',
-      // Both resolve once the answer is decoded, as etcdkit's do (a get to the value's text).
-      put: (key, value) => client.put(key).value(value).exec(),
-      get: (key) => client.get(key).string(),
+      // Each resolves once the answer is decoded, as etcdkit's do (a get to the value's text, a
+      // range to the decoded response: the least work etcd3 offers for it).
+      put: () => client.put('bench/put').value('value').exec(),
+      get: () => client.get('bench/put').string(),
+      txn: () =>
+        client
+          .if('bench/put', 'Value', '==', 'value')
+          .then(client.put('bench/txn').value('value'))
+          .commit(),
+      range: () => client.getAll().prefix('bench/range/').exec(),
       close: async () => client.close(),
     };
   },
 };
 
-/** A row: undefined for a client it does not apply to. */
-type Scenario = (client: Contender, server: ServerChild) => Promise<Measure> | undefined;
+/** A row: undefined for a client or backend it does not apply to. */
+type Scenario = (client: Contender, backend: Backend) => Promise<Measure> | undefined;
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
+function callRows(): Array<readonly [string, Scenario]> {
+  const rows: Array<readonly [string, Scenario]> = [];
+  for (const name of ['put', 'get', 'txn', 'range'] as const) {
+    rows.push([
+      `${name}, 1 in flight (${SEQUENTIAL})`,
+      (client) =>
+        measured(SEQUENTIAL, async () => {
+          for (let i = 0; i < SEQUENTIAL; i++) await client[name]();
+        }),
+    ]);
+    rows.push([
+      `${name}, ${IN_FLIGHT} in flight (${CONCURRENT})`,
+      (client) =>
+        measured(CONCURRENT, () => inParallel(CONCURRENT, IN_FLIGHT, () => client[name]())),
+    ]);
+  }
+  return rows;
+}
+
 const scenarios: ReadonlyArray<readonly [string, Scenario]> = [
+  ...callRows(),
   [
-    `put, 1 in flight (${SEQUENTIAL})`,
-    (client) =>
-      measured(SEQUENTIAL, async () => {
-        for (let i = 0; i < SEQUENTIAL; i++) await client.put('bench/put', 'value');
-      }),
-  ],
-  [
-    `get, 1 in flight (${SEQUENTIAL})`,
-    (client) =>
-      measured(SEQUENTIAL, async () => {
-        for (let i = 0; i < SEQUENTIAL; i++) await client.get('bench/put');
-      }),
-  ],
-  [
-    `get, ${IN_FLIGHT} in flight (${CONCURRENT})`,
-    (client) =>
-      measured(CONCURRENT, () => inParallel(CONCURRENT, IN_FLIGHT, () => client.get('bench/put'))),
-  ],
-  [
-    `put, ${IN_FLIGHT} in flight (${CONCURRENT})`,
-    (client) =>
-      measured(CONCURRENT, () =>
-        inParallel(CONCURRENT, IN_FLIGHT, () => client.put('bench/put', 'value')),
-      ),
-  ],
-  [
-    `channel.unary Range only, ${IN_FLIGHT} in flight (${CONCURRENT})`,
-    (client, server) => {
+    `Channel.unary Range alone, ${IN_FLIGHT} in flight (${CONCURRENT})`,
+    (client, backend) => {
       if (!client.etcdkit) return undefined;
       const { transport } = client.etcdkit;
       return (async () => {
-        const channel = transport.open({ target: new URL(server.endpoints[0]!).host });
+        const channel = transport.open({ target: new URL(backend.endpoints[0]!).host });
         await channel.ready(Date.now() + 5_000);
         const request = { key: bytes('bench/put') };
         try {
@@ -182,8 +224,9 @@ const scenarios: ReadonlyArray<readonly [string, Scenario]> = [
   ],
   [
     `watch events received (${EVENTS})`,
-    (client, server) => {
-      if (!client.etcdkit) return undefined;
+    (client, backend) => {
+      const write = backend.write;
+      if (!client.etcdkit || !write) return undefined;
       const { etcd } = client.etcdkit;
       return (async () => {
         const key = `bench/watch/${Math.random()}`;
@@ -199,7 +242,7 @@ const scenarios: ReadonlyArray<readonly [string, Scenario]> = [
         });
         // Only the receiving side runs here: the writes happen in the child.
         const result = await measured(EVENTS, async () => {
-          await server.write(key, EVENTS);
+          await write(key, EVENTS);
           await all;
         });
         await watcher.close();
@@ -209,66 +252,93 @@ const scenarios: ReadonlyArray<readonly [string, Scenario]> = [
   ],
 ];
 
-async function report() {
-  const server = await ServerChild.start();
-  const clients = [
-    etcdkit('grpc-js', () => new GrpcJsTransport()),
-    etcdkit('http2', () => new Http2Transport()),
-    etcd3,
-  ];
-  const results = new Map<string, Measure[]>();
+const clients: readonly ContenderKind[] = [
+  etcdkit('etcdkit (default: http2)', undefined),
+  etcdkit('etcdkit grpc-js', 'grpc-js'),
+  etcd3,
+];
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Seeds the keys every client reads, from an etcdkit client of its own. */
+async function seed(endpoints: readonly string[]): Promise<void> {
+  const etcd = new Etcd({ endpoints: [...endpoints] });
   try {
-    for (let round = 0; round <= ROUNDS; round++) {
-      // Round 0 warms every client up and is not reported; later rounds alternate the order.
-      const order = round % 2 === 0 ? clients : [...clients].reverse();
-      for (const { open } of order) {
-        const client = open(server.endpoints);
-        try {
-          await client.put('bench/put', 'value');
-          for (const [scenario, run] of scenarios) {
-            const m = await run(client, server);
-            if (round === 0 || !m) continue;
-            const key = `${scenario}\u0000${client.name}`;
-            results.set(key, [...(results.get(key) ?? []), m]);
-          }
-        } finally {
-          await client.close();
+    await etcd.put('bench/put', 'value');
+    for (let i = 0; i < RANGE_KEYS; i++) await etcd.put(`bench/range/${i}`, 'value');
+  } finally {
+    await etcd.close();
+  }
+}
+
+async function measureBackend(backend: Backend): Promise<Map<string, Measure[]>> {
+  await seed(backend.endpoints);
+  const results = new Map<string, Measure[]>();
+  for (let round = 0; round <= ROUNDS; round++) {
+    // Round 0 warms every client up and is not reported; later rounds rotate the order.
+    const order = clients.map((_, i) => clients[(i + round) % clients.length]!);
+    for (const kind of order) {
+      const client = kind.open(backend.endpoints);
+      try {
+        await client.get();
+        for (const [scenario, run] of scenarios) {
+          const m = await run(client, backend);
+          if (round === 0 || !m) continue;
+          const key = `${scenario}\u0000${kind.name}`;
+          results.set(key, [...(results.get(key) ?? []), m]);
         }
+      } finally {
+        await client.close();
       }
     }
-  } finally {
-    server.stop();
   }
+  return results;
+}
+
+async function report() {
   const rows = [];
-  for (const [scenario] of scenarios) {
-    const per: Record<string, number> = {};
-    for (const { name } of clients) {
-      const ms = results.get(`${scenario}\u0000${name}`) ?? [];
-      if (ms.length === 0) continue;
-      const ops = ms.reduce((a, m) => a + m.ops, 0);
-      const cpu = ms.reduce((a, m) => a + m.cpuMicros, 0);
-      const wall = ms.reduce((a, m) => a + m.wallMs, 0);
-      per[name] = cpu / ops;
-      rows.push({
-        scenario,
-        client: name === 'etcd3' ? 'etcd3' : `etcdkit ${name}`,
-        'ops/s': Math.round((ops / wall) * 1000).toLocaleString('en-US'),
-        'client CPU µs/op': (cpu / ops).toFixed(1),
-      });
+  for (const which of BACKENDS) {
+    const backend = which === 'etcd' ? await etcdBackend() : await embeddedBackend();
+    if (!backend) continue;
+    let results: Map<string, Measure[]>;
+    try {
+      results = await measureBackend(backend);
+    } finally {
+      await backend.stop();
     }
-    rows.push({
-      scenario,
-      client: 'http2 / grpc-js',
-      'ops/s': '',
-      'client CPU µs/op': `${(((per.http2 ?? 0) / (per['grpc-js'] ?? 1)) * 100).toFixed(0)} %`,
-    });
+    for (const [scenario] of scenarios) {
+      const perOp = new Map<string, number>();
+      for (const { name } of clients) {
+        const ms = results.get(`${scenario}\u0000${name}`) ?? [];
+        if (ms.length > 0) perOp.set(name, median(ms.map((m) => m.cpuMicros / m.ops)));
+      }
+      const reference = perOp.get(etcd3.name);
+      for (const { name } of clients) {
+        const ms = results.get(`${scenario}\u0000${name}`) ?? [];
+        const cpu = perOp.get(name);
+        if (cpu === undefined) continue;
+        rows.push({
+          server: backend.name,
+          scenario,
+          client: name,
+          'ops/s': Math.round(median(ms.map((m) => (m.ops / m.wallMs) * 1000))).toLocaleString(
+            'en-US',
+          ),
+          'client CPU µs/op': cpu.toFixed(1),
+          'vs etcd3': reference === undefined ? '' : `${(cpu / reference).toFixed(2)}x`,
+        });
+      }
+    }
   }
   return rows;
 }
 
 export const transportSuite = {
   name: 'transport',
-  description:
-    'client CPU per operation and throughput, @grpc/grpc-js vs node:http2 transport, and the etcd3 package for get and put (server in a child process)',
+  description: `client CPU per call, etcdkit (default http2 transport, and grpc-js) vs etcd3 1.1.2: put, get, txn, range at 1 and ${IN_FLIGHT} in flight, on real etcd and the embedded server (child process); medians of ${ROUNDS} rounds in rotated order`,
   report,
 };
