@@ -49,9 +49,10 @@ interface CallState {
   attempts: number;
   consumed: number;
   endpoint: PooledEndpoint | undefined;
-  readonly tried: Set<PooledEndpoint>;
-  /** Time this call spent waiting for each endpoint to connect, in ms. */
-  readonly dialWaited: Map<PooledEndpoint, number>;
+  /** Made on the first pick: most calls pick once. */
+  tried: Set<PooledEndpoint> | undefined;
+  /** Time this call spent waiting for each endpoint to connect, in ms; made on the first wait. */
+  dialWaited: Map<PooledEndpoint, number> | undefined;
   /** Set when the server rejected this token: the next attempt refreshes it first. */
   staleToken: string | undefined;
   authRetried: boolean;
@@ -65,11 +66,16 @@ function newState(): CallState {
     consumed: 0,
     endpoint: undefined,
     ambiguous: false,
-    tried: new Set(),
-    dialWaited: new Map(),
+    tried: undefined,
+    dialWaited: undefined,
     staleToken: undefined,
     authRetried: false,
   };
+}
+
+/** How many endpoints the call has tried. */
+function triedCount(state: CallState): number {
+  return state.tried?.size ?? 0;
 }
 
 /** An endpoint picked for an attempt, and its channel. */
@@ -112,6 +118,10 @@ export class Connection implements Rpc {
   readonly #auth: TokenManager | undefined;
   readonly #closing = new AbortController();
   readonly #pending = new Set<Promise<unknown>>();
+  /** Unary calls in flight: counted in #unary itself, which spares each a tracking promise. */
+  #unaryInFlight = 0;
+  /** Set by close() while it waits for the unary calls in flight to end. */
+  #unaryDrained: (() => void) | undefined;
   readonly #baseMetadata: Metadata;
   #closed: Promise<void> | undefined;
 
@@ -204,7 +214,7 @@ export class Connection implements Rpc {
     retry: RetryPolicy,
     options?: CallOptions,
   ): Promise<Res> {
-    return this.#track(this.#unary(method, request, retry, options, false));
+    return this.#unary(method, request, retry, options, false);
   }
 
   /**
@@ -401,7 +411,14 @@ export class Connection implements Rpc {
     if (!this.#closed) {
       this.#closing.abort(new ClientClosedError());
       this.#closed = (async () => {
-        while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+        while (this.#pending.size > 0 || this.#unaryInFlight > 0) {
+          if (this.#unaryInFlight > 0) {
+            await new Promise<void>((resolve) => {
+              this.#unaryDrained = resolve;
+            });
+          }
+          await Promise.allSettled([...this.#pending]);
+        }
         this.#pool.close();
       })();
     }
@@ -423,6 +440,7 @@ export class Connection implements Rpc {
     skipAuth: boolean,
   ): Promise<Res> {
     if (this.closed) throw new ClientClosedError();
+    this.#unaryInFlight++;
     const onCall = this.#options.hooks?.onCall;
     const started = onCall ? performance.now() : 0;
     const scope = new CallScope(
@@ -438,8 +456,11 @@ export class Connection implements Rpc {
         const token = skipAuth || !this.#auth ? undefined : await this.#token(scope, state);
         // ready() is asked even of a channel whose state() is 'ready': a Transport's ready() is
         // its word on whether the attempt may go there (a custom one may refuse while its state
-        // still says ready), and its refusal is what moves the call to another endpoint.
-        const { endpoint, channel } = await this.#connect(scope, state);
+        // still says ready), and its refusal is what moves the call to another endpoint. Only a
+        // channel's readyNow() spares the wait (and the turn it costs every call).
+        const picked = this.#pick(scope, state);
+        if (picked.channel.readyNow?.() !== true) await this.#ready(scope, state, picked);
+        const { endpoint, channel } = picked;
         try {
           const response = await channel.unary(method, request, {
             metadata: this.#metadata(token),
@@ -478,6 +499,11 @@ export class Connection implements Rpc {
       throw error;
     } finally {
       scope.dispose();
+      if (--this.#unaryInFlight === 0 && this.#unaryDrained) {
+        const drained = this.#unaryDrained;
+        this.#unaryDrained = undefined;
+        drained();
+      }
     }
   }
 
@@ -708,7 +734,7 @@ export class Connection implements Rpc {
     } catch {
       throw new AttemptFailure(new ClientClosedError(), false, false);
     }
-    state.tried.add(picked.endpoint);
+    (state.tried ??= new Set()).add(picked.endpoint);
     state.endpoint = picked.endpoint;
     return picked;
   }
@@ -719,7 +745,8 @@ export class Connection implements Rpc {
     // Each endpoint may keep one call waiting for a connection for at most dialTimeoutMs in
     // total, retries included: a black hole costs the dial timeout once, not once per retry.
     const dialTimeoutMs = this.#options.dialTimeoutMs;
-    const waited = state.dialWaited.get(endpoint) ?? 0;
+    const dialWaited = (state.dialWaited ??= new Map());
+    const waited = dialWaited.get(endpoint) ?? 0;
     const started = Date.now();
     const dialDeadline = started + Math.max(0, dialTimeoutMs - waited);
     const deadline = Math.min(dialDeadline, scope.deadline);
@@ -727,7 +754,7 @@ export class Connection implements Rpc {
       await channel.ready(deadline, scope.signal);
     } catch (error) {
       this.#pool.release(endpoint);
-      state.dialWaited.set(endpoint, waited + (Date.now() - started));
+      dialWaited.set(endpoint, waited + (Date.now() - started));
       if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
       if (deadline < dialDeadline && Date.now() >= scope.deadline) {
         throw new AttemptFailure(
@@ -742,10 +769,10 @@ export class Connection implements Rpc {
       this.#pool.failed(endpoint);
       const typed = toEtcdError(error);
       const exhausted = this.#pool.endpoints.every(
-        (e) => (state.dialWaited.get(e) ?? 0) >= dialTimeoutMs,
+        (e) => (dialWaited.get(e) ?? 0) >= dialTimeoutMs,
       );
       if (exhausted) throw new AttemptFailure(typed, false, false);
-      throw new AttemptFailure(typed, true, state.tried.size < this.#pool.endpoints.length);
+      throw new AttemptFailure(typed, true, triedCount(state) < this.#pool.endpoints.length);
     }
   }
 
@@ -792,7 +819,7 @@ export class Connection implements Rpc {
     return new AttemptFailure(
       verdict.error,
       verdict.retry,
-      verdict.retry && verdict.endpointFailed && state.tried.size < this.#pool.endpoints.length,
+      verdict.retry && verdict.endpointFailed && triedCount(state) < this.#pool.endpoints.length,
     );
   }
 }

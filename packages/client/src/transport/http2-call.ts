@@ -5,7 +5,7 @@
 import * as http2 from 'node:http2';
 import type { MethodDescriptor } from '../generated/methods.js';
 import { abortedFailure, failure } from './failures.js';
-import { encodeFrame, FrameDecoder, type FrameError } from './grpc-frame.js';
+import { FrameDecoder, type FrameError } from './grpc-frame.js';
 import {
   encodeTimeout,
   isReservedHeader,
@@ -16,6 +16,7 @@ import {
   statusFromReset,
 } from './grpc-status.js';
 import type { Link } from './http2-link.js';
+import { encodeRequestFrame } from './request-frames.js';
 import { type ChannelCallOptions, GrpcStatus, type Metadata, TransportError } from './types.js';
 
 const { NGHTTP2_CANCEL, HTTP2_HEADER_STATUS } = http2.constants;
@@ -23,6 +24,8 @@ const USER_AGENT = 'etcdkit-http2';
 const CONTENT_TYPE = 'application/grpc+proto';
 const OK_STATUS = String(GrpcStatus.OK);
 const NO_METADATA: Metadata = Object.freeze({});
+/** The pending frames of a call whose stream exists or that ended: nothing is ever added to it. */
+const NO_FRAMES: Buffer[] = [];
 
 /** What the channel sees of a call. */
 export interface ChannelCall {
@@ -131,7 +134,7 @@ export class Call<Req, Res> implements ChannelCall {
     if (this.#done) return;
     let frame: Buffer;
     try {
-      frame = encodeFrame(this.#method.request.encode(request).finish());
+      frame = encodeRequestFrame(this.#method, request);
     } catch (error) {
       this.abort(
         failure(GrpcStatus.Internal, 'Request message serialization failure', this.sent, error),
@@ -198,9 +201,9 @@ export class Call<Req, Res> implements ChannelCall {
     const { deadline, metadata } = this.#options;
     if (deadline !== undefined) headers['grpc-timeout'] = encodeTimeout(deadline - Date.now());
     if (metadata) {
-      for (const [key, value] of Object.entries(metadata)) {
+      for (const key in metadata) {
         const name = key.toLowerCase();
-        if (!isReservedHeader(name)) headers[name] = value;
+        if (!isReservedHeader(name)) headers[name] = metadata[key];
       }
     }
     let stream: http2.ClientHttp2Stream;
@@ -236,9 +239,14 @@ export class Call<Req, Res> implements ChannelCall {
     // A stream this side still writes to (a bidi stream) closes only after both sides ended: the
     // server's end (its status) must end the call at once, as the gRPC protocol says it does.
     if (!this.#halfClosed) stream.once('end', () => this.#onEnd(stream));
-    for (const frame of this.#pending) stream.write(frame);
-    this.#pending = [];
-    if (this.#halfClosed) stream.end();
+    const pending = this.#pending;
+    this.#pending = NO_FRAMES;
+    // A unary call's one frame goes with the end of the request side, in one write.
+    if (this.#halfClosed && pending.length === 1) stream.end(pending[0]);
+    else {
+      for (const frame of pending) stream.write(frame);
+      if (this.#halfClosed) stream.end();
+    }
   }
 
   #onHeaders(headers: http2.IncomingHttpHeaders): void {
@@ -322,7 +330,7 @@ export class Call<Req, Res> implements ChannelCall {
     this.#done = true;
     clearTimeout(this.#deadlineTimer);
     this.#options.signal?.removeEventListener('abort', this.#onAbort);
-    this.#pending = [];
+    this.#pending = NO_FRAMES;
     this.#channel.forget(this);
     this.#sink.end(error);
   }

@@ -125,6 +125,11 @@ export class Http2Channel implements Channel, CallHost {
     });
   }
 
+  /** True while connected: `ready()` would resolve at once. */
+  readyNow(): boolean {
+    return this.#state === 'ready';
+  }
+
   /** One request, one response. */
   unary<Req, Res>(
     method: MethodDescriptor<Req, Res, 'unary'>,

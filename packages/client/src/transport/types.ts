@@ -124,6 +124,11 @@ export interface Channel {
    * TransportError when it cannot connect before `deadline` (epoch ms) or the signal aborts.
    */
   ready(deadline: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Optional: true when `ready()` would resolve at once (the channel is connected), so a call may go
+   * ahead without waiting a turn for it. A channel without it is always asked `ready()`.
+   */
+  readyNow?(): boolean;
   unary<Req, Res>(
     method: MethodDescriptor<Req, Res, 'unary'>,
     request: Req,
