@@ -62,7 +62,15 @@ export function putSpec(key: unknown, value: unknown, options: PutOptions | unde
 
 /** The Put request for `spec` inside namespace `ns`. */
 export function encodePut(spec: PutSpec, ns: KeyPrefix): etcdserverpb.PutRequest.$Properties {
-  return { ...spec.fields, key: ns.key(spec.key) };
+  const f = spec.fields;
+  return {
+    key: ns.key(spec.key),
+    value: f.value,
+    lease: f.lease,
+    prevKv: f.prevKv,
+    ignoreValue: f.ignoreValue,
+    ignoreLease: f.ignoreLease,
+  };
 }
 
 /** The body of a Put response, keys relative to `ns`. */

@@ -208,7 +208,8 @@ export class Call<Req, Res> implements ChannelCall {
     }
     let stream: http2.ClientHttp2Stream;
     try {
-      stream = link.session.request(headers, { endStream: false });
+      // A POST keeps the request side open: node's default, so no options object to copy.
+      stream = link.session.request(headers);
     } catch (error) {
       // The session closed under us (GOAWAY, drop) before the stream existed: nothing was sent.
       this.#channel.detach(link);
