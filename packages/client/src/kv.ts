@@ -13,7 +13,7 @@ import { InvalidArgumentError } from './errors.js';
 import { etcdserverpb_KV } from './generated/methods.js';
 import { type ResponseHeader, toResponseHeader } from './header.js';
 import { type KeySelector, toInterval } from './key-range.js';
-import type { KeyValue } from './key-value.js';
+import { type KeyValue, toKeyValue } from './key-value.js';
 import { KeyPrefix } from './namespace.js';
 import { decodePut, encodePut, type PutOptions, type PutResult, putSpec } from './put.js';
 import {
@@ -99,7 +99,9 @@ export class KV {
   async get(key: Bytes, options?: GetOptions & CallOptions): Promise<KeyValue | undefined> {
     const request = encodeRange(getSpec(key, options), this.ns);
     const response = await this.rpc.unary(etcdserverpb_KV.Range, request, 'read', call(options));
-    return decodeRange(response, this.ns).kvs[0];
+    // Only the first key is returned: the header and the rest of the result are not built.
+    const first = response.kvs?.[0];
+    return first ? toKeyValue(first, (key) => this.ns.strip(key)) : undefined;
   }
 
   /**

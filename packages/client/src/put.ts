@@ -86,5 +86,7 @@ export function decodePut(
   response: etcdserverpb.PutResponse.$Properties,
   ns: KeyPrefix,
 ): PutResult {
-  return { header: toResponseHeader(response.header), ...decodePutBody(response, ns) };
+  const header = toResponseHeader(response.header);
+  const { prevKv } = decodePutBody(response, ns);
+  return prevKv ? { header, prevKv } : { header };
 }

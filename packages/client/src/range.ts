@@ -173,5 +173,11 @@ export function decodeRange(
   response: etcdserverpb.RangeResponse.$Properties,
   ns: KeyPrefix,
 ): RangeResult {
-  return { header: toResponseHeader(response.header), ...decodeRangeBody(response, ns) };
+  const body = decodeRangeBody(response, ns);
+  return {
+    header: toResponseHeader(response.header),
+    kvs: body.kvs,
+    more: body.more,
+    count: body.count,
+  };
 }
