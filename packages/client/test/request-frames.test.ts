@@ -13,7 +13,6 @@ const int64 = fc.oneof(
   fc.constantFrom(0n, 1n, 127n, 128n, 2n ** 32n - 1n, 2n ** 32n, 2n ** 53n, -1n, 2n ** 63n - 1n),
 );
 const flag = fc.boolean();
-const optional = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 
 const rangeRequest = fc.record(
   {

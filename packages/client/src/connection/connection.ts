@@ -734,7 +734,8 @@ export class Connection implements Rpc {
     } catch {
       throw new AttemptFailure(new ClientClosedError(), false, false);
     }
-    (state.tried ??= new Set()).add(picked.endpoint);
+    if (state.tried) state.tried.add(picked.endpoint);
+    else state.tried = new Set([picked.endpoint]);
     state.endpoint = picked.endpoint;
     return picked;
   }
@@ -745,7 +746,8 @@ export class Connection implements Rpc {
     // Each endpoint may keep one call waiting for a connection for at most dialTimeoutMs in
     // total, retries included: a black hole costs the dial timeout once, not once per retry.
     const dialTimeoutMs = this.#options.dialTimeoutMs;
-    const dialWaited = (state.dialWaited ??= new Map());
+    state.dialWaited ??= new Map();
+    const dialWaited = state.dialWaited;
     const waited = dialWaited.get(endpoint) ?? 0;
     const started = Date.now();
     const dialDeadline = started + Math.max(0, dialTimeoutMs - waited);
