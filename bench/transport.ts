@@ -10,6 +10,7 @@
 // events received (embedded server only: its child makes the writes). ETCDKIT_BENCH_SCALE multiplies
 // the call counts (default 1), ETCDKIT_BENCH_ROUNDS sets the measured rounds (default 5),
 // ETCDKIT_BENCH_BACKENDS picks `etcd`, `embedded` or both (default both). Asserts nothing.
+
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd3 } from 'etcd3';
@@ -20,6 +21,7 @@ import { op } from '../packages/client/src/op.js';
 import { selectTransport, type TransportName } from '../packages/client/src/transport/select.js';
 import type { Transport } from '../packages/client/src/transport/types.js';
 import { findEtcdBinary, startEtcd } from '../testkit/src/index.js';
+import type { ChartBar } from './report.js';
 
 const SCALE = Number(process.env.ETCDKIT_BENCH_SCALE ?? '1') || 1;
 const ROUNDS = Number(process.env.ETCDKIT_BENCH_ROUNDS ?? '5') || 5;
@@ -301,6 +303,7 @@ async function measureBackend(backend: Backend): Promise<Map<string, Measure[]>>
 
 async function report() {
   const rows = [];
+  const chart: ChartBar[] = [];
   for (const which of BACKENDS) {
     const backend = which === 'etcd' ? await etcdBackend() : await embeddedBackend();
     if (!backend) continue;
@@ -317,6 +320,16 @@ async function report() {
         if (ms.length > 0) perOp.set(name, median(ms.map((m) => m.cpuMicros / m.ops)));
       }
       const reference = perOp.get(etcd3.name);
+      const ours = perOp.get(clients[0]!.name);
+      if (reference !== undefined && ours !== undefined && scenario.includes(' in flight')) {
+        const goal = scenario.includes(`${IN_FLIGHT} in flight`) ? 0.5 : 0.6;
+        const call = scenario.replace(/ \(\d+\)$/, '');
+        chart.push({
+          label: `client CPU, ${call} (${backend.name}) / etcd3`,
+          ratio: ours / reference,
+          goal,
+        });
+      }
       for (const { name } of clients) {
         const ms = results.get(`${scenario}\u0000${name}`) ?? [];
         const cpu = perOp.get(name);
@@ -334,7 +347,7 @@ async function report() {
       }
     }
   }
-  return rows;
+  return { rows, chart };
 }
 
 export const transportSuite = {
