@@ -1,6 +1,7 @@
 // A barrier: one key that, while it exists, blocks every process waiting on it. The layout and
 // semantics of etcd's Go `recipe.Barrier`, with cancellable waits.
 import { cmp, type KV, op } from '@etcdkit/client';
+import { recipeName } from './recipe-name.js';
 import { throwIfAborted, type WaitOptions, waitForDelete } from './wait.js';
 
 /**
@@ -22,7 +23,9 @@ export class Barrier {
     readonly kv: KV,
     /** The barrier's key. */
     readonly key: string,
-  ) {}
+  ) {
+    recipeName('Barrier', 'key', key);
+  }
 
   /**
    * Raises the barrier: creates the key if it does not exist. Resolves true when this call

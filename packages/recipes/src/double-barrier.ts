@@ -12,6 +12,7 @@ import {
 } from '@etcdkit/client';
 import { RecipeError } from './errors.js';
 import { createUniqueKey, deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
+import { recipeName } from './recipe-name.js';
 import type { Session } from './session.js';
 import { throwIfAborted, type WaitOptions, waitForChange, waitForDelete } from './wait.js';
 
@@ -60,6 +61,7 @@ export class DoubleBarrier {
     /** How many processes the barrier is for. */
     readonly count: number,
   ) {
+    recipeName('DoubleBarrier', 'key', key);
     if (!Number.isSafeInteger(count) || count < 1) {
       throw new InvalidArgumentError(`count must be a positive integer, got ${String(count)}`);
     }

@@ -12,6 +12,7 @@ import {
   sessionKey,
   useSessionKey,
 } from './queue-key.js';
+import { recipeName } from './recipe-name.js';
 import type { Session } from './session.js';
 import { throwIfAborted, type WaitOptions, waitForEvent } from './wait.js';
 
@@ -46,10 +47,10 @@ export class Election {
   constructor(
     /** The session whose lease the candidate key is attached to. */
     readonly session: Session,
-    /** The election's name (a key prefix, without the trailing `/` Go adds too). */
+    /** The election's name (a non-empty key prefix, without the trailing `/` Go adds too). */
     readonly name: string,
   ) {
-    this.prefix = `${name}/`;
+    this.prefix = `${recipeName('Election', 'name', name)}/`;
   }
 
   /** The key this session campaigns with. */

@@ -9,6 +9,7 @@ import {
   sessionEnded,
   useSessionKey,
 } from './queue-key.js';
+import { recipeName } from './recipe-name.js';
 import type { Session } from './session.js';
 import { throwIfAborted, type WaitOptions } from './wait.js';
 
@@ -46,10 +47,10 @@ export class Mutex {
   constructor(
     /** The session whose lease the lock's key is attached to. */
     readonly session: Session,
-    /** The lock's name (a key prefix, without the trailing `/` Go adds too). */
+    /** The lock's name (a non-empty key prefix, without the trailing `/` Go adds too). */
     readonly name: string,
   ) {
-    this.prefix = `${name}/`;
+    this.prefix = `${recipeName('Mutex', 'name', name)}/`;
   }
 
   /** The key this session queues and holds the lock with. */

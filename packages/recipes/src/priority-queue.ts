@@ -10,6 +10,7 @@ import {
   type Enqueued,
   type EnqueueOptions,
 } from './queue-claim.js';
+import { recipeName } from './recipe-name.js';
 import { throwIfAborted } from './wait.js';
 
 /** The highest priority number (the least urgent): priorities are Go's uint16. */
@@ -40,7 +41,9 @@ export class PriorityQueue {
     readonly kv: KV,
     /** The queue's name: items are the keys `prefix + "/" + <priority> + "/" + <sequence>`. */
     readonly prefix: string,
-  ) {}
+  ) {
+    recipeName('PriorityQueue', 'prefix', prefix);
+  }
 
   /**
    * Adds `value` with `priority` (an integer from 0, served first, to {@link MAX_QUEUE_PRIORITY})

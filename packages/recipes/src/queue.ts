@@ -9,6 +9,7 @@ import {
   type Enqueued,
   type EnqueueOptions,
 } from './queue-claim.js';
+import { recipeName } from './recipe-name.js';
 import { throwIfAborted } from './wait.js';
 
 /**
@@ -37,7 +38,9 @@ export class Queue {
     readonly kv: KV,
     /** The queue's name: items are the keys `prefix + "/" + <unique number>`. */
     readonly prefix: string,
-  ) {}
+  ) {
+    recipeName('Queue', 'prefix', prefix);
+  }
 
   /**
    * Adds `value` at the end of the queue, under a new key `prefix/<unix nanoseconds>` (a unique,

@@ -4,6 +4,7 @@
 import { waitToHold } from './hold.js';
 import { Lock } from './mutex.js';
 import { createUniqueKey, deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
+import { recipeName } from './recipe-name.js';
 import type { Session } from './session.js';
 import { throwIfAborted, type WaitOptions } from './wait.js';
 
@@ -33,10 +34,10 @@ export class RWMutex {
   constructor(
     /** The session whose lease the lock keys are attached to. */
     readonly session: Session,
-    /** The lock's name (a key prefix, without the trailing `/`). */
+    /** The lock's name (a non-empty key prefix, without the trailing `/`). */
     readonly name: string,
   ) {
-    this.prefix = `${name}/`;
+    this.prefix = `${recipeName('RWMutex', 'name', name)}/`;
   }
 
   /**

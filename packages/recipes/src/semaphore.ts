@@ -4,6 +4,7 @@ import { InvalidArgumentError } from '@etcdkit/client';
 import { LockedError } from './errors.js';
 import { Hold, type Holding, waitToHold } from './hold.js';
 import { createUniqueKey, deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
+import { recipeName } from './recipe-name.js';
 import type { Session } from './session.js';
 import { throwIfAborted, type WaitOptions } from './wait.js';
 
@@ -32,7 +33,7 @@ export class Semaphore {
   constructor(
     /** The session whose lease the permit keys are attached to. */
     readonly session: Session,
-    /** The semaphore's name (a key prefix, without the trailing `/`). */
+    /** The semaphore's name (a non-empty key prefix, without the trailing `/`). */
     readonly name: string,
     /** How many holders it admits at once (a positive integer). */
     readonly permits: number,
@@ -40,7 +41,7 @@ export class Semaphore {
     if (!Number.isSafeInteger(permits) || permits < 1) {
       throw new InvalidArgumentError(`permits must be a positive integer, got ${String(permits)}`);
     }
-    this.prefix = `${name}/`;
+    this.prefix = `${recipeName('Semaphore', 'name', name)}/`;
   }
 
   /**

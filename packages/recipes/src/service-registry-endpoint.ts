@@ -3,6 +3,7 @@
 // Go's endpoints internal.Update (client/v3/naming/endpoints/internal/update.go), which is grpc's
 // old naming.Update as etcd 3.4's GRPCResolver stored it: {"Op":0,"Addr":"...","Metadata":...}.
 import { InvalidArgumentError, type KeyValue } from '@etcdkit/client';
+import { recipeName } from './recipe-name.js';
 
 /** A value JSON can carry. */
 export type JsonValue =
@@ -40,15 +41,7 @@ export interface ServiceInstance {
 
 /** The key prefix of a service's instances, `<service>/`; the service name is checked. */
 export function servicePrefix(service: string): string {
-  if (typeof service !== 'string' || service === '') {
-    throw new InvalidArgumentError('a service name must be a non-empty string');
-  }
-  if (service.endsWith('/')) {
-    throw new InvalidArgumentError(
-      `service name ${JSON.stringify(service)} must not end with "/": keys are "<service>/<id>"`,
-    );
-  }
-  return `${service}/`;
+  return `${recipeName('ServiceRegistry', 'service', service)}/`;
 }
 
 /** The checked id of an instance key: a non-empty string. */

@@ -21,6 +21,7 @@ import {
 } from '@etcdkit/client';
 import { SessionExpiredError } from './errors.js';
 import { MAX_QUEUE_PRIORITY } from './priority-queue.js';
+import { recipeName } from './recipe-name.js';
 import type { Session } from './session.js';
 import { throwIfAborted, waitForEvent } from './wait.js';
 import { ClaimLostError } from './work-queue-errors.js';
@@ -172,6 +173,7 @@ export class WorkQueue {
     readonly prefix: string,
     options: WorkQueueOptions = {},
   ) {
+    recipeName('WorkQueue', 'prefix', prefix);
     const max = options.maxAttempts ?? DEFAULT_WORK_MAX_ATTEMPTS;
     if (!Number.isSafeInteger(max) || max < 1) {
       throw new InvalidArgumentError(`maxAttempts must be an integer >= 1, got ${String(max)}`);
