@@ -12,6 +12,7 @@
 // used: stopping and partitioning members of a real cluster needs more than a flag).
 import { cmp, Etcd, op } from '@etcdkit/client';
 import { EmbeddedCluster, type EmbeddedClusterMember } from '@etcdkit/server-embedded';
+import { commandLine } from './support.js';
 
 if (process.argv.some((arg) => arg.startsWith('--endpoints'))) {
   console.error(
@@ -19,6 +20,7 @@ if (process.argv.some((arg) => arg.startsWith('--endpoints'))) {
   );
   process.exit(2);
 }
+commandLine('cluster-failover', {});
 const cluster = await EmbeddedCluster.start({ members: 3, requestTimeoutMs: 1_000 });
 const etcd = new Etcd({ endpoints: [...cluster.endpoints], requireLeader: true });
 const nameOf = (endpoint: string | undefined): string =>

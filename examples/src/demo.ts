@@ -14,7 +14,6 @@
 // Act 2, failover: three candidates campaign in an Election; the leader does leader-only work (a
 // heartbeat written by a txn guarded by its leadership). The leader is killed (its lease expired
 // from outside) and the next candidate takes over; the old leader's heartbeat is rejected.
-import { parseArgs } from 'node:util';
 import { Etcd, op } from '@etcdkit/client';
 import {
   Election,
@@ -26,50 +25,27 @@ import {
   StaleFencingTokenError,
 } from '@etcdkit/recipes';
 import { EmbeddedEtcd } from '@etcdkit/server-embedded';
-import { sleep, Timeline } from './support.js';
+import {
+  ENDPOINTS_FLAG,
+  ExampleError,
+  endpointList,
+  parseFlags,
+  sleep,
+  Timeline,
+} from './support.js';
 
 const WORKERS = 3;
 const ROUNDS = 3;
 const PAUSED_WORKER = 'worker-2';
 /** How long to wait for the first connection to `--endpoints` before giving up. */
 const DIAL_TIMEOUT_MS = 5_000;
-const USAGE = 'usage: demo [--endpoints http://host:port,...]';
-
-/** A failure the demo reports in one line, without a stack. */
-class DemoError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode = 1,
-  ) {
-    super(message);
-  }
-}
-
-/** The endpoints of `--endpoints a,b` (`undefined`: none given). Refuses anything else. */
-function endpointsFlag(argv: readonly string[]): string[] | undefined {
-  let values: { endpoints?: string | undefined };
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      options: { endpoints: { type: 'string' } },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    throw new DemoError(`${(error as Error).message}\n${USAGE}`, 2);
-  }
-  if (values.endpoints === undefined) return undefined;
-  const endpoints = values.endpoints.split(',').filter(Boolean);
-  if (endpoints.length === 0) throw new DemoError(`--endpoints needs a URL\n${USAGE}`, 2);
-  return endpoints;
-}
 
 /** Fails within the dial timeout, naming the endpoints, when no endpoint answers. */
 async function checkReachable(etcd: Etcd, endpoints: readonly string[]): Promise<void> {
   try {
     await etcd.get('demo/reachable', { timeoutMs: DIAL_TIMEOUT_MS });
   } catch (error) {
-    throw new DemoError(
+    throw new ExampleError(
       `cannot reach etcd at ${endpoints.join(', ')} within ${DIAL_TIMEOUT_MS / 1000} s (${(error as Error).message})`,
     );
   }
@@ -82,7 +58,8 @@ interface Ledger {
 }
 
 async function main(): Promise<void> {
-  const given = endpointsFlag(process.argv.slice(2));
+  const flags = parseFlags('demo', process.argv.slice(2), ENDPOINTS_FLAG);
+  const given = flags.endpoints === undefined ? undefined : endpointList(flags.endpoints);
   const server = given ? undefined : await EmbeddedEtcd.start();
   const endpoints = given ?? [...(server?.endpoints ?? [])];
   const timeline = new Timeline();
@@ -298,5 +275,5 @@ try {
 } catch (error) {
   const message = error instanceof Error ? error.message : String(error);
   console.error(`demo: ${message}`);
-  process.exitCode = error instanceof DemoError ? error.exitCode : 1;
+  process.exitCode = error instanceof ExampleError ? error.exitCode : 1;
 }

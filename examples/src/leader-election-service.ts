@@ -13,11 +13,15 @@
 // Run two instances against one etcd (`--endpoints`) and stop the leader to watch the failover.
 import { op } from '@etcdkit/client';
 import { Election, Session } from '@etcdkit/recipes';
-import { connect, flag, sleep } from './support.js';
+import { commandLine, connect, ENDPOINTS_FLAG, numberFlag, sleep } from './support.js';
 
-const argv = process.argv.slice(2);
-const name = flag(argv, 'name') ?? `node-${process.pid}`;
-const durationMs = Number(flag(argv, 'duration') ?? 'Infinity');
+const flags = commandLine('leader-election-service', {
+  ...ENDPOINTS_FLAG,
+  name: 'name',
+  duration: 'ms',
+});
+const name = flags.name ?? `node-${process.pid}`;
+const durationMs = numberFlag('leader-election-service', 'duration', flags.duration, Infinity);
 
 // One signal for "this process should stop": SIGTERM, SIGINT or the end of --duration.
 const stop = new AbortController();
@@ -29,7 +33,7 @@ process.once('SIGTERM', onSignal);
 process.once('SIGINT', onSignal);
 const timer = Number.isFinite(durationMs) ? setTimeout(() => stop.abort(), durationMs) : undefined;
 
-const { etcd, close } = await connect(argv);
+const { etcd, close } = await connect(flags.endpoints);
 const session = await Session.create(etcd, { ttl: 5 });
 try {
   const election = new Election(session, 'elections/report-generator');

@@ -18,9 +18,11 @@ import {
   Session,
   StaleFencingTokenError,
 } from '@etcdkit/recipes';
-import { connect } from './support.js';
+import { commandLine, connect, ENDPOINTS_FLAG } from './support.js';
 
-const { etcd, server, close } = await connect();
+const { etcd, server, close } = await connect(
+  commandLine('lock-with-fencing', ENDPOINTS_FLAG).endpoints,
+);
 try {
   const inventory = new FencedResource(etcd, 'inventory/widgets');
   await inventory.put(0n, '100');

@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Etcd } from '@etcdkit/client';
 import { type ServiceInstance, ServiceRegistry } from '@etcdkit/recipes';
-import { connect } from './support.js';
+import { commandLine, connect, ENDPOINTS_FLAG } from './support.js';
 
 const SERVICE = 'services/echo';
 
@@ -97,7 +97,9 @@ function until(
   });
 }
 
-const { etcd, endpoints, close } = await connect();
+const { etcd, endpoints, close } = await connect(
+  commandLine('service-discovery', ENDPOINTS_FLAG).endpoints,
+);
 const servers: EchoServer[] = [];
 try {
   for (const name of ['echo-1', 'echo-2', 'echo-3']) {

@@ -7,14 +7,15 @@
 // if what it read is still current, otherwise it runs again on fresh values. However the transfers
 // interleave, no money is created or lost and no balance goes negative.
 import { runStm } from '@etcdkit/recipes';
-import { connect, flag } from './support.js';
+import { commandLine, connect, ENDPOINTS_FLAG, numberFlag } from './support.js';
 
 const ACCOUNTS = ['alice', 'bob', 'carol', 'dave', 'erin'];
 const TELLERS = 8;
-const TRANSFERS = Number(flag(process.argv.slice(2), 'transfers') ?? '200');
+const flags = commandLine('stm-bank-transfer', { ...ENDPOINTS_FLAG, transfers: 'count' });
+const TRANSFERS = numberFlag('stm-bank-transfer', 'transfers', flags.transfers, 200);
 const key = (name: string) => `bank/accounts/${name}`;
 
-const { etcd, close } = await connect();
+const { etcd, close } = await connect(flags.endpoints);
 try {
   for (const name of ACCOUNTS) await etcd.put(key(name), '1000');
   const before = ACCOUNTS.length * 1000;

@@ -1,23 +1,98 @@
-// Helpers the examples share: command-line flags and a timeline printer. Not part of any package.
+// Helpers the examples share: flags, connecting, a timeline printer. Not part of any package.
+import { parseArgs } from 'node:util';
 import { Etcd } from '@etcdkit/client';
 import { EmbeddedEtcd } from '@etcdkit/server-embedded';
 
-/** The `--endpoints a,b` (or `--endpoints=a,b`) flag; `undefined` when absent. */
-export function parseEndpoints(argv: readonly string[]): string[] | undefined {
-  const value = flag(argv, 'endpoints');
-  return value ? value.split(',').filter(Boolean) : undefined;
+/** A failure an example reports in one line on stderr, without a stack, and its exit code. */
+export class ExampleError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
 }
 
-/** The value of `--name value` or `--name=value`; `undefined` when absent. */
-export function flag(argv: readonly string[], name: string): string | undefined {
-  const at = argv.indexOf(`--${name}`);
-  if (at >= 0) return argv[at + 1];
-  return argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+/** The flags an example takes: each name (without `--`) and what its value looks like. */
+export type FlagSpec = Readonly<Record<string, string>>;
+
+/** The `--endpoints` flag every example that can use a real etcd takes. */
+export const ENDPOINTS_FLAG = { endpoints: 'http://host:port,...' } as const;
+
+/** The usage line of `program`: `usage: demo [--endpoints http://host:port,...]`. */
+export function usage(program: string, spec: FlagSpec): string {
+  const flags = Object.entries(spec).map(([name, value]) => ` [--${name} ${value}]`);
+  return `usage: ${program}${flags.join('')}`;
 }
 
-/** True when `--name` is given. */
-export function hasFlag(argv: readonly string[], name: string): boolean {
-  return argv.includes(`--${name}`);
+/**
+ * The values of the flags of `spec` in `argv` (`--name value` or `--name=value`; absent ones are
+ * `undefined`). An unknown flag, a flag without its value, a positional argument or an empty
+ * `--endpoints` throws ExampleError with exit code 2: the problem, a newline and the usage.
+ */
+export function parseFlags<S extends FlagSpec>(
+  program: string,
+  argv: readonly string[],
+  spec: S,
+): { readonly [K in keyof S]?: string } {
+  const refuse = (message: string) => new ExampleError(`${message}\n${usage(program, spec)}`, 2);
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: Object.fromEntries(Object.keys(spec).map((name) => [name, { type: 'string' }])),
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    throw refuse((error as Error).message);
+  }
+  if (values.endpoints !== undefined && endpointList(String(values.endpoints)).length === 0) {
+    throw refuse('--endpoints needs a URL');
+  }
+  return values as { readonly [K in keyof S]?: string };
+}
+
+/**
+ * {@link parseFlags} on this process's arguments, for an example's top level: a usage error is
+ * printed as `program: <problem>` and the usage, and the process exits with code 2.
+ */
+export function commandLine<S extends FlagSpec>(
+  program: string,
+  spec: S,
+): { readonly [K in keyof S]?: string } {
+  return orExit(program, () => parseFlags(program, process.argv.slice(2), spec));
+}
+
+/** The number a flag's `value` gives (`fallback` when absent); not a number >= 0 exits with 2. */
+export function numberFlag(
+  program: string,
+  name: string,
+  value: string | undefined,
+  fallback: number,
+): number {
+  return orExit(program, () => {
+    const number = value === undefined ? fallback : Number(value);
+    if (value?.trim() === '' || Number.isNaN(number) || number < 0) {
+      throw new ExampleError(`--${name} must be a number >= 0, got ${JSON.stringify(value)}`, 2);
+    }
+    return number;
+  });
+}
+
+function orExit<T>(program: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (!(error instanceof ExampleError)) throw error;
+    console.error(`${program}: ${error.message}`);
+    process.exit(error.exitCode);
+  }
+}
+
+/** The non-empty URLs of an `--endpoints a,b` value. */
+export function endpointList(value: string): string[] {
+  return value.split(',').filter(Boolean);
 }
 
 /** Resolves after `ms` milliseconds. */
@@ -76,11 +151,12 @@ export interface Connected {
 }
 
 /**
- * Connects to `--endpoints` when given, otherwise starts an embedded server on a free loopback port
- * and connects to it, so every example runs with one command and no etcd installed.
+ * Connects to `endpoints` (an `--endpoints` value, checked by {@link parseFlags}) when given,
+ * otherwise starts an embedded server on a free loopback port and connects to it, so every example
+ * runs with one command and no etcd installed.
  */
-export async function connect(argv: readonly string[] = process.argv.slice(2)): Promise<Connected> {
-  const given = parseEndpoints(argv);
+export async function connect(endpointsFlag: string | undefined): Promise<Connected> {
+  const given = endpointsFlag === undefined ? undefined : endpointList(endpointsFlag);
   const server = given ? undefined : await EmbeddedEtcd.start();
   const endpoints = given ?? server?.endpoints ?? [];
   const etcd = new Etcd({ endpoints: [...endpoints] });

@@ -8,9 +8,9 @@
 // instances register (with a lease, so a crashed instance disappears by itself), update and
 // deregister while the cache follows; at the end the cache is compared with a fresh read.
 import { informer } from '@etcdkit/client';
-import { connect, sleep } from './support.js';
+import { commandLine, connect, ENDPOINTS_FLAG, sleep } from './support.js';
 
-const { etcd, close } = await connect();
+const { etcd, close } = await connect(commandLine('watch-informer', ENDPOINTS_FLAG).endpoints);
 const registry = etcd.namespace('registry/');
 try {
   await registry.put('api-1', JSON.stringify({ address: '10.0.0.1:8080' }));

@@ -111,6 +111,64 @@ describe('examples', () => {
     expect(run.code).toBe(2);
   });
 
+  test.each([
+    [
+      'lock-with-fencing',
+      ['--bogus'],
+      "Unknown option '--bogus'",
+      '[--endpoints http://host:port,...]',
+    ],
+    [
+      'watch-informer',
+      ['--endpoints'],
+      "Option '--endpoints <value>' argument missing",
+      '[--endpoints http://host:port,...]',
+    ],
+    [
+      'service-discovery',
+      ['extra'],
+      "Unexpected argument 'extra'. This command does not take positional arguments",
+      '[--endpoints http://host:port,...]',
+    ],
+    [
+      'stm-bank-transfer',
+      ['--transfer', '5'],
+      "Unknown option '--transfer'",
+      '[--endpoints http://host:port,...] [--transfers count]',
+    ],
+    [
+      'leader-election-service',
+      ['--endpoints='],
+      '--endpoints needs a URL',
+      '[--endpoints http://host:port,...] [--name name] [--duration ms]',
+    ],
+    ['cluster-failover', ['--members', '5'], "Unknown option '--members'", ''],
+  ])(
+    '%s refuses %j in one line and the usage, exit 2, like the demo',
+    async (name, args, message, flags) => {
+      const run = await finished(start(name, args));
+      expect(run.output).toBe(`${name}: ${message}\nusage: ${name}${flags ? ` ${flags}` : ''}\n`);
+      expect(run.code).toBe(2);
+    },
+  );
+
+  test.each([
+    ['stm-bank-transfer', ['--transfers', 'many'], '--transfers must be a number >= 0, got "many"'],
+    ['leader-election-service', ['--duration=-1'], '--duration must be a number >= 0, got "-1"'],
+  ])('%s refuses a flag value %j that is not a number, exit 2', async (name, args, message) => {
+    const run = await finished(start(name, args));
+    expect(run.output).toBe(`${name}: ${message}\n`);
+    expect(run.code).toBe(2);
+  });
+
+  test('npm run example passes the flags on, refused the same way', async () => {
+    const run = await finished(start('example', ['watch-informer', '--bogus']));
+    expect(run.output).toBe(
+      "watch-informer: Unknown option '--bogus'\nusage: watch-informer [--endpoints http://host:port,...]\n",
+    );
+    expect(run.code).toBe(2);
+  });
+
   test('npm run example without a name lists the examples', async () => {
     const run = await finished(start('example'));
     expect(run.output).toMatch(/examples: .*lock-with-fencing/);
