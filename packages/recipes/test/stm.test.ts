@@ -1,7 +1,7 @@
 // runStm: isolation levels and their anomalies, conflicts and retries, prefetch, limits, aborts.
 import { AbortedError, EmptyKeyError, Etcd, TooManyTxnOpsError } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runStm, type Stm, type StmOptions } from '../src/stm.js';
 import { StmConflictError, StmTooManyOpsError } from '../src/stm-errors.js';
 import type { StmIsolation } from '../src/stm-isolation.js';
@@ -459,26 +459,58 @@ describeEachBackend('STM', ({ backend, prefix }) => {
     });
 
     it('an abort between attempts stops the retries at once', async () => {
+      // The pause is pinned (jitter 0.5 of a 29_998 ms ceiling: 14_999 ms) and the abort comes as
+      // soon as its timer is armed: the run must reject with no further attempt and the pause's
+      // timer cleared, not left to run out.
       const controller = new AbortController();
+      const pauses: ReturnType<typeof setTimeout>[] = [];
       let runs = 0;
-      const started = Date.now();
-      const run = runStm(
-        etcd,
-        async (stm) => {
-          runs++;
-          await stm.get(k('hot'));
-          await other.put(k('hot'), `theirs ${runs}`);
-          if (runs === 1) setTimeout(() => controller.abort(), 50);
-          stm.put(k('mine'), 'never');
-        },
-        {
-          signal: controller.signal,
-          maxRetries: 1000,
-          backoff: { minDelayMs: 30_000, maxDelayMs: 30_000 },
-        },
-      );
-      expect(await rejection(run)).toBeInstanceOf(AbortedError);
-      expect(Date.now() - started).toBeLessThan(5_000);
+      let runsAtAbort: number | undefined;
+      const realSetTimeout = globalThis.setTimeout;
+      const random = vi.spyOn(Math, 'random').mockReturnValue(0.5);
+      const setTimer = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((
+        callback: (...args: unknown[]) => void,
+        ms?: number,
+        ...args: unknown[]
+      ) => {
+        const timer = realSetTimeout(callback, ms, ...args);
+        if (ms === 14_999) {
+          pauses.push(timer);
+          queueMicrotask(() => {
+            runsAtAbort = runs;
+            controller.abort();
+          });
+        }
+        return timer;
+      }) as typeof setTimeout);
+      const clearTimer = vi.spyOn(globalThis, 'clearTimeout');
+      try {
+        const run = runStm(
+          etcd,
+          async (stm) => {
+            runs++;
+            await stm.get(k('hot'));
+            await other.put(k('hot'), `theirs ${runs}`);
+            stm.put(k('mine'), 'never');
+          },
+          {
+            signal: controller.signal,
+            maxRetries: 1000,
+            backoff: { minDelayMs: 29_998, maxDelayMs: 29_998 },
+          },
+        );
+        expect(await rejection(run)).toBeInstanceOf(AbortedError);
+        // The attempts before the first pause (the local queue retries once without one), none
+        // after the abort.
+        expect(runsAtAbort).toBeGreaterThanOrEqual(1);
+        expect(runs).toBe(runsAtAbort);
+        expect(pauses).toHaveLength(1);
+        expect(clearTimer).toHaveBeenCalledWith(pauses[0]);
+      } finally {
+        random.mockRestore();
+        setTimer.mockRestore();
+        clearTimer.mockRestore();
+      }
       expect(await value('mine')).toBeUndefined();
     });
   });
