@@ -1,7 +1,7 @@
 // Recipe names: every recipe refuses an empty name and one ending in "/" (typed, naming the recipe
 // and the argument, before anything is written), and valid names, Go's leading-"/" ones included,
 // keep Go's key layouts.
-import { Etcd, InvalidArgumentError } from '@etcdkit/client';
+import { type Etcd, InvalidArgumentError } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { Barrier } from '../src/barrier.js';
