@@ -89,7 +89,8 @@ describeEachBackend('service registry interop', ({ backend, prefix }) => {
       const [alive] = await etcdctl('lease', 'timetolive', lease, '--keys');
       expect(alive).toMatch(
         new RegExp(
-          `^lease ${lease} granted with TTL\\(5s\\), .*attached keys\\(\\[${service}/127\\.0\\.0\\.1:9000\\]\\)$`,
+          // etcdctl prints the id as %016x (printer_simple.go): zero-padded to 16 digits.
+          `^lease ${lease.padStart(16, '0')} granted with TTL\\(5s\\), .*attached keys\\(\\[${service}/127\\.0\\.0\\.1:9000\\]\\)$`,
         ),
       );
     });
