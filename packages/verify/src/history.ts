@@ -18,7 +18,7 @@ export interface Operation<I = unknown, O = unknown> {
   /** The answer, when `status` is `ok`. */
   readonly output: O | undefined;
   readonly status: OperationStatus;
-  /** Monotonic time of invocation, in ms (`performance.now()`). */
+  /** Monotonic time of invocation, in ms (the recorder's clock, CLOCK_MONOTONIC by default). */
   readonly start: number;
   /**
    * Monotonic time of the answer, in ms; `Infinity` for `unknown` (the operation may take effect

@@ -24,6 +24,12 @@ export {
   toJsonValue,
 } from './history.js';
 export {
+  type CounterInput,
+  type CounterOperation,
+  type CounterOutput,
+  counterModel,
+} from './models/counter.js';
+export {
   type RegisterInput,
   type RegisterOperation,
   type RegisterOutput,
@@ -44,5 +50,36 @@ export {
   type PendingOperation,
   Recorder,
   type RecorderOptions,
+  systemMonotonicMs,
 } from './recorder.js';
 export { RecordingRegister } from './recording-register.js';
+export { recordTxn, runTxn } from './recording-txn.js';
+export { type ReportInput, renderReport, timelineSvg } from './report/html.js';
+export {
+  type FaultAction,
+  type FaultName,
+  startTarget,
+  type Target,
+  type TargetSpec,
+} from './target.js';
+export {
+  type VerifyOptions,
+  type VerifyResult,
+  verify,
+  WORKLOADS,
+  type WorkloadName,
+} from './verify.js';
+export {
+  type KvWorkloadOptions,
+  registerWorkload,
+  txnWorkload,
+  type WorkloadRun,
+} from './workloads/kv-workloads.js';
+export { type LockWorkloadOptions, lockWorkload } from './workloads/lock-workload.js';
+export {
+  type FaultEvent,
+  type FaultSchedule,
+  type RunLimits,
+  runWithFaults,
+  sleep,
+} from './workloads/runner.js';

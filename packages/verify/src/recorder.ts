@@ -4,8 +4,16 @@ import type { Operation, OperationStatus } from './history.js';
 
 /** Options of {@link Recorder}. */
 export interface RecorderOptions {
-  /** Monotonic clock in ms. Default `performance.now`. */
+  /**
+   * Monotonic clock in ms. Default {@link systemMonotonicMs}, shared by every process of the
+   * machine, so histories recorded by several processes can be merged.
+   */
   readonly now?: () => number;
+}
+
+/** CLOCK_MONOTONIC in ms: one clock for every process of the machine (`process.hrtime`). */
+export function systemMonotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
 }
 
 /** An operation invoked and not yet answered; complete it exactly once. */
@@ -71,7 +79,7 @@ export class Recorder<I, O> {
 
   /** A recorder with an empty history. */
   constructor(options: RecorderOptions = {}) {
-    this.#now = options.now ?? (() => performance.now());
+    this.#now = options.now ?? systemMonotonicMs;
   }
 
   /** Operations recorded so far, invoked ones included. */
@@ -79,10 +87,13 @@ export class Recorder<I, O> {
     return this.#ops.length;
   }
 
-  /** Marks the invocation of `input` by `process`; complete the returned operation once. */
-  invoke(process: number, input: I): PendingOperation<O> {
+  /**
+   * Marks the invocation of `input` by `process`; complete the returned operation once. `start`
+   * (a time of this recorder's clock) backdates it, when the input is only known after the
+   * operation began (a critical section records what it read).
+   */
+  invoke(process: number, input: I, start: number = this.#now()): PendingOperation<O> {
     const id = this.#ops.length;
-    const start = this.#now();
     // Until it completes it stands in the history as unknown: it may yet take effect.
     this.#ops.push({
       id,

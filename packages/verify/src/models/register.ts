@@ -79,6 +79,8 @@ export function registerModel(
           return written.has(input.expect);
         if (input.type === 'casRevision' && output?.type === 'cas' && output.succeeded)
           return written.has(input.expectValue);
+        if (output?.type === 'cas' && output.current !== undefined)
+          return written.has(output.current.value);
         return true;
       });
     },
@@ -198,6 +200,8 @@ function describeRegisterOp(op: RegisterOperation): string {
       ? `${show(output.value)} (mod ${output.modRevision})`
       : output.type === 'put'
         ? `ok (rev ${output.revision})`
-        : `${output.succeeded ? 'succeeded' : 'failed'} (rev ${output.revision})`;
+        : output.succeeded
+          ? `succeeded (rev ${output.revision})`
+          : `failed, found ${output.current === undefined ? '?' : `${show(output.current.value)} (mod ${output.current.modRevision})`}`;
   return `${request} -> ${answer}`;
 }

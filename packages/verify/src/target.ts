@@ -1,0 +1,244 @@
+// The servers a workload runs against, and the faults each can suffer.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Etcd } from '@etcdkit/client';
+import { EmbeddedCluster, EmbeddedEtcd } from '@etcdkit/server-embedded';
+import { freePort, startEtcd, startEtcdCluster } from '@etcdkit/testkit';
+
+/**
+ * Names of faults: those a target may support (`pause`, `kill`, `partition`, `leader`,
+ * `restart`), and `client-pause`, which the lock workload does to its own workers.
+ */
+export type FaultName = 'pause' | 'kill' | 'partition' | 'leader' | 'restart' | 'client-pause';
+
+/** A fault that is on until its returned `heal` runs. */
+export type FaultAction = () => Promise<() => Promise<void>>;
+
+/** What a workload runs against. */
+export interface Target {
+  /** What it is, e.g. `etcd 3.4.23, 3 members`. */
+  readonly description: string;
+  /** Every member's client URL. */
+  readonly endpoints: readonly string[];
+  /** The faults it can suffer, each applied to a random member (the leader for `leader`). */
+  readonly faults: Partial<Record<FaultName, FaultAction>>;
+  /** Stops what was started (nothing for external endpoints). */
+  stop(): Promise<void>;
+}
+
+/** Where a workload runs; see {@link startTarget}. */
+export type TargetSpec =
+  | { readonly kind: 'endpoints'; readonly endpoints: readonly string[] }
+  | { readonly kind: 'embedded'; readonly members?: number }
+  | { readonly kind: 'etcd'; readonly binary?: string; readonly members?: number }
+  | {
+      /**
+       * The etcdkit-server bin as a child process, in memory: kill -9 and a restart lose
+       * everything it acknowledged. The server mode the checker must catch.
+       */
+      readonly kind: 'etcdkit-server';
+    };
+
+const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
+
+/** Starts (or, for `endpoints`, connects to) a target. */
+export async function startTarget(spec: TargetSpec): Promise<Target> {
+  switch (spec.kind) {
+    case 'endpoints':
+      return {
+        description: `endpoints ${spec.endpoints.join(',')}`,
+        endpoints: spec.endpoints,
+        faults: {},
+        stop: async () => {},
+      };
+    case 'embedded':
+      return (spec.members ?? 1) > 1 ? embeddedCluster(spec.members ?? 3) : embeddedSingle();
+    case 'etcd':
+      return (spec.members ?? 1) > 1
+        ? etcdCluster(spec.members ?? 3, spec.binary)
+        : etcdSingle(spec.binary);
+    case 'etcdkit-server':
+      return etcdkitServerProcess();
+  }
+}
+
+async function embeddedSingle(): Promise<Target> {
+  const server = await EmbeddedEtcd.start();
+  return {
+    description: `embedded server ${server.version}, 1 member`,
+    endpoints: server.endpoints,
+    faults: {
+      pause: async () => {
+        server.faults.pause();
+        return async () => server.faults.resume();
+      },
+      // Its data stays, as after an etcd restart: acknowledged writes must survive.
+      kill: async () => {
+        await server.restart({ downtimeMs: 200 });
+        return async () => {};
+      },
+      leader: async () => {
+        server.faults.changeLeader();
+        return async () => {};
+      },
+    },
+    stop: () => server.stop(),
+  };
+}
+
+async function embeddedCluster(members: number): Promise<Target> {
+  const cluster = await EmbeddedCluster.start({ members, requestTimeoutMs: 2_000 });
+  return {
+    description: `embedded cluster ${cluster.version}, ${members} members`,
+    endpoints: cluster.endpoints,
+    faults: {
+      pause: async () => {
+        const member = pick(cluster.members);
+        member.pause();
+        return async () => member.resume();
+      },
+      partition: async () => {
+        const member = pick(cluster.members);
+        member.partition();
+        return async () => member.heal();
+      },
+      kill: async () => {
+        const member = pick(cluster.members);
+        await member.stop();
+        return () => member.start();
+      },
+      leader: async () => {
+        const others = cluster.members.filter((m) => !m.isLeader && m.running && m.reachable);
+        if (others.length > 0) cluster.elect(pick(others));
+        return async () => {};
+      },
+    },
+    stop: () => cluster.stop(),
+  };
+}
+
+async function etcdSingle(binary: string | undefined): Promise<Target> {
+  const etcd = await startEtcd({ binary });
+  return {
+    description: `etcd ${etcd.version}, 1 member`,
+    endpoints: etcd.endpoints,
+    faults: {
+      pause: async () => {
+        await etcd.pause();
+        return async () => etcd.resume();
+      },
+      kill: async () => {
+        await etcd.kill();
+        return () => etcd.restart();
+      },
+      restart: async () => {
+        await etcd.restart();
+        return async () => {};
+      },
+    },
+    stop: () => etcd.stop(),
+  };
+}
+
+async function etcdCluster(members: number, binary: string | undefined): Promise<Target> {
+  const cluster = await startEtcdCluster({ members, binary });
+  return {
+    description: `etcd ${cluster.version}, ${members} members`,
+    endpoints: cluster.endpoints,
+    faults: {
+      pause: async () => {
+        const member = pick(cluster.members);
+        await member.pause();
+        return async () => member.resume();
+      },
+      kill: async () => {
+        const member = pick(cluster.members);
+        await member.kill();
+        return () => member.start();
+      },
+      restart: async () => {
+        await pick(cluster.members).restart();
+        return async () => {};
+      },
+      // Killing the leader forces an election; it comes back as a follower.
+      leader: async () => {
+        const leader = await cluster.waitForLeader();
+        await leader.kill();
+        return () => leader.start();
+      },
+    },
+    stop: () => cluster.stop(),
+  };
+}
+
+/** The etcdkit-server entry point: its TypeScript source in this repository, else the built bin. */
+function etcdkitServerCommand(): string[] {
+  const source = fileURLToPath(new URL('../../server-embedded/src/cli/main.ts', import.meta.url));
+  if (import.meta.url.endsWith('.ts') && existsSync(source)) {
+    return ['--conditions=etcdkit-source', '--import', 'tsx', source];
+  }
+  const entry = createRequire(import.meta.url).resolve('@etcdkit/server-embedded');
+  return [join(dirname(entry), 'cli.js')];
+}
+
+async function etcdkitServerProcess(): Promise<Target> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  let child: ChildProcess | undefined;
+  const launch = async () => {
+    child = spawn(
+      process.execPath,
+      [
+        ...etcdkitServerCommand(),
+        '--listen-client-urls',
+        url,
+        '--advertise-client-urls',
+        url,
+        '--log-level',
+        'error',
+      ],
+      { stdio: 'ignore' },
+    );
+    await waitUntilServing(url);
+  };
+  const kill9 = async () => {
+    const running = child;
+    if (running === undefined || running.exitCode !== null) return;
+    const exited = new Promise((resolve) => running.once('exit', resolve));
+    running.kill('SIGKILL');
+    await exited;
+  };
+  await launch();
+  return {
+    description: 'etcdkit-server process, in memory',
+    endpoints: [url],
+    faults: {
+      kill: async () => {
+        await kill9();
+        return launch;
+      },
+    },
+    stop: kill9,
+  };
+}
+
+async function waitUntilServing(url: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const etcd = new Etcd({ endpoints: [url], callTimeoutMs: 1_000 });
+  try {
+    for (;;) {
+      try {
+        await etcd.get('etcdkit-verify/probe');
+        return;
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  } finally {
+    await etcd.close();
+  }
+}

@@ -1,0 +1,152 @@
+// The lock workload: worker processes increment a counter under a Mutex, fenced or not, while
+// some are SIGSTOPped in their critical section until their lease expires (Jepsen's lock test).
+import { type ChildProcess, fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Etcd } from '@etcdkit/client';
+import { historyFromJson, type Operation, type OperationJson } from '../history.js';
+import type { CounterInput, CounterOutput } from '../models/counter.js';
+import { Recorder, systemMonotonicMs } from '../recorder.js';
+import type { Target } from '../target.js';
+import type { LockWorkerMessage, LockWorkerStart } from './lock-worker.js';
+import { type FaultEvent, type FaultSchedule, runWithFaults, sleep } from './runner.js';
+
+/** Options of {@link lockWorkload}. */
+export interface LockWorkloadOptions extends FaultSchedule {
+  readonly prefix: string;
+  /** How long it runs, in ms. */
+  readonly durationMs: number;
+  /** Worker processes. */
+  readonly clients: number;
+  /** Guard each counter write with the lock (`Hold.txn`). */
+  readonly fenced: boolean;
+  /** Pause workers in their critical section until their lease has expired. */
+  readonly clientPauses: boolean;
+  /** The sessions' lease TTL, in seconds. Default 2. */
+  readonly ttlSeconds?: number;
+  /** Time between a critical section's read and its write, in ms. Default 100. */
+  readonly criticalSectionMs?: number;
+}
+
+const PROCESSES_PER_WORKER = 1_000;
+
+/** The worker script and the node flags to run it with (from sources, through tsx). */
+function workerModule(): { path: string; execArgv: string[] } {
+  const fromSource = import.meta.url.endsWith('.ts');
+  const url = new URL(fromSource ? './lock-worker.ts' : './lock-worker.js', import.meta.url);
+  return {
+    path: fileURLToPath(url),
+    execArgv: fromSource ? ['--conditions=etcdkit-source', '--import', 'tsx'] : [],
+  };
+}
+
+/**
+ * Runs the workload: `clients` worker processes, each a loop of lock, read the counter, wait,
+ * write counter + 1, unlock; the history holds each critical section as one increment and a
+ * final read of the counter.
+ */
+export async function lockWorkload(
+  target: Target,
+  options: LockWorkloadOptions,
+): Promise<{ history: Operation<CounterInput, CounterOutput>[]; faults: FaultEvent[] }> {
+  const ttlSeconds = options.ttlSeconds ?? 2;
+  const module = workerModule();
+  const workers: ChildProcess[] = [];
+  const histories: Promise<OperationJson[]>[] = [];
+  const pauses: FaultEvent[] = [];
+  let pausing = false;
+  let lastPause = 0;
+  for (let i = 0; i < options.clients; i++) {
+    const child = fork(module.path, [], {
+      execArgv: module.execArgv,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    workers.push(child);
+    histories.push(
+      new Promise((resolve, reject) => {
+        child.on('message', (message: LockWorkerMessage) => {
+          if (message.type === 'done') {
+            if (message.error !== undefined)
+              reject(new Error(`lock worker ${i}: ${message.error}`));
+            else resolve(message.history as OperationJson[]);
+          } else if (
+            options.clientPauses &&
+            !pausing &&
+            systemMonotonicMs() - lastPause > (options.faultIntervalMs ?? 1_000)
+          ) {
+            pausing = true;
+            const start = systemMonotonicMs();
+            child.kill('SIGSTOP');
+            // Long enough for the lease to expire and another worker to take the lock.
+            void sleep(ttlSeconds * 1_000 + (options.faultDurationMs ?? 1_500)).then(() => {
+              child.kill('SIGCONT');
+              pauses.push({ name: 'client-pause', start, end: systemMonotonicMs() });
+              lastPause = systemMonotonicMs();
+              pausing = false;
+            });
+          }
+        });
+        child.once('exit', (code) =>
+          reject(new Error(`lock worker ${i} exited with ${code} before reporting`)),
+        );
+      }),
+    );
+    const start: LockWorkerStart = {
+      type: 'start',
+      endpoints: target.endpoints,
+      prefix: options.prefix,
+      fenced: options.fenced,
+      ttlSeconds,
+      criticalSectionMs: options.criticalSectionMs ?? 100,
+      processBase: i * PROCESSES_PER_WORKER,
+    };
+    child.send(start);
+  }
+  let faults: FaultEvent[];
+  try {
+    faults = await runWithFaults(
+      target,
+      { durationMs: options.durationMs, clients: 1 },
+      options,
+      (_, signal) =>
+        new Promise<void>((resolve) =>
+          signal.addEventListener('abort', () => resolve(), { once: true }),
+        ),
+    );
+    while (pausing) await sleep(50);
+    for (const child of workers) child.send({ type: 'stop' });
+    const merged = (await Promise.all(histories)).flatMap((h) => historyFromJson(h));
+    const final = await finalRead(target, options.prefix);
+    return {
+      history: renumber([...(merged as Operation<CounterInput, CounterOutput>[]), final]),
+      faults: [...faults, ...pauses],
+    };
+  } finally {
+    for (const child of workers)
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGCONT');
+        child.kill('SIGKILL');
+      }
+  }
+}
+
+async function finalRead(
+  target: Target,
+  prefix: string,
+): Promise<Operation<CounterInput, CounterOutput>> {
+  const recorder = new Recorder<CounterInput, CounterOutput>({ now: systemMonotonicMs });
+  const etcd = new Etcd({ endpoints: [...target.endpoints], callTimeoutMs: 5_000 });
+  try {
+    await recorder.run(-1, { type: 'read' }, 'read', async () => {
+      const kv = await etcd.get(`${prefix}counter`);
+      return { type: 'read', value: kv === undefined ? 0 : Number(kv.text()) };
+    });
+  } finally {
+    await etcd.close();
+  }
+  return recorder.history()[0]!;
+}
+
+/** Orders merged histories by start and numbers them again. */
+function renumber<I, O>(ops: Operation<I, O>[]): Operation<I, O>[] {
+  return ops.sort((a, b) => a.start - b.start).map((op, id) => ({ ...op, id }));
+}
