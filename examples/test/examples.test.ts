@@ -55,6 +55,10 @@ const EXAMPLES: readonly { name: string; args?: string[]; shows: RegExp }[] = [
     shows: /echo-2: registered again[\s\S]*echo-3: deregistered[\s\S]*service-discovery OK/,
   },
   {
+    name: 'verify-critical-section',
+    shows: /unfenced: \d+ operations, valid: false[\s\S]*REFUSED[\s\S]*verify-critical-section OK/,
+  },
+  {
     name: 'cluster-failover',
     shows: /no quorum, no leader[\s\S]*each once, in order[\s\S]*cluster-failover OK/,
   },

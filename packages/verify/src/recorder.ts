@@ -82,6 +82,11 @@ export class Recorder<I, O> {
     this.#now = options.now ?? systemMonotonicMs;
   }
 
+  /** The time now on this recorder's clock: what {@link invoke} takes to backdate. */
+  now(): number {
+    return this.#now();
+  }
+
   /** Operations recorded so far, invoked ones included. */
   get size(): number {
     return this.#ops.length;
