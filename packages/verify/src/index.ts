@@ -30,6 +30,13 @@ export {
   counterModel,
 } from './models/counter.js';
 export {
+  type ElectionInput,
+  type ElectionOperation,
+  type ElectionOutput,
+  type ElectionState,
+  electionModel,
+} from './models/election.js';
+export {
   type RegisterInput,
   type RegisterOperation,
   type RegisterOutput,
@@ -69,6 +76,10 @@ export {
   WORKLOADS,
   type WorkloadName,
 } from './verify.js';
+export {
+  type ElectionWorkloadOptions,
+  electionWorkload,
+} from './workloads/election-workload.js';
 export {
   type KvWorkloadOptions,
   registerWorkload,

@@ -8,15 +8,17 @@ import {
 } from './checker/check.js';
 import type { History } from './history.js';
 import { counterModel } from './models/counter.js';
+import { electionModel } from './models/election.js';
 import { registerModel } from './models/register.js';
 import { txnModel } from './models/txn.js';
 import { type FaultName, startTarget, type TargetSpec } from './target.js';
+import { electionWorkload } from './workloads/election-workload.js';
 import { registerWorkload, txnWorkload } from './workloads/kv-workloads.js';
 import { lockWorkload } from './workloads/lock-workload.js';
 import type { FaultEvent } from './workloads/runner.js';
 
 /** The workloads {@link verify} runs. */
-export const WORKLOADS = ['register', 'txn', 'lock'] as const;
+export const WORKLOADS = ['register', 'txn', 'lock', 'election'] as const;
 
 /** A workload name. */
 export type WorkloadName = (typeof WORKLOADS)[number];
@@ -95,6 +97,14 @@ export async function verify(options: VerifyOptions): Promise<VerifyResult> {
       run = {
         ...r,
         check: checkLinearizable(txnModel(), r.history, { timeBudgetMs: options.checkBudgetMs }),
+      };
+    } else if (options.workload === 'election') {
+      const r = await electionWorkload(target, workloadOptions);
+      run = {
+        ...r,
+        check: checkLinearizable(electionModel(), r.history, {
+          timeBudgetMs: options.checkBudgetMs,
+        }),
       };
     } else {
       const r = await lockWorkload(target, {
