@@ -4,7 +4,7 @@ import type { RegisterInput, RegisterOutput } from './models/register.js';
 import type { Recorder } from './recorder.js';
 
 /**
- * The register operations of one process on a KV (an {@link Etcd} or a namespace of one), each
+ * The register operations of one process on a KV (an `Etcd` client or a namespace of one), each
  * recorded in `recorder`. Errors are rethrown after being recorded.
  */
 export class RecordingRegister {

@@ -6,7 +6,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '@etcdkit/client';
 import { EmbeddedCluster, EmbeddedEtcd } from '@etcdkit/server-embedded';
-import { freePort, startEtcd, startEtcdCluster } from '@etcdkit/testkit';
 
 /**
  * Names of faults: those a target may support (`pause`, `kill`, `partition`, `leader`,
@@ -120,8 +119,14 @@ async function embeddedCluster(members: number): Promise<Target> {
   };
 }
 
+/**
+ * The testkit starts real etcd processes. It is loaded only when needed: it is this repository's
+ * private TypeScript package, so a built @etcdkit/verify without it still runs the other targets.
+ */
+const testkit = () => import('@etcdkit/testkit');
+
 async function etcdSingle(binary: string | undefined): Promise<Target> {
-  const etcd = await startEtcd({ binary });
+  const etcd = await (await testkit()).startEtcd({ binary });
   return {
     description: `etcd ${etcd.version}, 1 member`,
     endpoints: etcd.endpoints,
@@ -144,7 +149,7 @@ async function etcdSingle(binary: string | undefined): Promise<Target> {
 }
 
 async function etcdCluster(members: number, binary: string | undefined): Promise<Target> {
-  const cluster = await startEtcdCluster({ members, binary });
+  const cluster = await (await testkit()).startEtcdCluster({ members, binary });
   return {
     description: `etcd ${cluster.version}, ${members} members`,
     endpoints: cluster.endpoints,
@@ -185,7 +190,7 @@ function etcdkitServerCommand(): string[] {
 }
 
 async function etcdkitServerProcess(): Promise<Target> {
-  const port = await freePort();
+  const port = await (await testkit()).freePort();
   const url = `http://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   const launch = async () => {

@@ -78,6 +78,21 @@ export function matrixCells(size: MatrixSize, short: boolean): MatrixCell[] {
       expect: true,
     });
   }
+  for (const server of [SERVERS[1]!, SERVERS[3]!]) {
+    cells.push({
+      name: `election on ${server.name}, kill`,
+      options: {
+        workload: 'election',
+        clients: 6,
+        durationMs: size.lockMs,
+        target: server.target,
+        faults: ['kill'],
+        faultIntervalMs: 1_000,
+        faultDurationMs: 1_500,
+      },
+      expect: true,
+    });
+  }
   const catches = {
     workload: 'register',
     clients: 6,

@@ -133,9 +133,9 @@ export async function txnWorkload(
             { compares: [], success: readAll, failure: [] },
             signal,
           );
-          if (!budget.take()) break;
           const appends = keys.filter(() => Math.random() < 0.6);
           if (appends.length === 0) continue;
+          if (!budget.take()) break;
           effect = 'write';
           const seen = new Map(keys.map((key, i) => [key, read.reads[i]]));
           await recordTxn(
