@@ -53,6 +53,12 @@ export {
   txnModel,
 } from './models/txn.js';
 export {
+  checkWatch,
+  type WatchedEvent,
+  type WatchGuarantee,
+  type WatchStream,
+} from './models/watch.js';
+export {
   classifyFailure,
   type PendingOperation,
   Recorder,
@@ -94,3 +100,4 @@ export {
   runWithFaults,
   sleep,
 } from './workloads/runner.js';
+export { type WatchRun, watchWorkload } from './workloads/watch-workload.js';

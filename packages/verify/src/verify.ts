@@ -11,14 +11,16 @@ import { counterModel } from './models/counter.js';
 import { electionModel } from './models/election.js';
 import { registerModel } from './models/register.js';
 import { txnModel } from './models/txn.js';
+import { checkWatch } from './models/watch.js';
 import { type FaultName, startTarget, type TargetSpec } from './target.js';
 import { electionWorkload } from './workloads/election-workload.js';
 import { registerWorkload, txnWorkload } from './workloads/kv-workloads.js';
 import { lockWorkload } from './workloads/lock-workload.js';
 import type { FaultEvent } from './workloads/runner.js';
+import { watchWorkload } from './workloads/watch-workload.js';
 
 /** The workloads {@link verify} runs. */
-export const WORKLOADS = ['register', 'txn', 'lock', 'election'] as const;
+export const WORKLOADS = ['register', 'txn', 'lock', 'election', 'watch'] as const;
 
 /** A workload name. */
 export type WorkloadName = (typeof WORKLOADS)[number];
@@ -98,6 +100,14 @@ export async function verify(options: VerifyOptions): Promise<VerifyResult> {
         ...r,
         check: checkLinearizable(txnModel(), r.history, { timeBudgetMs: options.checkBudgetMs }),
       };
+    } else if (options.workload === 'watch') {
+      const r = await watchWorkload(target, workloadOptions);
+      const kv = checkLinearizable(registerModel(), r.history, {
+        timeBudgetMs: options.checkBudgetMs,
+      });
+      const watch = checkWatch(r.history, r.streams);
+      const anomalies = [...kv.anomalies, ...watch];
+      run = { ...r, check: { ...kv, anomalies, valid: watch.length > 0 ? false : kv.valid } };
     } else if (options.workload === 'election') {
       const r = await electionWorkload(target, workloadOptions);
       run = {

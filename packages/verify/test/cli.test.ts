@@ -70,7 +70,10 @@ describe('etcdkit-verify command line', () => {
   it('rejects bad usage with a clear message and exit code 64', async () => {
     const cases: [string[], string][] = [
       [[], '--workload is required'],
-      [['--workload', 'bank'], '--workload must be one of register, txn, lock, election, got "bank"'],
+      [
+        ['--workload', 'bank'],
+        '--workload must be one of register, txn, lock, election, watch, got "bank"',
+      ],
       [
         ['--workload', 'txn', '--time', '10'],
         '--time takes a duration such as 500ms, 10s or 2m, got "10"',

@@ -19,6 +19,25 @@ const cells = matrixCells(size, short).filter((c) => only === undefined || c.nam
 await mkdir(reports, { recursive: true });
 const rows: string[] = [];
 let failures = 0;
+
+/** Rewrites the results section of docs/verification.md with the rows so far. */
+async function writeDoc(done: boolean): Promise<void> {
+  const stamp = `Run ${new Date().toISOString().slice(0, 10)} (${short ? 'short' : 'full'} matrix, up to ${size.ops} operations per KV run), on ${process.platform}/${process.arch}, node ${process.version}${done ? '' : `; ${rows.length} of ${cells.length} runs done so far`}.`;
+  const table = [stamp, '', ...RESULTS_HEADER, ...rows].join('\n');
+  if (short || only !== undefined) {
+    if (done) console.log(`\n${table}`);
+    return;
+  }
+  const text = await readFile(doc, 'utf8');
+  const start = text.indexOf('<!-- results:start -->');
+  const end = text.indexOf('<!-- results:end -->');
+  if (start < 0 || end < start) throw new Error(`${doc} lacks the results markers`);
+  await writeFile(
+    doc,
+    `${text.slice(0, start)}<!-- results:start -->\n${table}\n${text.slice(end)}`,
+  );
+}
+
 for (const [i, cell] of cells.entries()) {
   const began = Date.now();
   let row: string;
@@ -35,20 +54,7 @@ for (const [i, cell] of cells.entries()) {
   }
   rows.push(row);
   console.log(`${row}  (${Math.round((Date.now() - began) / 1000)} s)`);
+  await writeDoc(i === cells.length - 1);
 }
-
-const stamp = `Run ${new Date().toISOString().slice(0, 10)} (${short ? 'short' : 'full'} matrix, ${size.ops} operations per KV run), on ${process.platform}/${process.arch}, node ${process.version}.`;
-const table = [stamp, '', ...RESULTS_HEADER, ...rows].join('\n');
-if (!short && only === undefined) {
-  const text = await readFile(doc, 'utf8');
-  const start = text.indexOf('<!-- results:start -->');
-  const end = text.indexOf('<!-- results:end -->');
-  if (start < 0 || end < start) throw new Error(`${doc} lacks the results markers`);
-  await writeFile(
-    doc,
-    `${text.slice(0, start)}<!-- results:start -->\n${table}\n${text.slice(end)}`,
-  );
-  console.log(`wrote ${doc}`);
-} else console.log(`\n${table}`);
 console.log(`reports of runs with anomalies: ${reports}`);
 process.exitCode = failures === 0 ? 0 : 1;
