@@ -1,6 +1,6 @@
 // A self-contained HTML report: each process's operations as bars in time, the conflict marked.
 import type { Anomaly } from '../checker/check.js';
-import type { History, Operation } from '../history.js';
+import { type History, type Operation, toJsonValue } from '../history.js';
 import type { FaultEvent } from '../workloads/runner.js';
 
 /** What a report shows; a VerifyResult fits. */
@@ -31,7 +31,8 @@ export function timelineSvg(
   ops: readonly Operation[],
   marked: ReadonlySet<number>,
   faults: readonly FaultEvent[],
-  describe: (op: Operation) => string = (op) => JSON.stringify(op.input),
+  describe: (op: Operation) => string = (op) =>
+    `${JSON.stringify(toJsonValue(op.input))} -> ${JSON.stringify(toJsonValue(op.output) ?? null)}`,
 ): string {
   if (ops.length === 0) return '<p>no operations</p>';
   const processes = [...new Set(ops.map((op) => op.process))].sort((a, b) => a - b);
