@@ -82,6 +82,24 @@ export function matrixCells(size: MatrixSize, short: boolean): MatrixCell[] {
       expect: true,
     });
   }
+  for (const [server, fault] of [
+    [SERVERS[1]!, 'partition'],
+    [SERVERS[3]!, 'kill'],
+  ] as const) {
+    cells.push({
+      name: `watch on ${server.name}, ${fault}`,
+      options: {
+        workload: 'watch',
+        clients: 6,
+        durationMs: size.lockMs,
+        target: server.target,
+        faults: [fault],
+        faultIntervalMs: 1_000,
+        faultDurationMs: 1_500,
+      },
+      expect: true,
+    });
+  }
   for (const server of [SERVERS[1]!, SERVERS[3]!]) {
     cells.push({
       name: `election on ${server.name}, kill`,
