@@ -62,7 +62,7 @@ export function timelineSvg(
   parts.push(
     `<text x="${LEFT}" y="${height - 6}" class="axis">${(0).toFixed(0)} ms</text><text x="${WIDTH - 80}" y="${height - 6}" class="axis">${(t1 - t0).toFixed(0)} ms</text>`,
   );
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}">${parts.join('')}</svg>`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" role="img" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}"><title>${ops.length} operations of ${processes.length} processes over ${(t1 - t0).toFixed(0)} ms</title>${parts.join('')}</svg>`;
 }
 
 /** The report as one HTML page with no outside resources. */
