@@ -167,6 +167,11 @@ export const CATEGORIES = [
     rules: ['otel:'],
   },
   {
+    title: 'Verification',
+    description: 'Recording histories, checking them for linearizability, workloads and faults.',
+    rules: ['verify:'],
+  },
+  {
     title: ERRORS,
     description: 'Every error class, and when it is thrown.',
     rules: [
