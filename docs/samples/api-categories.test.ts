@@ -117,7 +117,7 @@ describe('API categories', () => {
     expect(categoryOf({ location: 'client:new-module.ts', name: 'New', isError: false })).toBe(
       undefined,
     );
-    expect(categoryOf({ location: 'verify:index.ts', name: 'verify', isError: false })).toBe(
+    expect(categoryOf({ location: 'newpackage:index.ts', name: 'newThing', isError: false })).toBe(
       undefined,
     );
   });
