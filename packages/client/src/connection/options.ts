@@ -109,8 +109,10 @@ export interface ConnectionHooks extends LeaseHooks, EndpointSyncHooks, Election
 /** How a client connects to etcd. The `Etcd` facade accepts the same options. */
 export interface ConnectionOptions {
   /**
-   * etcd client URLs: `http://host:port` or `https://host:port`; a bare `host:port` means http. All
-   * endpoints must use the same scheme. Required, non-empty.
+   * etcd client URLs: `http://host:port` or `https://host:port`; a bare `host:port` means http;
+   * `unix:///absolute/path` or `unix:relative/path` for a unix socket (plaintext, like http;
+   * `unix://name:port`, the form etcd 3.4 listens on, is the relative path `name:port`). All
+   * endpoints must use the same scheme (unix counts as http). Required, non-empty.
    */
   readonly endpoints: readonly string[];
   /** How long to wait for a connection to one endpoint, in ms, before trying the next. Default 5000. */
@@ -152,9 +154,15 @@ export interface ConnectionOptions {
 
 /** One validated endpoint. */
 export interface EndpointAddress {
-  /** The URL as normalised: `http://host:port` or `https://host:port`. */
+  /**
+   * The URL as normalised: `http://host:port`, `https://host:port`, or for a unix socket
+   * `unix:///absolute/path` or `unix:relative/path`.
+   */
   readonly url: string;
-  /** `host:port`, the gRPC target. IPv6 hosts keep their brackets. */
+  /**
+   * The gRPC target: `host:port` (IPv6 hosts keep their brackets), or for a unix socket the URL
+   * (both forms are targets grpc-js and the http2 transport understand).
+   */
   readonly target: string;
   /** True for https. */
   readonly secure: boolean;
@@ -183,6 +191,7 @@ export function parseEndpoint(raw: string): EndpointAddress {
     throw new InvalidConfigError(`invalid endpoint ${JSON.stringify(raw)}: empty`);
   }
   const text = raw.trim();
+  if (/^unixs?:/i.test(text)) return parseUnixEndpoint(text);
   const match = ENDPOINT.exec(text);
   if (!match) {
     throw new InvalidConfigError(
@@ -212,6 +221,34 @@ export function parseEndpoint(raw: string): EndpointAddress {
   }
   const target = `${host}:${portNumber}`;
   return { url: `${lower}://${target}`, target, secure: lower === 'https' };
+}
+
+/**
+ * A unix socket endpoint, in the forms etcd's Go client dials: `unix:///abs/path` (or `unix:/abs`),
+ * `unix:rel/path`, and `unix://name:port/...`, a path relative to the working directory (etcd 3.4
+ * listens on and advertises `unix://localhost:2379`, a socket file named `localhost:2379`).
+ */
+function parseUnixEndpoint(text: string): EndpointAddress {
+  const colon = text.indexOf(':');
+  const scheme = text.slice(0, colon).toLowerCase();
+  if (scheme === 'unixs') {
+    throw new InvalidConfigError(
+      `invalid endpoint "${text}": unixs (TLS over a unix socket) is not supported; use unix`,
+    );
+  }
+  const rest = text.slice(colon + 1);
+  // `unix:///abs` keeps the path's slash; `unix://name/x` (no third slash) is relative, as in Go.
+  const path = rest.startsWith('//') ? rest.slice(2) : rest;
+  if (path === '' || path === '/') {
+    throw new InvalidConfigError(`invalid endpoint "${text}": no socket path`);
+  }
+  if (/[?#\0]/.test(path)) {
+    throw new InvalidConfigError(
+      `invalid endpoint "${text}": a socket path cannot hold ?, # or NUL characters`,
+    );
+  }
+  const url = path.startsWith('/') ? `unix://${path}` : `unix:${path}`;
+  return { url, target: url, secure: false };
 }
 
 /**

@@ -13,6 +13,8 @@ const CONNECT_TIMEOUT_MS = 20_000;
 export interface Endpoint {
   readonly host: string;
   readonly port: number;
+  /** The socket file, for a unix target (then host and port are unused). */
+  readonly path?: string;
   /** The session's authority as `http2.connect()` takes it: scheme, host (or TLS name), port. */
   readonly authority: string;
   readonly tls: TlsOptions | undefined;
@@ -20,6 +22,11 @@ export interface Endpoint {
 
 /** The endpoint of a channel's options. */
 export function endpointOf(options: ChannelOptions): Endpoint {
+  const path = unixSocketPath(options.target);
+  if (path !== undefined) {
+    // A unix socket has no host name; grpc-go and grpc-js send `localhost` as the authority.
+    return { host: 'localhost', port: 0, path, authority: 'http://localhost', tls: undefined };
+  }
   const { host, port } = parseTarget(options.target);
   const authorityHost = options.tls?.serverName ?? (isIP(host) === 6 ? `[${host}]` : host);
   return {
@@ -28,6 +35,13 @@ export function endpointOf(options: ChannelOptions): Endpoint {
     authority: `${options.tls ? 'https' : 'http'}://${authorityHost}:${port}`,
     tls: options.tls,
   };
+}
+
+/** The socket path of a unix target (`unix:///abs`, `unix:rel`), or undefined for `host:port`. */
+function unixSocketPath(target: string): string | undefined {
+  if (!target.startsWith('unix:')) return undefined;
+  const rest = target.slice('unix:'.length);
+  return rest.startsWith('//') ? rest.slice(2) : rest;
 }
 
 /** Splits `host:port` (`[v6]:port` for IPv6) into the parts sockets take. */
@@ -42,8 +56,12 @@ function pem(value: Uint8Array | string | undefined): Buffer | string | undefine
   return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
 }
 
-/** Opens the TCP socket, or the TLS one (offering ALPN h2) when the endpoint has TLS settings. */
-function dial({ host, port, tls }: Endpoint): Duplex {
+/**
+ * Opens the TCP socket, or the TLS one (offering ALPN h2) when the endpoint has TLS settings, or
+ * the unix socket of a unix endpoint.
+ */
+function dial({ host, port, path, tls }: Endpoint): Duplex {
+  if (path !== undefined) return netConnect({ path });
   const socket = tls
     ? tlsConnect({
         host,

@@ -115,7 +115,7 @@ export type ChannelState = 'idle' | 'connecting' | 'ready' | 'failed' | 'closed'
 
 /** One connection to one endpoint. */
 export interface Channel {
-  /** The endpoint this channel talks to, as `host:port`. */
+  /** The endpoint this channel talks to, as `host:port` (or `unix:...`, as ChannelOptions.target). */
   readonly target: string;
   /** Current connectivity. */
   state(): ChannelState;
@@ -149,7 +149,10 @@ export interface Channel {
 
 /** Options a transport needs to open a channel. */
 export interface ChannelOptions {
-  /** `host:port` of the endpoint. */
+  /**
+   * `host:port` of the endpoint, or for a unix socket `unix:///absolute/path` or
+   * `unix:relative/path` (the forms grpc-js takes as targets).
+   */
   readonly target: string;
   /** TLS when set; plaintext otherwise. */
   readonly tls?: TlsOptions;
