@@ -40,7 +40,9 @@ export interface EmbeddedEtcdOptions {
   readonly port?: number;
   /**
    * URLs to listen on for clients (`--listen-client-urls`): `http://` or `https://` (needs
-   * {@link tls}), an IP address or `localhost`, a port (0: a free one). Default
+   * {@link tls}), an IP address or `localhost`, a port (0: a free one); or `unix:///absolute/path`
+   * or `unix://relative/path`, plaintext on a unix socket (a stale socket file there, one nothing
+   * answers on, is replaced; the file is removed when the server stops listening). Default
    * `http://127.0.0.1:0`, or `https://` with {@link tls}.
    */
   readonly listenClientUrls?: readonly string[];
@@ -143,7 +145,7 @@ export class EmbeddedEtcd {
   readonly endpoint: string;
   /** Every client URL listened on, for clients that take a list. */
   readonly endpoints: readonly string[];
-  /** The port of {@link endpoint}. */
+  /** The port of {@link endpoint}; 0 when it is a unix socket. */
   readonly port: number;
   /** The etcd version the server claims (Status' `version`). */
   readonly version: string;

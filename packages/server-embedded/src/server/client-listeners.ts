@@ -2,7 +2,13 @@
 // Owning the sockets, rather than letting grpc-js bind the port, is what lets the server drop every
 // connection at once (clients see a real disconnect and reconnect), stop listening and listen
 // again on the same port (a restart that keeps the data), and log connections.
-import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
+import { lstat, unlink } from 'node:fs/promises';
+import {
+  createServer as createTcpServer,
+  connect as netConnect,
+  type Server,
+  type Socket,
+} from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
 import {
@@ -129,7 +135,11 @@ export class ClientListeners {
     };
     const onConnection = (socket: Socket): void => {
       track(socket);
-      const remote = `${socket.remoteAddress}:${socket.remotePort}`;
+      // A unix socket's peer has no address.
+      const remote =
+        socket.remoteAddress === undefined
+          ? 'unix'
+          : `${socket.remoteAddress}:${socket.remotePort}`;
       this.logger.debug('accepted client connection', {
         address: address(),
         'remote-addr': remote,
@@ -143,7 +153,7 @@ export class ClientListeners {
       // A peer resetting the connection must not surface as an unhandled error.
       socket.on('error', () => {});
     };
-    if (scheme === 'http') {
+    if (scheme !== 'https') {
       const server = createTcpServer({ noDelay: true });
       server.on('connection', (socket) => {
         onConnection(socket);
@@ -175,14 +185,39 @@ function isTlsLayer(socket: Socket): boolean {
   return 'encrypted' in socket && socket.encrypted === true;
 }
 
-function listenOn(server: Server, url: ClientUrl): Promise<number> {
+/**
+ * Listens on `url`. A unix socket file left by a server that is gone (nothing answers on it) is
+ * removed first, as etcd does; a live socket or any other file at the path fails with EADDRINUSE.
+ * Closing the server removes its socket file (Node.js does).
+ */
+async function listenOn(server: Server, url: ClientUrl): Promise<number> {
+  if (url.path !== undefined && (await isStaleSocket(url.path))) await unlink(url.path);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen({ host: bindHost(url), port: url.port }, () => {
+    const address =
+      url.path !== undefined ? { path: url.path } : { host: bindHost(url), port: url.port };
+    server.listen(address, () => {
       server.off('error', reject);
       const address = server.address();
       resolve(typeof address === 'object' && address !== null ? address.port : url.port);
     });
+  });
+}
+
+/** Whether `path` is a unix socket no server accepts connections on. */
+async function isStaleSocket(path: string): Promise<boolean> {
+  try {
+    if (!(await lstat(path)).isSocket()) return false;
+  } catch {
+    return false;
+  }
+  return new Promise((resolve) => {
+    const probe = netConnect({ path });
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(false);
+    });
+    probe.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
   });
 }
 

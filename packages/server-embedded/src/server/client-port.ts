@@ -36,8 +36,8 @@ export async function openClientPort(
 ): Promise<ClientPort> {
   const urls = listenUrls(options);
   if (options.tls !== undefined) {
-    for (const url of urls.filter((url) => url.scheme === 'http')) {
-      logger.warn('serving plain HTTP on an http URL although TLS is configured', {
+    for (const url of urls.filter((url) => url.scheme !== 'https')) {
+      logger.warn('serving plain HTTP on an http or unix URL although TLS is configured', {
         address: formatClientUrl(url),
       });
     }

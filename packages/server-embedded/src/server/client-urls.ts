@@ -1,15 +1,18 @@
 // Client URLs as etcd takes them (`--listen-client-urls`, `--advertise-client-urls`): a scheme,
-// a host and an explicit port. etcd binds only to IP addresses or `localhost`; the scheme decides
-// whether the port speaks TLS.
+// a host and an explicit port, or a unix socket. etcd binds only to IP addresses or `localhost`;
+// the scheme decides whether the port speaks TLS.
 import { isIP } from 'node:net';
 
 /** A URL the server listens on or advertises. */
 export interface ClientUrl {
-  readonly scheme: 'http' | 'https';
-  /** The host as written: an IP (IPv6 without brackets) or a name. */
+  /** `unix`: plaintext gRPC on a unix socket, at `path`. */
+  readonly scheme: 'http' | 'https' | 'unix';
+  /** The host as written: an IP (IPv6 without brackets) or a name; empty for unix. */
   readonly host: string;
-  /** The port; 0 in a listen URL means a free port chosen when the server starts. */
+  /** The port; 0 in a listen URL means a free port chosen when the server starts; 0 for unix. */
   readonly port: number;
+  /** The socket file of a unix URL, absolute or relative to the working directory. */
+  readonly path?: string;
 }
 
 /** A client URL or TLS setting the server cannot use. */
@@ -27,10 +30,14 @@ export class ClientUrlError extends Error {
 const URL_PATTERN = /^([a-z][a-z0-9+.-]*):\/\/(\[[0-9A-Fa-f:.]+\]|[^/:?#[\]@]+):(\d{1,5})\/?$/;
 
 /**
- * Parses a URL the server may advertise: `http` or `https`, a host and a port. Unix sockets and
- * URLs with a path or without a port are refused, as etcd refuses them for client URLs.
+ * Parses a URL the server may advertise: `http` or `https`, a host and a port; or a unix socket,
+ * `unix:///absolute/path` or `unix://relative/path` (the path is what follows `//`, as etcd's Go
+ * client reads it; etcd 3.4 itself takes only `unix://name:port`, a file of that name). URLs with a
+ * path or without a port are refused, as etcd refuses them for client URLs.
  */
 export function parseClientUrl(text: string): ClientUrl {
+  const unix = /^unix(s?):\/\/(.*)$/.exec(text.trim());
+  if (unix !== null) return parseUnixUrl(text, unix[1] === 's', unix[2]!);
   const match = URL_PATTERN.exec(text.trim());
   if (match === null) {
     throw new ClientUrlError(
@@ -49,9 +56,24 @@ export function parseClientUrl(text: string): ClientUrl {
   return { scheme, host, port };
 }
 
+function parseUnixUrl(text: string, secure: boolean, path: string): ClientUrl {
+  if (secure) {
+    throw new ClientUrlError(
+      `unsupported scheme in client URL ${JSON.stringify(text)}: unixs (TLS over a unix socket) is not served; use unix`,
+    );
+  }
+  if (path === '' || path === '/' || /[?#\0]/.test(path)) {
+    throw new ClientUrlError(
+      `invalid client URL ${JSON.stringify(text)}: expected unix:///absolute/path or unix://relative/path`,
+    );
+  }
+  return { scheme: 'unix', host: '', port: 0, path };
+}
+
 /** Parses a URL to listen on: as {@link parseClientUrl}, and the host must be an IP or localhost. */
 export function parseListenUrl(text: string): ClientUrl {
   const url = parseClientUrl(text);
+  if (url.scheme === 'unix') return url;
   if (url.host !== 'localhost' && isIP(url.host) === 0) {
     throw new ClientUrlError(
       `expected IP in URL for binding (${text}): listen URLs take an IP address or localhost`,
@@ -60,13 +82,14 @@ export function parseListenUrl(text: string): ClientUrl {
   return url;
 }
 
-/** `scheme://host:port`, with brackets around an IPv6 host. */
+/** `scheme://host:port`, with brackets around an IPv6 host; `unix://path` for a unix socket. */
 export function formatClientUrl(url: ClientUrl): string {
   return `${url.scheme}://${hostPort(url)}`;
 }
 
-/** `host:port`, with brackets around an IPv6 host. */
+/** `host:port`, with brackets around an IPv6 host; the socket path for unix. */
 export function hostPort(url: ClientUrl): string {
+  if (url.path !== undefined) return url.path;
   const host = isIP(url.host) === 6 ? `[${url.host}]` : url.host;
   return `${host}:${url.port}`;
 }

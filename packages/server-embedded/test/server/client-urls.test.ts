@@ -53,7 +53,7 @@ describe('client URLs', () => {
   it.each([
     [['https://127.0.0.1:0'], /TLS key\/cert must be provided/],
     [['http://example.com:2379'], /expected IP in URL for binding/],
-    [['unix://socket:0'], /unsupported scheme/],
+    [['unixs://socket:0'], /unsupported scheme/],
     [['http://127.0.0.1'], /expected http\(s\):\/\/host:port/],
     [['http://127.0.0.1:2379/path'], /expected http\(s\):\/\/host:port/],
   ])('refuses listen URLs %j', async (listenClientUrls, message) => {
