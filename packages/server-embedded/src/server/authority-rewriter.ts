@@ -38,6 +38,8 @@ import {
 
 export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+/** The characters nghttp2 lets an authority have (no `/`: a path is refused). */
+const AUTHORITY_CHARACTERS = /^[A-Za-z0-9\-._~!$&'()*+,;=:@[\]%]*$/;
 /**
  * The longest header block held. A field takes at most 4 times what it counts in the header list
  * encoded (Huffman codes have up to 30 bits per octet; its integers fit in the 32 octets every
@@ -48,10 +50,19 @@ export const MAX_HEADER_BLOCK = 4 * DEFAULT_MAX_HEADER_LIST_SIZE;
 
 type Mode = 'inspect' | 'rewrite' | 'pass';
 
-/** Whether a request's `:authority` starts with a scheme (`http://...`): the filter is needed. */
-export function hasSchemeInAuthority(fields: readonly HeaderField[]): boolean {
+/** Whether a request's `:authority` has a scheme (`http://...`) or a path: the filter is needed. */
+export function authorityNeedsRewrite(fields: readonly HeaderField[]): boolean {
   const authority = fields.find((field) => field.name === ':authority');
-  return authority !== undefined && SCHEME.test(authority.value);
+  return authority !== undefined && servableAuthority(authority.value) !== authority.value;
+}
+
+/**
+ * The authority the HTTP/2 server accepts for `value`: without its scheme; `localhost` when a
+ * socket path is left (etcdctl 3.4 on a unix socket sends its path, which grpc-go accepts).
+ */
+function servableAuthority(value: string): string {
+  const cut = value.replace(SCHEME, '');
+  return AUTHORITY_CHARACTERS.test(cut) ? cut : 'localhost';
 }
 
 /**
@@ -279,7 +290,7 @@ class AuthorityRewriter extends Duplex {
   private completeBlock(block: OpenBlock): void {
     const fields = this.decoder.decode(Buffer.concat(block.fragments));
     if (this.mode === 'inspect') {
-      if (!hasSchemeInAuthority(fields)) {
+      if (!authorityNeedsRewrite(fields)) {
         for (const frame of block.frames) this.forward(frame);
         this.passThrough();
         return;
@@ -287,7 +298,7 @@ class AuthorityRewriter extends Duplex {
       this.mode = 'rewrite';
     }
     const fixed: HeaderField[] = fields.map((field) =>
-      field.name === ':authority' ? { ...field, value: field.value.replace(SCHEME, '') } : field,
+      field.name === ':authority' ? { ...field, value: servableAuthority(field.value) } : field,
     );
     for (const frame of headerFrames(block, encodeLiterals(fixed))) this.forward(frame);
   }

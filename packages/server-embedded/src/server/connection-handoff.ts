@@ -17,7 +17,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import {
   acceptSchemeInAuthority,
-  hasSchemeInAuthority,
+  authorityNeedsRewrite,
   MAX_HEADER_BLOCK,
   PREFACE,
 } from './authority-rewriter.js';
@@ -147,7 +147,7 @@ class Handoff {
     } else if (flags & FLAG_END_HEADERS) {
       try {
         const fields = new HeaderBlockDecoder().decode(Buffer.concat(this.block.fragments));
-        this.route = hasSchemeInAuthority(fields) ? 'filtered' : 'direct';
+        this.route = authorityNeedsRewrite(fields) ? 'filtered' : 'direct';
       } catch {
         // The session refuses the block as it would have.
         this.route = 'direct';

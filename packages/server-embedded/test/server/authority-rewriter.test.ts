@@ -86,6 +86,16 @@ describe('acceptSchemeInAuthority', () => {
     );
   });
 
+  it.each(['/tmp/etcdkit/etcd.sock', 'unix:///tmp/etcdkit/etcd.sock'])(
+    'makes a socket path authority (etcdctl 3.4 on a unix socket: %s) localhost',
+    async (authority) => {
+      const seen: Seen[] = [];
+      const port = await start(seen);
+      expect(await requests(port, authority, 3)).toEqual(['ok', 'ok', 'ok']);
+      expect(seen.map((s) => s.authority)).toEqual(['localhost', 'localhost', 'localhost']);
+    },
+  );
+
   it('passes a connection with a plain authority through unchanged', async () => {
     const seen: Seen[] = [];
     const port = await start(seen);
