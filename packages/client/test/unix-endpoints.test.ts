@@ -1,11 +1,12 @@
-// Unix socket endpoints (`unix:///abs`, `unix:rel`, `unix://name:port`) against a real etcd that
-// listens on one (etcd 3.4 takes only `unix://host:port` listen URLs: a socket file of that name in
-// its working directory), over the default transport or ETCDKIT_TEST_TRANSPORT's.
-import { type ChildProcess, spawn } from 'node:child_process';
+// Unix socket endpoints (`unix:///abs`, `unix:rel`, `unix://name:port`) against a real etcd and
+// the embedded server listening on one (etcd 3.4 takes only `unix://host:port` listen URLs: a socket
+// file of that name in its working directory), over the default transport or ETCDKIT_TEST_TRANSPORT's.
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { EmbeddedEtcd } from '@etcdkit/server-embedded';
 import { freePort, requireEtcdBinary } from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Connection } from '../src/connection/connection.js';
@@ -50,52 +51,83 @@ describe('unix endpoint parsing', () => {
   });
 });
 
-describe('a real etcd on a unix socket', () => {
+/** A server listening on a unix socket, and the client URL it advertises. */
+interface UnixServer {
+  readonly socket: string;
+  readonly advertised: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A real etcd listening on `unix://localhost:2379` (3.4 takes only that form): the socket file
+ * `localhost:2379` in its working directory, `dir`.
+ */
+async function startRealEtcd(dir: string): Promise<UnixServer> {
+  const socket = join(dir, 'localhost:2379');
+  const peer = `http://127.0.0.1:${await freePort()}`;
+  const etcd = spawn(
+    requireEtcdBinary().path,
+    [
+      '--data-dir',
+      join(dir, 'data'),
+      '--listen-client-urls',
+      'unix://localhost:2379',
+      '--advertise-client-urls',
+      'unix://localhost:2379',
+      '--listen-peer-urls',
+      peer,
+      '--initial-advertise-peer-urls',
+      peer,
+      '--initial-cluster',
+      `default=${peer}`,
+    ],
+    { cwd: dir, stdio: 'ignore' },
+  );
+  const stop = async () => {
+    if (etcd.exitCode !== null || etcd.signalCode !== null) return;
+    const exited = new Promise((resolve) => etcd.once('exit', resolve));
+    etcd.kill('SIGTERM');
+    await exited;
+  };
+  // The socket file appears when etcd listens; the first call waits for the leader.
+  const client = new Etcd({ endpoints: [`unix://${socket}`], dialTimeoutMs: 10_000 });
+  try {
+    for (let i = 0; !existsSync(socket); i++) {
+      if (i > 200) throw new Error(`etcd made no socket at ${socket}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await client.get('warm-up');
+  } catch (error) {
+    await stop();
+    throw error;
+  } finally {
+    await client.close();
+  }
+  return { socket, advertised: 'unix://localhost:2379', stop };
+}
+
+async function startEmbedded(dir: string): Promise<UnixServer> {
+  const socket = join(dir, 'etcd.sock');
+  const server = await EmbeddedEtcd.start({ listenClientUrls: [`unix://${socket}`] });
+  return { socket, advertised: `unix://${socket}`, stop: () => server.stop() };
+}
+
+describe.each([
+  ['a real etcd', startRealEtcd],
+  ['the embedded server', startEmbedded],
+])('%s on a unix socket', (_name, startServer) => {
   let dir: string;
-  let etcd: ChildProcess;
+  let server: UnixServer;
   let socket: string;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'etcdkit-unix-'));
-    socket = join(dir, 'localhost:2379');
-    const peer = `http://127.0.0.1:${await freePort()}`;
-    etcd = spawn(
-      requireEtcdBinary().path,
-      [
-        '--data-dir',
-        join(dir, 'data'),
-        '--listen-client-urls',
-        'unix://localhost:2379',
-        '--advertise-client-urls',
-        'unix://localhost:2379',
-        '--listen-peer-urls',
-        peer,
-        '--initial-advertise-peer-urls',
-        peer,
-        '--initial-cluster',
-        `default=${peer}`,
-      ],
-      { cwd: dir, stdio: 'ignore' },
-    );
-    // The socket file appears when etcd listens; the first call waits for the leader.
-    const client = new Etcd({ endpoints: [`unix://${socket}`], dialTimeoutMs: 10_000 });
-    try {
-      for (let i = 0; !existsSync(socket); i++) {
-        if (i > 200) throw new Error(`etcd made no socket at ${socket}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      await client.get('warm-up');
-    } finally {
-      await client.close();
-    }
+    server = await startServer(dir);
+    socket = server.socket;
   }, 30_000);
 
   afterAll(async () => {
-    if (etcd !== undefined && etcd.exitCode === null) {
-      const exited = new Promise((resolve) => etcd.once('exit', resolve));
-      etcd.kill('SIGTERM');
-      await exited;
-    }
+    await server?.stop();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -131,20 +163,21 @@ describe('a real etcd on a unix socket', () => {
     }
   });
 
-  it('the member list has etcd 3.4 form of the URL, a path relative to the working directory', async () => {
+  it('lists the advertised unix URL in the member list', async () => {
     const client = new Etcd({ endpoints: [`unix://${socket}`] });
     try {
       const members = await client.cluster.memberList();
-      expect(members.members.map((m) => m.clientUrls)).toEqual([['unix://localhost:2379']]);
-      expect(parseEndpoint('unix://localhost:2379').url).toBe('unix:localhost:2379');
+      expect(members.members.map((m) => m.clientUrls)).toEqual([[server.advertised]]);
     } finally {
       await client.close();
     }
   });
+});
 
+describe('a unix endpoint without a server', () => {
   it('fails a call to a missing socket with Unavailable, not a hang', async () => {
     const client = new Etcd({
-      endpoints: [`unix://${join(dir, 'missing.sock')}`],
+      endpoints: [`unix://${join(tmpdir(), `etcdkit-missing-${process.pid}.sock`)}`],
       dialTimeoutMs: 1_000,
       retry: { maxAttempts: 1 },
     });
