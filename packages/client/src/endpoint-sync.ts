@@ -79,7 +79,8 @@ export function memberEndpoints(members: readonly Member[], secure: boolean): Me
         ignored.push(url);
         continue;
       }
-      if (parsed.secure !== secure) ignored.push(url);
+      // A member's unix socket is on its machine, relative to its working directory: not ours.
+      if (parsed.secure !== secure || parsed.url.startsWith('unix:')) ignored.push(url);
       else if (!endpoints.includes(parsed.url)) endpoints.push(parsed.url);
     }
   }

@@ -179,7 +179,7 @@ describe('Connection.setEndpoints', () => {
     ['an empty list', [], /endpoints must be a non-empty array of URLs/],
     ['a malformed URL', [B, 'http://a b:1'], /invalid endpoint "http:\/\/a b:1"/],
     ['a URL without port', ['http://127.0.0.1'], /missing port/],
-    ['an unsupported scheme', ['unix://etcd.sock:1'], /unsupported scheme "unix"/],
+    ['an unsupported scheme', ['ftp://etcd:1'], /unsupported scheme "ftp"/],
     ['mixed http and https', [B, 'https://127.0.0.1:4'], /endpoints mix http and https/],
     [
       'https for an http client',

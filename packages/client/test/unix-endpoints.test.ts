@@ -9,8 +9,10 @@ import { join, relative } from 'node:path';
 import { EmbeddedEtcd } from '@etcdkit/server-embedded';
 import { freePort, requireEtcdBinary } from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Member } from '../src/cluster.js';
 import { Connection } from '../src/connection/connection.js';
 import { parseEndpoint } from '../src/connection/options.js';
+import { memberEndpoints } from '../src/endpoint-sync.js';
 import { InvalidConfigError, UnavailableError } from '../src/errors.js';
 import { Etcd } from '../src/index.js';
 
@@ -39,6 +41,20 @@ describe('unix endpoint parsing', () => {
     expect(() => parseEndpoint(raw)).toThrow(InvalidConfigError);
     expect(() => parseEndpoint(raw)).toThrow(message);
     expect(() => new Connection({ endpoints: [raw] })).toThrow(InvalidConfigError);
+  });
+
+  it('leaves the unix URLs of a member list out of endpoint sync, even for an http client', () => {
+    const member: Member = {
+      id: 1n,
+      name: 'm1',
+      peerUrls: [],
+      clientUrls: ['unix://localhost:2379', 'http://10.0.0.1:2379'],
+      isLearner: false,
+    };
+    expect(memberEndpoints([member], false)).toEqual({
+      endpoints: ['http://10.0.0.1:2379'],
+      ignored: ['unix://localhost:2379'],
+    });
   });
 
   it('counts unix as http: mixing it with https is refused', () => {
