@@ -74,6 +74,7 @@ export type EtcdErrorCode =
   | 'MISSING_LEADER_KEY'
   | 'LOCK_SESSION_EXPIRED'
   | 'ELECTION_SESSION_EXPIRED'
+  | 'ORDER_VIOLATION'
   | 'UNKNOWN';
 
 /** What an EtcdError is built from. */
@@ -718,4 +719,26 @@ export function toEtcdError(error: unknown): EtcdError {
     message: error instanceof Error ? error.message : String(error),
     cause: error,
   });
+}
+
+/**
+ * A serializable read kept answering from a revision older than one this client had already seen
+ * (the `ordering` option): every endpoint tried served a member that lags behind. Nothing was
+ * changed; a linearizable read, or the same read later, can succeed.
+ */
+export class OrderViolationError extends EtcdError {
+  constructor(
+    /** The highest revision the client had seen when the read started. */
+    readonly seenRevision: bigint,
+    /** The revision of the last (stale) answer. */
+    readonly answeredRevision: bigint,
+    /** `host:port` of the endpoint that gave the last stale answer. */
+    readonly endpoint: string,
+  ) {
+    super(
+      'ORDER_VIOLATION',
+      S.FailedPrecondition,
+      `serializable read answered at revision ${answeredRevision} by ${endpoint}, below revision ${seenRevision} already seen by this client`,
+    );
+  }
 }

@@ -20,6 +20,7 @@ export type {
   RetryEvent,
   RetryOptions,
 } from './connection/options.js';
+export type { OrderingOptions } from './connection/ordering.js';
 export type { CallOptions, RetryPolicy, Rpc } from './connection/types.js';
 export type { DeleteOptions, DeleteResponseBody, DeleteResult } from './delete.js';
 export {

@@ -6,6 +6,7 @@ import {
   DeadlineExceededError,
   type EtcdError,
   InvalidConfigError,
+  OrderViolationError,
   OutcomeUnknownError,
   toEtcdError,
 } from '../errors.js';
@@ -29,6 +30,7 @@ import {
   type ResolvedOptions,
   resolveOptions,
 } from './options.js';
+import { headerRevision, type OrderingGuard, orderingGuardOf } from './ordering.js';
 import { judge } from './retry.js';
 import type { CallOptions, RetryPolicy, Rpc } from './types.js';
 
@@ -58,6 +60,8 @@ interface CallState {
   authRetried: boolean;
   /** An earlier attempt of this write may have been applied (see Verdict.ambiguous). */
   ambiguous: boolean;
+  /** Stale answers this read got from the ordering guard's point of view. */
+  violations: number;
 }
 
 function newState(): CallState {
@@ -70,6 +74,7 @@ function newState(): CallState {
     dialWaited: undefined,
     staleToken: undefined,
     authRetried: false,
+    violations: 0,
   };
 }
 
@@ -123,6 +128,8 @@ export class Connection implements Rpc {
   /** Set by close() while it waits for the unary calls in flight to end. */
   #unaryDrained: (() => void) | undefined;
   readonly #baseMetadata: Metadata;
+  /** The read-ordering guard, with the `ordering` option. */
+  readonly #ordering: OrderingGuard | undefined;
   #closed: Promise<void> | undefined;
 
   /**
@@ -165,6 +172,15 @@ export class Connection implements Rpc {
         )
       : undefined;
     this.#baseMetadata = o.requireLeader ? { hasleader: 'true' } : {};
+    this.#ordering = orderingGuardOf(options.ordering, (m) => new InvalidConfigError(m));
+  }
+
+  /**
+   * The highest revision a response header has shown this client, with the `ordering` option
+   * (0n before the first answer); undefined without it.
+   */
+  get seenRevision(): bigint | undefined {
+    return this.#ordering?.seen;
   }
 
   /** The endpoint URLs calls use, normalised (`http://host:port`): configured, or last set. */
@@ -450,6 +466,9 @@ export class Connection implements Rpc {
       false,
     );
     const state = newState();
+    // The revision this read must not answer below, as seen when it started (Go's ordering does
+    // the same): answers to concurrent calls do not raise the bar of a read already under way.
+    const floor = this.#ordering?.floor(method, request);
     try {
       const response = await this.#retrying(method.path, scope, state, async () => {
         // Without auth there is no token to wait for: the await would cost the call a turn.
@@ -468,8 +487,13 @@ export class Connection implements Rpc {
             signal: scope.signal,
           });
           this.#pool.succeeded(endpoint);
+          if (floor !== undefined && headerRevision(response) < floor) {
+            throw this.#stale(floor, headerRevision(response), state, endpoint);
+          }
+          this.#ordering?.observe(response);
           return response;
         } catch (error) {
+          if (error instanceof AttemptFailure) throw error;
           throw this.#failure(error, policy, scope, state, endpoint, token);
         } finally {
           this.#pool.release(endpoint);
@@ -789,6 +813,28 @@ export class Connection implements Rpc {
     if (error instanceof TransportError && judge(error, 'read').endpointFailed) {
       this.#pool.failed(endpoint);
     }
+  }
+
+  /**
+   * A serializable read answered below the revision this client saw (`ordering`): the endpoint
+   * lags. The retry goes at once to an endpoint this call has not tried (which becomes the current
+   * one, as after a failure, but without a backoff: the member is healthy, only behind); once all
+   * were tried, after a retry backoff to any but this one. Past the bound, OrderViolationError.
+   */
+  #stale(
+    floor: bigint,
+    answered: bigint,
+    state: CallState,
+    endpoint: PooledEndpoint,
+  ): AttemptFailure {
+    const error = new OrderViolationError(floor, answered, endpoint.target);
+    const count = this.#pool.endpoints.length;
+    const bound = this.#ordering?.maxSwitches ?? count;
+    if (++state.violations > bound) return new AttemptFailure(error, false, false);
+    const untried = triedCount(state) < count;
+    // Every endpoint tried: start over, avoiding only the one that just answered stale.
+    if (!untried) state.tried = new Set([endpoint]);
+    return new AttemptFailure(error, true, untried);
   }
 
   /** Turns a failed attempt into an AttemptFailure under the retry policy. */

@@ -8,6 +8,7 @@ import { InvalidConfigError } from '../errors.js';
 import type { LeaseHooks } from '../lease-events.js';
 import type { TransportName } from '../transport/select.js';
 import type { TlsOptions, Transport } from '../transport/types.js';
+import type { OrderingOptions } from './ordering.js';
 import type { RetryPolicy } from './types.js';
 
 /** Credentials for etcd's username/password authentication. */
@@ -150,6 +151,16 @@ export interface ConnectionOptions {
   readonly maxCallSendMsgSize?: number;
   /** Observability callbacks. */
   readonly hooks?: ConnectionHooks;
+  /**
+   * The read-ordering guard, as etcd's Go client/v3/ordering: the client remembers the highest
+   * revision any response header showed it, and a serializable read (a `serializable` range, get
+   * or count; a txn of serializable ranges only) answered at a lower revision, by a member that
+   * lags behind, is refused and sent to another endpoint, at most `maxSwitches` times, then fails
+   * with OrderViolationError. So reads never go back in time across an endpoint switch.
+   * Linearizable reads and writes are not checked (they cannot go back). Default false: a
+   * serializable read returns whatever the member it reached has.
+   */
+  readonly ordering?: boolean | OrderingOptions;
 }
 
 /** One validated endpoint. */

@@ -1,0 +1,190 @@
+// The read-ordering guard (option `ordering`, issue 15 item 5): a client that has seen revision R
+// and reads serializably from a member behind R is refused, fails over to an up-to-date member, or
+// gets OrderViolationError after the bound; without the option the stale read is returned.
+//
+// Embedded: a 3-member EmbeddedCluster with one member partitioned, so its serializable reads
+// answer from what it had applied. Real etcd: a 3-member cluster for the up-to-date member, and a
+// separate single-member etcd standing for the lagging one (its store is behind: fewer revisions),
+// since the testkit cannot cut a real member off from its peers while clients still reach it.
+import { EmbeddedCluster } from '@etcdkit/server-embedded';
+import {
+  describeRealEtcd,
+  type EtcdCluster,
+  type EtcdProcess,
+  startEtcd,
+  startEtcdCluster,
+} from '@etcdkit/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OrderViolationError } from '../src/errors.js';
+import { Etcd, type EtcdOptions } from '../src/etcd.js';
+import { op } from '../src/op.js';
+
+/** An up-to-date member, a lagging one, and a way to make them agree on a key first. */
+interface Lagging {
+  readonly fresh: string;
+  readonly lagging: string;
+  /** Writes `key` = `value` where both members see it; the lagging one then falls behind again. */
+  writeEverywhere(key: string, value: string): Promise<void>;
+}
+
+const host = (url: string) => new URL(url).host;
+
+function orderingSuite(setup: () => Lagging): void {
+  let n = 0;
+  const clients: Etcd[] = [];
+  const client = (options: Omit<EtcdOptions, 'endpoints'> & { endpoints?: string[] }) => {
+    const { fresh, lagging } = setup();
+    const etcd = new Etcd({ endpoints: [fresh, lagging], ...options });
+    clients.push(etcd);
+    return etcd;
+  };
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+  });
+
+  /** A key both members hold as `v1` and only the fresh one as `v2`, written by `etcd`. */
+  async function staleKey(etcd: Etcd): Promise<{ key: string; revision: bigint }> {
+    const key = `ordering/${++n}`;
+    await setup().writeEverywhere(key, 'v1');
+    const { header } = await etcd.put(key, 'v2');
+    return { key, revision: header.revision };
+  }
+
+  it('without the option, a serializable read after an endpoint switch goes back in time', async () => {
+    const etcd = client({});
+    const { key } = await staleKey(etcd);
+    expect(etcd.connection.seenRevision).toBeUndefined();
+    etcd.connection.redial(); // the fresh member is dropped: the next call goes to the lagging one
+    const kv = await etcd.get(key, { serializable: true });
+    expect(kv?.text()).toBe('v1');
+    expect(etcd.connection.currentEndpoint).toBe(host(setup().lagging));
+  });
+
+  it('with the option, the stale answer is refused and the read fails over to a fresh member', async () => {
+    const switches: string[] = [];
+    const etcd = client({
+      ordering: true,
+      hooks: { onEndpointSwitch: (e) => switches.push(`${e.from}->${e.to}`) },
+    });
+    const { key, revision } = await staleKey(etcd);
+    expect(etcd.connection.seenRevision).toBe(revision);
+    etcd.connection.redial();
+    const result = await etcd.range({ key, serializable: true });
+    expect(result.kvs.map((kv) => kv.text())).toEqual(['v2']);
+    expect(result.header.revision).toBeGreaterThanOrEqual(revision);
+    const { fresh, lagging } = setup();
+    expect(switches).toEqual([
+      `${host(fresh)}->${host(lagging)}`,
+      `${host(lagging)}->${host(fresh)}`,
+    ]);
+    expect(etcd.connection.currentEndpoint).toBe(host(fresh));
+  });
+
+  it('read-only serializable txns and namespaced views are guarded by the same seen revision', async () => {
+    const etcd = client({ ordering: true });
+    const { key, revision } = await staleKey(etcd);
+    const [prefix, name] = ['ordering/', key.slice('ordering/'.length)];
+    etcd.connection.redial();
+    const txn = await etcd
+      .txn()
+      .then(op.get(key, { serializable: true }))
+      .commit();
+    expect(txn.header.revision).toBeGreaterThanOrEqual(revision);
+    expect(txn.responses[0]?.kind === 'range' && txn.responses[0].kvs[0]?.text()).toBe('v2');
+    etcd.connection.redial();
+    const ns = etcd.namespace(prefix);
+    expect((await ns.get(name, { serializable: true }))?.text()).toBe('v2');
+    expect(await ns.count({ key: name }, { serializable: true })).toBe(1n);
+    expect(etcd.connection.currentEndpoint).toBe(host(setup().fresh));
+  });
+
+  it('only lagging endpoints left: OrderViolationError after maxSwitches stale answers', async () => {
+    const attempts: number[] = [];
+    const etcd = client({
+      ordering: { maxSwitches: 2 },
+      retry: { minDelayMs: 1, maxDelayMs: 5 },
+      hooks: { onCall: (e) => e.method === '/etcdserverpb.KV/Range' && attempts.push(e.attempts) },
+    });
+    const { key, revision } = await staleKey(etcd);
+    const { lagging } = setup();
+    etcd.connection.setEndpoints([lagging]);
+    const probe = new Etcd({ endpoints: [lagging] });
+    clients.push(probe);
+    const behind = (await probe.range({ key, serializable: true })).header.revision;
+    expect(behind).toBeLessThan(revision);
+
+    const error = await etcd.get(key, { serializable: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OrderViolationError);
+    const violation = error as OrderViolationError;
+    expect(violation.code).toBe('ORDER_VIOLATION');
+    expect(violation.seenRevision).toBe(revision);
+    expect(violation.answeredRevision).toBe(behind);
+    expect(violation.endpoint).toBe(host(lagging));
+    // The first answer and two more tries, each refused.
+    expect(attempts).toEqual([3]);
+
+    // maxSwitches 0: the first stale answer is final.
+    const strict = client({ ordering: { maxSwitches: 0 } });
+    await strict.put(key, 'v3');
+    strict.connection.setEndpoints([lagging]);
+    await expect(strict.get(key, { serializable: true })).rejects.toBeInstanceOf(
+      OrderViolationError,
+    );
+  });
+
+  it('rejects a bad ordering option with InvalidConfigError', () => {
+    const { fresh } = setup();
+    for (const ordering of [{ maxSwitches: -1 }, { maxSwitches: 1.5 }, 'yes']) {
+      expect(
+        () => new Etcd({ endpoints: [fresh], ordering: ordering as EtcdOptions['ordering'] }),
+      ).toThrow(/ordering/);
+    }
+  });
+}
+
+describe('ordering guard [cluster: embedded]', () => {
+  let cluster: EmbeddedCluster;
+  let admin: Etcd;
+  beforeAll(async () => {
+    cluster = await EmbeddedCluster.start({ members: 3 });
+    admin = new Etcd({ endpoints: [cluster.members[0]!.endpoint] });
+  });
+  afterAll(async () => {
+    await admin?.close();
+    await cluster?.stop();
+  });
+  orderingSuite(() => ({
+    fresh: cluster.members[0]!.endpoint,
+    lagging: cluster.members[2]!.endpoint,
+    writeEverywhere: async (key, value) => {
+      const behind = cluster.members[2]!;
+      behind.heal();
+      await admin.put(key, value);
+      behind.partition();
+    },
+  }));
+});
+
+describeRealEtcd('ordering guard [cluster: etcd]', () => {
+  let cluster: EtcdCluster;
+  let behind: EtcdProcess;
+  let admins: [Etcd, Etcd];
+  beforeAll(async () => {
+    [cluster, behind] = await Promise.all([startEtcdCluster({ members: 3 }), startEtcd()]);
+    admins = [
+      new Etcd({ endpoints: [cluster.endpoints[0]!] }),
+      new Etcd({ endpoints: behind.endpoints }),
+    ];
+  }, 90_000);
+  afterAll(async () => {
+    await Promise.all((admins ?? []).map((a) => a.close()));
+    await Promise.all([cluster?.stop(), behind?.stop()]);
+  });
+  orderingSuite(() => ({
+    fresh: cluster.endpoints[0]!,
+    lagging: behind.endpoints[0]!,
+    writeEverywhere: async (key, value) => {
+      await Promise.all(admins.map((a) => a.put(key, value)));
+    },
+  }));
+});
