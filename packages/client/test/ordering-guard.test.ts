@@ -3,20 +3,26 @@
 // gets OrderViolationError after the bound; without the option the stale read is returned.
 //
 // Embedded: a 3-member EmbeddedCluster with one member partitioned, so its serializable reads
-// answer from what it had applied. Real etcd: a 3-member cluster for the up-to-date member, and a
-// separate single-member etcd standing for the lagging one (its store is behind: fewer revisions),
-// since the testkit cannot cut a real member off from its peers while clients still reach it.
+// answer from what it had applied. Real etcd: a 3-member cluster, and as the lagging endpoint an
+// `etcd grpc-proxy` in front of it, whose cache answers serializable ranges with the response (and
+// header revision) it cached, until a write through the proxy itself invalidates it. (The testkit
+// cannot cut a real member off from its peers while clients still reach it: etcd's peer streams
+// run both ways over connections either side dials.)
+
+import { type ChildProcess, spawn } from 'node:child_process';
 import { EmbeddedCluster } from '@etcdkit/server-embedded';
 import {
   describeRealEtcd,
   type EtcdCluster,
-  type EtcdProcess,
-  startEtcd,
+  freePort,
+  requireEtcdBinary,
   startEtcdCluster,
 } from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OrderingGuard } from '../src/connection/ordering.js';
 import { OrderViolationError } from '../src/errors.js';
 import { Etcd, type EtcdOptions } from '../src/etcd.js';
+import { etcdserverpb_KV } from '../src/generated/methods.js';
 import { op } from '../src/op.js';
 
 /** An up-to-date member, a lagging one, and a way to make them agree on a key first. */
@@ -80,10 +86,18 @@ function orderingSuite(setup: () => Lagging): void {
     expect(etcd.connection.currentEndpoint).toBe(host(fresh));
   });
 
-  it('read-only serializable txns and namespaced views are guarded by the same seen revision', async () => {
+  it('namespaced views and read-only serializable txns are guarded by the same seen revision', async () => {
     const etcd = client({ ordering: true });
     const { key, revision } = await staleKey(etcd);
     const [prefix, name] = ['ordering/', key.slice('ordering/'.length)];
+    const ns = etcd.namespace(prefix);
+    const fresh = host(setup().fresh);
+    etcd.connection.redial();
+    expect((await ns.get(name, { serializable: true }))?.text()).toBe('v2');
+    expect(etcd.connection.currentEndpoint).toBe(fresh);
+    etcd.connection.redial();
+    expect(await ns.count({ key: name }, { serializable: true })).toBe(1n);
+    expect(etcd.connection.currentEndpoint).toBe(fresh);
     etcd.connection.redial();
     const txn = await etcd
       .txn()
@@ -91,11 +105,6 @@ function orderingSuite(setup: () => Lagging): void {
       .commit();
     expect(txn.header.revision).toBeGreaterThanOrEqual(revision);
     expect(txn.responses[0]?.kind === 'range' && txn.responses[0].kvs[0]?.text()).toBe('v2');
-    etcd.connection.redial();
-    const ns = etcd.namespace(prefix);
-    expect((await ns.get(name, { serializable: true }))?.text()).toBe('v2');
-    expect(await ns.count({ key: name }, { serializable: true })).toBe(1n);
-    expect(etcd.connection.currentEndpoint).toBe(host(setup().fresh));
   });
 
   it('only lagging endpoints left: OrderViolationError after maxSwitches stale answers', async () => {
@@ -165,26 +174,89 @@ describe('ordering guard [cluster: embedded]', () => {
   }));
 });
 
+/** `etcd grpc-proxy start` in front of `endpoints`, on a free port; resolves once it answers. */
+async function startGrpcProxy(
+  endpoints: readonly string[],
+): Promise<{ readonly child: ChildProcess; readonly url: string }> {
+  const port = await freePort();
+  const child = spawn(
+    requireEtcdBinary().path,
+    [
+      'grpc-proxy',
+      'start',
+      `--endpoints=${endpoints.map((e) => new URL(e).host).join(',')}`,
+      `--listen-addr=127.0.0.1:${port}`,
+      `--advertise-client-url=127.0.0.1:${port}`,
+    ],
+    { stdio: 'ignore' },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const probe = new Etcd({ endpoints: [url], retry: { maxAttempts: 50, maxDelayMs: 200 } });
+  try {
+    await probe.maintenance.status();
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  } finally {
+    await probe.close();
+  }
+  return { child, url };
+}
+
 describeRealEtcd('ordering guard [cluster: etcd]', () => {
   let cluster: EtcdCluster;
-  let behind: EtcdProcess;
-  let admins: [Etcd, Etcd];
+  let proxy: ChildProcess;
+  let proxyUrl: string;
+  let admin: Etcd;
+  let cached: Etcd;
   beforeAll(async () => {
-    [cluster, behind] = await Promise.all([startEtcdCluster({ members: 3 }), startEtcd()]);
-    admins = [
-      new Etcd({ endpoints: [cluster.endpoints[0]!] }),
-      new Etcd({ endpoints: behind.endpoints }),
-    ];
+    cluster = await startEtcdCluster({ members: 3 });
+    ({ child: proxy, url: proxyUrl } = await startGrpcProxy(cluster.endpoints));
+    admin = new Etcd({ endpoints: [cluster.endpoints[0]!] });
+    cached = new Etcd({ endpoints: [proxyUrl] });
   }, 90_000);
   afterAll(async () => {
-    await Promise.all((admins ?? []).map((a) => a.close()));
-    await Promise.all([cluster?.stop(), behind?.stop()]);
+    await Promise.all([admin?.close(), cached?.close()]);
+    if (proxy && proxy.exitCode === null) {
+      const exited = new Promise((resolve) => proxy.once('exit', resolve));
+      proxy.kill('SIGTERM');
+      await exited;
+    }
+    await cluster?.stop();
   });
   orderingSuite(() => ({
     fresh: cluster.endpoints[0]!,
-    lagging: behind.endpoints[0]!,
+    lagging: proxyUrl,
     writeEverywhere: async (key, value) => {
-      await Promise.all(admins.map((a) => a.put(key, value)));
+      await admin.put(key, value);
+      // Through the proxy, reads are cached (as serializable) with their header; writes through
+      // other endpoints do not invalidate them, so its serializable reads stay at this revision.
+      await cached.get(key);
+      await cached.count({ key });
     },
   }));
+});
+
+describe('which reads the ordering guard checks', () => {
+  const guard = new OrderingGuard(undefined);
+  const range = (serializable: boolean) => ({
+    requestRange: { key: new Uint8Array([1]), serializable },
+  });
+  it('checks nothing before the first answer, then only serializable ranges and txns of them', () => {
+    expect(guard.floor(etcdserverpb_KV.Range, { serializable: true })).toBeUndefined();
+    guard.observe({ header: { revision: 7n } });
+    guard.observe({ header: { revision: 5n } });
+    guard.observe({});
+    expect(guard.seen).toBe(7n);
+    expect(guard.floor(etcdserverpb_KV.Range, { serializable: true })).toBe(7n);
+    expect(guard.floor(etcdserverpb_KV.Range, { serializable: false })).toBeUndefined();
+    expect(guard.floor(etcdserverpb_KV.Put, { serializable: true })).toBeUndefined();
+    const txn = (success: unknown[], failure: unknown[] = []) =>
+      guard.floor(etcdserverpb_KV.Txn, { success, failure });
+    expect(txn([range(true)], [range(true)])).toBe(7n);
+    // As etcd serves them: one linearizable range, a write or a nested txn takes the quorum path.
+    expect(txn([range(true)], [range(false)])).toBeUndefined();
+    expect(txn([range(true), { requestPut: { key: new Uint8Array([1]) } }])).toBeUndefined();
+    expect(txn([{ requestTxn: { success: [range(true)] } }])).toBeUndefined();
+  });
 });
