@@ -107,6 +107,26 @@ function orderingSuite(setup: () => Lagging): void {
     expect(txn.responses[0]?.kind === 'range' && txn.responses[0].kvs[0]?.text()).toBe('v2');
   });
 
+  it('a watch event raises the seen revision: a later serializable read is at least as new', async () => {
+    const etcd = client({ ordering: true });
+    const key = `ordering/${++n}`;
+    await setup().writeEverywhere(key, 'v1');
+    const writer = new Etcd({ endpoints: [setup().fresh] });
+    clients.push(writer);
+    const watcher = etcd.watch({ key });
+    const seen = (async () => {
+      for await (const batch of watcher) return batch.events.map((e) => e.kv.text());
+      return [];
+    })();
+    await watcher.ready();
+    const { header } = await writer.put(key, 'v2');
+    expect(await seen).toEqual(['v2']);
+    expect(etcd.connection.seenRevision).toBeGreaterThanOrEqual(header.revision);
+    etcd.connection.redial();
+    expect((await etcd.get(key, { serializable: true }))?.text()).toBe('v2');
+    expect(etcd.connection.currentEndpoint).toBe(host(setup().fresh));
+  });
+
   it('only lagging endpoints left: OrderViolationError after maxSwitches stale answers', async () => {
     const attempts: number[] = [];
     const etcd = client({

@@ -294,6 +294,7 @@ export class Connection implements Rpc {
           iterator = stream[Symbol.asyncIterator]();
           const first = await iterator.next();
           this.#pool.succeeded(endpoint);
+          if (this.#ordering && !first.done) this.#ordering.observe(first.value);
           inner = iterator;
           held = endpoint;
           if (finished || scope.aborted) release();
@@ -320,6 +321,7 @@ export class Connection implements Rpc {
           if (!inner) await opening?.catch(() => undefined);
           if (!inner || finished) return DONE;
           result = await inner.next();
+          if (this.#ordering && !result.done) this.#ordering.observe(result.value);
         }
         if (result.done) finish();
         return result;
@@ -600,6 +602,7 @@ export class Connection implements Rpc {
         if (finished) return DONE;
         try {
           const result = await inner.next();
+          if (this.#ordering && !result.done) this.#ordering.observe(result.value);
           if (result.done) {
             finish();
           } else if (!answered) {

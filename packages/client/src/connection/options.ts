@@ -153,7 +153,7 @@ export interface ConnectionOptions {
   readonly hooks?: ConnectionHooks;
   /**
    * The read-ordering guard, as etcd's Go client/v3/ordering: the client remembers the highest
-   * revision any response header showed it, and a serializable read (a `serializable` range, get
+   * revision any response header (of a call or a stream: watch events too) showed it, and a serializable read (a `serializable` range, get
    * or count; a txn of serializable ranges only) answered at a lower revision, by a member that
    * lags behind, is refused and sent to another endpoint, at most `maxSwitches` times, then fails
    * with OrderViolationError. So reads never go back in time across an endpoint switch.
