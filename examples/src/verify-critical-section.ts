@@ -18,9 +18,10 @@ import {
   counterModel,
   Recorder,
 } from '@etcdkit/verify';
-import { connect, sleep } from './support.js';
+import { commandLine, connect, ENDPOINTS_FLAG, sleep } from './support.js';
 
-const { etcd, server, close } = await connect();
+const flags = commandLine('verify-critical-section', ENDPOINTS_FLAG);
+const { etcd, server, close } = await connect(flags.endpoints);
 
 async function run(fenced: boolean): Promise<boolean> {
   const recorder = new Recorder<CounterInput, CounterOutput>();
