@@ -69,6 +69,10 @@ export function machineLines(): string[] {
   return [
     `- CPU: ${cpus[0]?.model.trim() ?? 'unknown'}, ${cpus.length} cores`,
     `- memory: ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB; ${os.type()} ${os.release()} (${os.arch()})`,
+    `- load average when the page was written: ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(', ')} (1, 5, 15 min)`,
     `- Node.js ${process.version}; etcd ${versionOf(etcd, ['--version'], /etcd Version: (\S+)/)}; Go ${versionOf('go', ['version'], /go version go(\S+)/)}`,
   ];
 }
