@@ -4,6 +4,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { MethodDescriptor } from '../generated/methods.js';
 import { abortedFailure, failure, streamEndedFailure } from './failures.js';
+import { GrpcJsTlsCredentials } from './grpc-js-tls.js';
 import { readableToAsyncIterator } from './stream-reader.js';
 import {
   type BidiStream,
@@ -70,8 +71,8 @@ function toBuffer(bytes: Uint8Array): Buffer {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-function toPemBuffer(value: Uint8Array | string | undefined): Buffer | null {
-  if (value === undefined) return null;
+function toPemBuffer(value: Uint8Array | string | undefined): Buffer | undefined {
+  if (value === undefined) return undefined;
   return typeof value === 'string' ? Buffer.from(value) : toBuffer(value);
 }
 
@@ -178,15 +179,12 @@ export class GrpcJsChannel implements Channel {
     let credentials: grpc.ChannelCredentials;
     if (options.tls) {
       const { ca, key, cert, serverName } = options.tls;
-      credentials = grpc.credentials.createSsl(
-        toPemBuffer(ca),
-        toPemBuffer(key),
-        toPemBuffer(cert),
+      credentials = new GrpcJsTlsCredentials(
+        grpc.experimental.splitHostPort(options.target)?.host ?? options.target,
+        options.tls,
+        { ca: toPemBuffer(ca), key: toPemBuffer(key), cert: toPemBuffer(cert) },
       );
-      if (serverName) {
-        channelOptions['grpc.ssl_target_name_override'] = serverName;
-        channelOptions['grpc.default_authority'] = serverName;
-      }
+      if (serverName) channelOptions['grpc.default_authority'] = serverName;
     } else {
       credentials = grpc.credentials.createInsecure();
     }

@@ -4,6 +4,7 @@ import * as http2 from 'node:http2';
 import { isIP, connect as netConnect } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
+import { serverIdentity } from './tls-identity.js';
 import type { ChannelOptions, TlsOptions } from './types.js';
 
 /** A connection attempt that has not completed its HTTP/2 handshake by then is abandoned. */
@@ -69,8 +70,7 @@ function dial({ host, port, path, tls }: Endpoint): Duplex {
         ca: pem(tls.ca),
         cert: pem(tls.cert),
         key: pem(tls.key),
-        // An IP address is not a valid SNI name; the certificate is then checked against it.
-        servername: tls.serverName ?? (isIP(host) ? undefined : host),
+        ...serverIdentity(host, tls),
         ALPNProtocols: ['h2'],
       })
     : netConnect({ host, port });
