@@ -46,7 +46,8 @@ async function checkReachable(etcd: Etcd, endpoints: readonly string[]): Promise
     await etcd.get('demo/reachable', { timeoutMs: DIAL_TIMEOUT_MS });
   } catch (error) {
     throw new ExampleError(
-      `cannot reach etcd at ${endpoints.join(', ')} within ${DIAL_TIMEOUT_MS / 1000} s (${(error as Error).message})`,
+      // The client's message names the call, its deadline and the endpoint it was connecting to.
+      `cannot reach etcd at ${endpoints.join(', ')}: ${(error as Error).message}`,
     );
   }
 }

@@ -96,7 +96,8 @@ describe('examples', () => {
     const endpoint = `http://127.0.0.1:${await freePort()}`;
     const run = await finished(start('demo', ['--endpoints', endpoint]));
     expect(run.output).toBe(
-      `demo: cannot reach etcd at ${endpoint} within 5 s (deadline exceeded)\n`,
+      `demo: cannot reach etcd at ${endpoint}: deadline exceeded: /etcdserverpb.KV/Range got no ` +
+        `answer within its 5000 ms deadline (connecting to ${endpoint.slice('http://'.length)})\n`,
     );
     expect(run.code).toBe(1);
   }, 60_000);

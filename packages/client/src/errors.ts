@@ -702,8 +702,13 @@ export function fromTransportError(error: TransportError): EtcdError {
     case S.Unavailable:
       return new UnavailableError(init);
     case S.ResourceExhausted:
-      // gRPC's own size limit ("Received message larger than max") means the same as etcd's.
-      if (/larger than max|message too large|size larger than/i.test(error.details))
+      // gRPC's own size limits ("Received message larger than max") and the client's send limit
+      // mean the same as etcd's.
+      if (
+        /larger than max|message too large|size larger than|^request too large:/i.test(
+          error.details,
+        )
+      )
         return new RequestTooLargeError(init);
       return new UnknownEtcdError(init);
     default:

@@ -2,7 +2,7 @@
 import { Compare, encodeCompare } from './compare.js';
 import type { CallOptions, RetryPolicy } from './connection/types.js';
 import { decodeDeleteBody, encodeDelete } from './delete.js';
-import { InvalidArgumentError, UnknownEtcdError } from './errors.js';
+import { InvalidArgumentError, TooManyTxnOpsError, UnknownEtcdError } from './errors.js';
 import type { etcdserverpb } from './generated/protocol.js';
 import { type ResponseHeader, toResponseHeader } from './header.js';
 import type { KeyPrefix } from './namespace.js';
@@ -106,11 +106,29 @@ export class Txn<T extends readonly Op[] = [], E extends readonly Op[] = []> {
     const all = [...this.thenOps, ...this.elseOps];
     const retry: RetryPolicy = all.every(isReadOnly) ? 'read' : guarded ? 'guarded-write' : 'write';
     const request = encodeTxn(this.compares, this.thenOps, this.elseOps, this.ns);
-    const response = await this.send(request, retry, { signal: o.signal, timeoutMs: o.timeoutMs });
+    let response: etcdserverpb.TxnResponse;
+    try {
+      response = await this.send(request, retry, { signal: o.signal, timeoutMs: o.timeoutMs });
+    } catch (error) {
+      throw error instanceof TooManyTxnOpsError ? this.#tooManyOps(error) : error;
+    }
     return {
       header: toResponseHeader(response.header),
       ...decodeTxnOutcome(response, this.ns),
     } as TxnResult<T, E>;
+  }
+
+  /** etcd's refusal, with this txn's counts: etcd checks each of the three lists on its own. */
+  #tooManyOps(error: TooManyTxnOpsError): TooManyTxnOpsError {
+    return new TooManyTxnOpsError({
+      message:
+        `${TooManyTxnOpsError.etcdMessage}: this txn has ${this.compares.length} compares, ` +
+        `${this.thenOps.length} then-ops and ${this.elseOps.length} else-ops; etcd allows each ` +
+        'at most --max-txn-ops, 128 by default',
+      grpcStatus: error.grpcStatus,
+      metadata: error.metadata,
+      cause: error.cause,
+    });
   }
 }
 

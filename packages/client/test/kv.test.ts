@@ -482,8 +482,10 @@ describeEachBackend('KV', ({ backend, prefix }) => {
     const before = await revision();
     const value = new Uint8Array(1.5 * 1024 * 1024 + 1).fill(0x61);
     const error = await rejection(etcd.put(k('big'), value));
-    expectServerError(error, RequestTooLargeError);
+    expect(error).toBeInstanceOf(RequestTooLargeError);
+    // etcd's words first, then the request's size (errors-in-our-words.test.ts has the rest).
     expect(error).toMatchObject({ code: 'REQUEST_TOO_LARGE' });
+    expect((error as Error).message).toMatch(/^etcdserver: request is too large: /);
     expect(await etcd.get(k('big'))).toBeUndefined();
     expect(await revision()).toBe(before);
     // A value well under the limit is fine.

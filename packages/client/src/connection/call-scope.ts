@@ -8,6 +8,8 @@ type Why = 'caller' | 'closed' | 'cancelled';
 export class CallScope {
   /** Absolute deadline, epoch ms; Infinity when there is none. */
   readonly deadline: number;
+  /** The deadline as the caller set it, in ms from the call's start; Infinity when there is none. */
+  readonly timeoutMs: number;
   /**
    * The call's own signal, made only when the closing signal alone cannot stand for the call: the
    * caller gave a signal, or the scope can be cancelled. A unary call without a signal (most calls)
@@ -32,6 +34,7 @@ export class CallScope {
     timeoutMs: number,
     cancellable: boolean,
   ) {
+    this.timeoutMs = Number.isFinite(timeoutMs) ? timeoutMs : Number.POSITIVE_INFINITY;
     this.deadline = Number.isFinite(timeoutMs) ? Date.now() + timeoutMs : Number.POSITIVE_INFINITY;
     this.#caller = caller;
     this.#closing = closing;

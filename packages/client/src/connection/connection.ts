@@ -8,6 +8,7 @@ import {
   InvalidConfigError,
   OrderViolationError,
   OutcomeUnknownError,
+  RequestTooLargeError,
   toEtcdError,
 } from '../errors.js';
 import { etcdserverpb_Auth, type MethodDescriptor } from '../generated/methods.js';
@@ -62,6 +63,8 @@ interface CallState {
   ambiguous: boolean;
   /** Stale answers this read got from the ordering guard's point of view. */
   violations: number;
+  /** The endpoint the last attempt failed to connect to, until the next attempt picks one. */
+  connectingTo?: string;
 }
 
 function newState(): CallState {
@@ -511,7 +514,8 @@ export class Connection implements Rpc {
         });
       }
       return response;
-    } catch (error) {
+    } catch (caught) {
+      const error = tooLargeError(caught, method, request);
       if (onCall) {
         safely(onCall, {
           method: method.path,
@@ -704,15 +708,18 @@ export class Connection implements Rpc {
       }
     } catch (error) {
       if (scope.aborted) throw scope.abortError();
-      const final = error instanceof AttemptFailure ? error.error : toEtcdError(error);
+      let final = error instanceof AttemptFailure ? error.error : toEtcdError(error);
+      if (final instanceof DeadlineExceededError) final = deadlineError(final, label, scope, state);
+      else if (
+        final instanceof OutcomeUnknownError &&
+        final.cause instanceof DeadlineExceededError
+      ) {
+        final = outcomeUnknown(deadlineError(final.cause, label, scope, state), final.metadata);
+      }
       // A retried guarded write whose earlier attempt may have been applied: the last attempt's
       // error (say, a failed connection) would wrongly suggest that nothing was applied.
       if (state.ambiguous && !(final instanceof OutcomeUnknownError)) {
-        throw new OutcomeUnknownError({
-          message: `the write may or may not have been applied: ${final.message}`,
-          metadata: final.metadata,
-          cause: final,
-        });
+        throw outcomeUnknown(final, final.metadata);
       }
       throw final;
     }
@@ -755,6 +762,7 @@ export class Connection implements Rpc {
     if (Date.now() >= scope.deadline) {
       throw new AttemptFailure(new DeadlineExceededError(), false, false);
     }
+    state.connectingTo = undefined;
     let picked: PickedEndpoint;
     try {
       picked = this.#pool.pick(state.tried);
@@ -785,15 +793,10 @@ export class Connection implements Rpc {
       this.#pool.release(endpoint);
       dialWaited.set(endpoint, waited + (Date.now() - started));
       if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
+      // Kept until the next pick: a deadline that passes before it passed while connecting.
+      state.connectingTo = endpoint.target;
       if (deadline < dialDeadline && Date.now() >= scope.deadline) {
-        throw new AttemptFailure(
-          new DeadlineExceededError({
-            message: `deadline exceeded while connecting to ${endpoint.target}`,
-            cause: error,
-          }),
-          false,
-          false,
-        );
+        throw new AttemptFailure(new DeadlineExceededError({ cause: error }), false, false);
       }
       this.#pool.failed(endpoint);
       const typed = toEtcdError(error);
@@ -873,6 +876,61 @@ export class Connection implements Rpc {
       verdict.retry && verdict.endpointFailed && triedCount(state) < this.#pool.endpoints.length,
     );
   }
+}
+
+/** The write may have been applied; `cause` is why the client cannot tell. */
+function outcomeUnknown(cause: EtcdError, metadata: Metadata): OutcomeUnknownError {
+  return new OutcomeUnknownError({
+    message: `the write may or may not have been applied: ${cause.message}`,
+    metadata,
+    cause,
+  });
+}
+
+/**
+ * etcd's refusal of a request over its --max-request-bytes, with the request's size: only the
+ * failure path encodes the request again to tell it.
+ */
+function tooLargeError<Req>(
+  error: unknown,
+  method: MethodDescriptor<Req, unknown>,
+  request: Req,
+): unknown {
+  if (
+    !(error instanceof RequestTooLargeError) ||
+    error.message !== RequestTooLargeError.etcdMessage
+  )
+    return error;
+  const bytes = method.request.encode(request).finish().byteLength;
+  return new RequestTooLargeError({
+    message:
+      `${RequestTooLargeError.etcdMessage}: the server refused a request of ${bytes} bytes; ` +
+      "etcd's limit is --max-request-bytes, 1.5 MiB by default",
+    grpcStatus: error.grpcStatus,
+    metadata: error.metadata,
+    cause: error.cause,
+  });
+}
+
+/**
+ * A deadline error in the client's words: the method, the deadline it was given and, when the
+ * deadline passed while connecting, the endpoint. `cause` keeps what the transport reported.
+ */
+function deadlineError(
+  error: DeadlineExceededError,
+  method: string,
+  scope: CallScope,
+  state: CallState,
+): DeadlineExceededError {
+  // A DeadlineExceeded status without a deadline of ours is the server's: its words stay.
+  if (!Number.isFinite(scope.timeoutMs)) return error;
+  const where = state.connectingTo === undefined ? '' : ` (connecting to ${state.connectingTo})`;
+  return new DeadlineExceededError({
+    message: `deadline exceeded: ${method} got no answer within its ${scope.timeoutMs} ms deadline${where}`,
+    grpcStatus: error.grpcStatus,
+    metadata: error.metadata,
+    cause: error.cause,
+  });
 }
 
 /**

@@ -21,3 +21,20 @@ export function abortedFailure(signal: AbortSignal, sent: boolean): TransportErr
 export function streamEndedFailure(): TransportError {
   return failure(GrpcStatus.Cancelled, 'the stream has ended', false);
 }
+
+/**
+ * A request larger than the client's send limit (`maxCallSendMsgSize`), refused before sending.
+ * Both numbers are the client's; etcd's own limit (--max-request-bytes) is only named.
+ */
+export function requestTooLargeFailure(
+  bytes: number,
+  limit: number,
+  sent: boolean,
+): TransportError {
+  return failure(
+    GrpcStatus.ResourceExhausted,
+    `request too large: ${bytes} bytes exceed the client's send limit of ${limit} bytes ` +
+      "(maxCallSendMsgSize); etcd's own limit is --max-request-bytes, 1.5 MiB by default",
+    sent,
+  );
+}

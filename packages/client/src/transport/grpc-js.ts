@@ -3,7 +3,7 @@
 // false only when grpc-js proves the request never left the client.
 import * as grpc from '@grpc/grpc-js';
 import type { MethodDescriptor } from '../generated/methods.js';
-import { abortedFailure, failure, streamEndedFailure } from './failures.js';
+import { abortedFailure, failure, requestTooLargeFailure, streamEndedFailure } from './failures.js';
 import { GrpcJsTlsCredentials } from './grpc-js-tls.js';
 import { readableToAsyncIterator } from './stream-reader.js';
 import {
@@ -153,10 +153,12 @@ const STACK_TRACE_LIMIT_WRITABLE =
 export class GrpcJsChannel implements Channel {
   readonly target: string;
   readonly #client: grpc.Client;
+  readonly #maxSendBytes: number;
 
   /** Opens (lazily: nothing connects until the first call or `ready()`) a channel to `options.target`. */
   constructor(options: ChannelOptions) {
     this.target = options.target;
+    this.#maxSendBytes = options.maxSendMessageBytes ?? Number.POSITIVE_INFINITY;
     const channelOptions: grpc.ChannelOptions = {
       // Every channel gets its own subchannels, so closing and reopening one really redials.
       'grpc.use_local_subchannel_pool': 1,
@@ -249,11 +251,9 @@ export class GrpcJsChannel implements Channel {
           return;
         }
         try {
-          channel.watchConnectivityState(state, deadline, (error) => {
-            if (error) {
-              unavailable(`no connection to ${this.target} within ${Date.now() - started} ms`);
-            } else step();
-          });
+          // On a change step() looks again; on grpc-js's deadline too, which its timer can reach
+          // a millisecond before Date.now() does: the caller's deadline must have passed first.
+          channel.watchConnectivityState(state, deadline, () => step());
         } catch (error) {
           unavailable(`channel to ${this.target} is closed`, error);
         }
@@ -300,6 +300,19 @@ export class GrpcJsChannel implements Channel {
   ): Promise<Res> {
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(abortedFailure(signal, false));
+    // Encoded here, not by grpc-js, so a request over the send limit is refused unsent with both
+    // sizes named (grpc-js's own check names only the limit).
+    let encoded: Buffer;
+    try {
+      encoded = toBuffer(method.request.encode(request).finish());
+    } catch (error) {
+      return Promise.reject(
+        failure(GrpcStatus.Internal, 'Request message serialization failure', false, error),
+      );
+    }
+    if (encoded.byteLength > this.#maxSendBytes) {
+      return Promise.reject(requestTooLargeFailure(encoded.byteLength, this.#maxSendBytes, false));
+    }
     return new Promise<Res>((resolve, reject) => {
       let call: grpc.ClientUnaryCall;
       const onAbort = () => call.cancel();
@@ -311,7 +324,7 @@ export class GrpcJsChannel implements Channel {
       try {
         call = this.#client.makeUnaryRequest<Req, Res>(
           method.path,
-          (msg) => toBuffer(method.request.encode(msg).finish()),
+          () => encoded,
           (buf) => method.response.decode(buf),
           request,
           toGrpcMetadata(options.metadata),

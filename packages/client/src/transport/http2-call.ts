@@ -4,7 +4,7 @@
 // deadline, abort (RST_STREAM CANCEL), message size limits, a dropped connection.
 import * as http2 from 'node:http2';
 import type { MethodDescriptor } from '../generated/methods.js';
-import { abortedFailure, failure } from './failures.js';
+import { abortedFailure, failure, requestTooLargeFailure } from './failures.js';
 import { FrameDecoder, type FrameError } from './grpc-frame.js';
 import {
   encodeTimeout,
@@ -142,13 +142,7 @@ export class Call<Req, Res> implements ChannelCall {
       return;
     }
     if (frame.byteLength - 5 > this.#maxSendBytes) {
-      this.abort(
-        failure(
-          GrpcStatus.ResourceExhausted,
-          `Attempted to send message with a size larger than ${this.#maxSendBytes}`,
-          this.sent,
-        ),
-      );
+      this.abort(requestTooLargeFailure(frame.byteLength - 5, this.#maxSendBytes, this.sent));
       return;
     }
     if (this.#stream) this.#stream.write(frame);
