@@ -358,13 +358,13 @@ async function measureServer(
     ],
   ];
   // The chart compares the handoffs with Go's, which waits for etcd's 100 ms catch-up loop.
-  for (const [key, measure] of measures.slice(0, 2)) {
+  for (const [key] of measures.slice(0, 2)) {
     const ours = samples.get(`${etcdkit.name}|${key}`) ?? [];
     const go = contenders.find((c) => c !== etcdkit && c.skipped === undefined);
     const theirs = go ? (samples.get(`${go.name}|${key}`) ?? []) : [];
     if (ours.length > 0 && theirs.length > 0) {
       chart.push({
-        label: `${measure} (${server.name}), etcdkit / Go`,
+        label: `${key === 'handoff' ? 'mutex handoff' : 'failover after resign()'} (${server.name}) / Go`,
         ratio: quantile(ours, 0.5) / quantile(theirs, 0.5),
       });
     }

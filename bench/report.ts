@@ -97,7 +97,7 @@ function escapeXml(text: string): string {
 
 /** A horizontal bar chart of ratios, with the line at 1 (level with the alternative) and goals. */
 export function renderChart(bars: readonly ChartBar[]): string {
-  const labelWidth = 360;
+  const labelWidth = 480;
   const plotWidth = 420;
   const rowHeight = 22;
   const top = 30;
@@ -137,8 +137,27 @@ export function renderChart(bars: readonly ChartBar[]): string {
   return `${parts.join('\n')}\n`;
 }
 
-/** Writes docs/benchmarks.md and docs/benchmarks.svg from a whole run's results. */
-export function writeBenchmarksPage(results: readonly SuiteResult[], docsDir: URL): void {
+/** The measured part of a run, kept as docs/benchmarks.json so the page can be drawn again. */
+interface RunRecord {
+  readonly date: string;
+  readonly machine: string[];
+  readonly results: readonly SuiteResult[];
+}
+
+/**
+ * Writes docs/benchmarks.json, docs/benchmarks.md and docs/benchmarks.svg from a whole run's
+ * results; `machine` and `date` default to this machine now (given when a stored run is redrawn).
+ */
+export function writeBenchmarksPage(
+  results: readonly SuiteResult[],
+  docsDir: URL,
+  recorded: Omit<RunRecord, 'results'> = {
+    date: new Date().toISOString().slice(0, 10),
+    machine: machineLines(),
+  },
+): void {
+  const record: RunRecord = { ...recorded, results };
+  writeFileSync(new URL('benchmarks.json', docsDir), `${JSON.stringify(record, null, 1)}\n`);
   const bars = results.flatMap((r) => r.chart);
   writeFileSync(new URL('benchmarks.svg', docsDir), renderChart(bars));
   const lines = [
@@ -149,8 +168,8 @@ export function writeBenchmarksPage(results: readonly SuiteResult[], docsDir: UR
     "reported as a median; ratios are etcdkit's figure divided by the alternative's. This machine is",
     'noisy: identical configurations can differ by 20% in one pass.',
     '',
-    `Run on ${new Date().toISOString().slice(0, 10)}:`,
-    ...machineLines(),
+    `Run on ${record.date}:`,
+    ...record.machine,
     '',
     '![etcdkit against the alternatives](benchmarks.svg)',
   ];
@@ -167,4 +186,10 @@ export function writeBenchmarksPage(results: readonly SuiteResult[], docsDir: UR
     lines.push('', ...table(result.rows));
   }
   writeFileSync(new URL('benchmarks.md', docsDir), `${lines.join('\n')}\n`);
+}
+
+/** Draws the page again from docs/benchmarks.json (after a change to how it is drawn). */
+export function redrawBenchmarksPage(docsDir: URL): void {
+  const record = JSON.parse(readFileSync(new URL('benchmarks.json', docsDir), 'utf8')) as RunRecord;
+  writeBenchmarksPage(record.results, docsDir, { date: record.date, machine: record.machine });
 }

@@ -1,5 +1,6 @@
 // `npm run bench`: runs every benchmark suite and prints each result beside its alternative; a run
-// of every suite also writes docs/benchmarks.md and its chart. `npm run bench <suite>` runs one.
+// of every suite also writes docs/benchmarks.{md,svg,json}. `npm run bench <suite>` runs one suite;
+// `npm run bench -- --redraw` draws the page again from docs/benchmarks.json.
 // Benchmarks are never assertions: they report numbers for people to compare.
 import type { Bench } from 'tinybench';
 import { codecSuite } from './codec.js';
@@ -9,6 +10,7 @@ import { recipesSuite } from './recipes.js';
 import {
   normalize,
   type Row,
+  redrawBenchmarksPage,
   type SuiteReport,
   type SuiteResult,
   writeBenchmarksPage,
@@ -37,6 +39,11 @@ const suites: Suite[] = [
   serverCpuSuite,
 ];
 const only = process.argv[2];
+if (only === '--redraw') {
+  redrawBenchmarksPage(new URL('../docs/', import.meta.url));
+  console.log('drew docs/benchmarks.md and docs/benchmarks.svg again from docs/benchmarks.json');
+  process.exit(0);
+}
 if (only && !suites.some((suite) => suite.name === only)) {
   console.error(`no suite named ${only}; the suites: ${suites.map((s) => s.name).join(', ')}`);
   process.exit(2);
