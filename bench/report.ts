@@ -110,6 +110,7 @@ export function renderChart(bars: readonly ChartBar[]): string {
   const height = top + bars.length * rowHeight + 30;
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${labelWidth + plotWidth + 70}" height="${height}" font-family="sans-serif" font-size="12">`,
+    '<title>etcdkit against the alternatives, measured in the same run</title>',
     '<rect width="100%" height="100%" fill="white"/>',
     `<text x="10" y="18" font-weight="bold">etcdkit / the alternative, same run (lower is better; | = goal)</text>`,
   ];
