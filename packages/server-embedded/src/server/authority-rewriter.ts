@@ -51,26 +51,31 @@ export const MAX_HEADER_BLOCK = 4 * DEFAULT_MAX_HEADER_LIST_SIZE;
 type Mode = 'inspect' | 'rewrite' | 'pass';
 
 /** Whether a request's `:authority` has a scheme (`http://...`) or a path: the filter is needed. */
-export function authorityNeedsRewrite(fields: readonly HeaderField[]): boolean {
+export function authorityNeedsRewrite(
+  fields: readonly HeaderField[],
+  onUnixSocket = false,
+): boolean {
   const authority = fields.find((field) => field.name === ':authority');
-  return authority !== undefined && servableAuthority(authority.value) !== authority.value;
+  return (
+    authority !== undefined && servableAuthority(authority.value, onUnixSocket) !== authority.value
+  );
 }
 
 /**
- * The authority the HTTP/2 server accepts for `value`: without its scheme; `localhost` when a
- * socket path is left (etcdctl 3.4 on a unix socket sends its path, which grpc-go accepts).
+ * The authority the HTTP/2 server accepts for `value`: without its scheme; on a unix socket,
+ * `localhost` for what nghttp2 refuses (etcdctl 3.4 sends the socket's path, which grpc-go takes).
  */
-function servableAuthority(value: string): string {
+function servableAuthority(value: string, onUnixSocket: boolean): string {
   const cut = value.replace(SCHEME, '');
-  return AUTHORITY_CHARACTERS.test(cut) ? cut : 'localhost';
+  return onUnixSocket && !AUTHORITY_CHARACTERS.test(cut) ? 'localhost' : cut;
 }
 
 /**
  * Wraps a client socket for the HTTP/2 server so that an `:authority` with a scheme arrives as
  * `host:port`. Destroying the socket destroys the wrapper.
  */
-export function acceptSchemeInAuthority(socket: Socket): Duplex {
-  return new AuthorityRewriter(socket);
+export function acceptSchemeInAuthority(socket: Socket, onUnixSocket = false): Duplex {
+  return new AuthorityRewriter(socket, onUnixSocket);
 }
 
 class AuthorityRewriter extends Duplex {
@@ -80,7 +85,10 @@ class AuthorityRewriter extends Duplex {
   private block: OpenBlock | undefined;
   private readonly decoder = new HeaderBlockDecoder();
 
-  constructor(private readonly socket: Socket) {
+  constructor(
+    private readonly socket: Socket,
+    private readonly onUnixSocket: boolean,
+  ) {
     super();
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
     socket.on('end', () => this.receiveEnd());
@@ -290,7 +298,7 @@ class AuthorityRewriter extends Duplex {
   private completeBlock(block: OpenBlock): void {
     const fields = this.decoder.decode(Buffer.concat(block.fragments));
     if (this.mode === 'inspect') {
-      if (!authorityNeedsRewrite(fields)) {
+      if (!authorityNeedsRewrite(fields, this.onUnixSocket)) {
         for (const frame of block.frames) this.forward(frame);
         this.passThrough();
         return;
@@ -298,7 +306,9 @@ class AuthorityRewriter extends Duplex {
       this.mode = 'rewrite';
     }
     const fixed: HeaderField[] = fields.map((field) =>
-      field.name === ':authority' ? { ...field, value: servableAuthority(field.value) } : field,
+      field.name === ':authority'
+        ? { ...field, value: servableAuthority(field.value, this.onUnixSocket) }
+        : field,
     );
     for (const frame of headerFrames(block, encodeLiterals(fixed))) this.forward(frame);
   }

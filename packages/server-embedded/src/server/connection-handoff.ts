@@ -147,7 +147,9 @@ class Handoff {
     } else if (flags & FLAG_END_HEADERS) {
       try {
         const fields = new HeaderBlockDecoder().decode(Buffer.concat(this.block.fragments));
-        this.route = authorityNeedsRewrite(fields) ? 'filtered' : 'direct';
+        this.route = authorityNeedsRewrite(fields, onUnixSocket(this.socket))
+          ? 'filtered'
+          : 'direct';
       } catch {
         // The session refuses the block as it would have.
         this.route = 'direct';
@@ -162,6 +164,13 @@ class Handoff {
     socket.pause();
     const held = Buffer.concat([...this.kept, this.pending]);
     if (held.length > 0) socket.unshift(held);
-    this.accept(route === 'filtered' ? acceptSchemeInAuthority(socket) : socket);
+    this.accept(
+      route === 'filtered' ? acceptSchemeInAuthority(socket, onUnixSocket(socket)) : socket,
+    );
   }
+}
+
+/** A connection accepted on a unix socket has no remote address (a TCP one always has). */
+function onUnixSocket(socket: Socket): boolean {
+  return socket.remoteAddress === undefined;
 }

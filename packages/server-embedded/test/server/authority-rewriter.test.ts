@@ -27,7 +27,8 @@ describe('acceptSchemeInAuthority', () => {
     http2?.close();
   });
 
-  async function start(seen: Seen[]): Promise<number> {
+  /** An HTTP/2 server behind the filter; `onUnixSocket` filters as for a unix socket's clients. */
+  async function start(seen: Seen[], onUnixSocket = false): Promise<number> {
     http2 = createServer();
     http2.on('stream', (stream: ServerHttp2Stream, headers) => {
       seen.push({
@@ -39,7 +40,9 @@ describe('acceptSchemeInAuthority', () => {
       stream.end('ok');
     });
     const server = http2;
-    tcp = createTcpServer((socket) => server.emit('connection', acceptSchemeInAuthority(socket)));
+    tcp = createTcpServer((socket) =>
+      server.emit('connection', acceptSchemeInAuthority(socket, onUnixSocket)),
+    );
     await new Promise<void>((resolve) => tcp!.listen(0, '127.0.0.1', resolve));
     const address = tcp.address();
     return typeof address === 'object' && address !== null ? address.port : 0;
@@ -87,10 +90,10 @@ describe('acceptSchemeInAuthority', () => {
   });
 
   it.each(['/tmp/etcdkit/etcd.sock', 'unix:///tmp/etcdkit/etcd.sock'])(
-    'makes a socket path authority (etcdctl 3.4 on a unix socket: %s) localhost',
+    'on a unix socket, makes a socket path authority (etcdctl 3.4 there: %s) localhost',
     async (authority) => {
       const seen: Seen[] = [];
-      const port = await start(seen);
+      const port = await start(seen, true);
       expect(await requests(port, authority, 3)).toEqual(['ok', 'ok', 'ok']);
       expect(seen.map((s) => s.authority)).toEqual(['localhost', 'localhost', 'localhost']);
     },
