@@ -110,12 +110,13 @@ describe('EmbeddedEtcd.restart()', () => {
   });
 
   it('a kept-alive lease survives a short restart, and so does its key', async () => {
-    const lease = await etcd.lease.grant(2, { keepAlive: true });
+    // TTL 4 s: a 500 ms restart plus the reconnect leave the keepalive margin on a loaded machine.
+    const lease = await etcd.lease.grant(4, { keepAlive: true });
     await etcd.put('session', 'alive', { lease: lease.id });
 
     await server.restart({ downtimeMs: 500 });
     // Longer than the TTL: only keep-alives over the new connection can hold the lease.
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
 
     expect(lease.signal.aborted).toBe(false);
     expect((await etcd.get('session'))?.text()).toBe('alive');
