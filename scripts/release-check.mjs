@@ -4,8 +4,11 @@
 // dependencies come from the npm registry) and there:
 //   - compiles release-check/program.ts with tsc (strict, nodenext, skipLibCheck false) as an ES
 //     module (program.ts: import) and as CommonJS (program.cts: require), and runs both: a lock, an
-//     STM transfer, an election, a watch and a lease on the embedded server,
-//   - runs `npx etcdkit-server` and talks to it with etcdctl.
+//     STM transfer, an election, a watch and a lease on the embedded server, and a register history
+//     checked by @etcdkit/verify,
+//   - runs `npx etcdkit-server` and talks to it with etcdctl,
+//   - runs `npx etcdkit-verify` on the embedded server (register, and lock: its worker processes),
+//     and on real etcd, which needs the repository's testkit and must fail with one typed line.
 // Exit code 0 when everything holds; otherwise the first failure, and exit code 1.
 //
 //   node scripts/release-check.mjs [--skip-build] [--keep]
@@ -21,7 +24,7 @@ import { SOURCE_CONDITION } from './pack-manifest.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PROGRAMS = fileURLToPath(new URL('./release-check/', import.meta.url));
-const PACKAGES = ['client', 'recipes', 'otel', 'server-embedded'];
+const PACKAGES = ['client', 'recipes', 'otel', 'server-embedded', 'verify'];
 const args = new Set(process.argv.slice(2));
 for (const arg of args) {
   if (arg !== '--skip-build' && arg !== '--keep') {
@@ -163,7 +166,8 @@ async function compileAndRun(dir) {
   });
   const commonJs = readFileSync(join(dir, 'out', 'program.cjs'), 'utf8');
   check(
-    commonJs.includes('require("@etcdkit/recipes")'),
+    commonJs.includes('require("@etcdkit/recipes")') &&
+      commonJs.includes('require("@etcdkit/verify")'),
     'out/program.cjs does not require() the packages',
   );
   for (const program of ['out/program.js', 'out/program.cjs']) {
@@ -226,6 +230,57 @@ async function serveWithBin(dir) {
   );
 }
 
+/** `npx etcdkit-verify ARGS` in the project: its exit code and output. */
+function etcdkitVerify(dir, verifyArgs) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('npx', ['--no', '--', 'etcdkit-verify', ...verifyArgs], {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The packed etcdkit-verify bin: two runs that must be valid, one target it cannot start. */
+async function verifyWithBin(dir) {
+  for (const verifyArgs of [
+    ['--workload', 'register', '--embedded', '--ops', '200', '--clients', '4', '--json'],
+    ['--workload', 'lock', '--embedded', '--fenced', '--time', '3s', '--clients', '2', '--json'],
+  ]) {
+    const { code, stdout, stderr } = await etcdkitVerify(dir, verifyArgs);
+    const summary = JSON.parse(stdout.trimEnd().split('\n').at(-1) ?? 'null');
+    check(
+      code === 0 && summary?.valid === true && summary.ops > 0,
+      `npx etcdkit-verify ${verifyArgs.join(' ')} exited with ${code}:\n${stdout}${stderr}`,
+    );
+    console.log(`  npx etcdkit-verify --workload ${verifyArgs[1]}: ${summary.ops} ops, valid`);
+  }
+  const { code, stderr } = await etcdkitVerify(dir, [
+    '--workload',
+    'register',
+    '--etcd-binary',
+    '/usr/bin/etcd',
+  ]);
+  check(
+    code === 70 &&
+      /^etcdkit-verify: TargetUnavailableError: the etcd target needs the etcdkit repository's testkit, which is not installed \(ERR_MODULE_NOT_FOUND\)/.test(
+        stderr,
+      ) &&
+      stderr.trimEnd().split('\n').length === 1,
+    `npx etcdkit-verify --etcd-binary without the testkit exited with ${code}:\n${stderr}`,
+  );
+  console.log('  npx etcdkit-verify --etcd-binary: TargetUnavailableError, exit code 70');
+}
+
 async function main() {
   if (!args.has('--skip-build')) {
     step('building the packages');
@@ -248,6 +303,8 @@ async function main() {
     await compileAndRun(projectDir);
     step('npx etcdkit-server with etcdctl');
     await serveWithBin(projectDir);
+    step('npx etcdkit-verify');
+    await verifyWithBin(projectDir);
     console.log('release-check: ok');
   } finally {
     if (args.has('--keep')) console.log(`release-check: kept ${work}`);

@@ -5,10 +5,11 @@ export default defineConfig([
     entry: { index: 'src/index.ts' },
     format: ['esm', 'cjs'],
     dts: { compilerOptions: { composite: false, ignoreDeprecations: '6.0' } },
-    sourcemap: true,
     clean: true,
     // import.meta.url finds the lock workload's worker script, in the CommonJS build too.
     shims: true,
+    // Loaded only by the etcd target, from the repository (src/testkit.ts): never bundled.
+    external: ['@etcdkit/testkit'],
     target: 'node20',
   },
   {
@@ -16,7 +17,7 @@ export default defineConfig([
     // workload's worker process, which index and cli start from next to themselves.
     entry: { cli: 'src/cli/main.ts', 'lock-worker': 'src/workloads/lock-worker.ts' },
     format: ['esm'],
-    sourcemap: true,
+    external: ['@etcdkit/testkit'],
     target: 'node20',
   },
 ]);

@@ -2,12 +2,22 @@
 // installed the packed tarballs twice: as program.ts (an ES module: import) and as program.cts
 // (CommonJS: require), compiled there with tsc (strict, nodenext, skipLibCheck false) against the
 // .d.ts and .d.cts declarations, and both run. A lock, an STM transfer, an election, a watch and a
-// lease on the embedded server, each checked; it prints one line when everything held, and fails
-// with exit code 1 otherwise. No top-level await, so the same source is valid CommonJS.
+// lease on the embedded server, each checked, then a recorded register history checked by
+// @etcdkit/verify (and the same history with a stale read, which must not be linearizable); it
+// prints one line when everything held, and fails with exit code 1 otherwise. No top-level await, so the same source is valid CommonJS.
 import assert from 'node:assert/strict';
 import { Etcd } from '@etcdkit/client';
 import { Election, Mutex, runStm, Session } from '@etcdkit/recipes';
 import { EmbeddedEtcd } from '@etcdkit/server-embedded';
+import {
+  checkLinearizable,
+  Recorder,
+  RecordingRegister,
+  type RegisterInput,
+  type RegisterOperation,
+  type RegisterOutput,
+  registerModel,
+} from '@etcdkit/verify';
 
 /** `cjs` when this file runs as CommonJS (program.cts), `esm` as an ES module. */
 const format = typeof module === 'undefined' ? 'esm' : 'cjs';
@@ -64,7 +74,26 @@ async function main(): Promise<void> {
     assert.equal(await etcd.get('accounts/alice'), undefined);
     assert.equal((await etcd.get('accounts/bob'))?.text(), '10');
     await session.close();
-    console.log(`${format} program: lock, stm transfer, election, watch and lease ok`);
+
+    const recorder = new Recorder<RegisterInput, RegisterOutput>();
+    const register = new RecordingRegister(etcd, recorder, 0);
+    await register.put('register', 'v1');
+    await register.cas('register', 'v1', 'v2');
+    assert.equal((await register.get('register')).value, 'v2');
+    const history = recorder.history();
+    const recorded = checkLinearizable(registerModel(), history);
+    assert.equal(recorded.valid, true);
+    const read = history[2]!;
+    const stale: RegisterOperation = {
+      ...read,
+      output: { type: 'get', value: 'v1', modRevision: 0n },
+    };
+    const forged = checkLinearizable(registerModel(), [history[0]!, history[1]!, stale]);
+    assert.equal(forged.valid, false);
+    assert.equal(forged.anomalies.length, 1);
+    console.log(
+      `${format} program: lock, stm transfer, election, watch, lease and a checked history ok`,
+    );
   } finally {
     await etcd.close();
     await server.stop();

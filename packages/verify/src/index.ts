@@ -14,6 +14,7 @@ export {
 } from './checker/check.js';
 export type { Model } from './checker/model.js';
 export { partitionBy } from './checker/partition.js';
+export { TargetUnavailableError, VerifyError } from './errors.js';
 export {
   type History,
   historyFromJson,

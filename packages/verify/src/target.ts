@@ -2,10 +2,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '@etcdkit/client';
 import { EmbeddedCluster, EmbeddedEtcd } from '@etcdkit/server-embedded';
+import { loadTestkit } from './testkit.js';
 
 /**
  * Names of faults: those a target may support (`pause`, `kill`, `partition`, `leader`,
@@ -119,14 +121,8 @@ async function embeddedCluster(members: number): Promise<Target> {
   };
 }
 
-/**
- * The testkit starts real etcd processes. It is loaded only when needed: it is this repository's
- * private TypeScript package, so a built @etcdkit/verify without it still runs the other targets.
- */
-const testkit = () => import('@etcdkit/testkit');
-
 async function etcdSingle(binary: string | undefined): Promise<Target> {
-  const etcd = await (await testkit()).startEtcd({ binary });
+  const etcd = await (await loadTestkit('etcd')).startEtcd({ binary });
   return {
     description: `etcd ${etcd.version}, 1 member`,
     endpoints: etcd.endpoints,
@@ -149,7 +145,7 @@ async function etcdSingle(binary: string | undefined): Promise<Target> {
 }
 
 async function etcdCluster(members: number, binary: string | undefined): Promise<Target> {
-  const cluster = await (await testkit()).startEtcdCluster({ members, binary });
+  const cluster = await (await loadTestkit('etcd')).startEtcdCluster({ members, binary });
   return {
     description: `etcd ${cluster.version}, ${members} members`,
     endpoints: cluster.endpoints,
@@ -190,7 +186,7 @@ function etcdkitServerCommand(): string[] {
 }
 
 async function etcdkitServerProcess(): Promise<Target> {
-  const port = await (await testkit()).freePort();
+  const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   const launch = async () => {
@@ -246,4 +242,20 @@ async function waitUntilServing(url: string, timeoutMs = 30_000): Promise<void> 
   } finally {
     await etcd.close();
   }
+}
+
+/** A TCP port of 127.0.0.1 that was free a moment ago. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address !== null
+          ? resolve(address.port)
+          : reject(new Error('no port')),
+      );
+    });
+  });
 }

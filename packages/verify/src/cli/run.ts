@@ -1,5 +1,6 @@
 // etcdkit-verify: parse, verify, print, write the report; the exit code says the verdict.
 import { writeFile } from 'node:fs/promises';
+import { EtcdError } from '@etcdkit/client';
 import { historyToJson, toJsonValue } from '../history.js';
 import { renderReport } from '../report/html.js';
 import { type VerifyResult, verify } from '../verify.js';
@@ -54,9 +55,14 @@ export async function runCli(argv: readonly string[], out: CliOutput): Promise<n
   try {
     result = await verify(request.options);
   } catch (error) {
-    out.stderr(
-      `etcdkit-verify: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
+    // A typed error is a known state with its own message; anything else is a bug: its stack.
+    const text =
+      error instanceof EtcdError
+        ? `${error.name}: ${error.message}`
+        : error instanceof Error
+          ? (error.stack ?? error.message)
+          : String(error);
+    out.stderr(`etcdkit-verify: ${text}\n`);
     return EXIT.failed;
   }
   out.stdout(

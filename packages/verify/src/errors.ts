@@ -1,0 +1,29 @@
+// Typed failures of @etcdkit/verify itself; the client's EtcdErrors reach the caller unchanged.
+import { EtcdError, GrpcStatus } from '@etcdkit/client';
+
+/**
+ * Base class of the errors @etcdkit/verify reports itself. An EtcdError, so one `instanceof
+ * EtcdError` covers everything etcdkit throws; `code` is stable across releases.
+ */
+export class VerifyError<C extends string = string> extends EtcdError<C> {
+  /** `cause` is the failure behind this one, when there is one. */
+  constructor(code: C, message: string, options?: { readonly cause?: unknown }) {
+    super(code, GrpcStatus.FailedPrecondition, message, { cause: options?.cause });
+  }
+}
+
+/**
+ * The target asked for cannot be started here: real etcd processes and the etcdkit-server
+ * process are started by this repository's testkit, which a package installed from the registry
+ * does not have (the `endpoints` and `embedded` targets need nothing more).
+ */
+export class TargetUnavailableError extends VerifyError<'TARGET_UNAVAILABLE'> {
+  /** The kind of target that was asked for. */
+  readonly target: string;
+
+  /** `target` is the kind of target asked for; `cause` why its launcher did not load. */
+  constructor(target: string, message: string, options?: { readonly cause?: unknown }) {
+    super('TARGET_UNAVAILABLE', message, options);
+    this.target = target;
+  }
+}
