@@ -18,6 +18,7 @@ import {
 import { serverCpuSuite } from './server-cpu.js';
 import { stmSuite } from './stm.js';
 import { transportSuite } from './transport.js';
+import { verifySuite } from './verify.js';
 import { waiterMemorySuite } from './waiter-memory.js';
 import { watchMemorySuite } from './watch-memory.js';
 
@@ -37,6 +38,7 @@ const suites: Suite[] = [
   stmSuite,
   recipesSuite,
   serverCpuSuite,
+  verifySuite,
 ];
 const only = process.argv[2];
 if (only === '--redraw') {
