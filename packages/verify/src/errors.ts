@@ -27,3 +27,15 @@ export class TargetUnavailableError extends VerifyError<'TARGET_UNAVAILABLE'> {
     this.target = target;
   }
 }
+
+/** A fault was asked for that the target cannot suffer, in a workload that needs it. */
+export class FaultUnavailableError extends VerifyError<'FAULT_UNAVAILABLE'> {
+  /** The fault asked for. */
+  readonly fault: string;
+
+  /** `fault` is the fault asked for. */
+  constructor(fault: string, message: string) {
+    super('FAULT_UNAVAILABLE', message);
+    this.fault = fault;
+  }
+}

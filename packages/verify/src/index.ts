@@ -14,7 +14,7 @@ export {
 } from './checker/check.js';
 export type { Model } from './checker/model.js';
 export { partitionBy } from './checker/partition.js';
-export { TargetUnavailableError, VerifyError } from './errors.js';
+export { FaultUnavailableError, TargetUnavailableError, VerifyError } from './errors.js';
 export {
   type History,
   historyFromJson,
@@ -72,6 +72,7 @@ export { type ReportInput, renderReport, timelineSvg } from './report/html.js';
 export {
   type FaultAction,
   type FaultName,
+  LEASE_EXPIRY_JUMP_MS,
   startTarget,
   type Target,
   type TargetSpec,

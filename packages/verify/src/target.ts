@@ -6,14 +6,28 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '@etcdkit/client';
-import { EmbeddedCluster, EmbeddedEtcd } from '@etcdkit/server-embedded';
+import { type Clock, EmbeddedCluster, EmbeddedEtcd, VirtualClock } from '@etcdkit/server-embedded';
 import { loadTestkit } from './testkit.js';
 
 /**
  * Names of faults: those a target may support (`pause`, `kill`, `partition`, `leader`,
- * `restart`), and `client-pause`, which the lock workload does to its own workers.
+ * `restart`, `lease-expiry`), and `client-pause`, which the lock workload does to its own
+ * workers.
  */
-export type FaultName = 'pause' | 'kill' | 'partition' | 'leader' | 'restart' | 'client-pause';
+export type FaultName =
+  | 'pause'
+  | 'kill'
+  | 'partition'
+  | 'leader'
+  | 'restart'
+  | 'lease-expiry'
+  | 'client-pause';
+
+/**
+ * How far `lease-expiry` moves a virtual clock, in ms: past the TTL of every lease the workloads
+ * grant, so each expires at once, whatever its last keep-alive.
+ */
+export const LEASE_EXPIRY_JUMP_MS = 60_000;
 
 /** A fault that is on until its returned `heal` runs. */
 export type FaultAction = () => Promise<() => Promise<void>>;
@@ -26,6 +40,11 @@ export interface Target {
   readonly endpoints: readonly string[];
   /** The faults it can suffer, each applied to a random member (the leader for `leader`). */
   readonly faults: Partial<Record<FaultName, FaultAction>>;
+  /**
+   * Moves the server's virtual clock {@link LEASE_EXPIRY_JUMP_MS} ahead: every lease expires now,
+   * while its holders run on. Only embedded targets started with `virtualClock`.
+   */
+  readonly expireLeases?: () => Promise<void>;
   /** Stops what was started (nothing for external endpoints). */
   stop(): Promise<void>;
 }
@@ -33,7 +52,16 @@ export interface Target {
 /** Where a workload runs; see {@link startTarget}. */
 export type TargetSpec =
   | { readonly kind: 'endpoints'; readonly endpoints: readonly string[] }
-  | { readonly kind: 'embedded'; readonly members?: number }
+  | {
+      readonly kind: 'embedded';
+      readonly members?: number;
+      /**
+       * Run the server on a virtual clock, for the `lease-expiry` fault: time stands still for
+       * leases (they expire only when the fault moves the clock) and, on a cluster, for the
+       * request timeout of calls held without a leader. Default false.
+       */
+      readonly virtualClock?: boolean;
+    }
   | { readonly kind: 'etcd'; readonly binary?: string; readonly members?: number }
   | {
       /**
@@ -56,7 +84,9 @@ export async function startTarget(spec: TargetSpec): Promise<Target> {
         stop: async () => {},
       };
     case 'embedded':
-      return (spec.members ?? 1) > 1 ? embeddedCluster(spec.members ?? 3) : embeddedSingle();
+      return (spec.members ?? 1) > 1
+        ? embeddedCluster(spec.members ?? 3, spec.virtualClock ?? false)
+        : embeddedSingle(spec.virtualClock ?? false);
     case 'etcd':
       return (spec.members ?? 1) > 1
         ? etcdCluster(spec.members ?? 3, spec.binary)
@@ -66,12 +96,32 @@ export async function startTarget(spec: TargetSpec): Promise<Target> {
   }
 }
 
-async function embeddedSingle(): Promise<Target> {
-  const server = await EmbeddedEtcd.start();
+/** The `lease-expiry` fault and {@link Target.expireLeases} of a server on a virtual clock. */
+function leaseExpiry(
+  clock: Clock | undefined,
+): Pick<Target, 'expireLeases'> & { faults: Partial<Record<FaultName, FaultAction>> } {
+  if (!(clock instanceof VirtualClock)) return { faults: {} };
+  const expireLeases = () => clock.advance(LEASE_EXPIRY_JUMP_MS);
   return {
-    description: `embedded server ${server.version}, 1 member`,
-    endpoints: server.endpoints,
+    expireLeases,
     faults: {
+      'lease-expiry': async () => {
+        await expireLeases();
+        return async () => {};
+      },
+    },
+  };
+}
+
+async function embeddedSingle(virtualClock: boolean): Promise<Target> {
+  const server = await EmbeddedEtcd.start(virtualClock ? { clock: 'virtual' } : {});
+  const expiry = leaseExpiry(server.clock);
+  return {
+    description: `embedded server ${server.version}, 1 member${virtualClock ? ', virtual clock' : ''}`,
+    endpoints: server.endpoints,
+    expireLeases: expiry.expireLeases,
+    faults: {
+      ...expiry.faults,
       pause: async () => {
         server.faults.pause();
         return async () => server.faults.resume();
@@ -90,12 +140,19 @@ async function embeddedSingle(): Promise<Target> {
   };
 }
 
-async function embeddedCluster(members: number): Promise<Target> {
-  const cluster = await EmbeddedCluster.start({ members, requestTimeoutMs: 2_000 });
+async function embeddedCluster(members: number, virtualClock: boolean): Promise<Target> {
+  const cluster = await EmbeddedCluster.start({
+    members,
+    requestTimeoutMs: 2_000,
+    ...(virtualClock ? { clock: 'virtual' as const } : {}),
+  });
+  const expiry = leaseExpiry(cluster.clock);
   return {
-    description: `embedded cluster ${cluster.version}, ${members} members`,
+    description: `embedded cluster ${cluster.version}, ${members} members${virtualClock ? ', virtual clock' : ''}`,
     endpoints: cluster.endpoints,
+    expireLeases: expiry.expireLeases,
     faults: {
+      ...expiry.faults,
       pause: async () => {
         const member = pick(cluster.members);
         member.pause();

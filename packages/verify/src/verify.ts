@@ -72,7 +72,12 @@ export interface VerifyResult {
 
 /** Starts the target, runs the workload on fresh keys, stops the target, checks the history. */
 export async function verify(options: VerifyOptions): Promise<VerifyResult> {
-  const target = await startTarget(options.target);
+  // lease-expiry moves a virtual clock: an embedded target runs on one when it is asked for.
+  const target = await startTarget(
+    options.target.kind === 'embedded' && options.faults?.includes('lease-expiry')
+      ? { ...options.target, virtualClock: true }
+      : options.target,
+  );
   const began = performance.now();
   const workloadOptions = {
     prefix: `etcdkit-verify/${randomBytes(4).toString('hex')}/`,
@@ -122,6 +127,7 @@ export async function verify(options: VerifyOptions): Promise<VerifyResult> {
         clients: options.clients ?? 4,
         fenced: options.fenced ?? false,
         clientPauses: workloadOptions.faults.includes('client-pause'),
+        leaseExpiry: workloadOptions.faults.includes('lease-expiry'),
       });
       run = {
         ...r,

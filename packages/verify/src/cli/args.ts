@@ -19,7 +19,8 @@ Target (one of):
 Workload:
   --fenced               lock: fence the counter's writes with the lock (Hold.txn)
   --serializable         serializable reads, each client on one member (not linearizable)
-  --faults LIST          comma-separated: pause,kill,partition,leader,restart,client-pause
+  --faults LIST          comma-separated: pause,kill,partition,leader,restart,lease-expiry,
+                         client-pause (lease-expiry: embedded only, on a virtual clock)
   --time DURATION        how long to run: 500ms, 10s, 2m (default 10s)
   --ops N                stop after N operations
   --clients N            concurrent clients (default 8)
@@ -52,6 +53,7 @@ const FAULTS: readonly string[] = [
   'partition',
   'leader',
   'restart',
+  'lease-expiry',
   'client-pause',
 ];
 

@@ -18,6 +18,18 @@ export interface LockWorkerStart {
   readonly criticalSectionMs: number;
   /** First process number; the worker takes the next ones after unknown outcomes. */
   readonly processBase: number;
+  /**
+   * Wait for the parent's {@link LockWorkerProceed} after announcing each critical section (it
+   * may expire the leases first and make this one slow).
+   */
+  readonly awaitProceed: boolean;
+}
+
+/** The parent's answer to a critical section, when the worker waits for one. */
+export interface LockWorkerProceed {
+  readonly type: 'proceed';
+  /** How much longer than usual this critical section lasts, in ms (the process runs on). */
+  readonly slowerMs: number;
 }
 
 /** Messages a worker sends. */
@@ -54,8 +66,9 @@ async function work(
           const kv = await etcd.get(counter);
           const from = kv === undefined ? 0 : Number(kv.text());
           const pending = recorder.invoke(proc, { type: 'increment', from }, began);
+          const proceed = start.awaitProceed ? nextProceed() : undefined;
           send({ type: 'critical-section' });
-          await sleep(start.criticalSectionMs);
+          await sleep(start.criticalSectionMs + ((await proceed)?.slowerMs ?? 0));
           try {
             if (start.fenced)
               await lock
@@ -87,9 +100,16 @@ async function work(
   return recorder;
 }
 
+let proceeding: ((message: LockWorkerProceed) => void) | undefined;
+const nextProceed = () =>
+  new Promise<LockWorkerProceed>((resolve) => {
+    proceeding = resolve;
+  });
+
 const stop = new AbortController();
-process.on('message', (message: LockWorkerStart | { type: 'stop' }) => {
+process.on('message', (message: LockWorkerStart | LockWorkerProceed | { type: 'stop' }) => {
   if (message.type === 'stop') stop.abort();
+  else if (message.type === 'proceed') proceeding?.(message);
   else
     void work(message, stop.signal).then(
       (recorder) =>

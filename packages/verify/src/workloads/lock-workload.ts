@@ -3,11 +3,12 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '@etcdkit/client';
+import { FaultUnavailableError } from '../errors.js';
 import { historyFromJson, type Operation, type OperationJson } from '../history.js';
 import type { CounterInput, CounterOutput } from '../models/counter.js';
 import { Recorder, systemMonotonicMs } from '../recorder.js';
-import type { Target } from '../target.js';
-import type { LockWorkerMessage, LockWorkerStart } from './lock-worker.js';
+import type { FaultName, Target } from '../target.js';
+import type { LockWorkerMessage, LockWorkerProceed, LockWorkerStart } from './lock-worker.js';
 import { type FaultEvent, type FaultSchedule, runWithFaults, sleep } from './runner.js';
 
 /** Options of {@link lockWorkload}. */
@@ -21,6 +22,12 @@ export interface LockWorkloadOptions extends FaultSchedule {
   readonly fenced: boolean;
   /** Pause workers in their critical section until their lease has expired. */
   readonly clientPauses: boolean;
+  /**
+   * Expire every lease (the target's {@link Target.expireLeases}: a virtual clock moved ahead)
+   * while a worker is in its critical section, which then runs `faultDurationMs` longer: the
+   * holder loses the lock without being paused. Default false.
+   */
+  readonly leaseExpiry?: boolean;
   /** The sessions' lease TTL, in seconds. Default 2. */
   readonly ttlSeconds?: number;
   /** Time between a critical section's read and its write, in ms. Default 100. */
@@ -55,6 +62,20 @@ export async function lockWorkload(
   const pauses: FaultEvent[] = [];
   let pausing = false;
   let lastPause = 0;
+  const expireLeases = options.leaseExpiry ? target.expireLeases : undefined;
+  if (options.leaseExpiry && expireLeases === undefined)
+    throw new FaultUnavailableError(
+      'lease-expiry',
+      `lease-expiry needs an embedded target on a virtual clock (--embedded), not ${target.description}`,
+    );
+  // A fault is due: none under way and the quiet time since the last one is over.
+  const due = () =>
+    !pausing && systemMonotonicMs() - lastPause > (options.faultIntervalMs ?? 1_000);
+  const ended = (name: FaultName, start: number) => {
+    pauses.push({ name, start, end: systemMonotonicMs() });
+    lastPause = systemMonotonicMs();
+    pausing = false;
+  };
   for (let i = 0; i < options.clients; i++) {
     const child = fork(module.path, [], {
       execArgv: module.execArgv,
@@ -68,20 +89,28 @@ export async function lockWorkload(
             if (message.error !== undefined)
               reject(new Error(`lock worker ${i}: ${message.error}`));
             else resolve(message.history as OperationJson[]);
-          } else if (
-            options.clientPauses &&
-            !pausing &&
-            systemMonotonicMs() - lastPause > (options.faultIntervalMs ?? 1_000)
-          ) {
+          } else if (expireLeases !== undefined) {
+            if (!due()) {
+              child.send({ type: 'proceed', slowerMs: 0 } satisfies LockWorkerProceed);
+              return;
+            }
+            pausing = true;
+            const start = systemMonotonicMs();
+            const slowerMs = options.faultDurationMs ?? 1_500;
+            // The leases are gone before the holder goes on; it stays long enough for another
+            // worker to notice and take the lock.
+            void expireLeases().then(() => {
+              child.send({ type: 'proceed', slowerMs } satisfies LockWorkerProceed);
+              void sleep(slowerMs).then(() => ended('lease-expiry', start));
+            });
+          } else if (options.clientPauses && due()) {
             pausing = true;
             const start = systemMonotonicMs();
             child.kill('SIGSTOP');
             // Long enough for the lease to expire and another worker to take the lock.
             void sleep(ttlSeconds * 1_000 + (options.faultDurationMs ?? 1_500)).then(() => {
               child.kill('SIGCONT');
-              pauses.push({ name: 'client-pause', start, end: systemMonotonicMs() });
-              lastPause = systemMonotonicMs();
-              pausing = false;
+              ended('client-pause', start);
             });
           }
         });
@@ -98,6 +127,7 @@ export async function lockWorkload(
       ttlSeconds,
       criticalSectionMs: options.criticalSectionMs ?? 100,
       processBase: i * PROCESSES_PER_WORKER,
+      awaitProceed: expireLeases !== undefined,
     };
     child.send(start);
   }
@@ -106,7 +136,8 @@ export async function lockWorkload(
     faults = await runWithFaults(
       target,
       { durationMs: options.durationMs, clients: 1 },
-      options,
+      // Leases expire in critical sections only (above), not on the nemesis' schedule.
+      { ...options, faults: options.faults.filter((f) => f !== 'lease-expiry') },
       (_, signal) =>
         new Promise<void>((resolve) =>
           signal.addEventListener('abort', () => resolve(), { once: true }),
