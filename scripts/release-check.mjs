@@ -7,7 +7,8 @@
 //     STM transfer, an election, a watch and a lease on the embedded server, and a register history
 //     checked by @etcdkit/verify,
 //   - runs `npx etcdkit-server` and talks to it with etcdctl,
-//   - runs `npx etcdkit-verify` on the embedded server (register, and lock: its worker processes),
+//   - runs `npx etcdkit-verify` on the embedded server (register, and a fenced lock under the
+//     lease-expiry fault: its worker processes),
 //     and on real etcd, which needs the repository's testkit and must fail with one typed line.
 // Exit code 0 when everything holds; otherwise the first failure, and exit code 1.
 //
@@ -37,7 +38,10 @@ for (const arg of args) {
 
 class CheckFailed extends Error {}
 
-/** Runs a command; resolves with its output, rejects with it when the exit code is not 0. */
+/**
+ * Runs a command; resolves with its output, rejects with it when the exit code is not 0 (unless
+ * `options.anyExitCode`: then resolves with the exit code too).
+ */
 function run(command, commandArgs, options = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(command, commandArgs, {
@@ -55,7 +59,7 @@ function run(command, commandArgs, options = {}) {
     });
     child.on('error', reject);
     child.on('close', (code) => {
-      if (code === 0) resolve({ stdout, stderr });
+      if (code === 0 || options.anyExitCode) resolve({ code, stdout, stderr });
       else {
         reject(
           new CheckFailed(
@@ -232,21 +236,9 @@ async function serveWithBin(dir) {
 
 /** `npx etcdkit-verify ARGS` in the project: its exit code and output. */
 function etcdkitVerify(dir, verifyArgs) {
-  return new Promise((resolve, reject) => {
-    const child = spawn('npx', ['--no', '--', 'etcdkit-verify', ...verifyArgs], {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  return run('npx', ['--no', '--', 'etcdkit-verify', ...verifyArgs], {
+    cwd: dir,
+    anyExitCode: true,
   });
 }
 
@@ -254,12 +246,19 @@ function etcdkitVerify(dir, verifyArgs) {
 async function verifyWithBin(dir) {
   for (const verifyArgs of [
     ['--workload', 'register', '--embedded', '--ops', '200', '--clients', '4', '--json'],
-    ['--workload', 'lock', '--embedded', '--fenced', '--time', '3s', '--clients', '2', '--json'],
+    // Its worker processes run from dist/ too; the fault exercises their talk with the parent.
+    ['--workload', 'lock', '--embedded', '--fenced', '--faults', 'lease-expiry', '--json'],
   ]) {
-    const { code, stdout, stderr } = await etcdkitVerify(dir, verifyArgs);
+    const { code, stdout, stderr } = await etcdkitVerify(dir, [
+      ...verifyArgs,
+      ...(verifyArgs.includes('lock') ? ['--time', '4s', '--clients', '2'] : []),
+    ]);
     const summary = JSON.parse(stdout.trimEnd().split('\n').at(-1) ?? 'null');
     check(
-      code === 0 && summary?.valid === true && summary.ops > 0,
+      code === 0 &&
+        summary?.valid === true &&
+        summary.ops > 0 &&
+        (!verifyArgs.includes('lease-expiry') || summary.faults.length > 0),
       `npx etcdkit-verify ${verifyArgs.join(' ')} exited with ${code}:\n${stdout}${stderr}`,
     );
     console.log(`  npx etcdkit-verify --workload ${verifyArgs[1]}: ${summary.ops} ops, valid`);
