@@ -94,6 +94,22 @@ describe('etcdkit-verify command line', () => {
     }
   });
 
+  it('reports a typed failure on one line with exit code 70', async () => {
+    const { code, stdout, stderr } = await run([
+      '--workload',
+      'lock',
+      '--endpoints',
+      'http://127.0.0.1:2379',
+      '--faults',
+      'lease-expiry',
+    ]);
+    expect(code).toBe(EXIT.failed);
+    expect(stdout).toBe('');
+    expect(stderr).toBe(
+      'etcdkit-verify: FaultUnavailableError: lease-expiry needs an embedded target on a virtual clock (--embedded), not endpoints http://127.0.0.1:2379\n',
+    );
+  });
+
   it('prints one JSON object as the last line and exits 0 when valid', {
     timeout: 60_000,
   }, async () => {

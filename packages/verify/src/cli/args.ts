@@ -7,7 +7,8 @@ import { type VerifyOptions, WORKLOADS, type WorkloadName } from '../verify.js';
 export const USAGE = `Usage: etcdkit-verify --workload ${WORKLOADS.join('|')} [options]
 
 Records a workload against etcd, decides whether its history was linearizable, and reports
-the anomalies. Exit code 0 when valid, 1 when not, 2 when undecided, 64 on bad usage.
+the anomalies. Exit code 0 when valid, 1 when not, 2 when undecided, 64 on bad usage,
+70 when the run could not be made (e.g. a target or fault not available here).
 
 Target (one of):
   --endpoints URLS       comma-separated client URLs of a running cluster (no faults)
