@@ -1,5 +1,5 @@
 // The gRPC frame of a request: header and protobuf message in one buffer. The hottest requests
-// (KV Range and Put) have hand-written encoders that size the message first and write it straight
+// (KV Range, Put and Txn) have hand-written encoders that size the message first and write it straight
 // into the frame, without protobufjs's Writer (an object per field) and the copy into the frame.
 // The generated code stays the source of truth for the wire format: request-frames.test.ts checks
 // that these give its bytes exactly, and any request they do not cover (a field given as a number
@@ -48,8 +48,12 @@ function bigVarintBytes(value: bigint): number {
 class FrameWriter {
   readonly buf: Buffer;
   pos = FRAME_HEADER_BYTES;
+  /** The embedded messages' sizes in the order they are written (the sizing pass found them). */
+  readonly #sizes: readonly number[];
+  #nextSize = 0;
 
-  constructor(messageBytes: number) {
+  constructor(messageBytes: number, sizes: readonly number[]) {
+    this.#sizes = sizes;
     this.buf = Buffer.allocUnsafe(FRAME_HEADER_BYTES + messageBytes);
     this.buf[0] = 0;
     this.buf.writeUInt32BE(messageBytes, 1);
@@ -92,6 +96,12 @@ class FrameWriter {
     this.buf[this.pos++] = 1;
   }
 
+  /** The tag and length of an embedded message, which the caller writes next. */
+  embedded(tag: number): void {
+    this.buf[this.pos++] = tag;
+    this.varint(this.#sizes[this.#nextSize++] ?? 0);
+  }
+
   bytes(tag: number, value: Uint8Array): void {
     this.buf[this.pos++] = tag;
     this.varint(value.length);
@@ -104,8 +114,11 @@ const bytesSize = (value: Uint8Array) => 1 + varintBytes(value.length) + value.l
 
 /** A bytes field we can write: absent, or a Uint8Array (protobufjs also takes base64 strings). */
 const plainBytes = (value: unknown) => value == null || value instanceof Uint8Array;
-/** An int64 field we can write: absent or a bigint (protobufjs also takes numbers and Longs). */
-const plainInt64 = (value: unknown) => value == null || typeof value === 'bigint';
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+/** An int64 field we can write: absent or a bigint in range (protobufjs also takes numbers, Longs). */
+const plainInt64 = (value: unknown) =>
+  value == null || (typeof value === 'bigint' && value >= INT64_MIN && value <= INT64_MAX);
 /** A bool field we can write: absent or a boolean. */
 const plainBool = (value: unknown) => value == null || typeof value === 'boolean';
 /** An enum field we can write: absent or a non-negative int32 (negative ones take 10 bytes). */
@@ -121,7 +134,25 @@ const int64Fields = [
   'maxCreateRevision',
 ] as const;
 
-function rangeFrame(m: etcdserverpb.RangeRequest.$Properties): Buffer | undefined {
+/**
+ * A message's size, or -1 when a field needs the generated code. It appends the sizes of its
+ * embedded messages to `sizes` in the order they are written (a parent's before its children's).
+ */
+type Sizer<M> = (m: M, sizes: number[], depth: number) => number;
+/** Writes a message that its sizer accepted. */
+type Write<M> = (w: FrameWriter, m: M) => void;
+
+/** The frame of one message, written by hand; undefined when the generated code must. */
+function frameOf<M>(m: M, size: Sizer<M>, write: Write<M>): Buffer | undefined {
+  const sizes: number[] = [];
+  const bytes = size(m, sizes, 0);
+  if (bytes < 0) return undefined;
+  const w = new FrameWriter(bytes, sizes);
+  write(w, m);
+  return w.buf;
+}
+
+function rangeSize(m: etcdserverpb.RangeRequest.$Properties): number {
   if (
     m.$unknowns != null ||
     !plainBytes(m.key) ||
@@ -132,48 +163,45 @@ function rangeFrame(m: etcdserverpb.RangeRequest.$Properties): Buffer | undefine
     !plainBool(m.keysOnly) ||
     !plainBool(m.countOnly)
   ) {
-    return undefined;
+    return -1;
   }
-  for (const field of int64Fields) if (!plainInt64(m[field])) return undefined;
+  for (const field of int64Fields) if (!plainInt64(m[field])) return -1;
   const { key, rangeEnd, sortOrder, sortTarget } = m;
-  const limit = m.limit ? uint64Of(m.limit) : 0n;
-  const revision = m.revision ? uint64Of(m.revision) : 0n;
-  const minMod = m.minModRevision ? uint64Of(m.minModRevision) : 0n;
-  const maxMod = m.maxModRevision ? uint64Of(m.maxModRevision) : 0n;
-  const minCreate = m.minCreateRevision ? uint64Of(m.minCreateRevision) : 0n;
-  const maxCreate = m.maxCreateRevision ? uint64Of(m.maxCreateRevision) : 0n;
   let size = 0;
   if (key?.length) size += bytesSize(key);
   if (rangeEnd?.length) size += bytesSize(rangeEnd);
-  if (limit) size += 1 + bigVarintBytes(limit);
-  if (revision) size += 1 + bigVarintBytes(revision);
+  if (m.limit) size += 1 + bigVarintBytes(uint64Of(m.limit));
+  if (m.revision) size += 1 + bigVarintBytes(uint64Of(m.revision));
   if (sortOrder) size += 1 + varintBytes(sortOrder);
   if (sortTarget) size += 1 + varintBytes(sortTarget);
   if (m.serializable) size += 2;
   if (m.keysOnly) size += 2;
   if (m.countOnly) size += 2;
-  if (minMod) size += 1 + bigVarintBytes(minMod);
-  if (maxMod) size += 1 + bigVarintBytes(maxMod);
-  if (minCreate) size += 1 + bigVarintBytes(minCreate);
-  if (maxCreate) size += 1 + bigVarintBytes(maxCreate);
-  const w = new FrameWriter(size);
+  if (m.minModRevision) size += 1 + bigVarintBytes(uint64Of(m.minModRevision));
+  if (m.maxModRevision) size += 1 + bigVarintBytes(uint64Of(m.maxModRevision));
+  if (m.minCreateRevision) size += 1 + bigVarintBytes(uint64Of(m.minCreateRevision));
+  if (m.maxCreateRevision) size += 1 + bigVarintBytes(uint64Of(m.maxCreateRevision));
+  return size;
+}
+
+function writeRange(w: FrameWriter, m: etcdserverpb.RangeRequest.$Properties): void {
+  const { key, rangeEnd, sortOrder, sortTarget } = m;
   if (key?.length) w.bytes(10, key);
   if (rangeEnd?.length) w.bytes(18, rangeEnd);
-  if (limit) w.uint64(24, limit);
-  if (revision) w.uint64(32, revision);
+  if (m.limit) w.uint64(24, uint64Of(m.limit));
+  if (m.revision) w.uint64(32, uint64Of(m.revision));
   if (sortOrder) w.int32(40, sortOrder);
   if (sortTarget) w.int32(48, sortTarget);
   if (m.serializable) w.true(56);
   if (m.keysOnly) w.true(64);
   if (m.countOnly) w.true(72);
-  if (minMod) w.uint64(80, minMod);
-  if (maxMod) w.uint64(88, maxMod);
-  if (minCreate) w.uint64(96, minCreate);
-  if (maxCreate) w.uint64(104, maxCreate);
-  return w.buf;
+  if (m.minModRevision) w.uint64(80, uint64Of(m.minModRevision));
+  if (m.maxModRevision) w.uint64(88, uint64Of(m.maxModRevision));
+  if (m.minCreateRevision) w.uint64(96, uint64Of(m.minCreateRevision));
+  if (m.maxCreateRevision) w.uint64(104, uint64Of(m.maxCreateRevision));
 }
 
-function putFrame(m: etcdserverpb.PutRequest.$Properties): Buffer | undefined {
+function putSize(m: etcdserverpb.PutRequest.$Properties): number {
   if (
     m.$unknowns != null ||
     !plainBytes(m.key) ||
@@ -183,28 +211,210 @@ function putFrame(m: etcdserverpb.PutRequest.$Properties): Buffer | undefined {
     !plainBool(m.ignoreValue) ||
     !plainBool(m.ignoreLease)
   ) {
-    return undefined;
+    return -1;
   }
   const { key, value } = m;
-  const lease = m.lease ? uint64Of(m.lease) : 0n;
   let size = 0;
   if (key?.length) size += bytesSize(key);
   if (value?.length) size += bytesSize(value);
-  if (lease) size += 1 + bigVarintBytes(lease);
+  if (m.lease) size += 1 + bigVarintBytes(uint64Of(m.lease));
   if (m.prevKv) size += 2;
   if (m.ignoreValue) size += 2;
   if (m.ignoreLease) size += 2;
-  const w = new FrameWriter(size);
+  return size;
+}
+
+function writePut(w: FrameWriter, m: etcdserverpb.PutRequest.$Properties): void {
+  const { key, value } = m;
   if (key?.length) w.bytes(10, key);
   if (value?.length) w.bytes(18, value);
-  if (lease) w.uint64(24, lease);
+  if (m.lease) w.uint64(24, uint64Of(m.lease));
   if (m.prevKv) w.true(32);
   if (m.ignoreValue) w.true(40);
   if (m.ignoreLease) w.true(48);
-  return w.buf;
+}
+
+function deleteSize(m: etcdserverpb.DeleteRangeRequest.$Properties): number {
+  if (
+    m.$unknowns != null ||
+    !plainBytes(m.key) ||
+    !plainBytes(m.rangeEnd) ||
+    !plainBool(m.prevKv)
+  ) {
+    return -1;
+  }
+  const { key, rangeEnd } = m;
+  let size = 0;
+  if (key?.length) size += bytesSize(key);
+  if (rangeEnd?.length) size += bytesSize(rangeEnd);
+  if (m.prevKv) size += 2;
+  return size;
+}
+
+function writeDelete(w: FrameWriter, m: etcdserverpb.DeleteRangeRequest.$Properties): void {
+  const { key, rangeEnd } = m;
+  if (key?.length) w.bytes(10, key);
+  if (rangeEnd?.length) w.bytes(18, rangeEnd);
+  if (m.prevKv) w.true(24);
+}
+
+/** The oneof target fields of a Compare: written when set, even to zero. */
+const compareInt64Fields = ['version', 'createRevision', 'modRevision', 'lease'] as const;
+
+function compareSize(m: etcdserverpb.Compare.$Properties): number {
+  if (
+    m == null ||
+    m.$unknowns != null ||
+    !plainEnum(m.result) ||
+    !plainEnum(m.target) ||
+    !plainBytes(m.key) ||
+    !plainBytes(m.value) ||
+    !plainBytes(m.rangeEnd)
+  ) {
+    return -1;
+  }
+  for (const field of compareInt64Fields) if (!plainInt64(m[field])) return -1;
+  const { result, target, key, value, rangeEnd } = m;
+  let size = 0;
+  if (result) size += 1 + varintBytes(result);
+  if (target) size += 1 + varintBytes(target);
+  if (key?.length) size += bytesSize(key);
+  if (m.version != null) size += 1 + bigVarintBytes(uint64Of(m.version));
+  if (m.createRevision != null) size += 1 + bigVarintBytes(uint64Of(m.createRevision));
+  if (m.modRevision != null) size += 1 + bigVarintBytes(uint64Of(m.modRevision));
+  if (value != null) size += bytesSize(value);
+  if (m.lease != null) size += 1 + bigVarintBytes(uint64Of(m.lease));
+  // Field 64's tag takes two bytes.
+  if (rangeEnd?.length) size += 1 + bytesSize(rangeEnd);
+  return size;
+}
+
+function writeCompare(w: FrameWriter, m: etcdserverpb.Compare.$Properties): void {
+  const { result, target, key, value, rangeEnd } = m;
+  if (result) w.int32(8, result);
+  if (target) w.int32(16, target);
+  if (key?.length) w.bytes(26, key);
+  if (m.version != null) w.uint64(32, uint64Of(m.version));
+  if (m.createRevision != null) w.uint64(40, uint64Of(m.createRevision));
+  if (m.modRevision != null) w.uint64(48, uint64Of(m.modRevision));
+  if (value != null) w.bytes(58, value);
+  if (m.lease != null) w.uint64(64, uint64Of(m.lease));
+  if (rangeEnd?.length) {
+    // Tag 514 (field 64, length-delimited) is the varint 0x82 0x04.
+    w.buf[w.pos++] = 0x82;
+    w.bytes(0x04, rangeEnd);
+  }
+}
+
+/** Txns nested deeper than this go to the generated code (which has its own depth limit). */
+const MAX_TXN_DEPTH = 8;
+
+/**
+ * Adds an embedded message of `inner` bytes to `size`, recording `inner` at `at` in `sizes`;
+ * -1 when either is -1.
+ */
+function withEmbedded(size: number, inner: number, sizes: number[], at: number): number {
+  if (size < 0 || inner < 0) return -1;
+  sizes[at] = inner;
+  return size + 1 + varintBytes(inner) + inner;
+}
+
+function opSize(m: etcdserverpb.RequestOp.$Properties, sizes: number[], depth: number): number {
+  if (m == null || m.$unknowns != null) return -1;
+  let size = 0;
+  if (m.requestRange != null) {
+    const at = sizes.push(0) - 1;
+    size = withEmbedded(size, rangeSize(m.requestRange), sizes, at);
+  }
+  if (m.requestPut != null) {
+    const at = sizes.push(0) - 1;
+    size = withEmbedded(size, putSize(m.requestPut), sizes, at);
+  }
+  if (m.requestDeleteRange != null) {
+    const at = sizes.push(0) - 1;
+    size = withEmbedded(size, deleteSize(m.requestDeleteRange), sizes, at);
+  }
+  if (m.requestTxn != null) {
+    if (depth >= MAX_TXN_DEPTH) return -1;
+    const at = sizes.push(0) - 1;
+    size = withEmbedded(size, txnSize(m.requestTxn, sizes, depth + 1), sizes, at);
+  }
+  return size;
+}
+
+function writeOp(w: FrameWriter, m: etcdserverpb.RequestOp.$Properties): void {
+  if (m.requestRange != null) {
+    w.embedded(10);
+    writeRange(w, m.requestRange);
+  }
+  if (m.requestPut != null) {
+    w.embedded(18);
+    writePut(w, m.requestPut);
+  }
+  if (m.requestDeleteRange != null) {
+    w.embedded(26);
+    writeDelete(w, m.requestDeleteRange);
+  }
+  if (m.requestTxn != null) {
+    w.embedded(34);
+    writeTxn(w, m.requestTxn);
+  }
+}
+
+function opsSize(
+  ops: readonly etcdserverpb.RequestOp.$Properties[] | null | undefined,
+  sizes: number[],
+  depth: number,
+): number {
+  let size = 0;
+  if (ops != null) {
+    for (const o of ops) {
+      const at = sizes.push(0) - 1;
+      size = withEmbedded(size, opSize(o, sizes, depth), sizes, at);
+      if (size < 0) return -1;
+    }
+  }
+  return size;
+}
+
+function txnSize(m: etcdserverpb.TxnRequest.$Properties, sizes: number[], depth: number): number {
+  if (m == null || m.$unknowns != null) return -1;
+  let size = 0;
+  if (m.compare != null) {
+    for (const c of m.compare) {
+      const at = sizes.push(0) - 1;
+      size = withEmbedded(size, compareSize(c), sizes, at);
+      if (size < 0) return -1;
+    }
+  }
+  const success = opsSize(m.success, sizes, depth);
+  const failure = success < 0 ? -1 : opsSize(m.failure, sizes, depth);
+  return failure < 0 ? -1 : size + success + failure;
+}
+
+function writeTxn(w: FrameWriter, m: etcdserverpb.TxnRequest.$Properties): void {
+  if (m.compare != null) {
+    for (const c of m.compare) {
+      w.embedded(10);
+      writeCompare(w, c);
+    }
+  }
+  if (m.success != null) {
+    for (const o of m.success) {
+      w.embedded(18);
+      writeOp(w, o);
+    }
+  }
+  if (m.failure != null) {
+    for (const o of m.failure) {
+      w.embedded(26);
+      writeOp(w, o);
+    }
+  }
 }
 
 const HOT = new Map<string, HotEncoder>([
-  ['/etcdserverpb.KV/Range', rangeFrame as HotEncoder],
-  ['/etcdserverpb.KV/Put', putFrame as HotEncoder],
+  ['/etcdserverpb.KV/Range', ((m) => frameOf(m, rangeSize, writeRange)) as HotEncoder],
+  ['/etcdserverpb.KV/Put', ((m) => frameOf(m, putSize, writePut)) as HotEncoder],
+  ['/etcdserverpb.KV/Txn', ((m) => frameOf(m, txnSize, writeTxn)) as HotEncoder],
 ]);
