@@ -17,28 +17,45 @@ function cancelledOnClient(sent: boolean): TransportError {
   return failure(GrpcStatus.Cancelled, 'Cancelled on client', sent);
 }
 
-/** One request, one response: more or fewer than one response fails the call. */
+/** Settles a unary call's promise: more or fewer than one response fails the call. */
+class UnarySink<Res> implements Sink<Res> {
+  /** The call reporting here, set as soon as it exists. */
+  call: ChannelCall | undefined;
+  #response: Res | undefined;
+  #received = 0;
+  readonly #resolve: (response: Res) => void;
+  readonly #reject: (error: TransportError) => void;
+
+  constructor(resolve: (response: Res) => void, reject: (error: TransportError) => void) {
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  push(response: Res): void {
+    if (++this.#received > 1) {
+      this.call?.abort(failure(GrpcStatus.Unimplemented, 'Too many responses received', true));
+    } else this.#response = response;
+  }
+
+  end(error: TransportError | undefined): void {
+    if (error) this.#reject(error);
+    else if (this.#received === 0) {
+      this.#reject(failure(GrpcStatus.Unimplemented, 'No message received', true));
+    } else this.#resolve(this.#response as Res);
+  }
+}
+
+/** One request, one response. */
 export function unaryCall<Req, Res>(
   request: Req,
   newCall: NewCall<Req, Res>,
   open: OpenCall,
 ): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
-    let response: Res | undefined;
-    let received = 0;
-    const call = newCall({
-      push: (res) => {
-        if (++received > 1) {
-          call.abort(failure(GrpcStatus.Unimplemented, 'Too many responses received', true));
-        } else response = res;
-      },
-      end: (error) => {
-        if (error) reject(error);
-        else if (received === 0)
-          reject(failure(GrpcStatus.Unimplemented, 'No message received', true));
-        else resolve(response as Res);
-      },
-    });
+    // A sink object rather than closures: this runs for every call.
+    const sink = new UnarySink<Res>(resolve, reject);
+    const call = newCall(sink);
+    sink.call = call;
     // The request is framed (and checked against the send limit) before any connection.
     call.write(request);
     call.end();
