@@ -2,6 +2,7 @@ import * as http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import {
+  abortRegistrations,
   type EtcdProcess,
   freePort,
   makeTestCertificates,
@@ -145,6 +146,32 @@ describe.each(TRANSPORTS)('transport %s', (name, transport) => {
       );
       expect(before.sent).toBe(false);
       expect(before.cause).toBe(reason);
+    } finally {
+      etcd.resume();
+      channel.close();
+    }
+  });
+
+  it('cancels every call sharing a signal, and leaves nothing on a signal once its calls end', async () => {
+    const channel = transport.open({ target: target(etcd.endpoint) });
+    const range = (signal: AbortSignal) =>
+      channel.unary(etcdserverpb_KV.Range, { key: bytes('t') }, { signal });
+    try {
+      await channel.ready(Date.now() + 5_000);
+      const kept = new AbortController();
+      await range(kept.signal);
+      await Promise.all(Array.from({ length: 5 }, () => range(kept.signal)));
+      expect(abortRegistrations(kept.signal)).toBe(0);
+      const controller = new AbortController();
+      const reason = new Error('no longer needed');
+      await etcd.pause();
+      const pending = Array.from({ length: 5 }, () => rejection(range(controller.signal)));
+      controller.abort(reason);
+      for (const error of await Promise.all(pending)) {
+        expect(error.code).toBe(GrpcStatus.Cancelled);
+        expect(error.cause).toBe(reason);
+      }
+      expect(abortRegistrations(controller.signal)).toBe(0);
     } finally {
       etcd.resume();
       channel.close();

@@ -4,6 +4,7 @@
 // deadline, abort (RST_STREAM CANCEL), message size limits, a dropped connection.
 import * as http2 from 'node:http2';
 import type { MethodDescriptor } from '../generated/methods.js';
+import type { AbortWatch } from './abort-watch.js';
 import { abortedFailure, failure, requestTooLargeFailure } from './failures.js';
 import { FrameDecoder, type FrameError } from './grpc-frame.js';
 import {
@@ -53,6 +54,8 @@ export interface CallHost {
   detach(link: Link): void;
   /** The call finished. */
   forget(call: ChannelCall): void;
+  /** Aborts calls when their signal fires. */
+  readonly aborts: AbortWatch;
 }
 
 /**
@@ -79,7 +82,7 @@ export class Call<Req, Res> implements ChannelCall {
   #done = false;
   /** Whether the channel may retry the stream's creation on a fresh connection once. */
   #restarts = 1;
-  readonly #onAbort = () => this.abort(abortedFailure(this.#options.signal!, this.sent));
+  #watchingSignal = false;
 
   constructor(
     channel: CallHost,
@@ -125,7 +128,10 @@ export class Call<Req, Res> implements ChannelCall {
         remaining,
       );
     }
-    signal?.addEventListener('abort', this.#onAbort, { once: true });
+    if (signal) {
+      this.#channel.aborts.add(signal, this);
+      this.#watchingSignal = true;
+    }
     this.#channel.acquire(this);
   }
 
@@ -324,7 +330,7 @@ export class Call<Req, Res> implements ChannelCall {
     if (this.#done) return;
     this.#done = true;
     clearTimeout(this.#deadlineTimer);
-    this.#options.signal?.removeEventListener('abort', this.#onAbort);
+    if (this.#watchingSignal) this.#channel.aborts.delete(this.#options.signal!, this);
     this.#pending = NO_FRAMES;
     this.#channel.forget(this);
     this.#sink.end(error);

@@ -8,6 +8,7 @@
 import * as http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { MethodDescriptor } from '../generated/methods.js';
+import { AbortWatch } from './abort-watch.js';
 import { abortedFailure, failure } from './failures.js';
 import { Call, type CallHost, type ChannelCall, type Sink } from './http2-call.js';
 import { connectSession, type Endpoint, endpointOf } from './http2-connect.js';
@@ -55,6 +56,8 @@ export class Http2Channel implements Channel, CallHost {
   readonly #waiters = new Set<(link: Link | undefined, error: string) => void>();
   /** Calls not finished yet (waiting for a connection or with a stream). */
   readonly #calls = new Set<ChannelCall>();
+  /** @internal Aborts this channel's calls when their signal fires. */
+  readonly aborts = new AbortWatch();
 
   /** Prepares a channel to `options.target`; nothing connects until the first call or `ready()`. */
   constructor(options: ChannelOptions) {
