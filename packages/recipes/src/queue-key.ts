@@ -64,7 +64,7 @@ export async function acquireSessionKey(
       key,
       createRevision: result.header.revision,
       header: result.header,
-      ahead: aheadOf(key, newest.kvs, result.header),
+      ahead: aheadOf(key, newest, result.header),
       created: true,
       oldest: owner.kvs[0],
       existing: undefined,
@@ -99,9 +99,15 @@ function newestTwo(blockers: string) {
 }
 
 /** The queue ahead of the just created `key`, from {@link newestTwo}'s read. */
-function aheadOf(key: string, newest: readonly KeyValue[], header: ResponseHeader): QueueRead {
-  const predecessor = newest.find((kv) => kv.keyText() !== key);
-  return { predecessors: predecessor ? [predecessor] : [], header };
+function aheadOf(
+  key: string,
+  newest: { readonly kvs: readonly KeyValue[]; readonly more: boolean },
+  header: ResponseHeader,
+): QueueRead {
+  const others = newest.kvs.filter((kv) => kv.keyText() !== key);
+  const predecessor = others[0];
+  const complete = !newest.more && others.length <= 1;
+  return { predecessors: predecessor ? [predecessor] : [], complete, header };
 }
 
 /**
@@ -156,7 +162,7 @@ export async function createUniqueKey(
       const newest = result.responses[1];
       const entry = { key, createRevision: result.header.revision, header: result.header };
       if (newest?.kind !== 'range') return entry;
-      return { ...entry, ahead: aheadOf(key, newest.kvs, result.header) };
+      return { ...entry, ahead: aheadOf(key, newest, result.header) };
     }
     const existing = result.responses[0].kvs[0];
     if (existing && existing.lease === session.leaseId) {

@@ -264,6 +264,8 @@ export interface QueueRead {
    * slot at least the newest (the only one waited on).
    */
   readonly predecessors: readonly KeyValue[];
+  /** True when `predecessors` is every key ahead (the read was not cut short by its limit). */
+  readonly complete?: boolean;
   /** Header of the read; the waiter's own key existed at `header.revision`. */
   readonly header: ResponseHeader;
 }
@@ -347,7 +349,20 @@ export async function waitInQueue(
     const { predecessors, header } = read;
     if (predecessors.length < slots) return header;
     try {
-      if (slots === 1) {
+      // Our own key, when it queues among the keys ahead and the read listed all of them.
+      const own = slots === 1 && read.complete ? wait.ownKey : undefined;
+      if (own?.key.startsWith(wait.prefix)) {
+        // The only key ahead: its delete is the turn, unless our own key went first.
+        const newest = predecessors[0] as KeyValue;
+        const turn = await waitForLastPredecessor(
+          kv,
+          { ...wait, ownKey: own },
+          newest,
+          read,
+          signal,
+        );
+        if (turn !== undefined) return turn;
+      } else if (slots === 1) {
         const newest = predecessors[0] as KeyValue;
         await waitForDelete(kv, newest.key, header.revision, {
           signal,
@@ -374,6 +389,70 @@ export async function waitInQueue(
 }
 
 /**
+ * Waits for the delete of the last key ahead of `own` with ONE watch over the key range from the
+ * lower of the two keys to the higher: a watcher's events come in revision order, so a delete of
+ * the predecessor seen before any delete of our own key proves we hold at that revision, with no
+ * read after the event. Keys in between are only later waiters of the same queue (ignored).
+ * Resolves with a header at the turn's revision; undefined when the start revision was compacted
+ * (the caller reads the queue again); rejects with SessionExpiredError when our key went first.
+ */
+async function waitForLastPredecessor(
+  kv: KV,
+  wait: PredecessorWait & { readonly ownKey: OwnKey },
+  predecessor: KeyValue,
+  read: QueueRead,
+  signal: AbortSignal,
+): Promise<ResponseHeader | undefined> {
+  const own = Buffer.from(wait.ownKey.key);
+  const ahead = Buffer.from(predecessor.key);
+  const [low, high] = Buffer.compare(own, ahead) < 0 ? [own, ahead] : [ahead, own];
+  let turn: Turn;
+  try {
+    turn = await waitForChange<Turn>(
+      kv,
+      {
+        keys: { range: { start: low, end: Buffer.concat([high, ZERO]) } },
+        type: 'delete',
+        from: read.header.revision + 1n,
+      },
+      (batch) => {
+        for (const event of batch.events) {
+          if (own.equals(event.kv.key)) return { lostAt: event.kv.modRevision };
+          if (ahead.equals(event.kv.key)) {
+            // Both deleted by one txn: our key is gone at that revision too.
+            const alsoOwn = batch.events.some((other) => own.equals(other.kv.key));
+            if (alsoOwn) return { lostAt: event.kv.modRevision };
+            return { held: { ...batch.header, revision: event.kv.modRevision } };
+          }
+        }
+        return undefined;
+      },
+      {
+        signal,
+        // The watch started behind the store: a queue read (which checks our key) tells instead.
+        recheck: async (stop) => {
+          const again = await readQueue(kv, wait, 1, stop);
+          const held = again.predecessors.length === 0 ? { held: again.header } : undefined;
+          return { found: held, revision: again.header.revision };
+        },
+      },
+    );
+  } catch (error) {
+    if (error instanceof CompactedError) return undefined;
+    throw error;
+  }
+  if ('held' in turn) return turn.held;
+  throw new SessionExpiredError(
+    `${wait.ownKey.key} was deleted at revision ${turn.lostAt} while waiting (its lease expired or was revoked, or it was deleted)`,
+    { key: wait.ownKey.key },
+  );
+}
+
+type Turn = { readonly held: ResponseHeader } | { readonly lostAt: bigint };
+
+const ZERO = Buffer.from([0]);
+
+/**
  * Reads the predecessors (with one slot only the newest) and, with `ownKey`, checks in the same
  * txn that the own key is still the incarnation that queued: one round trip.
  */
@@ -393,7 +472,7 @@ async function readQueue(
   const own = wait.ownKey;
   if (own === undefined) {
     const read = await kv.range({ ...request, signal });
-    return { predecessors: read.kvs, header: read.header };
+    return { predecessors: read.kvs, complete: !read.more, header: read.header };
   }
   const result = await kv
     .txn()
@@ -406,7 +485,11 @@ async function readQueue(
       { key: own.key },
     );
   }
-  return { predecessors: ahead?.kvs ?? [], header: result.header };
+  return {
+    predecessors: ahead?.kvs ?? [],
+    complete: ahead !== undefined && !ahead.more,
+    header: result.header,
+  };
 }
 
 /**

@@ -207,8 +207,11 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       const waiter = await fixture.session({}, racy);
       const next = await new Mutex(waiter, name).lock({ signal: AbortSignal.timeout(5_000) });
       expect(next.key).toBe(new Mutex(waiter, name).key);
-      // The acquire txn, then the one read after the delete that finds nobody ahead.
-      expect(commits).toBe(2);
+      // The acquire txn; the holder was the only key ahead, so the watch's delete event is the
+      // turn. A read is made only when the watch started behind the store (the delete came first):
+      // then etcd would replay it from its 100 ms catch-up loop, and a read tells sooner.
+      expect(commits).toBeGreaterThanOrEqual(1);
+      expect(commits).toBeLessThanOrEqual(2);
       expect(next.header.revision).toBeGreaterThan(next.fencingToken);
       await next.unlock();
     });

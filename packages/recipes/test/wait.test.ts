@@ -1,10 +1,10 @@
 // The shared waiting primitive: lost-wakeup free from a read revision, compaction-safe, abortable,
 // one watched key per waiter, own-key loss.
-import { AbortedError, Etcd } from '@etcdkit/client';
+import { AbortedError, Etcd, op } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { SessionExpiredError } from '../src/errors.js';
-import { waitForDelete, waitForEvent, waitForPredecessors } from '../src/wait.js';
+import { waitForDelete, waitForEvent, waitForPredecessors, waitInQueue } from '../src/wait.js';
 import { recording, rejection, stillPending } from './recipes-support.js';
 
 const text = (bytes: string | Uint8Array | undefined) =>
@@ -95,7 +95,7 @@ describeEachBackend('wait primitives', ({ backend, prefix }) => {
 
   it('waitForPredecessors watches only the newest predecessor and its own key', async () => {
     const p = `${prefix()}queue/`;
-    const a = await etcd.put(`${p}a`, '');
+    await etcd.put(`${p}a`, '');
     await etcd.put(`${p}b`, '');
     const c = await etcd.put(`${p}c`, '');
     const { etcd: spy, watches } = recording(etcd);
@@ -104,19 +104,84 @@ describeEachBackend('wait primitives', ({ backend, prefix }) => {
       createRevision: c.header.revision,
       ownKey: { key: `${p}c`, createRevision: c.header.revision, seenAt: c.header.revision },
     });
-    const watched = () => watches.map((w) => ('key' in w ? text(w.key) : '?'));
+    const watched = () =>
+      watches.map((w) =>
+        w.range ? `${text(w.range.start)}..${text(w.range.end)}` : 'key' in w ? text(w.key) : '?',
+      );
     // Poll for the watches rather than sleeping a fixed time: a loaded machine may take longer.
     await vi.waitFor(() => expect(new Set(watched())).toEqual(new Set([`${p}b`, `${p}c`])), {
       timeout: 5_000,
     });
     expect(await stillPending(waiting, 50)).toBe(true);
     await etcd.delete(`${p}b`);
-    await vi.waitFor(() => expect(watched()).toContain(`${p}a`), { timeout: 5_000 });
+    // The read after b's delete finds a the only one left: one watch from a to c, whose events
+    // come in revision order, tells both a's delete and our own key's (no read after it).
+    await vi.waitFor(() => expect(watched()).toContain(`${p}a..${p}c\0`), { timeout: 5_000 });
     expect(await stillPending(waiting, 50)).toBe(true);
-    await etcd.delete(`${p}a`);
+    const deletedA = await etcd.delete(`${p}a`);
     const header = await waiting;
-    expect(header.revision).toBeGreaterThan(a.header.revision);
+    expect(header.revision).toBe(deletedA.header.revision);
     expect(watches.every((w) => !('prefix' in w && w.prefix !== undefined))).toBe(true);
+  });
+
+  // With one key ahead, one watch from it to the waiter's own key decides, in revision order.
+  const lastAhead = async (p: string) => {
+    await etcd.put(`${p}a`, '');
+    const mine = await etcd.put(`${p}c`, '');
+    const read = await etcd.range({ prefix: p, maxCreateRevision: mine.header.revision - 1n });
+    const own = {
+      key: `${p}c`,
+      createRevision: mine.header.revision,
+      seenAt: read.header.revision,
+    };
+    const { etcd: spy, watches } = recording(etcd);
+    const waiting = waitInQueue(
+      spy,
+      {
+        prefix: p,
+        createRevision: mine.header.revision,
+        ownKey: own,
+        ahead: { predecessors: read.kvs, complete: !read.more, header: read.header },
+      },
+      1,
+      new AbortController().signal,
+    );
+    await vi.waitFor(() => expect(watches).toHaveLength(1), { timeout: 5_000 });
+    return { waiting, mine };
+  };
+
+  it('waitInQueue with one key ahead: the own key deleted first fails, even if the other goes next', async () => {
+    const p = `${prefix()}queue/`;
+    const { waiting } = await lastAhead(p);
+    expect(await stillPending(waiting, 50)).toBe(true);
+    // A later waiter's key between the two is no turn.
+    await etcd.put(`${p}b`, '');
+    await etcd.delete(`${p}b`);
+    expect(await stillPending(waiting, 50)).toBe(true);
+    await etcd.delete(`${p}c`);
+    await etcd.delete(`${p}a`);
+    const error = await rejection(waiting);
+    expect(error).toBeInstanceOf(SessionExpiredError);
+    expect((error as SessionExpiredError).key).toBe(`${p}c`);
+  });
+
+  it('waitInQueue with one key ahead: both deleted in one txn is a loss, not a turn', async () => {
+    const p = `${prefix()}queue/`;
+    const { waiting } = await lastAhead(p);
+    await etcd
+      .txn()
+      .then(op.delete(`${p}a`), op.delete(`${p}c`))
+      .commit();
+    expect(await rejection(waiting)).toBeInstanceOf(SessionExpiredError);
+  });
+
+  it('waitInQueue with one key ahead: its delete is the turn, at the delete revision', async () => {
+    const p = `${prefix()}queue/`;
+    const { waiting, mine } = await lastAhead(p);
+    const deleted = await etcd.delete(`${p}a`);
+    const header = await waiting;
+    expect(header.revision).toBe(deleted.header.revision);
+    expect(header.revision).toBeGreaterThan(mine.header.revision);
   });
 
   it('waitForPredecessors starts each watch just after the revision it saw the key at', async () => {
@@ -143,9 +208,13 @@ describeEachBackend('wait primitives', ({ backend, prefix }) => {
     ]);
     const deletedB = await etcd.delete(`${p}b`);
     await vi.waitFor(() => expect(fromRead()).toHaveLength(3), { timeout: 5_000 });
-    // The read after b's delete found a, and watches it from just after that read.
+    // The read after b's delete found a the last one ahead, and watches from a to its own key
+    // from just after that read.
     const third = fromRead()[2]!;
-    expect(text('key' in third ? third.key : undefined)).toBe(`${p}a`);
+    expect(third.range && [text(third.range.start), text(third.range.end)]).toEqual([
+      `${p}a`,
+      `${p}c\0`,
+    ]);
     expect(third.startRevision).toBeGreaterThan(deletedB.header.revision);
     await etcd.delete(`${p}a`);
     await waiting;
