@@ -44,6 +44,7 @@ export class Holding {
   readonly #controller = new AbortController();
   readonly #stopWatch = new AbortController();
   #releasing = false;
+  #deletedWhileReleasing: LockLostError | undefined;
   readonly #onSessionDone: () => void;
 
   constructor(session: Session, entry: QueueEntry, what: string) {
@@ -74,14 +75,17 @@ export class Holding {
       { createRevision: entry.createRevision, signal: this.#stopWatch.signal },
       false,
     ).then(
-      (revision) =>
-        this.#lose(
-          new LockLostError(
-            this.key,
-            this.createRevision,
-            `${what} ${this.key} was lost: the key was deleted at revision ${revision}`,
-          ),
-        ),
+      (revision) => {
+        const lost = new LockLostError(
+          this.key,
+          this.createRevision,
+          `${what} ${this.key} was lost: the key was deleted at revision ${revision}`,
+        );
+        // Our own release's delete is often seen before its answer: that is no loss, unless the
+        // release then fails.
+        if (this.#releasing) this.#deletedWhileReleasing = lost;
+        else this.#lose(lost);
+      },
       (error: unknown) => {
         if (this.#stopWatch.signal.aborted) return;
         this.#lose(
@@ -125,6 +129,7 @@ export class Holding {
       deleted = await deleteIfCreatedAt(this.#session, this.key, this.createRevision);
     } catch (error) {
       this.#releasing = false;
+      if (this.#deletedWhileReleasing) this.#lose(this.#deletedWhileReleasing);
       throw error;
     }
     if (!deleted) {

@@ -363,6 +363,18 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       await mine.unlock();
     });
 
+    it('after unlock the signal says released, though the key watch sees the delete first', async () => {
+      const name = `${prefix()}lock`;
+      const session = await fixture.session();
+      for (let i = 0; i < 10; i++) {
+        const lock = await new Mutex(session, name).lock();
+        expect(lock.signal.aborted).toBe(false);
+        await lock.unlock();
+        expect(lock.signal.aborted).toBe(true);
+        expect(lock.signal.reason).toBeInstanceOf(LockNotHeldError);
+      }
+    });
+
     it('unlock when not held fails: twice (LockNotHeldError), after loss (LockLostError)', async () => {
       const name = `${prefix()}lock`;
       const session = await fixture.session();
