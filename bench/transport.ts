@@ -14,10 +14,10 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd3 } from 'etcd3';
-import { cmp } from '../packages/client/src/compare.js';
 import { Etcd } from '../packages/client/src/etcd.js';
 import { etcdserverpb_KV } from '../packages/client/src/generated/methods.js';
-import { op } from '../packages/client/src/op.js';
+import { cmp } from '../packages/client/src/kv/compare.js';
+import { op } from '../packages/client/src/kv/op.js';
 import { selectTransport, type TransportName } from '../packages/client/src/transport/select.js';
 import type { Transport } from '../packages/client/src/transport/types.js';
 import { findEtcdBinary, startEtcd } from '../testkit/src/index.js';

@@ -1,23 +1,23 @@
 // The facade users construct: one connection, the KV API on it, and the other services.
-import { AuthClient } from './auth.js';
-import { ClusterClient } from './cluster.js';
-import { Connection } from './connection/connection.js';
-import type { ConnectionOptions } from './connection/options.js';
-import type { CallOptions } from './connection/types.js';
-import { ElectionClient } from './election.js';
-import { closeElectionObservers } from './election-observe.js';
+import { AuthClient } from './cluster/auth.js';
+import { ClusterClient } from './cluster/cluster.js';
 import {
   checkAutoSyncInterval,
   EndpointAutoSync,
   type EndpointSyncResult,
   reportedSync,
   syncEndpoints,
-} from './endpoint-sync.js';
-import { KV } from './kv.js';
-import { LeaseClient } from './lease.js';
-import { closeLeaseKeepAlives } from './lease-keepalive.js';
-import { LockClient } from './lock.js';
-import { MaintenanceClient } from './maintenance.js';
+} from './cluster/endpoint-sync.js';
+import { MaintenanceClient } from './cluster/maintenance.js';
+import { Connection } from './connection/connection.js';
+import type { ConnectionOptions } from './connection/options.js';
+import type { CallOptions } from './connection/types.js';
+import { ElectionClient } from './election/election.js';
+import { closeElectionObservers } from './election/election-observe.js';
+import { LockClient } from './election/lock.js';
+import { KV } from './kv/kv.js';
+import { LeaseClient } from './lease/lease.js';
+import { closeLeaseKeepAlives } from './lease/lease-keepalive.js';
 import { closeWatchHub, configureWatchHub } from './watch/hub.js';
 import type { WatchStreamOptions } from './watch/types.js';
 

@@ -4,11 +4,20 @@
  * @module @etcdkit/client
  */
 export type { Acknowledged } from './acknowledged.js';
-export * from './auth.js';
 export * from './bytes.js';
-export * from './cluster.js';
-export { type Compare, type CompareOperator, type CompareTarget, cmp } from './compare.js';
+export * from './cluster/auth.js';
+export * from './cluster/cluster.js';
+export {
+  type EndpointSyncEvent,
+  type EndpointSyncHooks,
+  type EndpointSyncResult,
+  type MemberEndpoints,
+  memberEndpoints,
+} from './cluster/endpoint-sync.js';
+export * from './cluster/maintenance.js';
+export { type SnapshotFile, SnapshotIntegrityError } from './cluster/snapshot.js';
 export { Connection } from './connection/connection.js';
+export { type LinkedSignal, linkSignals } from './connection/link-signals.js';
 export type {
   AuthOptions,
   AuthRefreshEvent,
@@ -22,7 +31,6 @@ export type {
 } from './connection/options.js';
 export type { OrderingOptions } from './connection/ordering.js';
 export type { CallOptions, RetryPolicy, Rpc } from './connection/types.js';
-export type { DeleteOptions, DeleteResponseBody, DeleteResult } from './delete.js';
 export {
   type CampaignCallOptions,
   type CampaignResult,
@@ -30,36 +38,21 @@ export {
   type ElectionClientOptions,
   type LeaderKey,
   type ObserveCallOptions,
-} from './election.js';
+} from './election/election.js';
 export type {
   ElectionHooks,
   ObserveDisconnected,
   ObserveResumed,
-} from './election-observe-events.js';
-export {
-  type EndpointSyncEvent,
-  type EndpointSyncHooks,
-  type EndpointSyncResult,
-  type MemberEndpoints,
-  memberEndpoints,
-} from './endpoint-sync.js';
+} from './election/election-observe-events.js';
+export { type LockAcquired, type LockCallOptions, LockClient, lockKey } from './election/lock.js';
 export * from './errors.js';
 export { Etcd, type EtcdOptions } from './etcd.js';
 export type { ResponseHeader } from './header.js';
-export type { KeyRange, KeySelector } from './key-range.js';
 export { KeyValue, type KeyValueFields } from './key-value.js';
-export { type CompactOptions, type CompactResult, type CountOptions, KV } from './kv.js';
-export * from './lease.js';
-export type {
-  LeaseEvents,
-  LeaseHooks,
-  LeaseKeepAliveEvent,
-  LeaseKeepAliveOptions,
-} from './lease-events.js';
-export { LeaseLostError, type LeaseLostReason } from './lease-lost.js';
-export { type LinkedSignal, linkSignals } from './link-signals.js';
-export { type LockAcquired, type LockCallOptions, LockClient, lockKey } from './lock.js';
-export * from './maintenance.js';
+export { type Compare, type CompareOperator, type CompareTarget, cmp } from './kv/compare.js';
+export type { DeleteOptions, DeleteResponseBody, DeleteResult } from './kv/delete.js';
+export type { KeyRange, KeySelector } from './kv/key-range.js';
+export { type CompactOptions, type CompactResult, type CountOptions, KV } from './kv/kv.js';
 export {
   type AnyOpResponse,
   type DeleteOp,
@@ -75,8 +68,8 @@ export {
   type TxnOp,
   type TxnOpResponse,
   type TxnOutcome,
-} from './op.js';
-export type { PutOptions, PutResponseBody, PutResult } from './put.js';
+} from './kv/op.js';
+export type { PutOptions, PutResponseBody, PutResult } from './kv/put.js';
 export type {
   GetOptions,
   RangeOptions,
@@ -86,9 +79,17 @@ export type {
   RangeSort,
   SortOrder,
   SortTarget,
-} from './range.js';
-export { DEFAULT_SCAN_PAGE_SIZE, Scan, type ScanOptions, type ScanRequest } from './scan.js';
-export { type SnapshotFile, SnapshotIntegrityError } from './snapshot.js';
+} from './kv/range.js';
+export { DEFAULT_SCAN_PAGE_SIZE, Scan, type ScanOptions, type ScanRequest } from './kv/scan.js';
+export type { CommitOptions, Txn, TxnResult } from './kv/txn.js';
+export * from './lease/lease.js';
+export type {
+  LeaseEvents,
+  LeaseHooks,
+  LeaseKeepAliveEvent,
+  LeaseKeepAliveOptions,
+} from './lease/lease-events.js';
+export { LeaseLostError, type LeaseLostReason } from './lease/lease-lost.js';
 export { GrpcJsTransport } from './transport/grpc-js.js';
 export { Http2Transport } from './transport/http2.js';
 export type { TransportName } from './transport/select.js';
@@ -105,7 +106,6 @@ export type {
   TransportFailure,
 } from './transport/types.js';
 export { GrpcStatus, TransportError } from './transport/types.js';
-export type { CommitOptions, Txn, TxnResult } from './txn.js';
 export type { LeaseRef } from './validate.js';
 export { WatchCompactedError } from './watch/errors.js';
 export { WATCH_STREAM_DEFAULTS } from './watch/hub.js';

@@ -2,14 +2,14 @@
 // disabling auth.
 import { describeEachBackend, type TestBackend } from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toBytes } from '../src/bytes.js';
 import {
   AuthClient,
   keyPermission,
   type Permission,
   prefixPermission,
   rangePermission,
-} from '../src/auth.js';
-import { toBytes } from '../src/bytes.js';
+} from '../src/cluster/auth.js';
 import { Connection } from '../src/connection/connection.js';
 import {
   AuthFailedError,

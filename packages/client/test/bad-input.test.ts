@@ -1,11 +1,11 @@
 // Input the client can judge alone is rejected with InvalidArgumentError before anything is sent.
 // (Rules the server enforces - empty keys, sizes, txn limits - are tested against servers.)
 import { describe, expect, it } from 'vitest';
-import { cmp } from '../src/compare.js';
 import type { Rpc } from '../src/connection/types.js';
 import { InvalidArgumentError } from '../src/errors.js';
-import { KV } from '../src/kv.js';
-import { op } from '../src/op.js';
+import { cmp } from '../src/kv/compare.js';
+import { KV } from '../src/kv/kv.js';
+import { op } from '../src/kv/op.js';
 import { rejection } from './kv-support.js';
 
 /** An Rpc that fails the test if anything is sent. */

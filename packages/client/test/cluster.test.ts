@@ -8,7 +8,8 @@ import {
   startEtcdCluster,
 } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ClusterClient, type Member } from '../src/cluster.js';
+import { ClusterClient, type Member } from '../src/cluster/cluster.js';
+import { MaintenanceClient } from '../src/cluster/maintenance.js';
 import { Connection } from '../src/connection/connection.js';
 import {
   EtcdError,
@@ -18,7 +19,6 @@ import {
   PeerUrlExistsError,
   type ServerErrorClass,
 } from '../src/errors.js';
-import { MaintenanceClient } from '../src/maintenance.js';
 
 /**
  * Matches an etcd error by its stable code and exact message. (`toBeInstanceOf` would be the natural

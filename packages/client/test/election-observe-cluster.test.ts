@@ -3,15 +3,15 @@
 // the other members' clients do to the election, each value once and in order.
 import { describeEachCluster, type TestCluster, type TestClusterMember } from '@etcdkit/testkit';
 import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
-import { ElectionClient } from '../src/election.js';
+import { ElectionClient } from '../src/election/election.js';
 import type {
   ElectionHooks,
   ObserveDisconnected,
   ObserveResumed,
-} from '../src/election-observe-events.js';
+} from '../src/election/election-observe-events.js';
 import { AbortedError, UnavailableError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
-import type { Lease } from '../src/lease.js';
+import type { Lease } from '../src/lease/lease.js';
 import { follow, ObserveProbe } from './election-observe-support.js';
 import { eventually } from './lock-election-support.js';
 

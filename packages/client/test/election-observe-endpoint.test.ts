@@ -4,9 +4,12 @@
 // the stream's `endpoint`) still name A. No server involved, so the order of events is exact.
 import { describe, expect, it } from 'vitest';
 import { Connection } from '../src/connection/connection.js';
-import { observeResuming } from '../src/election-observe.js';
-import type { ObserveDisconnected, ObserveResumed } from '../src/election-observe-events.js';
-import { observeSettings } from '../src/election-observe-options.js';
+import { observeResuming } from '../src/election/election-observe.js';
+import type {
+  ObserveDisconnected,
+  ObserveResumed,
+} from '../src/election/election-observe-events.js';
+import { observeSettings } from '../src/election/election-observe-options.js';
 import { UnavailableError } from '../src/errors.js';
 import { etcdserverpb_KV, v3electionpb_Election } from '../src/generated/methods.js';
 import {

@@ -15,15 +15,18 @@ import {
 } from '@etcdkit/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Rpc } from '../src/connection/types.js';
-import { ElectionClient } from '../src/election.js';
-import { observeResuming, runningObservations } from '../src/election-observe.js';
-import { type ObserveRuntime, SYSTEM_RUNTIME } from '../src/election-observe-check.js';
+import { ElectionClient } from '../src/election/election.js';
+import { observeResuming, runningObservations } from '../src/election/election-observe.js';
+import { type ObserveRuntime, SYSTEM_RUNTIME } from '../src/election/election-observe-check.js';
 import type {
   ElectionHooks,
   ObserveDisconnected,
   ObserveResumed,
-} from '../src/election-observe-events.js';
-import { DEFAULT_OBSERVE_SETTINGS, observeSettings } from '../src/election-observe-options.js';
+} from '../src/election/election-observe-events.js';
+import {
+  DEFAULT_OBSERVE_SETTINGS,
+  observeSettings,
+} from '../src/election/election-observe-options.js';
 import {
   AbortedError,
   ClientClosedError,

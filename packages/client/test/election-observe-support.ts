@@ -1,7 +1,7 @@
 // Helpers of the Observe resumption suites: an Rpc that counts the Observe streams an observation
 // opens (and how each ended) and can hold or refuse the next openings, and a background observer.
 import type { CallOptions, RetryPolicy, Rpc } from '../src/connection/types.js';
-import type { ElectionClient } from '../src/election.js';
+import type { ElectionClient } from '../src/election/election.js';
 import { AbortedError, type EtcdError } from '../src/errors.js';
 import type { MethodDescriptor } from '../src/generated/methods.js';
 import type { KeyValue } from '../src/key-value.js';

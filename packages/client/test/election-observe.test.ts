@@ -4,7 +4,7 @@
 // still ends on abort, on close and on errors a new stream would meet again.
 import { EmbeddedCluster, EmbeddedEtcd, GrpcCode } from '@etcdkit/server-embedded';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ElectionClient } from '../src/election.js';
+import { ElectionClient } from '../src/election/election.js';
 import {
   AbortedError,
   ClientClosedError,
@@ -13,7 +13,7 @@ import {
   UnimplementedError,
 } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
-import type { Lease } from '../src/lease.js';
+import type { Lease } from '../src/lease/lease.js';
 import { follow, ObserveProbe } from './election-observe-support.js';
 import { eventually } from './lock-election-support.js';
 

@@ -3,7 +3,7 @@
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { toText } from '../src/bytes.js';
-import type { CampaignResult } from '../src/election.js';
+import type { CampaignResult } from '../src/election/election.js';
 import {
   AbortedError,
   ElectionNoLeaderError,
@@ -13,7 +13,7 @@ import {
 } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
 import type { KeyValue } from '../src/key-value.js';
-import type { Lease } from '../src/lease.js';
+import type { Lease } from '../src/lease/lease.js';
 import { expectServerError, rejection } from './kv-support.js';
 import { eventually, keysInLine, settlement, sleep } from './lock-election-support.js';
 

@@ -15,10 +15,10 @@ import {
   type TestCertificates,
 } from '@etcdkit/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Member } from '../src/cluster.js';
+import type { Member } from '../src/cluster/cluster.js';
+import { type EndpointSyncEvent, memberEndpoints } from '../src/cluster/endpoint-sync.js';
 import { Connection } from '../src/connection/connection.js';
 import type { EndpointSwitchEvent } from '../src/connection/options.js';
-import { type EndpointSyncEvent, memberEndpoints } from '../src/endpoint-sync.js';
 import {
   ClientClosedError,
   InvalidConfigError,

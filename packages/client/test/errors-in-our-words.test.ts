@@ -11,7 +11,7 @@ import {
   TooManyTxnOpsError,
 } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
-import { op } from '../src/op.js';
+import { op } from '../src/kv/op.js';
 import { GrpcStatus, TransportError } from '../src/transport/types.js';
 import { rejection } from './kv-support.js';
 

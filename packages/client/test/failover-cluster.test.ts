@@ -6,10 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import { describeEachCluster, type TestCluster } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { cmp } from '../src/compare.js';
 import { EtcdError, OutcomeUnknownError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
-import { op } from '../src/op.js';
+import { cmp } from '../src/kv/compare.js';
+import { op } from '../src/kv/op.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -10,7 +10,7 @@ import {
   OutcomeUnknownError,
 } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
-import type { LeaseLostError } from '../src/lease-lost.js';
+import type { LeaseLostError } from '../src/lease/lease-lost.js';
 import { WatchCompactedError } from '../src/watch/errors.js';
 import type { WatchStreamCloseEvent } from '../src/watch/types.js';
 

@@ -1,13 +1,13 @@
 // The Etcd facade: the KV API of the whole store plus the other services, over one connection.
 import { describeEachBackend } from '@etcdkit/testkit';
 import { expect, it } from 'vitest';
-import { AuthClient } from '../src/auth.js';
-import { ClusterClient } from '../src/cluster.js';
+import { AuthClient } from '../src/cluster/auth.js';
+import { ClusterClient } from '../src/cluster/cluster.js';
+import { MaintenanceClient } from '../src/cluster/maintenance.js';
 import { ClientClosedError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
-import { KV } from '../src/kv.js';
-import { LeaseClient } from '../src/lease.js';
-import { MaintenanceClient } from '../src/maintenance.js';
+import { KV } from '../src/kv/kv.js';
+import { LeaseClient } from '../src/lease/lease.js';
 import { rejection } from './kv-support.js';
 
 describeEachBackend('Etcd facade', ({ backend, prefix }) => {

@@ -1,6 +1,6 @@
 // Helpers of the lease keepalive suites: a transport that counts LeaseKeepAlive streams, and waits.
-import type { Lease } from '../src/lease.js';
-import type { LeaseLostError } from '../src/lease-lost.js';
+import type { Lease } from '../src/lease/lease.js';
+import type { LeaseLostError } from '../src/lease/lease-lost.js';
 import { selectTransport } from '../src/transport/select.js';
 import type { BidiStream, Channel, Transport } from '../src/transport/types.js';
 

@@ -13,9 +13,9 @@ import {
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { ClientClosedError, EtcdError, InvalidArgumentError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
-import { Lease } from '../src/lease.js';
-import type { LeaseKeepAliveEvent } from '../src/lease-events.js';
-import { LeaseLostError } from '../src/lease-lost.js';
+import { Lease } from '../src/lease/lease.js';
+import type { LeaseKeepAliveEvent } from '../src/lease/lease-events.js';
+import { LeaseLostError } from '../src/lease/lease-lost.js';
 import {
   type CountingTransport,
   countingTransport,

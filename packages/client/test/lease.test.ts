@@ -11,7 +11,7 @@ import {
   type ServerErrorClass,
 } from '../src/errors.js';
 import { etcdserverpb_KV as kv } from '../src/generated/methods.js';
-import { LeaseClient } from '../src/lease.js';
+import { LeaseClient } from '../src/lease/lease.js';
 
 /**
  * Matches an etcd error by its stable code and exact message. (`toBeInstanceOf` would be the natural

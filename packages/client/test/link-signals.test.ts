@@ -1,7 +1,7 @@
 // linkSignals: aborts with the first source that aborts, and release() leaves nothing on the sources.
 import { abortRegistrations } from '@etcdkit/testkit';
 import { describe, expect, it } from 'vitest';
-import { linkSignals } from '../src/link-signals.js';
+import { linkSignals } from '../src/connection/link-signals.js';
 
 describe('linkSignals', () => {
   it('aborts with the reason of the source that aborts, and then lets go of the others', () => {

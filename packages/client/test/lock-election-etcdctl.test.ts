@@ -5,7 +5,7 @@ import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { toText } from '../src/bytes.js';
 import { Etcd } from '../src/etcd.js';
-import type { Lease } from '../src/lease.js';
+import type { Lease } from '../src/lease/lease.js';
 import { Etcdctl, etcdctlFound, eventually, settlement, sleep } from './lock-election-support.js';
 
 describe.skipIf(!etcdctlFound)('etcdctl interop', () => {

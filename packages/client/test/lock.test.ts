@@ -3,6 +3,7 @@
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { toText } from '../src/bytes.js';
+import { type LockAcquired, lockKey } from '../src/election/lock.js';
 import {
   AbortedError,
   DeadlineExceededError,
@@ -11,8 +12,7 @@ import {
   OutcomeUnknownError,
 } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
-import type { Lease } from '../src/lease.js';
-import { type LockAcquired, lockKey } from '../src/lock.js';
+import type { Lease } from '../src/lease/lease.js';
 import { GrpcStatus } from '../src/transport/types.js';
 import { expectServerError, rejection } from './kv-support.js';
 import { eventually, keysInLine, settlement, sleep } from './lock-election-support.js';

@@ -4,11 +4,11 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MaintenanceClient } from '../src/cluster/maintenance.js';
+import { SnapshotIntegrityError, verifySnapshot } from '../src/cluster/snapshot.js';
 import type { Rpc } from '../src/connection/types.js';
 import { UnavailableError } from '../src/errors.js';
 import type { etcdserverpb } from '../src/generated/protocol.js';
-import { MaintenanceClient } from '../src/maintenance.js';
-import { SnapshotIntegrityError, verifySnapshot } from '../src/snapshot.js';
 import type { ServerStream } from '../src/transport/types.js';
 
 type SnapshotResponse = etcdserverpb.SnapshotResponse;

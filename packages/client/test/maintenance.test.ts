@@ -14,6 +14,7 @@ import {
 } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { prefixEnd, toBytes } from '../src/bytes.js';
+import { MaintenanceClient } from '../src/cluster/maintenance.js';
 import { Connection } from '../src/connection/connection.js';
 import {
   FutureRevisionError,
@@ -22,8 +23,7 @@ import {
   type ServerErrorClass,
 } from '../src/errors.js';
 import { etcdserverpb_KV as kv } from '../src/generated/methods.js';
-import { LeaseClient } from '../src/lease.js';
-import { MaintenanceClient } from '../src/maintenance.js';
+import { LeaseClient } from '../src/lease/lease.js';
 
 /**
  * Matches an etcd error by its stable code and exact message. (`toBeInstanceOf` would be the natural

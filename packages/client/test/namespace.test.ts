@@ -2,14 +2,14 @@
 // a key outside the namespace.
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cmp } from '../src/compare.js';
 import type { CallOptions, RetryPolicy, Rpc } from '../src/connection/types.js';
 import { EmptyKeyError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
 import type { MethodDescriptor } from '../src/generated/methods.js';
 import type { KeyValue } from '../src/key-value.js';
-import { KV } from '../src/kv.js';
-import { op } from '../src/op.js';
+import { cmp } from '../src/kv/compare.js';
+import { KV } from '../src/kv/kv.js';
+import { op } from '../src/kv/op.js';
 import { expectServerError, rejection } from './kv-support.js';
 
 const bytes = (s: string) => new TextEncoder().encode(s);

@@ -14,7 +14,7 @@ import { EmbeddedCluster, EmbeddedEtcd, GrpcCode } from '@etcdkit/server-embedde
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { EtcdError } from '../src/errors.js';
 import { Etcd } from '../src/etcd.js';
-import type { LeaseKeepAliveEvent } from '../src/lease-events.js';
+import type { LeaseKeepAliveEvent } from '../src/lease/lease-events.js';
 import { selectTransport } from '../src/transport/select.js';
 import {
   type BidiStream,

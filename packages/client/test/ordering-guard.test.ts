@@ -23,7 +23,7 @@ import { OrderingGuard } from '../src/connection/ordering.js';
 import { OrderViolationError } from '../src/errors.js';
 import { Etcd, type EtcdOptions } from '../src/etcd.js';
 import { etcdserverpb_KV } from '../src/generated/methods.js';
-import { op } from '../src/op.js';
+import { op } from '../src/kv/op.js';
 
 /** An up-to-date member, a lagging one, and a way to make them agree on a key first. */
 interface Lagging {

@@ -13,9 +13,9 @@ import {
 import { Etcd } from '../src/etcd.js';
 import type { MethodDescriptor } from '../src/generated/methods.js';
 import type { KeyValue } from '../src/key-value.js';
-import { KV } from '../src/kv.js';
-import { op } from '../src/op.js';
-import { knownToLackRangeStream, type ScanRequest } from '../src/scan.js';
+import { KV } from '../src/kv/kv.js';
+import { op } from '../src/kv/op.js';
+import { knownToLackRangeStream, type ScanRequest } from '../src/kv/scan.js';
 import type { ServerStream } from '../src/transport/types.js';
 import { expectServerError, rejection } from './kv-support.js';
 

@@ -4,14 +4,14 @@
 import { describe, expect, it } from 'vitest';
 import { judge } from '../src/connection/retry.js';
 import type { Rpc } from '../src/connection/types.js';
-import { ElectionClient } from '../src/election.js';
+import { ElectionClient } from '../src/election/election.js';
+import { LockClient } from '../src/election/lock.js';
 import {
   ElectionNotLeaderError,
   LeaderChangedError,
   LeaseNotFoundError,
   OutcomeUnknownError,
 } from '../src/errors.js';
-import { LockClient } from '../src/lock.js';
 import { GrpcStatus, TransportError } from '../src/transport/types.js';
 
 /** An Rpc whose unary calls fail as the connection reports an Unknown answer to a sent call. */

@@ -5,8 +5,8 @@
 import { describeEachBackend, startTcpProxy, type TcpProxy } from '@etcdkit/testkit';
 import { expect, it } from 'vitest';
 import { Etcd } from '../src/etcd.js';
-import type { LeaseKeepAliveEvent } from '../src/lease-events.js';
-import type { LeaseLostError } from '../src/lease-lost.js';
+import type { LeaseKeepAliveEvent } from '../src/lease/lease-events.js';
+import type { LeaseLostError } from '../src/lease/lease-lost.js';
 import { selectTransport } from '../src/transport/select.js';
 import type { Channel, Transport } from '../src/transport/types.js';
 import { streamLog, waitFor } from './watch-support.js';

@@ -1,7 +1,6 @@
 // Transactions: compares, branches, nested txns, server limits and the retry policy they use.
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
-import { type Compare, cmp } from '../src/compare.js';
 import type { CallOptions, RetryPolicy, Rpc } from '../src/connection/types.js';
 import {
   DuplicateKeyError,
@@ -14,8 +13,9 @@ import {
 import { Etcd } from '../src/etcd.js';
 import type { MethodDescriptor } from '../src/generated/methods.js';
 import type { KeyValue } from '../src/key-value.js';
-import { KV } from '../src/kv.js';
-import { type Op, op, type PutOpResponse, type RangeOpResponse } from '../src/op.js';
+import { type Compare, cmp } from '../src/kv/compare.js';
+import { KV } from '../src/kv/kv.js';
+import { type Op, op, type PutOpResponse, type RangeOpResponse } from '../src/kv/op.js';
 import { expectServerError, rejection } from './kv-support.js';
 
 describeEachBackend('Txn', ({ backend, prefix }) => {

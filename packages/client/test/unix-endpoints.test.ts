@@ -9,10 +9,10 @@ import { join, relative } from 'node:path';
 import { EmbeddedEtcd } from '@etcdkit/server-embedded';
 import { freePort, requireEtcdBinary } from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Member } from '../src/cluster.js';
+import type { Member } from '../src/cluster/cluster.js';
+import { memberEndpoints } from '../src/cluster/endpoint-sync.js';
 import { Connection } from '../src/connection/connection.js';
 import { parseEndpoint } from '../src/connection/options.js';
-import { memberEndpoints } from '../src/endpoint-sync.js';
 import { InvalidConfigError, UnavailableError } from '../src/errors.js';
 import { Etcd } from '../src/index.js';
 

@@ -4,7 +4,7 @@
 import { describeRealEtcd, type EtcdProcess, startEtcd, startTcpProxy } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Etcd } from '../src/etcd.js';
-import { KV } from '../src/kv.js';
+import { KV } from '../src/kv/kv.js';
 import { WatchCompactedError } from '../src/watch/errors.js';
 import type { WatchProgress } from '../src/watch/types.js';
 import { describeEvents, recordingRpc, takeEvents, waitFor } from './watch-support.js';

@@ -1,11 +1,12 @@
 // The options a Connection (and the Etcd facade, which accepts the same object) is built from, their
 // defaults, and the eager validation that turns a bad configuration into an InvalidConfigError
 // before anything is opened.
-import type { ElectionHooks } from '../election-observe-events.js';
-import type { EndpointSyncHooks } from '../endpoint-sync.js';
+
+import type { EndpointSyncHooks } from '../cluster/endpoint-sync.js';
+import type { ElectionHooks } from '../election/election-observe-events.js';
 import type { EtcdError } from '../errors.js';
 import { InvalidConfigError } from '../errors.js';
-import type { LeaseHooks } from '../lease-events.js';
+import type { LeaseHooks } from '../lease/lease-events.js';
 import type { TransportName } from '../transport/select.js';
 import type { TlsOptions, Transport } from '../transport/types.js';
 import type { OrderingOptions } from './ordering.js';

@@ -7,7 +7,7 @@ import { backoffDelay } from '../connection/backoff.js';
 import type { Rpc } from '../connection/types.js';
 import { ClientClosedError, type EtcdError, InvalidConfigError, toEtcdError } from '../errors.js';
 import { etcdserverpb_Watch } from '../generated/methods.js';
-import type { KeyPrefix } from '../namespace.js';
+import type { KeyPrefix } from '../kv/namespace.js';
 import {
   isAuthError,
   type SessionOwner,

@@ -3,8 +3,8 @@
 import type { Bytes } from '../bytes.js';
 import type { EtcdError } from '../errors.js';
 import type { ResponseHeader } from '../header.js';
-import type { KeyRange } from '../key-range.js';
 import type { KeyValue } from '../key-value.js';
+import type { KeyRange } from '../kv/key-range.js';
 
 /** A server-side filter: `noPut` drops put events, `noDelete` drops delete events. */
 export type WatchFilter = 'noPut' | 'noDelete';

@@ -3,8 +3,8 @@
 // done through a namespace reads or writes a key outside it. The namespace holds prefix + k for
 // every non-empty k; the prefix itself is outside (like the empty key at the root). Namespaces nest
 // by concatenating their prefixes. Revisions, leases and compaction are store-wide.
-import { concatBytes, hasPrefix, prefixEnd } from './bytes.js';
-import { EmptyKeyError } from './errors.js';
+import { concatBytes, hasPrefix, prefixEnd } from '../bytes.js';
+import { EmptyKeyError } from '../errors.js';
 import { type Interval, isToEnd, TO_END } from './key-range.js';
 
 /** An interval as sent to the server: `key` and `rangeEnd` of a Range, DeleteRange or Compare. */

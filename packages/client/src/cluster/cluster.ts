@@ -2,10 +2,10 @@
 //
 // Membership changes go through raft like writes, so they are never retried once sent: a repeated
 // add would add a second member, a repeated remove fails with MemberNotFoundError.
-import type { CallOptions, Rpc } from './connection/types.js';
-import { etcdserverpb_Cluster as methods } from './generated/methods.js';
-import type { etcdserverpb } from './generated/protocol.js';
-import { type ResponseHeader, toResponseHeader } from './header.js';
+import type { CallOptions, Rpc } from '../connection/types.js';
+import { etcdserverpb_Cluster as methods } from '../generated/methods.js';
+import type { etcdserverpb } from '../generated/protocol.js';
+import { type ResponseHeader, toResponseHeader } from '../header.js';
 
 /** One member of the cluster. */
 export interface Member {

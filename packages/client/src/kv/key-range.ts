@@ -1,9 +1,9 @@
 // Which keys a read, delete or compare applies to. etcd expresses every selection as a half-open
 // interval [key, range_end) with two special ends: an empty end means the single key, and `\0`
 // means "every key >= key". The public shapes below name the common selections instead.
-import { type Bytes, prefixEnd } from './bytes.js';
-import { InvalidArgumentError } from './errors.js';
-import { bytesArg } from './validate.js';
+import { type Bytes, prefixEnd } from '../bytes.js';
+import { InvalidArgumentError } from '../errors.js';
+import { bytesArg } from '../validate.js';
 
 /**
  * A selection of keys. Exactly one of these forms:

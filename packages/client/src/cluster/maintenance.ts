@@ -4,12 +4,12 @@
 // particular member (status of each member, defragmenting them one by one, moving leadership from
 // the leader), use a client whose only endpoint is that member's client URL.
 import { Readable } from 'node:stream';
-import { type Acknowledged, acknowledged } from './acknowledged.js';
-import type { CallOptions, Rpc } from './connection/types.js';
-import { etcdserverpb_Maintenance as methods } from './generated/methods.js';
-import { etcdserverpb } from './generated/protocol.js';
-import { type ResponseHeader, toResponseHeader } from './header.js';
-import { plainBytes } from './plain-bytes.js';
+import { type Acknowledged, acknowledged } from '../acknowledged.js';
+import type { CallOptions, Rpc } from '../connection/types.js';
+import { etcdserverpb_Maintenance as methods } from '../generated/methods.js';
+import { etcdserverpb } from '../generated/protocol.js';
+import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { plainBytes } from '../plain-bytes.js';
 import { type SnapshotFile, verifySnapshot, writeSnapshotFile } from './snapshot.js';
 
 /** The state of the member that answered {@link MaintenanceClient.status}. */

@@ -6,8 +6,21 @@
 // mod revision), which only grows: nothing is yielded twice, nothing older than what was yielded.
 // Each loss and return of the stream is reported (the caller's callbacks, the client's hooks) once
 // per outage; the optional liveness check (election-observe-check.ts) replaces a silent stream.
-import { backoffDelay } from './connection/backoff.js';
-import type { Rpc } from './connection/types.js';
+import { backoffDelay } from '../connection/backoff.js';
+import { linkSignals } from '../connection/link-signals.js';
+import type { Rpc } from '../connection/types.js';
+import {
+  AbortedError,
+  ClientClosedError,
+  type EtcdError,
+  toEtcdError,
+  UnavailableError,
+} from '../errors.js';
+import { v3electionpb_Election as methods } from '../generated/methods.js';
+import type { v3electionpb } from '../generated/protocol.js';
+import type { KeyValue } from '../key-value.js';
+import { callHook } from '../lease/lease-events.js';
+import { GrpcStatus, type ServerStream } from '../transport/types.js';
 import {
   ObserveLivenessCheck,
   type ObserveRuntime,
@@ -16,19 +29,6 @@ import {
 } from './election-observe-check.js';
 import type { ObserveResumed } from './election-observe-events.js';
 import { DEFAULT_OBSERVE_SETTINGS, type ObserveSettings } from './election-observe-options.js';
-import {
-  AbortedError,
-  ClientClosedError,
-  type EtcdError,
-  toEtcdError,
-  UnavailableError,
-} from './errors.js';
-import { v3electionpb_Election as methods } from './generated/methods.js';
-import type { v3electionpb } from './generated/protocol.js';
-import type { KeyValue } from './key-value.js';
-import { callHook } from './lease-events.js';
-import { linkSignals } from './link-signals.js';
-import { GrpcStatus, type ServerStream } from './transport/types.js';
 
 /**
  * Codes that a new stream would meet again: the caller's own input, a method the server lacks,

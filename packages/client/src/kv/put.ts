@@ -1,9 +1,9 @@
 // Writes of one key: the options of a Put request and the shape of its result.
-import type { etcdserverpb } from './generated/protocol.js';
-import { type ResponseHeader, toResponseHeader } from './header.js';
-import { type KeyValue, toKeyValue } from './key-value.js';
+import type { etcdserverpb } from '../generated/protocol.js';
+import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { type KeyValue, toKeyValue } from '../key-value.js';
+import { bytesArg, flagArg, type LeaseRef, leaseArg, objectArg } from '../validate.js';
 import type { KeyPrefix } from './namespace.js';
-import { bytesArg, flagArg, type LeaseRef, leaseArg, objectArg } from './validate.js';
 
 /** Options of a put. */
 export interface PutOptions {

@@ -1,11 +1,11 @@
 // The conditions of a txn. A compare checks one property of a key (or of every key in a range)
 // against an operand; a txn's `then` branch runs only when all its compares hold.
-import type { Bytes } from './bytes.js';
-import { InvalidArgumentError } from './errors.js';
-import type { etcdserverpb } from './generated/protocol.js';
+import type { Bytes } from '../bytes.js';
+import { InvalidArgumentError } from '../errors.js';
+import type { etcdserverpb } from '../generated/protocol.js';
+import { bytesArg, choiceArg, type LeaseRef, leaseArg } from '../validate.js';
 import { type Interval, type KeySelector, toInterval } from './key-range.js';
 import type { KeyPrefix } from './namespace.js';
-import { bytesArg, choiceArg, type LeaseRef, leaseArg } from './validate.js';
 
 /** How a key's property is compared with the operand. Values compare as bytes. */
 export type CompareOperator = '==' | '!=' | '>' | '<';

@@ -15,19 +15,19 @@
 //   the stream replaced.
 // - The stream opens with the first kept-alive lease and closes with the last one.
 
-import type { Rpc } from './connection/types.js';
+import type { Rpc } from '../connection/types.js';
 import {
   ClientClosedError,
   type EtcdError,
   InvalidArgumentError,
   toEtcdError,
   UnavailableError,
-} from './errors.js';
-import { etcdserverpb_Lease as methods } from './generated/methods.js';
-import type { etcdserverpb } from './generated/protocol.js';
+} from '../errors.js';
+import { etcdserverpb_Lease as methods } from '../generated/methods.js';
+import type { etcdserverpb } from '../generated/protocol.js';
+import type { BidiStream } from '../transport/types.js';
 import { callHook, type LeaseHooks, type LeaseKeepAliveEvent } from './lease-events.js';
 import type { LeaseLostReason } from './lease-lost.js';
-import type { BidiStream } from './transport/types.js';
 
 type KeepAliveStream = BidiStream<
   etcdserverpb.LeaseKeepAliveRequest.$Properties,

@@ -2,14 +2,14 @@
 // the client makes one call that returns once the lock is held. The client-side Mutex of
 // @etcdkit/recipes does the same with KV calls and watches; both use Go's key layout, so they,
 // Go services and `etcdctl lock` contend on the same locks.
-import { type Acknowledged, acknowledged } from './acknowledged.js';
-import type { Bytes } from './bytes.js';
-import type { CallOptions, Rpc } from './connection/types.js';
-import { v3lockpb_Lock as methods } from './generated/methods.js';
-import { type ResponseHeader, toResponseHeader } from './header.js';
-import { plainBytes } from './plain-bytes.js';
+import { type Acknowledged, acknowledged } from '../acknowledged.js';
+import type { Bytes } from '../bytes.js';
+import type { CallOptions, Rpc } from '../connection/types.js';
+import { v3lockpb_Lock as methods } from '../generated/methods.js';
+import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { plainBytes } from '../plain-bytes.js';
+import { bytesArg, type LeaseRef, leaseArg, objectArg } from '../validate.js';
 import { withServiceAnswers } from './service-answers.js';
-import { bytesArg, type LeaseRef, leaseArg, objectArg } from './validate.js';
 
 /** Options of {@link LockClient.lock}. */
 export interface LockCallOptions extends CallOptions {

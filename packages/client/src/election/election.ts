@@ -2,20 +2,20 @@
 // the election and the client makes one call per step. The client-side Election of
 // @etcdkit/recipes does the same with KV calls and watches; both use Go's key layout, so they, Go
 // services and `etcdctl elect` take part in the same elections.
-import { type Acknowledged, acknowledged } from './acknowledged.js';
-import type { Bytes } from './bytes.js';
-import type { CallOptions, Rpc } from './connection/types.js';
+import { type Acknowledged, acknowledged } from '../acknowledged.js';
+import type { Bytes } from '../bytes.js';
+import type { CallOptions, Rpc } from '../connection/types.js';
+import type { EtcdError } from '../errors.js';
+import { v3electionpb_Election as methods } from '../generated/methods.js';
+import type { v3electionpb } from '../generated/protocol.js';
+import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { type KeyValue, toKeyValue } from '../key-value.js';
+import { plainBytes } from '../plain-bytes.js';
+import { bytesArg, flagArg, type LeaseRef, leaseArg, objectArg, revisionArg } from '../validate.js';
 import { observeOnce, observeResuming } from './election-observe.js';
 import type { ElectionHooks, ObserveResumed } from './election-observe-events.js';
 import { observeSettings } from './election-observe-options.js';
-import type { EtcdError } from './errors.js';
-import { v3electionpb_Election as methods } from './generated/methods.js';
-import type { v3electionpb } from './generated/protocol.js';
-import { type ResponseHeader, toResponseHeader } from './header.js';
-import { type KeyValue, toKeyValue } from './key-value.js';
-import { plainBytes } from './plain-bytes.js';
 import { withServiceAnswers } from './service-answers.js';
-import { bytesArg, flagArg, type LeaseRef, leaseArg, objectArg, revisionArg } from './validate.js';
 
 /**
  * Who leads an election, as {@link ElectionClient.campaign} reports it. Keep it to proclaim and

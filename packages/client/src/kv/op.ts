@@ -1,7 +1,8 @@
 // The operations a txn runs: reads, puts, deletes and nested txns, built with the `op` functions.
 // An op is validated when it is built and bound to a namespace only when its txn is committed, so
 // the same op can be used through any namespace.
-import type { Bytes } from './bytes.js';
+import type { Bytes } from '../bytes.js';
+import { InvalidArgumentError } from '../errors.js';
 import { Compare } from './compare.js';
 import {
   type DeleteOptions,
@@ -9,7 +10,6 @@ import {
   type DeleteSpec,
   deleteSpec,
 } from './delete.js';
-import { InvalidArgumentError } from './errors.js';
 import type { KeySelector } from './key-range.js';
 import { type PutOptions, type PutResponseBody, type PutSpec, putSpec } from './put.js';
 import {

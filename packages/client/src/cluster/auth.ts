@@ -3,13 +3,13 @@
 // Clients do not need `authenticate()`: the connection turns its configured user name and password
 // into a token and refreshes it itself. It is here for tools that manage tokens on their own.
 
-import { type Acknowledged, acknowledged } from './acknowledged.js';
-import { type Bytes, prefixEnd, toBytes } from './bytes.js';
-import type { CallOptions, Rpc } from './connection/types.js';
-import { etcdserverpb_Auth as methods } from './generated/methods.js';
-import { authpb } from './generated/protocol.js';
-import { type ResponseHeader, toResponseHeader } from './header.js';
-import { plainBytes } from './plain-bytes.js';
+import { type Acknowledged, acknowledged } from '../acknowledged.js';
+import { type Bytes, prefixEnd, toBytes } from '../bytes.js';
+import type { CallOptions, Rpc } from '../connection/types.js';
+import { etcdserverpb_Auth as methods } from '../generated/methods.js';
+import { authpb } from '../generated/protocol.js';
+import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { plainBytes } from '../plain-bytes.js';
 
 /** What a permission allows on its keys. */
 export type PermissionType = 'read' | 'write' | 'readwrite';

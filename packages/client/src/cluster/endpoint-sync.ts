@@ -1,15 +1,16 @@
 // Endpoint discovery: the client's endpoints taken from the cluster's member list, on demand
 // (Etcd.syncEndpoints) and periodically in the background (the autoSyncIntervalMs option).
-import type { ClusterClient, Member } from './cluster.js';
-import type { Connection } from './connection/connection.js';
-import { parseEndpoint } from './connection/options.js';
-import type { CallOptions } from './connection/types.js';
+
+import type { Connection } from '../connection/connection.js';
+import { parseEndpoint } from '../connection/options.js';
+import type { CallOptions } from '../connection/types.js';
 import {
   type EtcdError,
   InvalidConfigError,
   NoMemberEndpointsError,
   toEtcdError,
-} from './errors.js';
+} from '../errors.js';
+import type { ClusterClient, Member } from './cluster.js';
 
 /** What one endpoint sync found and did. */
 export interface EndpointSyncResult {

@@ -2,7 +2,7 @@
 // return of its Observe stream, to the observation's own callbacks and to the client's hooks. The
 // shapes follow the watch's ('disconnected' with the error, 'resumed' with an event object), so a
 // reader of one knows the other.
-import type { EtcdError } from './errors.js';
+import type { EtcdError } from '../errors.js';
 
 /** An observation follows its election again after its Observe stream was lost. */
 export interface ObserveResumed {

@@ -1,7 +1,7 @@
 // Why a lease handle stopped vouching for its lease: the reason of `lease.signal`, of the `lost`
 // event and of `lease.lost`.
-import { EtcdError, type EtcdErrorInit } from './errors.js';
-import { GrpcStatus } from './transport/types.js';
+import { EtcdError, type EtcdErrorInit } from '../errors.js';
+import { GrpcStatus } from '../transport/types.js';
 
 /**
  * Why a lease handle ended:

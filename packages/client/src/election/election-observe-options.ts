@@ -1,9 +1,9 @@
 // The options of a resuming ElectionClient.observe(), checked once when observe() is called, as the
 // settings the observation runs with.
-import type { BackoffOptions } from './connection/backoff.js';
+import type { BackoffOptions } from '../connection/backoff.js';
+import { type EtcdError, InvalidArgumentError } from '../errors.js';
 import type { ObserveCallOptions } from './election.js';
 import type { ElectionHooks, ObserveResumed } from './election-observe-events.js';
-import { type EtcdError, InvalidArgumentError } from './errors.js';
 
 /**
  * Default pause before reopening a broken Observe stream: 50-100 ms after a stream that had

@@ -5,8 +5,8 @@
 // carries a known etcd message is the server's definite answer, so the caller gets that typed
 // error instead. Messages that mean the server could not finish (leader changed, request timed
 // out, server stopped...) stay OutcomeUnknownError: the write inside may have been applied.
-import { EtcdError, OutcomeUnknownError, serverErrorClass } from './errors.js';
-import { GrpcStatus } from './transport/types.js';
+import { EtcdError, OutcomeUnknownError, serverErrorClass } from '../errors.js';
+import { GrpcStatus } from '../transport/types.js';
 
 /** Statuses of known etcd errors after which a write may or may not have been applied. */
 const UNFINISHED = new Set<GrpcStatus>([

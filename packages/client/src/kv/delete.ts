@@ -1,10 +1,10 @@
 // Deletes of a key or a range: the options of a DeleteRange request and the shape of its result.
-import type { etcdserverpb } from './generated/protocol.js';
-import { type ResponseHeader, toResponseHeader } from './header.js';
+import type { etcdserverpb } from '../generated/protocol.js';
+import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { type KeyValue, toKeyValue } from '../key-value.js';
+import { flagArg, objectArg } from '../validate.js';
 import { type Interval, toInterval } from './key-range.js';
-import { type KeyValue, toKeyValue } from './key-value.js';
 import type { KeyPrefix } from './namespace.js';
-import { flagArg, objectArg } from './validate.js';
 
 /** Options of a delete. */
 export interface DeleteOptions {

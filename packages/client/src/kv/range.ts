@@ -1,10 +1,10 @@
 // Reads: the options of a Range request, their validation, and the shape of the result.
-import type { etcdserverpb } from './generated/protocol.js';
-import { type ResponseHeader, toResponseHeader } from './header.js';
+import type { etcdserverpb } from '../generated/protocol.js';
+import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { type KeyValue, toKeyValue } from '../key-value.js';
+import { choiceArg, countArg, flagArg, objectArg, revisionArg } from '../validate.js';
 import { type Interval, type KeyRange, toInterval } from './key-range.js';
-import { type KeyValue, toKeyValue } from './key-value.js';
 import type { KeyPrefix } from './namespace.js';
-import { choiceArg, countArg, flagArg, objectArg, revisionArg } from './validate.js';
 
 /** What a range is sorted by: the key, or one of its revisions, its version or its value. */
 export type SortTarget = 'key' | 'version' | 'create' | 'mod' | 'value';

@@ -1,15 +1,16 @@
 // Transactions: `if` compares, `then` ops, `else` ops, applied atomically at one revision.
+
+import type { CallOptions, RetryPolicy } from '../connection/types.js';
+import { InvalidArgumentError, TooManyTxnOpsError, UnknownEtcdError } from '../errors.js';
+import type { etcdserverpb } from '../generated/protocol.js';
+import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { choiceArg, objectArg } from '../validate.js';
 import { Compare, encodeCompare } from './compare.js';
-import type { CallOptions, RetryPolicy } from './connection/types.js';
 import { decodeDeleteBody, encodeDelete } from './delete.js';
-import { InvalidArgumentError, TooManyTxnOpsError, UnknownEtcdError } from './errors.js';
-import type { etcdserverpb } from './generated/protocol.js';
-import { type ResponseHeader, toResponseHeader } from './header.js';
 import type { KeyPrefix } from './namespace.js';
 import { type AnyOpResponse, isReadOnly, type Op, opsArg, type TxnOutcome } from './op.js';
 import { decodePutBody, encodePut } from './put.js';
 import { decodeRangeBody, encodeRange } from './range.js';
-import { choiceArg, objectArg } from './validate.js';
 
 /** The result of a committed txn. Narrow on `succeeded` to get the responses' exact types. */
 export type TxnResult<

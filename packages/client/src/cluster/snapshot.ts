@@ -8,8 +8,8 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { EtcdError, type EtcdErrorInit } from './errors.js';
-import { GrpcStatus } from './transport/types.js';
+import { EtcdError, type EtcdErrorInit } from '../errors.js';
+import { GrpcStatus } from '../transport/types.js';
 
 /** Length of the SHA-256 digest etcd appends to a snapshot. */
 export const SNAPSHOT_DIGEST_BYTES = 32;

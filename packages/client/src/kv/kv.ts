@@ -1,7 +1,15 @@
 // The key-value API: reads, writes, deletes, txns, scans and compaction, over the whole store or a
 // namespace of it.
-import type { Bytes } from './bytes.js';
-import type { CallOptions, Rpc } from './connection/types.js';
+import type { Bytes } from '../bytes.js';
+import type { CallOptions, Rpc } from '../connection/types.js';
+import { InvalidArgumentError } from '../errors.js';
+import { etcdserverpb_KV } from '../generated/methods.js';
+import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { type KeyValue, toKeyValue } from '../key-value.js';
+import { bytesArg, flagArg, objectArg, revisionArg } from '../validate.js';
+import { watchHubOf } from '../watch/hub.js';
+import type { WatchRequest } from '../watch/types.js';
+import type { Watcher } from '../watch/watcher.js';
 import {
   type DeleteOptions,
   type DeleteResult,
@@ -9,11 +17,7 @@ import {
   deleteSpec,
   encodeDelete,
 } from './delete.js';
-import { InvalidArgumentError } from './errors.js';
-import { etcdserverpb_KV } from './generated/methods.js';
-import { type ResponseHeader, toResponseHeader } from './header.js';
 import { type KeySelector, toInterval } from './key-range.js';
-import { type KeyValue, toKeyValue } from './key-value.js';
 import { KeyPrefix } from './namespace.js';
 import { decodePut, encodePut, type PutOptions, type PutResult, putSpec } from './put.js';
 import {
@@ -27,10 +31,6 @@ import {
 } from './range.js';
 import { Scan, type ScanRequest } from './scan.js';
 import { Txn } from './txn.js';
-import { bytesArg, flagArg, objectArg, revisionArg } from './validate.js';
-import { watchHubOf } from './watch/hub.js';
-import type { WatchRequest } from './watch/types.js';
-import type { Watcher } from './watch/watcher.js';
 
 /** Options of {@link KV.count}. */
 export interface CountOptions extends CallOptions {

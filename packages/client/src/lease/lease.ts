@@ -7,12 +7,13 @@
 
 import { setMaxListeners } from 'node:events';
 import { EventEmitter } from 'eventemitter3';
-import { type Acknowledged, acknowledged } from './acknowledged.js';
-import { compareBytes } from './bytes.js';
-import type { CallOptions, Rpc } from './connection/types.js';
-import { type EtcdError, InvalidArgumentError } from './errors.js';
-import { etcdserverpb_Lease as methods } from './generated/methods.js';
-import { type ResponseHeader, toResponseHeader } from './header.js';
+import { type Acknowledged, acknowledged } from '../acknowledged.js';
+import { compareBytes } from '../bytes.js';
+import type { CallOptions, Rpc } from '../connection/types.js';
+import { type EtcdError, InvalidArgumentError } from '../errors.js';
+import { etcdserverpb_Lease as methods } from '../generated/methods.js';
+import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { plainBytes } from '../plain-bytes.js';
 import {
   callHook,
   type LeaseEvents,
@@ -22,7 +23,6 @@ import {
 } from './lease-events.js';
 import { LeaseKeeper } from './lease-keepalive.js';
 import { LeaseLostError, type LeaseLostReason } from './lease-lost.js';
-import { plainBytes } from './plain-bytes.js';
 
 /** Options of {@link LeaseClient.grant}. */
 export interface LeaseGrantOptions extends CallOptions {

@@ -1,15 +1,15 @@
 // Reading a range too large for one response, key by key. etcd 3.7 streams it (RangeStream); older
 // servers answer Unimplemented, and the scan falls back to pages of Range, all pinned to the
 // revision of the first page so the result is one consistent snapshot, exactly like the stream.
-import { concatBytes } from './bytes.js';
-import type { CallOptions, Rpc } from './connection/types.js';
-import { AbortedError, EtcdError, InvalidArgumentError } from './errors.js';
-import { etcdserverpb_KV } from './generated/methods.js';
-import type { etcdserverpb } from './generated/protocol.js';
+import { concatBytes } from '../bytes.js';
+import type { CallOptions, Rpc } from '../connection/types.js';
+import { AbortedError, EtcdError, InvalidArgumentError } from '../errors.js';
+import { etcdserverpb_KV } from '../generated/methods.js';
+import type { etcdserverpb } from '../generated/protocol.js';
+import { type KeyValue, toKeyValue } from '../key-value.js';
+import { countArg, flagArg, objectArg, revisionArg } from '../validate.js';
 import { type Interval, type KeyRange, toInterval } from './key-range.js';
-import { type KeyValue, toKeyValue } from './key-value.js';
 import type { KeyPrefix } from './namespace.js';
-import { countArg, flagArg, objectArg, revisionArg } from './validate.js';
 
 /** Options of a scan. Sorting, limits, counting and revision filters are not available. */
 export interface ScanOptions extends CallOptions {
