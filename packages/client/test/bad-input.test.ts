@@ -6,7 +6,7 @@ import { InvalidArgumentError } from '../src/errors.js';
 import { cmp } from '../src/kv/compare.js';
 import { KV } from '../src/kv/kv.js';
 import { op } from '../src/kv/op.js';
-import { rejection } from './kv-support.js';
+import { rejection } from './kv/kv-support.js';
 
 /** An Rpc that fails the test if anything is sent. */
 const silent: Rpc = {

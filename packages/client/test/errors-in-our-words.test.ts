@@ -13,7 +13,7 @@ import {
 import { Etcd } from '../src/etcd.js';
 import { op } from '../src/kv/op.js';
 import { GrpcStatus, TransportError } from '../src/transport/types.js';
-import { rejection } from './kv-support.js';
+import { rejection } from './kv/kv-support.js';
 
 /** Size of a PutRequest with only key and value: a tag and a varint length before each. */
 function putRequestBytes(key: string, valueBytes: number): number {
