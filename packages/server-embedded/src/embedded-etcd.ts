@@ -3,28 +3,28 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { AuthStore } from './auth/auth-store.js';
 import type { Clock, Timer } from './clock.js';
+import { type MemberIdentity, randomId } from './consensus/member-identity.js';
 import { EtcdServerError } from './errors.js';
 import { FaultInjector } from './faults/fault-injector.js';
 import type { LeaseApplier } from './lease/lease-applier.js';
 import type { LeaseTable } from './lease/lease-table.js';
-import type { MvccStore } from './mvcc/store.js';
-import { persistCoreState } from './persistence/core-state.js';
-import { DataDir } from './persistence/data-dir.js';
-import type { AutoCompactionOptions } from './server/auto-compaction.js';
-import type { ClientListeners } from './server/client-listeners.js';
-import { formatClientUrl } from './server/client-urls.js';
-import { createLogger, type LoggerOption, type ServerLogger } from './server/logger.js';
-import { type MemberIdentity, randomId } from './server/member.js';
-import { MemberServer } from './server/member-server.js';
-import type { ClockOption } from './server/member-services.js';
+import { createLogger, type LoggerOption, type ServerLogger } from './logger.js';
+import type { AutoCompactionOptions } from './maintenance/auto-compaction.js';
+import { MemberServer } from './member/member-server.js';
+import type { ClockOption } from './member/member-services.js';
 import {
   compactCore,
   createServerCore,
   renewLeases,
   serviceContext,
   startLeaderWork,
-} from './server/server-core.js';
-import type { ServerTlsOptions } from './server/server-tls.js';
+} from './member/server-core.js';
+import type { MvccStore } from './mvcc/store.js';
+import type { ClientListeners } from './net/client-listeners.js';
+import { formatClientUrl } from './net/client-urls.js';
+import type { ServerTlsOptions } from './net/server-tls.js';
+import { persistCoreState } from './persistence/core-state.js';
+import { DataDir } from './persistence/data-dir.js';
 import type { VirtualClock } from './virtual-clock.js';
 import type { WatchableStore } from './watch/watchable-store.js';
 

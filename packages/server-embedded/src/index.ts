@@ -25,6 +25,8 @@ export {
   type EmbeddedClusterOptions,
   type StartAddedOptions,
 } from './cluster/embedded-cluster.js';
+export type { MemberIdentity } from './consensus/member-identity.js';
+export type { Member } from './consensus/membership.js';
 export {
   DEFAULT_ETCD_VERSION,
   EmbeddedEtcd,
@@ -40,7 +42,14 @@ export {
 export type { MethodName } from './faults/methods.js';
 export type { Lease } from './lease/lease.js';
 export { type LeaseChange, LeaseTable } from './lease/lease-table.js';
-export type { Lessor } from './lease/lessor.js';
+export type {
+  LogEntry,
+  LoggerOption,
+  LogLevel,
+  LogSink,
+  LogValue,
+} from './logger.js';
+export type { AutoCompactionOptions } from './maintenance/auto-compaction.js';
 export {
   type DecodedSnapshot,
   decodeSnapshot,
@@ -48,7 +57,9 @@ export {
   type SnapshotMember,
   type SnapshotMetadata,
 } from './maintenance/snapshot.js';
+export type { ClockOption } from './member/member-services.js';
 export type { KeyRange } from './mvcc/index.js';
+export type { Lessor } from './mvcc/lessor.js';
 export type {
   CommitListener,
   CompactionListener,
@@ -60,6 +71,8 @@ export type {
 } from './mvcc/store.js';
 export type { StoreWrite } from './mvcc/store-write.js';
 export type { CommittedRevision, KeyValue, MvccEvent } from './mvcc/types.js';
+export { ClientUrlError } from './net/client-urls.js';
+export type { ServerTlsOptions } from './net/server-tls.js';
 export { DataDirCorruptError, DataDirForeignError } from './persistence/data-dir.js';
 export { DataDirLockedError } from './persistence/dir-lock.js';
 export {
@@ -68,19 +81,6 @@ export {
   type PersistentState,
   type StateJournal,
 } from './persistence/journal.js';
-export type { AutoCompactionOptions } from './server/auto-compaction.js';
-export { ClientUrlError } from './server/client-urls.js';
-export type {
-  LogEntry,
-  LoggerOption,
-  LogLevel,
-  LogSink,
-  LogValue,
-} from './server/logger.js';
-export type { MemberIdentity } from './server/member.js';
-export type { ClockOption } from './server/member-services.js';
-export type { Member } from './server/membership.js';
-export type { ServerTlsOptions } from './server/server-tls.js';
 export { VirtualClock } from './virtual-clock.js';
 export type { WatchableStore, WatchableStoreOptions } from './watch/watchable-store.js';
 export type {

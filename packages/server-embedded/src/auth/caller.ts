@@ -1,7 +1,7 @@
 // The sender of one request, identified, and the permission checks etcd makes for each kind of
 // request (server/etcdserver/apply/auth.go and the checks of v3_server.go). Each check throws the
 // EtcdServerError etcd answers with; while auth is off every check passes.
-import { EtcdServerError } from '../errors.js';
+
 import type {
   Compare,
   DeleteRangeRequest,
@@ -9,8 +9,9 @@ import type {
   RangeRequest,
   RequestOp,
   TxnRequest,
-} from '../kv/requests.js';
-import { bytesOf } from '../kv/requests.js';
+} from '../api/requests.js';
+import { bytesOf } from '../api/requests.js';
+import { EtcdServerError } from '../errors.js';
 import type { AuthStore } from './auth-store.js';
 import type { AuthInfo } from './types.js';
 

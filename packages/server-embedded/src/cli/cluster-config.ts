@@ -4,7 +4,7 @@
 // member or silently dropped.
 import type { EmbeddedClusterOptions } from '../cluster/embedded-cluster.js';
 import type { EmbeddedEtcdOptions } from '../embedded-etcd.js';
-import { type ClientUrl, ClientUrlError, parseListenUrl } from '../server/client-urls.js';
+import { type ClientUrl, ClientUrlError, parseListenUrl } from '../net/client-urls.js';
 import { ConfigError } from './config-error.js';
 import { environmentName, type ParsedFlags } from './flags.js';
 

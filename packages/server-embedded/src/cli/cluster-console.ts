@@ -4,7 +4,7 @@
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import type { EmbeddedCluster } from '../cluster/embedded-cluster.js';
-import type { ServerLogger } from '../server/logger.js';
+import type { ServerLogger } from '../logger.js';
 import { runClusterCommand } from './cluster-commands.js';
 
 /** Commands being read; {@link close} stops reading and answering. */

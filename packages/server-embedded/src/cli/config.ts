@@ -4,9 +4,9 @@
 import { readFile } from 'node:fs/promises';
 import type { EmbeddedClusterOptions } from '../cluster/embedded-cluster.js';
 import type { EmbeddedEtcdOptions } from '../embedded-etcd.js';
-import type { AutoCompactionOptions } from '../server/auto-compaction.js';
-import type { LogLevel } from '../server/logger.js';
-import type { ServerTlsOptions } from '../server/server-tls.js';
+import type { LogLevel } from '../logger.js';
+import type { AutoCompactionOptions } from '../maintenance/auto-compaction.js';
+import type { ServerTlsOptions } from '../net/server-tls.js';
 import { simulatedClusterOf } from './cluster-config.js';
 import { ConfigError } from './config-error.js';
 import { parseGoDuration } from './duration.js';

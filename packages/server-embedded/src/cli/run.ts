@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import { EmbeddedCluster, type EmbeddedClusterOptions } from '../cluster/embedded-cluster.js';
 import { DEFAULT_ETCD_VERSION, EmbeddedEtcd } from '../embedded-etcd.js';
-import { createLogger, jsonLogSink, type LogSink } from '../server/logger.js';
+import { createLogger, jsonLogSink, type LogSink } from '../logger.js';
 import { memberLine } from './cluster-commands.js';
 import { openClusterConsole } from './cluster-console.js';
 import { buildConfig, type CliConfig, ConfigError } from './config.js';

@@ -15,14 +15,15 @@
 //   campaigning commits nothing, so what it reports stays what it had, as here.
 // - Sizes, leases, members and alarms: small lists, copied at once (Status, LeaseLeases,
 //   MemberList, Snapshot and Hash).
+
+import type { Member } from '../consensus/membership.js';
+import { ProposalLog } from '../consensus/proposals.js';
+import type { WriteGuard } from '../consensus/write-guard.js';
 import { KvApplier } from '../kv/kv-applier.js';
 import type { Alarm } from '../maintenance/alarms.js';
+import type { ServerCore } from '../member/server-core.js';
 import type { HistoryEntry } from '../mvcc/history.js';
 import { MvccStore } from '../mvcc/store.js';
-import type { Member } from '../server/membership.js';
-import { ProposalLog } from '../server/proposals.js';
-import type { ServerCore } from '../server/server-core.js';
-import type { WriteGuard } from '../server/write-guard.js';
 import type { AppliedState } from '../services/context.js';
 
 /** A member's state at the moment it was cut off (see the file comment). */

@@ -1,10 +1,11 @@
 // One member of a simulated cluster: its own endpoint, member id, call gate and leader gate, over
 // the store the whole cluster shares. What a test does to a member (stop, start, partition, pause)
 // changes what it can reach; the cluster then decides who leads and what each member knows.
+
+import type { MemberIdentity } from '../consensus/member-identity.js';
 import type { FaultInjector } from '../faults/fault-injector.js';
-import type { ServerLogger } from '../server/logger.js';
-import type { MemberIdentity } from '../server/member.js';
-import type { MemberServer, ServedServices } from '../server/member-server.js';
+import type { ServerLogger } from '../logger.js';
+import type { MemberServer, ServedServices } from '../member/member-server.js';
 import type { AppliedState } from '../services/context.js';
 import type { WatchableStore } from '../watch/watchable-store.js';
 import type { LeaderGate } from './leader-gate.js';

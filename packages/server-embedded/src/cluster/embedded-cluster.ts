@@ -8,7 +8,7 @@
 // answers what it may alone from a copy of what it had applied then (applied-state.ts), since the
 // quorum goes on changing the shared store.
 //
-// Membership changes as in etcd 3.4 (server/membership.ts has the checks): MemberAdd registers a
+// Membership changes as in etcd 3.4 (consensus/membership.ts has the checks): MemberAdd registers a
 // voting member that is not started, and the quorum counts it at once (adding one to a single
 // member leaves no quorum until it starts); startAdded() starts it on its own endpoint, where it
 // publishes its name and client URL. A learner added can be started the same way: it does not
@@ -40,20 +40,20 @@
 import { etcdserverpb_Cluster } from '@etcdkit/client/protocol';
 import type { AuthStore } from '../auth/auth-store.js';
 import type { Clock, Timer } from '../clock.js';
+import { type MemberIdentity, randomId } from '../consensus/member-identity.js';
+import { type Membership, type MembershipState, quorumOf } from '../consensus/membership.js';
 import type { EmbeddedEtcdOptions } from '../embedded-etcd.js';
 import { DEFAULT_ETCD_VERSION } from '../embedded-etcd.js';
 import { EtcdServerError } from '../errors.js';
 import type { LeaseTable } from '../lease/lease-table.js';
-import type { MvccStore } from '../mvcc/store.js';
-import { createLogger, type ServerLogger } from '../server/logger.js';
-import { type MemberIdentity, randomId } from '../server/member.js';
-import { type Membership, type MembershipState, quorumOf } from '../server/membership.js';
+import { createLogger, type ServerLogger } from '../logger.js';
 import {
   createServerCore,
   renewLeases,
   type ServerCore,
   startLeaderWork,
-} from '../server/server-core.js';
+} from '../member/server-core.js';
+import type { MvccStore } from '../mvcc/store.js';
 import type { VirtualClock } from '../virtual-clock.js';
 import type { EmbeddedClusterMember } from './cluster-member.js';
 import type { GateStatus } from './leader-gate.js';

@@ -58,9 +58,9 @@ import {
   v3lockpb_Lock,
 } from '@etcdkit/client/protocol';
 import * as grpc from '@grpc/grpc-js';
+import type { RangeRequest, TxnRequest } from '../api/requests.js';
 import { type Clock, systemClock, type Timer } from '../clock.js';
 import { EtcdServerError, GrpcCode } from '../errors.js';
-import type { RangeRequest, TxnRequest } from '../kv/requests.js';
 import { isReadOnlyTxn } from '../kv/txn.js';
 import { isLocalRange, isLocalTxn } from '../services/local-reads.js';
 

@@ -1,11 +1,12 @@
 // How a member of a simulated cluster is put together: its port and leader gate first (opened
 // before the cluster exists, or when an added member starts), then its services over the shared
 // server core, its fault injector and the member object, bound to the cluster by callbacks.
+
+import type { MemberIdentity } from '../consensus/member-identity.js';
 import { FaultInjector } from '../faults/fault-injector.js';
-import type { ServerLogger } from '../server/logger.js';
-import type { MemberIdentity } from '../server/member.js';
-import { MemberServer } from '../server/member-server.js';
-import { compactCore, type ServerCore, serviceContext } from '../server/server-core.js';
+import type { ServerLogger } from '../logger.js';
+import { MemberServer } from '../member/member-server.js';
+import { compactCore, type ServerCore, serviceContext } from '../member/server-core.js';
 import type { ServiceContext } from '../services/context.js';
 import { MemberAppliedState } from './applied-state.js';
 import { EmbeddedClusterMember } from './cluster-member.js';

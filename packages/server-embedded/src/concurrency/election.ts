@@ -4,8 +4,8 @@
 // Campaign always withdraws the key it queued.
 
 import { linkSignals } from '@etcdkit/client';
+import type { ResponseHeader, WireKeyValue } from '../api/requests.js';
 import { EtcdServerError } from '../errors.js';
-import type { ResponseHeader, WireKeyValue } from '../kv/requests.js';
 import type { LocalClient } from './local-client.js';
 import {
   createdAt,

@@ -10,9 +10,6 @@
 // on a context without the caller's token, which fails with auth on and leaves the key to its lease.
 import { setMaxListeners } from 'node:events';
 import { etcdserverpb } from '@etcdkit/client/protocol';
-import type { CallCredentials } from '../auth/types.js';
-import { EtcdServerError } from '../errors.js';
-import type { KvApplier } from '../kv/kv-applier.js';
 import type {
   DeleteRangeRequest,
   DeleteRangeResponse,
@@ -20,7 +17,10 @@ import type {
   RangeResponse,
   TxnRequest,
   TxnResponse,
-} from '../kv/requests.js';
+} from '../api/requests.js';
+import type { CallCredentials } from '../auth/types.js';
+import { EtcdServerError } from '../errors.js';
+import type { KvApplier } from '../kv/kv-applier.js';
 import type { LeaseApplier } from '../lease/lease-applier.js';
 import type { WatchableStore } from '../watch/watchable-store.js';
 import { StoreWatch, type StoreWatchOptions, type WatchTarget } from './store-watch.js';

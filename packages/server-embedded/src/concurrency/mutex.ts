@@ -4,9 +4,9 @@
 // and the cleanup after a failed wait deletes only the key this call queued.
 
 import { linkSignals } from '@etcdkit/client';
+import type { ResponseHeader } from '../api/requests.js';
 import { EMPTY_BYTES } from '../bytes.js';
 import { EtcdServerError } from '../errors.js';
-import type { ResponseHeader } from '../kv/requests.js';
 import type { LocalClient } from './local-client.js';
 import {
   createdAt,

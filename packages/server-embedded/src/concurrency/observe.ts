@@ -5,8 +5,9 @@
 //
 // One prefix watch, created in the same synchronous step as the read, carries everything after the
 // read; the consumer may be slow (a gRPC stream), and the watch keeps the order meanwhile.
+
+import { toWireKeyValue, type WireKeyValue } from '../api/requests.js';
 import { keyString } from '../bytes.js';
-import { toWireKeyValue, type WireKeyValue } from '../kv/requests.js';
 import type { LocalClient } from './local-client.js';
 import { oldestUnder, queuePrefix } from './queue.js';
 import { type StoreWatch, StoreWatchCompactedError } from './store-watch.js';

@@ -3,14 +3,15 @@
 // every session queues under `name + "/"` with ONE key, `name/<lease id in hex>`, attached to its
 // lease. The key with the oldest create revision holds the lock or the leadership; the others wait
 // in create-revision order, each for the delete of the key just ahead of it (no thundering herd).
-import type { EtcdServerError } from '../errors.js';
+
 import type {
   Compare,
   RangeRequest,
   RequestOp,
   ResponseHeader,
   WireKeyValue,
-} from '../kv/requests.js';
+} from '../api/requests.js';
+import type { EtcdServerError } from '../errors.js';
 import type { LocalClient } from './local-client.js';
 import { prefixEnd, type StoreWatch } from './store-watch.js';
 

@@ -2,11 +2,12 @@
 // range, at the revision the txn starts from, and passes only if every key read passes. A missing
 // key (or an empty range) is compared as a zero KeyValue: VALUE then never passes, while CREATE,
 // MOD, VERSION and LEASE compare against 0, so `create_revision == 0` means "absent".
+
+import { bigintOf, bytesOf, type Compare } from '../api/requests.js';
 import { compareBytes } from '../bytes.js';
 import type { ReadView } from '../mvcc/store.js';
 import type { KeyValue } from '../mvcc/types.js';
 import { keyRangeOf } from './range.js';
-import { bigintOf, bytesOf, type Compare } from './requests.js';
 
 /** Compare.CompareTarget */
 const Target = { VERSION: 0, CREATE: 1, MOD: 2, VALUE: 3, LEASE: 4 } as const;

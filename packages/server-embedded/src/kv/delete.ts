@@ -1,13 +1,14 @@
 // DeleteRange (etcd's txn/delete.go). Deleting nothing changes nothing: no new revision.
-import type { StoreWrite } from '../mvcc/store-write.js';
-import { keyRangeOf } from './range.js';
+
 import {
   bytesOf,
   type DeleteRangeRequest,
   type DeleteRangeResponse,
   revisionHeader,
   toWireKeyValue,
-} from './requests.js';
+} from '../api/requests.js';
+import type { StoreWrite } from '../mvcc/store-write.js';
+import { keyRangeOf } from './range.js';
 
 /** Applies a delete within `write`; prev_kv returns the deleted key-values in key order. */
 export function applyDeleteRange(write: StoreWrite, r: DeleteRangeRequest): DeleteRangeResponse {

@@ -4,9 +4,10 @@
 // both. Overlapping deletes are fine. Two quirks of etcd are kept on purpose, because clients can
 // observe them: a delete whose range_end is "\0" (every key from `key` on) conflicts with no put,
 // and a nested txn's deletes only conflict with puts of the txns after it, not before it.
+
+import { bytesOf, operationOf, type RequestOp } from '../api/requests.js';
 import { keyString } from '../bytes.js';
 import { EtcdServerError } from '../errors.js';
-import { bytesOf, operationOf, type RequestOp } from './requests.js';
 
 /** A deleted range [begin, end) of latin1 key strings. */
 interface Interval {

@@ -5,18 +5,7 @@
 // after the validation and before the proposal, and its permissions are checked when the request is
 // applied, after the alarms, as in etcd; a request that comes with no credentials at all is the
 // server's own and is not checked.
-import type { Authorizer } from '../auth/authorizer.js';
-import type { Caller } from '../auth/caller.js';
-import type { CallCredentials } from '../auth/types.js';
-import { EtcdServerError } from '../errors.js';
-import type { Lessor } from '../lease/lessor.js';
-import type { MvccStore } from '../mvcc/store.js';
-import { ProposalKind, type ProposalLog } from '../server/proposals.js';
-import type { WriteGuard } from '../server/write-guard.js';
-import { applyDeleteRange } from './delete.js';
-import { checkIntervals } from './intervals.js';
-import { applyPut, checkPut } from './put.js';
-import { executeRange, hasRevisionFilters, isDefaultOrdering } from './range.js';
+
 import type {
   CompactionRequest,
   CompactionResponse,
@@ -28,8 +17,20 @@ import type {
   RangeResponse,
   TxnRequest,
   TxnResponse,
-} from './requests.js';
-import { numberOf, revisionHeader } from './requests.js';
+} from '../api/requests.js';
+import { numberOf, revisionHeader } from '../api/requests.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { Caller } from '../auth/caller.js';
+import type { CallCredentials } from '../auth/types.js';
+import { ProposalKind, type ProposalLog } from '../consensus/proposals.js';
+import type { WriteGuard } from '../consensus/write-guard.js';
+import { EtcdServerError } from '../errors.js';
+import type { Lessor } from '../mvcc/lessor.js';
+import type { MvccStore } from '../mvcc/store.js';
+import { applyDeleteRange } from './delete.js';
+import { checkIntervals } from './intervals.js';
+import { applyPut, checkPut } from './put.js';
+import { executeRange, hasRevisionFilters, isDefaultOrdering } from './range.js';
 import { checkTxn, executeTxn, isReadOnlyTxn, planTxn } from './txn.js';
 import {
   checkDeleteRequest,

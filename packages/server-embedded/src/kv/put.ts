@@ -1,10 +1,7 @@
 // Put (etcd's txn/put.go). A put always makes a new revision, even with an identical value: the
 // version grows and the create revision stays. ignore_value and ignore_lease keep the key's current
 // value or lease, and need the key to exist.
-import { EtcdServerError } from '../errors.js';
-import type { Lessor } from '../lease/lessor.js';
-import type { ReadView } from '../mvcc/store.js';
-import type { StoreWrite } from '../mvcc/store-write.js';
+
 import {
   bigintOf,
   bytesOf,
@@ -12,7 +9,11 @@ import {
   type PutResponse,
   revisionHeader,
   toWireKeyValue,
-} from './requests.js';
+} from '../api/requests.js';
+import { EtcdServerError } from '../errors.js';
+import type { Lessor } from '../mvcc/lessor.js';
+import type { ReadView } from '../mvcc/store.js';
+import type { StoreWrite } from '../mvcc/store-write.js';
 
 /**
  * The checks of a put that depend on state, against the view the request starts from: the lease

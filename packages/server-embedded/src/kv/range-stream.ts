@@ -3,9 +3,9 @@
 // header, `more` and `count`, so that merging the chunks gives the Range response. Chunks start at
 // 10 keys and double or halve to land near max-request-bytes, as etcd sizes them.
 import { etcdserverpb } from '@etcdkit/client/protocol';
+import { bytesOf, numberOf, type RangeRequest, type RangeResponse } from '../api/requests.js';
 import type { MvccStore } from '../mvcc/store.js';
 import { executeRange } from './range.js';
-import { bytesOf, numberOf, type RangeRequest, type RangeResponse } from './requests.js';
 
 const INITIAL_CHUNK_KEYS = 10;
 

@@ -3,10 +3,7 @@
 // stop after limit+1 keys (the extra one tells whether there are more); otherwise every match is
 // read, filtered, sorted, and only then cut to the limit. `count` is always the number of keys in
 // the range at that revision, before filters and limit.
-import { compareBytes, isNullByte } from '../bytes.js';
-import type { KeyRange } from '../mvcc/index.js';
-import type { RangeResult, ReadView } from '../mvcc/store.js';
-import type { KeyValue } from '../mvcc/types.js';
+
 import {
   bytesOf,
   numberOf,
@@ -14,7 +11,11 @@ import {
   type RangeResponse,
   revisionHeader,
   toWireKeyValue,
-} from './requests.js';
+} from '../api/requests.js';
+import { compareBytes, isNullByte } from '../bytes.js';
+import type { KeyRange } from '../mvcc/index.js';
+import type { RangeResult, ReadView } from '../mvcc/store.js';
+import type { KeyValue } from '../mvcc/types.js';
 
 /** RangeRequest.SortOrder */
 const SortOrder = { NONE: 0, ASCEND: 1, DESCEND: 2 } as const;

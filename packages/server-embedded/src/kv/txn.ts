@@ -4,14 +4,7 @@
 // revisions), and any failure rejects the whole txn before anything is written. Finally the ops
 // run in order within one store write, so later ops see earlier ones and every change shares one
 // revision.
-import { EtcdServerError } from '../errors.js';
-import type { Lessor } from '../lease/lessor.js';
-import type { ReadView } from '../mvcc/store.js';
-import type { StoreWrite } from '../mvcc/store-write.js';
-import { applyCompares } from './compare.js';
-import { applyDeleteRange } from './delete.js';
-import { applyPut, checkPutInTxn } from './put.js';
-import { executeRange } from './range.js';
+
 import {
   numberOf,
   type Operation,
@@ -21,7 +14,15 @@ import {
   type ResponseOp,
   type TxnRequest,
   type TxnResponse,
-} from './requests.js';
+} from '../api/requests.js';
+import { EtcdServerError } from '../errors.js';
+import type { Lessor } from '../mvcc/lessor.js';
+import type { ReadView } from '../mvcc/store.js';
+import type { StoreWrite } from '../mvcc/store-write.js';
+import { applyCompares } from './compare.js';
+import { applyDeleteRange } from './delete.js';
+import { applyPut, checkPutInTxn } from './put.js';
+import { executeRange } from './range.js';
 
 /** The outcome of a txn's compares: which branch runs, and the plans of its nested txns. */
 export interface TxnPlan {

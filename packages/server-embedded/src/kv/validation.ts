@@ -1,7 +1,7 @@
 // Request checks that need no store state, run before a request is proposed, in etcd's order
 // (api/v3rpc/key.go): for a txn first the op count, then empty compare keys, then each op, and
 // only then the duplicate-key rules (intervals.ts).
-import { EtcdServerError } from '../errors.js';
+
 import {
   type DeleteRangeRequest,
   numberOf,
@@ -10,7 +10,8 @@ import {
   type RangeRequest,
   type RequestOp,
   type TxnRequest,
-} from './requests.js';
+} from '../api/requests.js';
+import { EtcdServerError } from '../errors.js';
 
 const SORT_ORDERS = new Set([0, 1, 2]);
 const SORT_TARGETS = new Set([0, 1, 2, 3, 4]);

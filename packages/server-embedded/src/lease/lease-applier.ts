@@ -6,15 +6,15 @@
 // With auth, each request is checked where etcd checks it; requests that come with no credentials
 // are the server's own (expiry) and are not checked.
 import { type etcdserverpb, etcdserverpb as pb } from '@etcdkit/client/protocol';
+import { bigintOf, revisionHeader } from '../api/requests.js';
 import type { Authorizer } from '../auth/authorizer.js';
 import type { Caller } from '../auth/caller.js';
 import type { CallCredentials } from '../auth/types.js';
 import { type Clock, every, type Timer } from '../clock.js';
+import { ProposalKind, type ProposalLog } from '../consensus/proposals.js';
+import type { WriteGuard } from '../consensus/write-guard.js';
 import { EtcdServerError } from '../errors.js';
-import { bigintOf, revisionHeader } from '../kv/requests.js';
 import type { MvccStore } from '../mvcc/store.js';
-import { ProposalKind, type ProposalLog } from '../server/proposals.js';
-import type { WriteGuard } from '../server/write-guard.js';
 import type { Lease } from './lease.js';
 import type { LeaseTable } from './lease-table.js';
 

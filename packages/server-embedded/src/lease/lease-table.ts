@@ -2,10 +2,11 @@
 // nothing of requests, raft or time; the LeaseApplier decides when leases are granted, renewed and
 // revoked. Revoking deletes every attached key in one store revision, in key order, as etcd does
 // (its lessor sorts the keys so that every member writes the same revision).
+
+import type { Lessor } from '../mvcc/lessor.js';
 import type { MvccStore } from '../mvcc/store.js';
 import { ExpiryQueue } from './expiry-queue.js';
 import { Lease } from './lease.js';
-import type { Lessor } from './lessor.js';
 
 /**
  * A lease coming or going: what a data dir logs (expiries and keep-alives are not changes: a

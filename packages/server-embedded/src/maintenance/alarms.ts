@@ -3,11 +3,11 @@
 // for any member, puts, txns that contain a put and lease grants are refused when applied; while
 // CORRUPT is, every write is (etcd's capped and corrupt appliers). Reads go on.
 import { type etcdserverpb, etcdserverpb as pb } from '@etcdkit/client/protocol';
+import { bigintOf, revisionHeader } from '../api/requests.js';
+import { ProposalKind, type ProposalLog } from '../consensus/proposals.js';
+import type { GuardedRequest } from '../consensus/write-guard.js';
 import { EtcdServerError } from '../errors.js';
-import { bigintOf, revisionHeader } from '../kv/requests.js';
 import type { MvccStore } from '../mvcc/store.js';
-import { ProposalKind, type ProposalLog } from '../server/proposals.js';
-import type { GuardedRequest } from '../server/write-guard.js';
 import { txnCost } from './quota.js';
 
 export type AlarmRequest = etcdserverpb.AlarmRequest.$Properties;

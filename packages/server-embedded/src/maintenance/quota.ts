@@ -3,9 +3,10 @@
 // to the quota or past it raises the NOSPACE alarm (itself a raft request) and fails. The costs are
 // etcd's estimates: 256 bytes plus key and value per put (a txn costs its larger branch, nested
 // txns included), 64 bytes per lease.
+
+import { operationOf, type PutRequest, type TxnRequest } from '../api/requests.js';
+import type { GuardedRequest } from '../consensus/write-guard.js';
 import { EtcdServerError } from '../errors.js';
-import { operationOf, type PutRequest, type TxnRequest } from '../kv/requests.js';
-import type { GuardedRequest } from '../server/write-guard.js';
 
 const KV_OVERHEAD = 256;
 const LEASE_OVERHEAD = 64;

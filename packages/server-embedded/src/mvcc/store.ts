@@ -3,10 +3,10 @@
 // the next revision and bumps the current revision once, at its end, if anything changed. All of
 // this is synchronous, so no reader can observe a half-applied write.
 import { EtcdServerError } from '../errors.js';
-import type { Lessor } from '../lease/lessor.js';
 import { newHistoryHasher } from './hash.js';
 import { type HistoryEntry, RevisionHistory } from './history.js';
 import { KeyIndexTree, type KeyRange } from './index.js';
+import type { Lessor } from './lessor.js';
 import { StoreWrite } from './store-write.js';
 import type { CommittedRevision, KeyValue, MvccEvent } from './types.js';
 

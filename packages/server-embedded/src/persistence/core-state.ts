@@ -3,11 +3,11 @@
 // store's keys attach to leases that must exist by then).
 import type { AuthStore } from '../auth/auth-store.js';
 import type { Clock } from '../clock.js';
+import type { Membership } from '../consensus/membership.js';
+import type { ProposalLog } from '../consensus/proposals.js';
 import type { LeaseTable } from '../lease/lease-table.js';
 import type { AlarmStore } from '../maintenance/alarms.js';
 import type { MvccStore } from '../mvcc/store.js';
-import type { Membership } from '../server/membership.js';
-import type { ProposalLog } from '../server/proposals.js';
 import type { DataDir } from './data-dir.js';
 import { persistAlarms } from './states/alarm-state.js';
 import { persistAuth } from './states/auth-state.js';

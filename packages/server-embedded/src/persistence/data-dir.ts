@@ -7,7 +7,7 @@
 // snapshot of all states is written and the log before it removed.
 import { mkdir, readdir, readFile, rm, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ServerLogger } from '../server/logger.js';
+import type { ServerLogger } from '../logger.js';
 import { MalformedDataError } from './binary.js';
 import { type DirLock, lockDataDir } from './dir-lock.js';
 import type { AppendRecord, PersistentState, StateJournal } from './journal.js';

@@ -4,10 +4,10 @@
 // the exception: the password is checked before anything is proposed and the call's own token,
 // if any, is not looked at. Every answer carries a full header.
 import { type authpb, etcdserverpb_Auth } from '@etcdkit/client/protocol';
+import { bytesOf } from '../api/requests.js';
 import type { Caller } from '../auth/caller.js';
 import { type KeyPermission, PermissionType } from '../auth/types.js';
-import { bytesOf } from '../kv/requests.js';
-import { ProposalKind } from '../server/proposals.js';
+import { ProposalKind } from '../consensus/proposals.js';
 import { fillHeader, type ServiceContext } from './context.js';
 import type { CallInfo, ServiceRegistry } from './registry.js';
 

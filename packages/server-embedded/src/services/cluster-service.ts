@@ -1,10 +1,10 @@
 // etcdserverpb.Cluster over gRPC: the members of a server alone or of a simulated cluster (see
-// server/membership.ts). A change is checked as the member called sees its peers (etcd's strict
+// consensus/membership.ts). A change is checked as the member called sees its peers (etcd's strict
 // reconfiguration check runs on the member asked). Its headers carry no revision: etcd's cluster
 // service does not read the store. With auth on, listing members needs a user and changing them the root
 // role (checked after the peer URLs are parsed, as etcd's gRPC layer parses them first).
 import { type etcdserverpb, etcdserverpb_Cluster } from '@etcdkit/client/protocol';
-import { type Member, parsePeerUrls } from '../server/membership.js';
+import { type Member, parsePeerUrls } from '../consensus/membership.js';
 import { fillHeaderWithoutRevision, type ServiceContext } from './context.js';
 import type { CallInfo, ServiceRegistry } from './registry.js';
 

@@ -1,16 +1,17 @@
 // What the gRPC services share: the member's identity, its raft log, the store and the KV applier.
+
+import type { ResponseHeader } from '../api/requests.js';
 import type { Authorizer } from '../auth/authorizer.js';
 import type { Clock } from '../clock.js';
+import type { MemberIdentity } from '../consensus/member-identity.js';
+import type { Member, Membership } from '../consensus/membership.js';
+import type { ProposalLog } from '../consensus/proposals.js';
 import type { KvApplier } from '../kv/kv-applier.js';
-import type { ResponseHeader } from '../kv/requests.js';
 import type { LeaseApplier } from '../lease/lease-applier.js';
 import type { LeaseTable } from '../lease/lease-table.js';
 import type { Alarm, AlarmStore } from '../maintenance/alarms.js';
 import type { BackendSize } from '../maintenance/backend-size.js';
 import type { MvccStore } from '../mvcc/store.js';
-import type { MemberIdentity } from '../server/member.js';
-import type { Member, Membership } from '../server/membership.js';
-import type { ProposalLog } from '../server/proposals.js';
 
 /** The server state behind the services. */
 export interface ServiceContext {

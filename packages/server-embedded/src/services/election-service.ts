@@ -6,6 +6,7 @@
 
 import { linkSignals } from '@etcdkit/client';
 import { type v3electionpb, v3electionpb_Election } from '@etcdkit/client/protocol';
+import { bigintOf, bytesOf } from '../api/requests.js';
 import {
   campaign,
   type LeaderKey,
@@ -17,7 +18,6 @@ import {
 import { type LocalClient, withoutStatus } from '../concurrency/local-client.js';
 import { observe } from '../concurrency/observe.js';
 import { EtcdServerError } from '../errors.js';
-import { bigintOf, bytesOf } from '../kv/requests.js';
 import { fillHeader, type ServiceContext } from './context.js';
 import type { CallInfo, ServiceRegistry } from './registry.js';
 

@@ -3,8 +3,8 @@
 // from what it had applied (ServiceContext.appliedState): ranges, and a txn's compares as well as
 // its ranges, all at the revision it had, never against what the quorum wrote since.
 import { etcdserverpb_KV } from '@etcdkit/client/protocol';
+import type { ResponseHeader } from '../api/requests.js';
 import { rangeStreamChunks } from '../kv/range-stream.js';
-import type { ResponseHeader } from '../kv/requests.js';
 import { fillHeader, fillHeaderWithoutRevision, type ServiceContext } from './context.js';
 import { isLocalRange, isLocalTxn } from './local-reads.js';
 import type { CallInfo, ServiceRegistry } from './registry.js';

@@ -3,7 +3,7 @@
 // stays open. Each reply's header is taken before the renewal, as etcd does, so its revision is
 // never one the renewed lease could already have been revoked at.
 import { type etcdserverpb, etcdserverpb_Lease } from '@etcdkit/client/protocol';
-import { bigintOf } from '../kv/requests.js';
+import { bigintOf } from '../api/requests.js';
 import { fillHeader, type ServiceContext } from './context.js';
 import { type ServiceRegistry, toStatus } from './registry.js';
 

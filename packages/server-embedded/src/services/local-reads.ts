@@ -3,7 +3,7 @@
 // (its Range and Txn skip the read index for them; etcd 3.4's isTxnReadonly and isTxnSerializable).
 // A txn holding a nested txn is not read-only by that test, even when the nested one only reads: it
 // is a proposal, as in etcd. A txn with no ops at all is read-only and serializable.
-import type { RangeRequest, TxnRequest } from '../kv/requests.js';
+import type { RangeRequest, TxnRequest } from '../api/requests.js';
 
 /** True for a Range the member may answer alone. */
 export function isLocalRange(r: RangeRequest): boolean {

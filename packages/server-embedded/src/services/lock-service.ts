@@ -4,9 +4,9 @@
 // is checked as the caller's. Errors go out as etcd sends them from this service: status Unknown
 // with etcd's message.
 import { v3lockpb_Lock } from '@etcdkit/client/protocol';
+import { bigintOf, bytesOf } from '../api/requests.js';
 import { type LocalClient, withoutStatus } from '../concurrency/local-client.js';
 import { lock, unlock } from '../concurrency/mutex.js';
-import { bigintOf, bytesOf } from '../kv/requests.js';
 import { fillHeader, type ServiceContext } from './context.js';
 import type { CallInfo, ServiceRegistry } from './registry.js';
 

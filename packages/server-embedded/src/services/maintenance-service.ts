@@ -7,8 +7,8 @@
 // what it had applied (ServiceContext.appliedState): its raft term and index, sizes and alarms in
 // Status, its own store for Hash, HashKV and Snapshot, and its own backend for Defragment.
 import { etcdserverpb_Maintenance } from '@etcdkit/client/protocol';
+import { revisionHeader } from '../api/requests.js';
 import { EtcdServerError } from '../errors.js';
-import { revisionHeader } from '../kv/requests.js';
 import { encodeSnapshot, snapshotMessages } from '../maintenance/snapshot.js';
 import { Crc32c } from '../mvcc/hash.js';
 import { fillHeader, type ServiceContext } from './context.js';

@@ -4,7 +4,6 @@
 import type { MethodDescriptor, MethodKind } from '@etcdkit/client/protocol';
 import type * as grpc from '@grpc/grpc-js';
 import { EtcdServerError, GrpcCode } from '../errors.js';
-import type { UnaryFastPath } from '../server/unary-fast-path.js';
 
 /** What a handler may return: any subset of the response's fields (unset ones are defaults). */
 export type ResponseOf<Res> = { [K in keyof Res]?: Res[K] | null };
@@ -88,14 +87,19 @@ export function toStatus(error: unknown): grpc.ServerErrorResponse {
   return Object.assign(new Error(message), { code: GrpcCode.UNKNOWN, details: message });
 }
 
+/** Where unary handlers are also served without grpc-js (net/unary-fast-path.ts implements it). */
+export interface UnaryRoute {
+  add<Req, Res>(method: MethodDescriptor<Req, Res, 'unary'>, handler: UnaryHandler<Req, Res>): void;
+}
+
 /** Handler registration on one grpc-js server. */
 export class ServiceRegistry {
   private readonly server: grpc.Server;
   private readonly registered = new Set<string>();
-  private readonly fastPath: UnaryFastPath | undefined;
+  private readonly fastPath: UnaryRoute | undefined;
 
   /** `fastPath`: where unary handlers are also served without grpc-js, if anywhere. */
-  constructor(server: grpc.Server, fastPath?: UnaryFastPath) {
+  constructor(server: grpc.Server, fastPath?: UnaryRoute) {
     this.server = server;
     this.fastPath = fastPath;
   }

@@ -4,9 +4,9 @@
 // all go through that queue in the order they are produced, no event of a watch can overtake its
 // created reply and a progress reply is ordered with the events before it.
 
+import { bytesOf, numberOf, type ResponseHeader } from '../api/requests.js';
 import { compareBytes, isNullByte, keyString } from '../bytes.js';
 import { type Clock, every, type Timer } from '../clock.js';
-import { bytesOf, numberOf, type ResponseHeader } from '../kv/requests.js';
 import { fragmentResponse } from './fragments.js';
 import { type MessageWriter, ResponseQueue, WATCH_RESPONSE_CAPACITY } from './response-queue.js';
 import { STREAM_PROGRESS_WATCH_ID, type WatchableStore } from './watchable-store.js';

@@ -1,7 +1,7 @@
 // Watch responses in wire form, and the cancel reasons etcd sends, word for word.
 import type { etcdserverpb, mvccpb } from '@etcdkit/client/protocol';
+import { toWireKeyValue } from '../api/requests.js';
 import { EtcdServerError } from '../errors.js';
-import { toWireKeyValue } from '../kv/requests.js';
 import type { MvccStore } from '../mvcc/store.js';
 import type { MvccEvent } from '../mvcc/types.js';
 

@@ -3,7 +3,7 @@
 // and refuse every write.
 import { describe, expect, it } from 'vitest';
 import { MemberAppliedState } from '../../src/cluster/applied-state.js';
-import { createServerCore, type ServerCore } from '../../src/server/server-core.js';
+import { createServerCore, type ServerCore } from '../../src/member/server-core.js';
 import { b } from '../support/bytes.js';
 
 function freshCore(): ServerCore {

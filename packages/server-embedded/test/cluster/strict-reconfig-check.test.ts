@@ -2,10 +2,10 @@
 // IsReadyToAddVotingMember / IsReadyToRemoveVotingMember) as Membership makes it for a simulated
 // cluster, on a made-up view of who is connected to whom: every case of the rules, with counts.
 import { describe, expect, it } from 'vitest';
+import type { MemberIdentity } from '../../src/consensus/member-identity.js';
+import { Membership } from '../../src/consensus/membership.js';
+import { ProposalLog } from '../../src/consensus/proposals.js';
 import { EtcdServerError } from '../../src/index.js';
-import type { MemberIdentity } from '../../src/server/member.js';
-import { Membership } from '../../src/server/membership.js';
-import { ProposalLog } from '../../src/server/proposals.js';
 
 const NOT_ENOUGH_STARTED = new EtcdServerError('MEMBER_NOT_ENOUGH_STARTED');
 const UNHEALTHY = new EtcdServerError('UNHEALTHY');

@@ -2,12 +2,12 @@
 // virtual clock: the lock and election algorithms run here with no gRPC and no sleeping.
 
 import { LocalClient } from '../../src/concurrency/local-client.js';
+import { ProposalLog } from '../../src/consensus/proposals.js';
 import { VirtualClock } from '../../src/index.js';
 import { KvApplier } from '../../src/kv/kv-applier.js';
 import { LeaseApplier } from '../../src/lease/lease-applier.js';
 import { LeaseTable } from '../../src/lease/lease-table.js';
 import { MvccStore } from '../../src/mvcc/store.js';
-import { ProposalLog } from '../../src/server/proposals.js';
 import { WatchableStore } from '../../src/watch/watchable-store.js';
 import { b, text } from '../support/bytes.js';
 

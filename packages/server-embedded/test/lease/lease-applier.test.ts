@@ -1,11 +1,11 @@
 // The lease applier on a virtual clock: grants, keep-alives, time-to-live, revokes and expiry, with
 // no gRPC in between and no sleeping.
 import { describe, expect, it } from 'vitest';
+import { ProposalLog } from '../../src/consensus/proposals.js';
 import { EtcdServerError, LeaseTable, VirtualClock } from '../../src/index.js';
 import { LeaseApplier } from '../../src/lease/lease-applier.js';
 import { AlarmStore } from '../../src/maintenance/alarms.js';
 import { MvccStore } from '../../src/mvcc/store.js';
-import { ProposalLog } from '../../src/server/proposals.js';
 import { b, text } from '../support/bytes.js';
 
 const MEMBER_ID = 0x8e9e05c52164694dn;

@@ -2,7 +2,7 @@
 import { Etcd } from '@etcdkit/client';
 import { describe, expect, it } from 'vitest';
 import { EmbeddedEtcd, type LogEntry } from '../../src/index.js';
-import { formatLogLine } from '../../src/server/logger.js';
+import { formatLogLine } from '../../src/logger.js';
 import { waitFor } from '../support/wait-for.js';
 
 describe('logger', () => {

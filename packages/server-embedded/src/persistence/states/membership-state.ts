@@ -2,7 +2,7 @@
 // each change, since changes are rare and small. After a restart this member reports the name and
 // client URLs it was started with, as a restarted etcd member publishes its new attributes; that
 // publication is itself a change and is logged.
-import type { Member, Membership, MembershipState } from '../../server/membership.js';
+import type { Member, Membership, MembershipState } from '../../consensus/membership.js';
 import { ByteReader, ByteWriter } from '../binary.js';
 import type { AppendRecord, PersistentState, StateJournal } from '../journal.js';
 

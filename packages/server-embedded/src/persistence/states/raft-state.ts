@@ -3,7 +3,7 @@
 // a restart show a new term. That election is logged like any term change (the leader-change
 // fault makes one too). The index is not logged per request: after a restart it continues from
 // the snapshot's index plus one per record replayed, which is what those changes took.
-import type { ProposalLog } from '../../server/proposals.js';
+import type { ProposalLog } from '../../consensus/proposals.js';
 import { ByteReader, ByteWriter } from '../binary.js';
 import type { AppendRecord, PersistentState, StateJournal } from '../journal.js';
 

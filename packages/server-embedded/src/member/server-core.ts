@@ -6,21 +6,21 @@ import { etcdserverpb as pb } from '@etcdkit/client/protocol';
 import { AuthStore } from '../auth/auth-store.js';
 import { Authorizer } from '../auth/authorizer.js';
 import type { Clock, Timer } from '../clock.js';
+import type { MemberIdentity } from '../consensus/member-identity.js';
+import { ProposalLog } from '../consensus/proposals.js';
 import { KvApplier } from '../kv/kv-applier.js';
 import { LeaseTable } from '../lease/lease-table.js';
+import type { ServerLogger } from '../logger.js';
+import { type AutoCompactionOptions, startAutoCompaction } from '../maintenance/auto-compaction.js';
 import { effectiveQuota } from '../maintenance/quota.js';
 import { MvccStore } from '../mvcc/store.js';
 import type { LeaderView, ServiceContext } from '../services/context.js';
-import { type AutoCompactionOptions, startAutoCompaction } from './auto-compaction.js';
-import type { ServerLogger } from './logger.js';
-import type { MemberIdentity } from './member.js';
 import {
   type ClockOption,
   createMemberServices,
   type MemberServices,
   resolveClock,
 } from './member-services.js';
-import { ProposalLog } from './proposals.js';
 
 /** What {@link createServerCore} needs. */
 export interface ServerCoreOptions {

@@ -11,6 +11,7 @@ import {
 } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
+import type { ServerLogger } from '../logger.js';
 import {
   bindHost,
   type ClientUrl,
@@ -19,7 +20,6 @@ import {
   hostPort,
 } from './client-urls.js';
 import { acceptPlainConnection } from './connection-handoff.js';
-import type { ServerLogger } from './logger.js';
 
 /** What the listeners need. */
 export interface ClientListenersOptions {

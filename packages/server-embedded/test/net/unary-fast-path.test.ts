@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EtcdServerError } from '../../src/errors.js';
 import { CallGate } from '../../src/faults/call-gate.js';
-import { UnaryFastPath } from '../../src/server/unary-fast-path.js';
+import { UnaryFastPath } from '../../src/net/unary-fast-path.js';
 import { type CallInfo, ServiceRegistry } from '../../src/services/registry.js';
 
 const MAX_RECEIVE = 1024;

@@ -2,6 +2,7 @@
 // advertise, and TLS. grpc-js never binds a port itself here: connections come from our own
 // listeners through its connection injector (see client-listeners.ts for why).
 import * as grpc from '@grpc/grpc-js';
+import type { ServerLogger } from '../logger.js';
 import { ClientListeners } from './client-listeners.js';
 import {
   type ClientUrl,
@@ -10,7 +11,6 @@ import {
   parseClientUrl,
   parseListenUrl,
 } from './client-urls.js';
-import type { ServerLogger } from './logger.js';
 import { type ServerTlsOptions, tlsServerOptions } from './server-tls.js';
 
 /** The options that shape the client port (a subset of the server's options). */

@@ -15,7 +15,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { acceptSchemeInAuthority } from '../../src/server/authority-rewriter.js';
+import { acceptSchemeInAuthority } from '../../src/net/authority-rewriter.js';
 import {
   type BlockItem,
   decodeLiteralsOnly,

@@ -9,7 +9,7 @@ import {
   type Socket,
 } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { acceptSchemeInAuthority } from '../../src/server/authority-rewriter.js';
+import { acceptSchemeInAuthority } from '../../src/net/authority-rewriter.js';
 import { Flag, FrameType, frame, PREFACE, parseFrames } from '../support/hpack-encoder.js';
 
 interface Seen {

@@ -11,7 +11,7 @@
 // A compaction that finds the revision already compacted counts as done, as in etcd.
 import { type Clock, every, type Timer } from '../clock.js';
 import { EtcdServerError } from '../errors.js';
-import type { ServerLogger } from './logger.js';
+import type { ServerLogger } from '../logger.js';
 
 /** Auto-compaction settings: by time kept (periodic) or by revisions kept (revision). */
 export type AutoCompactionOptions =

@@ -5,8 +5,8 @@ import {
   HeaderBlockDecoder,
   type HeaderField,
   MisplacedTableSizeUpdateError,
-} from '../../src/server/hpack/header-block.js';
-import { decodeHuffman } from '../../src/server/hpack/huffman.js';
+} from '../../src/net/hpack/header-block.js';
+import { decodeHuffman } from '../../src/net/hpack/huffman.js';
 
 const hex = (text: string) => Buffer.from(text.replaceAll(' ', ''), 'hex');
 const pairs = (fields: readonly HeaderField[]) => fields.map((f) => `${f.name}: ${f.value}`);

@@ -18,7 +18,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EmbeddedEtcd } from '../../src/index.js';
-import { acceptSchemeInAuthority } from '../../src/server/authority-rewriter.js';
+import { acceptSchemeInAuthority } from '../../src/net/authority-rewriter.js';
 import { b, text } from '../support/bytes.js';
 
 const SCHEME_PREFIX = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;

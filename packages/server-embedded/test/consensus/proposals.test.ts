@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ProposalKind, ProposalLog } from '../../src/server/proposals.js';
+import { ProposalKind, ProposalLog } from '../../src/consensus/proposals.js';
 
 /** The largest Put request (bytes) that passes a 1024-byte limit for a member id. */
 function largestPut(memberId: bigint): number {

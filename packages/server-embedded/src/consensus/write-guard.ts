@@ -3,7 +3,7 @@
 // alarm and fails), and the active alarms, checked when a request is applied (NOSPACE refuses puts,
 // txns with puts and lease grants; CORRUPT refuses every write). The KV and lease appliers call
 // it; the alarm store implements it.
-import type { PutRequest, TxnRequest } from '../kv/requests.js';
+import type { PutRequest, TxnRequest } from '../api/requests.js';
 
 /** A request that goes through raft, as the guard sees it. */
 export type GuardedRequest =

@@ -4,6 +4,10 @@
 import * as grpc from '@grpc/grpc-js';
 import { LocalClient } from '../concurrency/local-client.js';
 import { CallGate } from '../faults/call-gate.js';
+import type { ServerLogger } from '../logger.js';
+import type { ClientListeners } from '../net/client-listeners.js';
+import { type ClientPortOptions, openClientPort } from '../net/client-port.js';
+import { UnaryFastPath } from '../net/unary-fast-path.js';
 import { registerAuthService } from '../services/auth-service.js';
 import { registerClusterService } from '../services/cluster-service.js';
 import type { ServiceContext } from '../services/context.js';
@@ -17,10 +21,6 @@ import { ServiceRegistry } from '../services/registry.js';
 import { SERVED_SERVICES } from '../services/served-services.js';
 import { registerWatchService } from '../services/watch-service.js';
 import { WatchableStore } from '../watch/watchable-store.js';
-import type { ClientListeners } from './client-listeners.js';
-import { type ClientPortOptions, openClientPort } from './client-port.js';
-import type { ServerLogger } from './logger.js';
-import { UnaryFastPath } from './unary-fast-path.js';
 
 /** gRPC accepts this much more than max-request-bytes, as etcd does, so the limit is etcd's error. */
 const GRPC_OVERHEAD_BYTES = 512 * 1024;

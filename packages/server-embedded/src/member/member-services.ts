@@ -3,6 +3,10 @@
 // consult through one WriteGuard), the database size estimate, and the membership.
 import type { Authorizer } from '../auth/authorizer.js';
 import { type Clock, systemClock } from '../clock.js';
+import type { MemberIdentity } from '../consensus/member-identity.js';
+import { Membership } from '../consensus/membership.js';
+import type { ProposalLog } from '../consensus/proposals.js';
+import type { WriteGuard } from '../consensus/write-guard.js';
 import { LeaseApplier } from '../lease/lease-applier.js';
 import type { LeaseTable } from '../lease/lease-table.js';
 import { AlarmStore } from '../maintenance/alarms.js';
@@ -10,10 +14,6 @@ import { BackendSize } from '../maintenance/backend-size.js';
 import { BackendQuota } from '../maintenance/quota.js';
 import type { MvccStore } from '../mvcc/store.js';
 import { VirtualClock } from '../virtual-clock.js';
-import type { MemberIdentity } from './member.js';
-import { Membership } from './membership.js';
-import type { ProposalLog } from './proposals.js';
-import type { WriteGuard } from './write-guard.js';
 
 /** The clock option of the server: the real clock, a fresh virtual one, or one of your own. */
 export type ClockOption = 'real' | 'virtual' | Clock;

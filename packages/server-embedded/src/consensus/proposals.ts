@@ -3,8 +3,13 @@
 // write request in an InternalRaftRequest with a request header and rejects it when that encoding
 // is over --max-request-bytes, so the limit bites a few bytes before the request's own size; the
 // wrapper is sized here exactly as etcd would encode it.
-import type { AuthInfo } from '../auth/types.js';
 import { EtcdServerError } from '../errors.js';
+
+/** Who sent a proposal, as its request header carries it (auth's AuthInfo has this shape). */
+export interface Requester {
+  readonly username: string;
+  readonly revision: number;
+}
 
 /** InternalRaftRequest field numbers of the requests that go through raft. */
 export const ProposalKind = {
@@ -74,7 +79,7 @@ export class ProposalLog {
    * that then fails (a missing lease, a compacted revision) still used its log entry, as in etcd.
    * `requester` is who sent it, when auth is on: etcd writes the user into the request's header.
    */
-  propose(kind: ProposalKind, requestBytes: number, requester?: AuthInfo): void {
+  propose(kind: ProposalKind, requestBytes: number, requester?: Requester): void {
     const id = this.requestIds.next();
     const header = fieldSize(100, requestHeaderSize(id, requester));
     if (
@@ -115,7 +120,7 @@ class RequestIdGenerator {
  * Size of the RequestHeader etcd puts on a proposal: the request id, and with auth on the user and
  * auth revision of whoever sent it (empty values are not encoded, as in proto3).
  */
-function requestHeaderSize(id: bigint, requester: AuthInfo | undefined): number {
+function requestHeaderSize(id: bigint, requester: Requester | undefined): number {
   let size = 1 + varintSize(id);
   if (requester === undefined) return size;
   const username = Buffer.byteLength(requester.username, 'utf8');

@@ -31,7 +31,7 @@
 // started refuses these changes as unhealthy for its first 5 s).
 import { createHash } from 'node:crypto';
 import { EtcdServerError } from '../errors.js';
-import type { MemberIdentity } from './member.js';
+import type { MemberIdentity } from './member-identity.js';
 import { ProposalKind, type ProposalLog } from './proposals.js';
 
 /** A member as MemberList reports it. */

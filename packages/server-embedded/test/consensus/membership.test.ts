@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { Membership, memberIdOf, parsePeerUrls } from '../../src/consensus/membership.js';
+import { ProposalLog } from '../../src/consensus/proposals.js';
 import { EtcdServerError } from '../../src/index.js';
-import { Membership, memberIdOf, parsePeerUrls } from '../../src/server/membership.js';
-import { ProposalLog } from '../../src/server/proposals.js';
 
 const self = {
   clusterId: 1n,
