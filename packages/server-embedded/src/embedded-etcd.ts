@@ -5,20 +5,15 @@ import type { AuthStore } from './auth/auth-store.js';
 import type { Clock, Timer } from './clock.js';
 import { type MemberIdentity, randomId } from './consensus/member-identity.js';
 import { EtcdServerError } from './errors.js';
-import { FaultInjector } from './faults/fault-injector.js';
+import type { FaultInjector } from './faults/fault-injector.js';
 import type { LeaseApplier } from './lease/lease-applier.js';
 import type { LeaseTable } from './lease/lease-table.js';
 import { createLogger, type LoggerOption, type ServerLogger } from './logger.js';
 import type { AutoCompactionOptions } from './maintenance/auto-compaction.js';
+import { assembleMember } from './member/member-assembly.js';
 import { MemberServer } from './member/member-server.js';
 import type { ClockOption } from './member/member-services.js';
-import {
-  compactCore,
-  createServerCore,
-  renewLeases,
-  serviceContext,
-  startLeaderWork,
-} from './member/server-core.js';
+import { createServerCore, renewLeases, startLeaderWork } from './member/server-core.js';
 import type { MvccStore } from './mvcc/store.js';
 import type { ClientListeners } from './net/client-listeners.js';
 import { formatClientUrl } from './net/client-urls.js';
@@ -268,13 +263,6 @@ export class EmbeddedEtcd {
     });
     const { store, leaseTable: leases, proposals, clock, auth } = core;
     const shared = core.services;
-    // The only member, always the leader: leadership can only "move" to itself.
-    const context = serviceContext(core, member, version, {
-      leader: () => member.memberId,
-      moveLeader: (targetId) => {
-        if (targetId !== member.memberId) throw new EtcdServerError('BAD_LEADER_TRANSFEREE');
-      },
-    });
     // Every state kept in the data dir registers with it (a StateJournal) before it recovers;
     // without a data dir, states may register with inMemoryJournal, which keeps nothing.
     const persisted =
@@ -308,9 +296,23 @@ export class EmbeddedEtcd {
         'replayed-records': dataDir.replayedRecords,
       });
     }
-    const served = network.serve(context, {
-      progressNotifyIntervalMs: options.watchProgressNotifyIntervalMs,
-    });
+    // A cluster of one: the only member, always the leader; leadership can only "move" to itself.
+    const { served, faults } = assembleMember(
+      core,
+      member,
+      network,
+      {
+        leaderView: {
+          leader: () => member.memberId,
+          moveLeader: (targetId) => {
+            if (targetId !== member.memberId) throw new EtcdServerError('BAD_LEADER_TRANSFEREE');
+          },
+        },
+        dropConnections: () => embedded.dropConnections(),
+        electLeader: () => persisted?.raft.electLeader() ?? proposals.electLeader(),
+      },
+      { version, progressNotifyIntervalMs: options.watchProgressNotifyIntervalMs },
+    );
     // Timers of the running member, started again by restart().
     const background = (): Timer[] =>
       startLeaderWork(core, {
@@ -325,13 +327,6 @@ export class EmbeddedEtcd {
       'cluster-id': member.clusterId.toString(16),
       'listen-client-urls': network.listeners.urls.map(formatClientUrl),
       'advertise-client-urls': member.clientUrls,
-    });
-    const faults = new FaultInjector(network.gate, {
-      dropConnections: () => embedded.dropConnections(),
-      electLeader: () => persisted?.raft.electLeader() ?? proposals.electLeader(),
-      raiseNoSpace: () => shared.alarms.raiseNoSpace(member.memberId),
-      compact: (revision) => compactCore(core, revision),
-      expireLease: (leaseId) => shared.leases.expire(leaseId),
     });
     const embedded: EmbeddedEtcd = new EmbeddedEtcd({
       server: network.server,

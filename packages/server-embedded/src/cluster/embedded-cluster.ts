@@ -58,7 +58,7 @@ import type { VirtualClock } from '../virtual-clock.js';
 import type { EmbeddedClusterMember } from './cluster-member.js';
 import type { GateStatus } from './leader-gate.js';
 import {
-  assembleMember,
+  assembleClusterMember,
   type MemberSettings,
   type OpenedMember,
   openMember,
@@ -521,7 +521,7 @@ export class EmbeddedCluster {
 
   /** A member of this cluster, on its network and leader gate. */
   private assemble(identity: MemberIdentity, parts: OpenedMember): EmbeddedClusterMember {
-    return assembleMember(this.core, this.settings, identity, parts, {
+    return assembleClusterMember(this.core, this.settings, identity, parts, {
       moveLeader: (member, targetId, signal) => this.moveLeader(member, targetId, signal),
       elect: (member) => this.elect(member),
       reachChanged: () => this.reachChanged(),

@@ -1,21 +1,20 @@
-// How a member of a simulated cluster is put together: its port and leader gate first (opened
-// before the cluster exists, or when an added member starts), then its services over the shared
-// server core, its fault injector and the member object, bound to the cluster by callbacks.
+// A member of a simulated cluster: its port and leader gate first (opened before the cluster
+// exists, or when an added member starts), then the member assembled over the shared core.
 
 import type { MemberIdentity } from '../consensus/member-identity.js';
-import { FaultInjector } from '../faults/fault-injector.js';
+import type { EmbeddedEtcdOptions } from '../embedded-etcd.js';
 import type { ServerLogger } from '../logger.js';
+import { assembleMember } from '../member/member-assembly.js';
 import { MemberServer } from '../member/member-server.js';
-import { compactCore, type ServerCore, serviceContext } from '../member/server-core.js';
-import type { ServiceContext } from '../services/context.js';
+import type { ServerCore } from '../member/server-core.js';
 import { MemberAppliedState } from './applied-state.js';
 import { EmbeddedClusterMember } from './cluster-member.js';
-import type { EmbeddedClusterOptions } from './embedded-cluster.js';
 import { type GateStatus, LeaderGate } from './leader-gate.js';
 
 /** What every member of a cluster is built with, also those started later. */
 export interface MemberSettings {
-  readonly options: EmbeddedClusterOptions;
+  /** The cluster's options that every member serves with. */
+  readonly options: Pick<EmbeddedEtcdOptions, 'tls' | 'watchProgressNotifyIntervalMs'>;
   readonly requestTimeoutMs: number;
   readonly maxRequestBytes: number;
   readonly clusterId: bigint;
@@ -68,7 +67,7 @@ export async function openMember(
 }
 
 /** Serves the member's services on its port and makes the member object. */
-export function assembleMember(
+export function assembleClusterMember(
   core: ServerCore,
   settings: MemberSettings,
   identity: MemberIdentity,
@@ -79,25 +78,26 @@ export function assembleMember(
   // Calls held for a leader time out on the cluster's clock: virtual time, when the cluster has it.
   parts.gate.useClock(core.clock);
   let member: EmbeddedClusterMember | undefined;
-  const context: ServiceContext = {
-    ...serviceContext(core, identity, settings.version, {
-      leader: () => member?.leaderId ?? 0n,
-      moveLeader: (targetId, signal) => cluster.moveLeader(member!, targetId, signal),
-    }),
-    // Cut off from the quorum, the member answers from what it had applied then.
-    appliedState: () => member?.appliedState,
-  };
-  const served = network.serve(context, {
-    progressNotifyIntervalMs: settings.options.watchProgressNotifyIntervalMs,
-  });
-  const faults = new FaultInjector(network.gate, {
-    dropConnections: () => member!.dropConnections(),
-    electLeader: () => cluster.elect(member!),
-    raiseNoSpace: () => core.services.alarms.raiseNoSpace(identity.memberId),
-    compact: (revision) => compactCore(core, revision),
-    expireLease: (leaseId) => core.services.leases.expire(leaseId),
-    pauseChanged: () => cluster.reachChanged(),
-  });
+  const { served, faults } = assembleMember(
+    core,
+    identity,
+    network,
+    {
+      leaderView: {
+        leader: () => member?.leaderId ?? 0n,
+        moveLeader: (targetId, signal) => cluster.moveLeader(member!, targetId, signal),
+      },
+      // Cut off from the quorum, the member answers from what it had applied then.
+      appliedState: () => member?.appliedState,
+      dropConnections: () => member!.dropConnections(),
+      electLeader: () => cluster.elect(member!),
+      pauseChanged: () => cluster.reachChanged(),
+    },
+    {
+      version: settings.version,
+      progressNotifyIntervalMs: settings.options.watchProgressNotifyIntervalMs,
+    },
+  );
   member = new EmbeddedClusterMember({
     identity,
     network,
