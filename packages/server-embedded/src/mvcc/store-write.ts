@@ -2,19 +2,31 @@
 // and history at once, at revision begin+1 with increasing sub revisions, so reads inside the same
 // request see them; the store's current revision moves only when the write ends.
 import { EMPTY_BYTES } from '../bytes.js';
-import type { KeyRange } from './index.js';
-import type { MvccStore, RangeOptions, RangeResult, ReadView } from './store.js';
+import type { RevisionHistory } from './history.js';
+import type { KeyIndexTree, KeyRange } from './index.js';
+import type { Lessor } from './lessor.js';
+import type { RangeOptions, RangeResult, ReadView } from './read-view.js';
 import type { CommittedRevision, KeyValue, MvccEvent } from './types.js';
+
+/** What a write changes: the MvccStore, named by its parts so neither file imports the other. */
+export interface WritableStore {
+  readonly compactRevision: number;
+  readonly index: KeyIndexTree;
+  readonly history: RevisionHistory;
+  readonly lessor: Lessor | undefined;
+  rangeAt(current: number, range: KeyRange, options?: RangeOptions): RangeResult;
+  commit(write: StoreWrite, events: readonly MvccEvent[]): CommittedRevision | undefined;
+}
 
 /** An open write: reads see its own changes; `end()` commits them as one revision. */
 export class StoreWrite implements ReadView {
   /** The store's revision when the write began; its changes get `beginRevision + 1`. */
   readonly beginRevision: number;
-  private readonly store: MvccStore;
+  private readonly store: WritableStore;
   private readonly events: MvccEvent[] = [];
   private ended = false;
 
-  constructor(store: MvccStore, beginRevision: number) {
+  constructor(store: WritableStore, beginRevision: number) {
     this.store = store;
     this.beginRevision = beginRevision;
   }

@@ -7,39 +7,11 @@ import { newHistoryHasher } from './hash.js';
 import { type HistoryEntry, RevisionHistory } from './history.js';
 import { KeyIndexTree, type KeyRange } from './index.js';
 import type { Lessor } from './lessor.js';
+import type { RangeOptions, RangeResult, ReadView } from './read-view.js';
 import { StoreWrite } from './store-write.js';
 import type { CommittedRevision, KeyValue, MvccEvent } from './types.js';
 
-/** Options of a read. */
-export interface RangeOptions {
-  /** Revision to read at; 0 or negative reads the current one. */
-  readonly revision?: number;
-  /** Most keys to return; 0 or negative for no limit. */
-  readonly limit?: number;
-  /** Count matching keys without returning them. */
-  readonly countOnly?: boolean;
-  /** Count every matching key even past the limit (default true); false stops at the limit. */
-  readonly withTotalCount?: boolean;
-}
-
-/** What a read found. */
-export interface RangeResult {
-  /** Matching keys in key order (none with countOnly). */
-  readonly kvs: KeyValue[];
-  /** Number of keys in the range at the revision read, ignoring the limit. */
-  readonly count: number;
-  /** The revision of the store (or of the write in progress) when it was read. */
-  readonly revision: number;
-}
-
-/** A consistent view of the store to read from. */
-export interface ReadView {
-  /** The revision reads see by default. */
-  readonly revision: number;
-  /** The last compaction revision; -1 before the first compaction. */
-  readonly compactRevision: number;
-  range(range: KeyRange, options?: RangeOptions): RangeResult;
-}
+export type { RangeOptions, RangeResult, ReadView } from './read-view.js';
 
 /** HashKV's answer. */
 export interface KvHash {
