@@ -1,21 +1,6 @@
-// What a member of a simulated cluster had applied when it was cut off from the quorum. The cluster
-// shares one store, which the quorum goes on writing and compacting; a real member cut off applies
-// nothing more (nothing is committed without a leader), so what it answers alone must come from a
-// copy of the state it had, never from the shared store as it is now.
-//
-// What is kept, and why it is enough (etcd 3.4.23 reasons in brackets):
-// - The store's history at the cut-off revision. Reads, a read-only txn's compares and HashKV need
-//   it at that revision only, and the shared store keeps it intact until its next compaction,
-//   which would drop changes the member still needs. So the changes are listed at once (an array
-//   of references to the shared, immutable entries: cheap), and the member's own store is rebuilt
-//   from them only when it first answers something (a stopped member never does).
-// - The raft term and index. Headers and Status report the term of the last applied entry and the
-//   committed index [EtcdServer.Term(), CommittedIndex(): set only as entries commit and apply].
-//   A lone etcd 3.4 member (no pre-vote) raises raft's own term at every election it starts, but
-//   campaigning commits nothing, so what it reports stays what it had, as here.
-// - Sizes, leases, members and alarms: small lists, copied at once (Status, LeaseLeases,
-//   MemberList, Snapshot and Hash).
-
+// What a member of a simulated cluster had applied when it was cut off from the quorum: the quorum
+// goes on changing the shared store, and a real member cut off applies nothing more, so it answers
+// from this copy (docs/embedded-server.md, "What a cut-off member keeps").
 import type { Member } from '../consensus/membership.js';
 import { ProposalLog } from '../consensus/proposals.js';
 import type { WriteGuard } from '../consensus/write-guard.js';

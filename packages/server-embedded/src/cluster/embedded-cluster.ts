@@ -1,41 +1,6 @@
-// A simulated etcd cluster in one process: several members, each with its own endpoint and member
-// id, serving one shared store. There is no replication to simulate: a healthy etcd cluster answers
-// the same from every member, and that is what one store gives. What is simulated is what clients
-// see when members fail: a member can be stopped (its port refuses connections), partitioned or
-// paused (it knows of no leader, see LeaderGate), and the cluster elects a new leader, with a new
-// raft term, whenever the members that can reach each other are a quorum; without one there is
-// no leader anywhere, no write succeeds and no lease expires. A member cut off from the quorum
-// answers what it may alone from a copy of what it had applied then (applied-state.ts), since the
-// quorum goes on changing the shared store.
-//
-// Membership changes as in etcd 3.4 (consensus/membership.ts has the checks): MemberAdd registers a
-// voting member that is not started, and the quorum counts it at once (adding one to a single
-// member leaves no quorum until it starts); startAdded() starts it on its own endpoint, where it
-// publishes its name and client URL. A learner added can be started the same way: it does not
-// vote, refuses what etcd's learners refuse (leader-gate.ts), and MemberPromote makes it a voting
-// member once it is in sync: it has 90% of the leader's log, which here it has at once while it
-// reaches the leader (one store), and keeps while down until the log grows past it; a real
-// learner needs a moment after it starts. MemberRemove takes a member out: the quorum shrinks, a
-// removed leader makes the others elect one, and the removed member's port closes a moment later,
-// as a removed etcd member's process exits.
-//
-// Compared with a real etcd 3.4 cluster (test/conformance/cluster-conformance.test.ts), three
-// things are not copied, all of them timing or term numbers, none the answers themselves:
-// - A member learns at once that it has no leader. A real follower learns it an election timeout
-//   after the leader's last heartbeat, and a leader that hears from no quorum steps down after one
-//   (raft's check quorum); until then it still names the old leader (itself, for the leader).
-// - Every election takes the next term. etcd 3.4 runs without pre-vote: a member alone starts an
-//   election, in a new term, at every election timeout, and the leader elected once it is back
-//   among a quorum takes a term above all of them (a real member alone for 14 s with a 500 ms
-//   election timeout came back in term 21, not 3); a split vote costs a term too. Status and
-//   response headers show the term of the last entry applied, so the growing term of a lone
-//   member is not seen until then; neither cluster shows it.
-// - A partitioned member that heals rejoins under the same leader. A real one comes back with the
-//   higher term of its own elections, and by raft's rules its answer to the leader's next
-//   heartbeat makes the leader step down: a new election, a short time without a leader
-//   everywhere, a later term (the testkit cannot partition a real cluster; by hand, a 3.4.23
-//   member cut off in a network namespace for a few seconds came back with the cluster in term 46,
-//   up from 4).
+// A simulated etcd cluster in one process: members on their own ports serving one shared store,
+// since a healthy cluster answers the same from every member; what is simulated is what clients
+// see when members fail or change (docs/embedded-server.md, "Simulated cluster" and its limits).
 
 import { etcdserverpb_Cluster } from '@etcdkit/client/protocol';
 import type { AuthStore } from '../auth/auth-store.js';

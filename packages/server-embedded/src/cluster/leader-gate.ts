@@ -1,53 +1,6 @@
-// What a member of a simulated cluster does when it knows of no leader (it is partitioned, paused
-// out of the cluster, or the cluster lost its quorum), as a grpc-js server interceptor in front of
-// the member's services. It copies what a real etcd member does then:
-//
-// - a call or stream sent with `hasleader: true` (clients' require-leader) is refused with
-//   Unavailable "etcdserver: no leader"; streams opened that way are ended with it when the leader
-//   is lost (etcd's monitorLeader). etcd ends them only once the member has known no leader at
-//   three checks in a row, one per election timeout (1 to 1.5 s after it lost it with a 500 ms
-//   election timeout); here they end at once, as the loss is known at once (see EmbeddedCluster);
-// - a call that needs the leader is held: it goes on if a leader comes back in time, else it fails
-//   after the request timeout, with what etcd 3.4 answers then, which depends on how the call
-//   waits for the leader:
-//   - a proposal (a write, a write txn, Compact, LeaseGrant and LeaseRevoke, auth and alarm
-//     requests) waits for raft to take it, which it does not without a leader, until the request
-//     timeout's context ends: Unknown "context deadline exceeded" (etcd hands the context error
-//     to grpc-go as it is);
-//   - a linearizable read (Range, a read-only txn, Authenticate) waits for a read index:
-//     Unavailable "etcdserver: request timed out";
-//   - a lease renewal (LeaseKeepAlive, which ends the stream) and LeaseTimeToLive wait for a leader
-//     to forward to: Unavailable "etcdserver: no leader";
-//   LeaseLeases, MemberList and Status are answered at once from what the member knows.
-//   Member changes (MemberAdd, MemberRemove...) first go through etcd's strict reconfiguration
-//   check, which etcd makes before proposing, so what it refuses is refused at once (the gate's
-//   precheck). Two simplifications: a member change that passes it is held and fails like a
-//   proposal, where etcd 3.4 waits for the conf change without a bound of its own (only the
-//   client's deadline ends it); Lock and
-//   Election are held and fail like proposals, which was not checked against etcd (they run on
-//   etcd's in-process client);
-// - a serializable read, and a txn whose every op is a serializable range, is let through at once:
-//   the services answer it from what the member had applied when it lost the leader, compares
-//   included (ServiceContext.appliedState; a newer revision is "a future revision" to it);
-// - its watchers are served from what it had applied (the member's watchable store is held on
-//   its MemberAppliedState): history up to that revision, progress at it, nothing newer until a
-//   leader is back (see WatchableStore.hold);
-// - Status names no leader (0) and lists "etcdserver: no leader" first among its errors (the
-//   maintenance service does that, from the member's LeaderView).
-//
-// A learner (a member added with isLearner and started, not promoted) refuses what etcd 3.4's
-// gRPC interceptors refuse for learners, with Unavailable "etcdserver: rpc not supported for
-// learner": every stream (Watch, LeaseKeepAlive, Snapshot, Observe...) as it opens, and every
-// unary call but Status and a serializable Range. For a unary call etcd checks that before
-// require-leader, on the request, so a learner without a leader would refuse a call it does not
-// serve as a learner and answer "no leader" to one it serves; but a learner started knows of a
-// leader for good (it never campaigns, so raft never clears it: EmbeddedClusterMember's
-// setLearnerLeader), so that only matters to a learner promoted since.
-//
-// A MoveLeader to a member that cannot be reached is never answered, on any member, as etcd's is
-// not: etcd waits for the transferee to lead on the call's own context, so the client sees its own
-// deadline (EmbeddedCluster.moveLeader). The one case not copied: a transferee back within raft's
-// transfer timeout (an election timeout) would still take over.
+// The grpc-js interceptor in front of a cluster member's services: without a leader, and as a
+// learner, it answers as an etcd 3.4 member does (docs/embedded-server.md, "What a member without
+// a leader answers" and "Membership changes").
 import {
   etcdserverpb_Auth,
   etcdserverpb_Cluster,

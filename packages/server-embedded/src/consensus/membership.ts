@@ -1,34 +1,6 @@
-// Cluster membership, as etcd's RaftCluster keeps it, shared by every member of a server or a
-// simulated cluster. Every change that passes the checks made before proposing takes a raft log
-// entry, as in etcd; what etcd refuses is refused with etcd's error, checked in etcd's order.
-//
-// A server alone is one started member, always the leader. What etcd allows there is allowed here:
-// adding a learner (which never starts, since it has no process behind it, so it can never be
-// promoted: it is never in sync with the leader), updating peer URLs,
-// removing the learner; removing the only voting member is refused by etcd's strict
-// reconfiguration check. Adding a voting member is the one thing etcd accepts and a server alone
-// cannot honour: the new member would never start and the real single member would then lose its
-// quorum; it is answered Unimplemented.
-//
-// A simulated cluster (EmbeddedCluster) gives membership its peers' health (PeerHealth), and then
-// voting members come and go as in etcd 3.4 with its strict reconfiguration check (on by default):
-// - a member added is not started: it has peer URLs only, no name and no client URLs, until it
-//   starts and publishes them (etcd's IsStarted is "has a name": a started member that is stopped
-//   since still counts as started);
-// - an add is refused when fewer members would be started than the new quorum ("not enough started
-//   members"; adding a second member to a single one is let through, etcd's exception for
-//   restoring a cluster), then, learner or not, when the member asked is not connected to every
-//   other voting member ("unhealthy cluster": a voting member not started, stopped or cut off);
-// - a removal of a voting member is refused when the members left would have fewer started ones
-//   than their quorum; removing a member the one asked is not connected to is let through (it is
-//   not part of the active quorum); otherwise it is refused when the connected members minus the
-//   one removed fall below the quorum of the members now ("unhealthy cluster").
-// A learner added to a simulated cluster can be started too: it publishes its name and client URLs
-// like a voting member, does not vote (the quorum ignores it), and MemberPromote makes it a voting
-// member once it is in sync with the leader (PeerHealth.inSync).
-// etcd counts a peer as connected only once it has been for 5 s (its HealthInterval), so a member
-// just started or healed is not at once; here it is (the one difference: a real cluster just
-// started refuses these changes as unhealthy for its first 5 s).
+// Cluster membership as etcd's RaftCluster keeps it, shared by every member of a server or a
+// simulated cluster: etcd 3.4's checks with its strict reconfiguration check, in etcd's order and
+// with its errors (docs/embedded-server.md, "Cluster" and "Membership changes").
 import { createHash } from 'node:crypto';
 import { EtcdServerError } from '../errors.js';
 import type { MemberIdentity } from './member-identity.js';

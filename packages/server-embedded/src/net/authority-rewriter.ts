@@ -1,19 +1,7 @@
-// Lets a client send `:authority` with a scheme (`http://127.0.0.1:2379`), as etcdctl 3.4 does on
-// the connection it opens per endpoint for maintenance calls (endpoint status, hashkv, alarm,
-// defrag, move-leader). grpc-go accepts that; Node's HTTP/2 layer (nghttp2) checks the authority's
-// characters and resets the stream with PROTOCOL_ERROR before grpc-js sees it, and Node offers no
-// option to turn that check off.
-//
-// So plain-HTTP connections pass through this filter on their way to the HTTP/2 server. It reads
-// the frames the client sends until the first complete header block and decodes it (HPACK). When
-// that block's :authority has no scheme, as with every other client, it forwards everything
-// unchanged from then on without looking at it again. When it has one, every header block of the
-// connection is decoded with the client's dynamic table and re-encoded as literals with the scheme
-// cut off, so the server's decoder never holds an entry and cannot disagree with the client.
-// Anything unexpected before that decision (not HTTP/2, a block that does not decode) is forwarded
-// unchanged too, for the HTTP/2 server to answer as it would have; so is, at any time, a block that
-// no HPACK decoder may accept whatever its table holds. A frame is held until it is whole, and at
-// the client's end what is held is handed over the way the server would have taken it.
+// The filter that cuts the scheme off an `:authority` like `http://127.0.0.1:2379` (etcdctl 3.4's
+// maintenance connections), which Node's HTTP/2 layer would refuse (docs/embedded-server.md,
+// "Known differences"). Whatever it cannot decide on is forwarded as it came, for the HTTP/2 server
+// to answer as it would have; a frame is held until it is whole.
 import type { Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import {

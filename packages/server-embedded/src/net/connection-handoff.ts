@@ -1,18 +1,6 @@
-// Which way a plain-HTTP connection reaches the HTTP/2 server. Through the authority filter
-// (authority-rewriter.ts), every octet passes JavaScript twice and Node's HTTP/2 session runs over
-// a JS stream, which costs a large part of each call's server CPU; handed the socket itself, the
-// session reads and writes it natively. Only a connection whose requests carry a scheme in
-// :authority (etcdctl 3.4's maintenance connections) needs the filter, and that shows in its first
-// header block, which clients send only once they have the server's SETTINGS.
-//
-// So the server's SETTINGS go out first, once the client's preface came, as an empty frame (HTTP/2's defaults; the session's own
-// SETTINGS follow once it starts, as a later SETTINGS frame may). The client's octets are read
-// until its first header block is decoded: then the socket, with what was read put back in front,
-// goes to the HTTP/2 server directly, or through the filter when the authority has a scheme. The
-// client's ACK of that first SETTINGS frame is taken out (the session never sent it, and would
-// refuse the ACK), so the handover waits for it too; PINGs sent meanwhile are answered here. What
-// cannot be understood (not HTTP/2, a frame too large, a block that does not decode) is handed
-// over at once as it came, for the session to answer as it would have.
+// Which way a plain-HTTP connection reaches the HTTP/2 server: as its socket (native reads and
+// writes), or through the authority filter when its first header block carries a scheme in
+// :authority (docs/embedded-server.md, "How calls are served").
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import {

@@ -1,4 +1,4 @@
-// Conformance, behaviours 01-22 of the semantics spec's list: revisions, Put, Range, DeleteRange
+// Conformance against etcd: revisions, Put, Range, DeleteRange
 // and the per-op checks. Each test runs on a fresh store, against the embedded server and etcd.
 import { etcdserverpb_KV as KV } from '@etcdkit/client/protocol';
 import { expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Conformance, behaviours 23-32 of the semantics spec's list: Txn revisions, compares, limits,
+// Conformance against etcd: Txn revisions, compares, limits,
 // duplicate keys, branch-only checks, nested txns and read-your-writes.
 import { expect, it } from 'vitest';
 import { b } from '../support/bytes.js';

@@ -1,4 +1,4 @@
-// Conformance, behaviour 33 of the semantics spec's list: the compaction rules.
+// Conformance against etcd: the compaction rules.
 import { etcdserverpb_Maintenance as Maintenance } from '@etcdkit/client/protocol';
 import { expect, it } from 'vitest';
 import { b } from '../support/bytes.js';

@@ -1,4 +1,4 @@
-// Conformance, behaviours 34-44 of the semantics spec's list: the Watch service, one raw stream
+// Conformance against etcd: the Watch service, one raw stream
 // per test, every response compared whole (numbers and text, default fields left out).
 import { afterEach, expect, it } from 'vitest';
 import { b } from '../support/bytes.js';

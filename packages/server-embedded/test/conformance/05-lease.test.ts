@@ -1,4 +1,4 @@
-// Conformance, behaviours 45-51 of the semantics spec's list: the Lease service. Expiry runs on
+// Conformance against etcd: the Lease service. Expiry runs on
 // real time on both servers (a 1 s lease, the minimum with the testkit's raft timing).
 import { etcdserverpb_Lease as Lease } from '@etcdkit/client/protocol';
 import { afterEach, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Conformance, behaviours 52-55 of the semantics spec's list: Status, MemberList, HashKV and the
+// Conformance against etcd: Status, MemberList, HashKV and the
 // NOSPACE alarm.
 import {
   etcdserverpb_Cluster as Cluster,

@@ -1,4 +1,4 @@
-// Conformance, behaviour 56 of the semantics spec's list: RangeStream (etcd 3.7).
+// Conformance against etcd: RangeStream (etcd 3.7).
 import { etcdserverpb_KV as KV } from '@etcdkit/client/protocol';
 import { expect, it } from 'vitest';
 import { b } from '../support/bytes.js';
