@@ -152,6 +152,7 @@ export const CATEGORIES = [
     description: 'Every error class, and when it is thrown.',
     rules: [
       'client:errors.ts',
+      'client:error-table.ts',
       'recipes:errors.ts',
       'recipes:stm-errors.ts',
       'server-embedded:errors.ts',

@@ -1,63 +1,20 @@
 // Typed errors. Every failure the client reports is an EtcdError with a stable `code`; errors the
 // server sends are matched by their exact etcd message to one class per etcd error, so callers can
 // `instanceof`-check what went wrong instead of parsing strings.
+import {
+  type EtcdErrorVariant,
+  type EtcdServerErrorCode,
+  etcdErrors,
+  etcdErrorVariants,
+} from './error-table.js';
 import { GrpcStatus, type Metadata, TransportError } from './transport/types.js';
 
-/** Stable, documented identifiers of every error kind. They never change between releases. */
+/**
+ * Stable, documented identifiers of every error kind. They never change between releases. Those of
+ * errors etcd sends are the keys of {@link etcdErrors}.
+ */
 export type EtcdErrorCode =
-  | 'EMPTY_KEY'
-  | 'KEY_NOT_FOUND'
-  | 'VALUE_PROVIDED'
-  | 'LEASE_PROVIDED'
-  | 'TOO_MANY_TXN_OPS'
-  | 'DUPLICATE_KEY'
-  | 'INVALID_SORT_OPTION'
-  | 'COMPACTED'
-  | 'FUTURE_REVISION'
-  | 'NO_SPACE'
-  | 'LEASE_NOT_FOUND'
-  | 'LEASE_EXISTS'
-  | 'LEASE_TTL_TOO_LARGE'
-  | 'WATCH_CANCELED'
-  | 'MEMBER_EXISTS'
-  | 'PEER_URL_EXISTS'
-  | 'MEMBER_NOT_ENOUGH_STARTED'
-  | 'MEMBER_BAD_URLS'
-  | 'MEMBER_NOT_FOUND'
-  | 'MEMBER_NOT_LEARNER'
-  | 'LEARNER_NOT_READY'
-  | 'TOO_MANY_LEARNERS'
-  | 'CLUSTER_ID_MISMATCH'
-  | 'REQUEST_TOO_LARGE'
-  | 'TOO_MANY_REQUESTS'
-  | 'ROOT_USER_NOT_EXIST'
-  | 'ROOT_ROLE_NOT_EXIST'
-  | 'USER_ALREADY_EXISTS'
-  | 'USER_EMPTY'
-  | 'USER_NOT_FOUND'
-  | 'ROLE_ALREADY_EXISTS'
-  | 'ROLE_NOT_FOUND'
-  | 'ROLE_EMPTY'
-  | 'AUTH_FAILED'
-  | 'PERMISSION_NOT_GIVEN'
-  | 'PERMISSION_DENIED'
-  | 'ROLE_NOT_GRANTED'
-  | 'PERMISSION_NOT_GRANTED'
-  | 'AUTH_NOT_ENABLED'
-  | 'INVALID_AUTH_TOKEN'
-  | 'INVALID_AUTH_MGMT'
-  | 'AUTH_OLD_REVISION'
-  | 'NO_LEADER'
-  | 'NOT_LEADER'
-  | 'LEADER_CHANGED'
-  | 'NOT_CAPABLE'
-  | 'SERVER_STOPPED'
-  | 'REQUEST_TIMEOUT'
-  | 'UNHEALTHY'
-  | 'CORRUPT'
-  | 'NOT_SUPPORTED_FOR_LEARNER'
-  | 'BAD_LEADER_TRANSFEREE'
-  | 'REQUEST_CANCELED'
+  | EtcdServerErrorCode
   | 'DEADLINE_EXCEEDED'
   | 'UNAVAILABLE'
   | 'UNIMPLEMENTED'
@@ -119,15 +76,19 @@ export interface ServerErrorClass {
   readonly defaultStatus: GrpcStatus;
 }
 
-const byMessage = new Map<string, ServerErrorClass>();
+/** A server error class whose `errorCode` is `C`. */
+interface ServerErrorClassOf<C extends EtcdServerErrorCode> extends ServerErrorClass {
+  readonly errorCode: C;
+}
 
-function serverError(code: EtcdErrorCode, status: GrpcStatus, etcdMessage: string) {
-  // The exported subclasses are registered below (registerServerErrors): registering this base
-  // would make every decoded error an instance of the anonymous class instead of the named one.
+function serverError<C extends EtcdServerErrorCode>(code: C) {
+  const [status, etcdMessage] = etcdErrors[code];
+  // The exported subclasses are registered below (classOfCode): registering this base would make
+  // every decoded error an instance of the anonymous class instead of the named one.
   return class extends EtcdError {
-    static readonly etcdMessage = etcdMessage;
-    static readonly errorCode = code;
-    static readonly defaultStatus = status;
+    static readonly etcdMessage: string = etcdMessage;
+    static readonly errorCode: C = code;
+    static readonly defaultStatus: GrpcStatus = status;
     constructor(init?: EtcdErrorInit) {
       super(code, status, etcdMessage, init);
     }
@@ -138,457 +99,223 @@ const S = GrpcStatus;
 
 // KV and Txn validation.
 /** Empty key in Range, Put, DeleteRange or a Compare. */
-export class EmptyKeyError extends serverError(
-  'EMPTY_KEY',
-  S.InvalidArgument,
-  'etcdserver: key is not provided',
-) {}
+export class EmptyKeyError extends serverError('EMPTY_KEY') {}
 /** ignore_value / ignore_lease on a missing key, or an empty RequestOp. */
-export class KeyNotFoundError extends serverError(
-  'KEY_NOT_FOUND',
-  S.InvalidArgument,
-  'etcdserver: key not found',
-) {}
+export class KeyNotFoundError extends serverError('KEY_NOT_FOUND') {}
 /** ignore_value together with a value. */
-export class ValueProvidedError extends serverError(
-  'VALUE_PROVIDED',
-  S.InvalidArgument,
-  'etcdserver: value is provided',
-) {}
+export class ValueProvidedError extends serverError('VALUE_PROVIDED') {}
 /** ignore_lease together with a lease. */
-export class LeaseProvidedError extends serverError(
-  'LEASE_PROVIDED',
-  S.InvalidArgument,
-  'etcdserver: lease is provided',
-) {}
+export class LeaseProvidedError extends serverError('LEASE_PROVIDED') {}
 /** More than max-txn-ops (default 128) compares or ops in one branch of a txn. */
-export class TooManyTxnOpsError extends serverError(
-  'TOO_MANY_TXN_OPS',
-  S.InvalidArgument,
-  'etcdserver: too many operations in txn request',
-) {}
+export class TooManyTxnOpsError extends serverError('TOO_MANY_TXN_OPS') {}
 /** The same key written twice in one branch of a txn. */
-export class DuplicateKeyError extends serverError(
-  'DUPLICATE_KEY',
-  S.InvalidArgument,
-  'etcdserver: duplicate key given in txn request',
-) {}
+export class DuplicateKeyError extends serverError('DUPLICATE_KEY') {}
 /** An unknown sort order or target. */
-export class InvalidSortOptionError extends serverError(
-  'INVALID_SORT_OPTION',
-  S.InvalidArgument,
-  'etcdserver: invalid sort option',
-) {}
+export class InvalidSortOptionError extends serverError('INVALID_SORT_OPTION') {}
 /** A request over the server's max-request-bytes. */
-export class RequestTooLargeError extends serverError(
-  'REQUEST_TOO_LARGE',
-  S.InvalidArgument,
-  'etcdserver: request is too large',
-) {}
+export class RequestTooLargeError extends serverError('REQUEST_TOO_LARGE') {}
 /** The server throttles: too many requests in flight. */
-export class TooManyRequestsError extends serverError(
-  'TOO_MANY_REQUESTS',
-  S.ResourceExhausted,
-  'etcdserver: too many requests',
-) {}
+export class TooManyRequestsError extends serverError('TOO_MANY_REQUESTS') {}
 
 // Revisions.
 /** A read, watch or compaction at or below a compacted revision. */
-export class CompactedError extends serverError(
-  'COMPACTED',
-  S.OutOfRange,
-  'etcdserver: mvcc: required revision has been compacted',
-) {}
+export class CompactedError extends serverError('COMPACTED') {}
 /** A revision above the store's current one. */
-export class FutureRevisionError extends serverError(
-  'FUTURE_REVISION',
-  S.OutOfRange,
-  'etcdserver: mvcc: required revision is a future revision',
-) {}
+export class FutureRevisionError extends serverError('FUTURE_REVISION') {}
 /** The NOSPACE alarm is raised: writes and lease grants are refused until it is cleared. */
-export class NoSpaceError extends serverError(
-  'NO_SPACE',
-  S.ResourceExhausted,
-  'etcdserver: mvcc: database space exceeded',
-) {}
+export class NoSpaceError extends serverError('NO_SPACE') {}
 
 // Leases.
 /** The lease does not exist (never granted, revoked or expired). */
-export class LeaseNotFoundError extends serverError(
-  'LEASE_NOT_FOUND',
-  S.NotFound,
-  'etcdserver: requested lease not found',
-) {}
+export class LeaseNotFoundError extends serverError('LEASE_NOT_FOUND') {}
 /** LeaseGrant with an id already in use. */
-export class LeaseExistsError extends serverError(
-  'LEASE_EXISTS',
-  S.FailedPrecondition,
-  'etcdserver: lease already exists',
-) {}
+export class LeaseExistsError extends serverError('LEASE_EXISTS') {}
 /** A TTL above 9,000,000,000 seconds. */
-export class LeaseTtlTooLargeError extends serverError(
-  'LEASE_TTL_TOO_LARGE',
-  S.OutOfRange,
-  'etcdserver: too large lease TTL',
-) {}
+export class LeaseTtlTooLargeError extends serverError('LEASE_TTL_TOO_LARGE') {}
 /** The server canceled a watch. */
-export class WatchCanceledError extends serverError(
-  'WATCH_CANCELED',
-  S.Cancelled,
-  'etcdserver: watch canceled',
-) {}
+export class WatchCanceledError extends serverError('WATCH_CANCELED') {}
 
 // Cluster membership.
 /** MemberAdd with an id already in the cluster. */
-export class MemberExistsError extends serverError(
-  'MEMBER_EXISTS',
-  S.FailedPrecondition,
-  'etcdserver: member ID already exist',
-) {}
+export class MemberExistsError extends serverError('MEMBER_EXISTS') {}
 /** MemberAdd or MemberUpdate with peer URLs another member uses. */
-export class PeerUrlExistsError extends serverError(
-  'PEER_URL_EXISTS',
-  S.FailedPrecondition,
-  'etcdserver: Peer URLs already exists',
-) {}
+export class PeerUrlExistsError extends serverError('PEER_URL_EXISTS') {}
 /** A reconfiguration that would lose quorum. */
-export class MemberNotEnoughStartedError extends serverError(
-  'MEMBER_NOT_ENOUGH_STARTED',
-  S.FailedPrecondition,
-  'etcdserver: re-configuration failed due to not enough started members',
-) {}
+export class MemberNotEnoughStartedError extends serverError('MEMBER_NOT_ENOUGH_STARTED') {}
 /** Member URLs that do not parse. */
-export class MemberBadUrlsError extends serverError(
-  'MEMBER_BAD_URLS',
-  S.InvalidArgument,
-  'etcdserver: given member URLs are invalid',
-) {}
+export class MemberBadUrlsError extends serverError('MEMBER_BAD_URLS') {}
 /** No member with that id. */
-export class MemberNotFoundError extends serverError(
-  'MEMBER_NOT_FOUND',
-  S.NotFound,
-  'etcdserver: member not found',
-) {}
+export class MemberNotFoundError extends serverError('MEMBER_NOT_FOUND') {}
 /** MemberPromote of a voting member. */
-export class MemberNotLearnerError extends serverError(
-  'MEMBER_NOT_LEARNER',
-  S.FailedPrecondition,
-  'etcdserver: can only promote a learner member',
-) {}
+export class MemberNotLearnerError extends serverError('MEMBER_NOT_LEARNER') {}
 /** MemberPromote of a learner that has not caught up. */
-export class LearnerNotReadyError extends serverError(
-  'LEARNER_NOT_READY',
-  S.FailedPrecondition,
-  'etcdserver: can only promote a learner member which is in sync with leader',
-) {}
+export class LearnerNotReadyError extends serverError('LEARNER_NOT_READY') {}
 /** MemberAdd of a learner beyond the allowed number. */
-export class TooManyLearnersError extends serverError(
-  'TOO_MANY_LEARNERS',
-  S.FailedPrecondition,
-  'etcdserver: too many learner members in cluster',
-) {}
+export class TooManyLearnersError extends serverError('TOO_MANY_LEARNERS') {}
 /** The endpoint belongs to another cluster. */
-export class ClusterIdMismatchError extends serverError(
-  'CLUSTER_ID_MISMATCH',
-  S.FailedPrecondition,
-  'etcdserver: cluster ID mismatch',
-) {}
+export class ClusterIdMismatchError extends serverError('CLUSTER_ID_MISMATCH') {}
 
 // Auth.
 /** Enabling auth without a root user. */
-export class RootUserNotExistError extends serverError(
-  'ROOT_USER_NOT_EXIST',
-  S.FailedPrecondition,
-  'etcdserver: root user does not exist',
-) {}
+export class RootUserNotExistError extends serverError('ROOT_USER_NOT_EXIST') {}
 /** Enabling auth while root lacks the root role. */
-export class RootRoleNotExistError extends serverError(
-  'ROOT_ROLE_NOT_EXIST',
-  S.FailedPrecondition,
-  'etcdserver: root user does not have root role',
-) {}
+export class RootRoleNotExistError extends serverError('ROOT_ROLE_NOT_EXIST') {}
 /** UserAdd with a user name that is taken. */
-export class UserAlreadyExistsError extends serverError(
-  'USER_ALREADY_EXISTS',
-  S.FailedPrecondition,
-  'etcdserver: user name already exists',
-) {}
+export class UserAlreadyExistsError extends serverError('USER_ALREADY_EXISTS') {}
 /** UserAdd with an empty user name. */
-export class UserEmptyError extends serverError(
-  'USER_EMPTY',
-  S.InvalidArgument,
-  'etcdserver: user name is empty',
-) {}
+export class UserEmptyError extends serverError('USER_EMPTY') {}
 /** A call naming a user that does not exist. */
-export class UserNotFoundError extends serverError(
-  'USER_NOT_FOUND',
-  S.FailedPrecondition,
-  'etcdserver: user name not found',
-) {}
+export class UserNotFoundError extends serverError('USER_NOT_FOUND') {}
 /** RoleAdd with a role name that is taken. */
-export class RoleAlreadyExistsError extends serverError(
-  'ROLE_ALREADY_EXISTS',
-  S.FailedPrecondition,
-  'etcdserver: role name already exists',
-) {}
+export class RoleAlreadyExistsError extends serverError('ROLE_ALREADY_EXISTS') {}
 /** A call naming a role that does not exist. */
-export class RoleNotFoundError extends serverError(
-  'ROLE_NOT_FOUND',
-  S.FailedPrecondition,
-  'etcdserver: role name not found',
-) {}
+export class RoleNotFoundError extends serverError('ROLE_NOT_FOUND') {}
 /** RoleAdd with an empty role name. */
-export class RoleEmptyError extends serverError(
-  'ROLE_EMPTY',
-  S.InvalidArgument,
-  'etcdserver: role name is empty',
-) {}
+export class RoleEmptyError extends serverError('ROLE_EMPTY') {}
 /** Wrong user name or password. */
-export class AuthFailedError extends serverError(
-  'AUTH_FAILED',
-  S.InvalidArgument,
-  'etcdserver: authentication failed, invalid user ID or password',
-) {}
+export class AuthFailedError extends serverError('AUTH_FAILED') {}
 /** RoleGrantPermission without a permission. */
-export class PermissionNotGivenError extends serverError(
-  'PERMISSION_NOT_GIVEN',
-  S.InvalidArgument,
-  'etcdserver: permission not given',
-) {}
+export class PermissionNotGivenError extends serverError('PERMISSION_NOT_GIVEN') {}
 /** The authenticated user may not do this. */
-export class PermissionDeniedError extends serverError(
-  'PERMISSION_DENIED',
-  S.PermissionDenied,
-  'etcdserver: permission denied',
-) {}
+export class PermissionDeniedError extends serverError('PERMISSION_DENIED') {}
 /** UserRevokeRole of a role the user does not have. */
-export class RoleNotGrantedError extends serverError(
-  'ROLE_NOT_GRANTED',
-  S.FailedPrecondition,
-  'etcdserver: role is not granted to the user',
-) {}
+export class RoleNotGrantedError extends serverError('ROLE_NOT_GRANTED') {}
 /** RoleRevokePermission of a permission the role does not have. */
-export class PermissionNotGrantedError extends serverError(
-  'PERMISSION_NOT_GRANTED',
-  S.FailedPrecondition,
-  'etcdserver: permission is not granted to the role',
-) {}
+export class PermissionNotGrantedError extends serverError('PERMISSION_NOT_GRANTED') {}
 /** An auth call that needs auth to be enabled. */
-export class AuthNotEnabledError extends serverError(
-  'AUTH_NOT_ENABLED',
-  S.FailedPrecondition,
-  'etcdserver: authentication is not enabled',
-) {}
+export class AuthNotEnabledError extends serverError('AUTH_NOT_ENABLED') {}
 /** The token expired or was never valid; the client re-authenticates once before reporting it. */
-export class InvalidAuthTokenError extends serverError(
-  'INVALID_AUTH_TOKEN',
-  S.Unauthenticated,
-  'etcdserver: invalid auth token',
-) {}
+export class InvalidAuthTokenError extends serverError('INVALID_AUTH_TOKEN') {}
 /** Deleting the root user, or revoking its root role, while auth is enabled. */
-export class InvalidAuthMgmtError extends serverError(
-  'INVALID_AUTH_MGMT',
-  S.InvalidArgument,
-  'etcdserver: invalid auth management',
-) {}
+export class InvalidAuthMgmtError extends serverError('INVALID_AUTH_MGMT') {}
 /** The auth store (users, roles, permissions) changed after the request was authorized. */
-export class AuthOldRevisionError extends serverError(
-  'AUTH_OLD_REVISION',
-  S.InvalidArgument,
-  'etcdserver: revision of auth store is old',
-) {}
+export class AuthOldRevisionError extends serverError('AUTH_OLD_REVISION') {}
 
 // Cluster health. These arrive as Unavailable: a write that got one may still have been applied.
 /** The cluster has no leader: an election is under way or quorum is lost. */
-export class NoLeaderError extends serverError(
-  'NO_LEADER',
-  S.Unavailable,
-  'etcdserver: no leader',
-) {}
+export class NoLeaderError extends serverError('NO_LEADER') {}
 /** A call only the leader serves reached a member that is not the leader. */
-export class NotLeaderError extends serverError(
-  'NOT_LEADER',
-  S.FailedPrecondition,
-  'etcdserver: not leader',
-) {}
+export class NotLeaderError extends serverError('NOT_LEADER') {}
 /** The leader changed while the request was in flight. */
-export class LeaderChangedError extends serverError(
-  'LEADER_CHANGED',
-  S.Unavailable,
-  'etcdserver: leader changed',
-) {}
+export class LeaderChangedError extends serverError('LEADER_CHANGED') {}
 /** The cluster's version does not support the request. */
-export class NotCapableError extends serverError(
-  'NOT_CAPABLE',
-  S.FailedPrecondition,
-  'etcdserver: not capable',
-) {}
+export class NotCapableError extends serverError('NOT_CAPABLE') {}
 /** The member is shutting down. */
-export class ServerStoppedError extends serverError(
-  'SERVER_STOPPED',
-  S.Unavailable,
-  'etcdserver: server stopped',
-) {}
+export class ServerStoppedError extends serverError('SERVER_STOPPED') {}
 /** The member waited out its request timeout before the request was applied. */
-export class RequestTimeoutError extends serverError(
-  'REQUEST_TIMEOUT',
-  S.Unavailable,
-  'etcdserver: request timed out',
-) {}
+export class RequestTimeoutError extends serverError('REQUEST_TIMEOUT') {}
 /** A reconfiguration or leader transfer refused: the member is not connected to its peers. */
-export class UnhealthyClusterError extends serverError(
-  'UNHEALTHY',
-  S.Unavailable,
-  'etcdserver: unhealthy cluster',
-) {}
+export class UnhealthyClusterError extends serverError('UNHEALTHY') {}
 /** The CORRUPT alarm is raised: a member's data differs from the others'. */
-export class CorruptClusterError extends serverError(
-  'CORRUPT',
-  S.DataLoss,
-  'etcdserver: corrupt cluster',
-) {}
+export class CorruptClusterError extends serverError('CORRUPT') {}
 /** A call a learner does not serve (it serves Status and serializable reads) reached one. */
-export class NotSupportedForLearnerError extends serverError(
-  'NOT_SUPPORTED_FOR_LEARNER',
-  S.Unavailable,
-  'etcdserver: rpc not supported for learner',
-) {}
+export class NotSupportedForLearnerError extends serverError('NOT_SUPPORTED_FOR_LEARNER') {}
 /** MoveLeader to a member that is not a voting member of the cluster. */
-export class BadLeaderTransfereeError extends serverError(
-  'BAD_LEADER_TRANSFEREE',
-  S.FailedPrecondition,
-  'etcdserver: bad leader transferee',
-) {}
+export class BadLeaderTransfereeError extends serverError('BAD_LEADER_TRANSFEREE') {}
 /** The member canceled the request before it completed. */
-export class RequestCanceledError extends serverError(
-  'REQUEST_CANCELED',
-  S.Cancelled,
-  'etcdserver: request canceled',
-) {}
-
-for (const cls of [
-  EmptyKeyError,
-  KeyNotFoundError,
-  ValueProvidedError,
-  LeaseProvidedError,
-  TooManyTxnOpsError,
-  DuplicateKeyError,
-  InvalidSortOptionError,
-  RequestTooLargeError,
-  TooManyRequestsError,
-  CompactedError,
-  FutureRevisionError,
-  NoSpaceError,
-  LeaseNotFoundError,
-  LeaseExistsError,
-  LeaseTtlTooLargeError,
-  WatchCanceledError,
-  MemberExistsError,
-  PeerUrlExistsError,
-  MemberNotEnoughStartedError,
-  MemberBadUrlsError,
-  MemberNotFoundError,
-  MemberNotLearnerError,
-  LearnerNotReadyError,
-  TooManyLearnersError,
-  ClusterIdMismatchError,
-  RootUserNotExistError,
-  RootRoleNotExistError,
-  UserAlreadyExistsError,
-  UserEmptyError,
-  UserNotFoundError,
-  RoleAlreadyExistsError,
-  RoleNotFoundError,
-  RoleEmptyError,
-  AuthFailedError,
-  PermissionNotGivenError,
-  PermissionDeniedError,
-  RoleNotGrantedError,
-  PermissionNotGrantedError,
-  AuthNotEnabledError,
-  InvalidAuthTokenError,
-  InvalidAuthMgmtError,
-  AuthOldRevisionError,
-  NoLeaderError,
-  NotLeaderError,
-  LeaderChangedError,
-  NotCapableError,
-  ServerStoppedError,
-  RequestTimeoutError,
-  UnhealthyClusterError,
-  CorruptClusterError,
-  NotSupportedForLearnerError,
-  BadLeaderTransfereeError,
-  RequestCanceledError,
-] satisfies ServerErrorClass[]) {
-  byMessage.set(cls.etcdMessage, cls);
-}
+export class RequestCanceledError extends serverError('REQUEST_CANCELED') {}
 
 // The Lock and Election services (v3lock, v3election). etcd runs them on its in-process client,
 // whose errors carry no gRPC status, so these arrive as Unknown; so does every other error of those
 // services (LeaseNotFoundError from a Lock on an unknown lease, for instance).
 /** Proclaim or Campaign by a candidate whose key is no longer the one it was elected with. */
-export class ElectionNotLeaderError extends serverError(
-  'ELECTION_NOT_LEADER',
-  S.Unknown,
-  'election: not leader',
-) {}
+export class ElectionNotLeaderError extends serverError('ELECTION_NOT_LEADER') {}
 /** Leader found no candidate in the election. */
-export class ElectionNoLeaderError extends serverError(
-  'ELECTION_NO_LEADER',
-  S.Unknown,
-  'election: no leader',
-) {}
+export class ElectionNoLeaderError extends serverError('ELECTION_NO_LEADER') {}
 /** Proclaim or Resign without a LeaderKey. */
-export class MissingLeaderKeyError extends serverError(
-  'MISSING_LEADER_KEY',
-  S.Unknown,
-  '"leader" field must be provided',
-) {}
+export class MissingLeaderKeyError extends serverError('MISSING_LEADER_KEY') {}
 /**
  * Lock: the key queued for the lock vanished while the call waited (its lease expired or was
  * revoked, or someone deleted it), so the lock was not acquired. Sent by etcd 3.5+ and the
  * embedded server; etcd 3.4 instead reports such a lock as held.
  */
-export class LockSessionExpiredError extends serverError(
-  'LOCK_SESSION_EXPIRED',
-  S.Unknown,
-  'mutex: session is expired',
-) {}
+export class LockSessionExpiredError extends serverError('LOCK_SESSION_EXPIRED') {}
 /**
  * Campaign: the candidate's key vanished while the call waited, so it was not elected. Sent by
  * the embedded server; etcd (issue 11051) reports such a candidate as elected.
  */
-export class ElectionSessionExpiredError extends serverError(
-  'ELECTION_SESSION_EXPIRED',
-  S.Unknown,
-  'election: session is expired',
-) {}
+export class ElectionSessionExpiredError extends serverError('ELECTION_SESSION_EXPIRED') {}
 
-for (const cls of [
-  ElectionNotLeaderError,
-  ElectionNoLeaderError,
-  MissingLeaderKeyError,
-  LockSessionExpiredError,
-  ElectionSessionExpiredError,
-] satisfies ServerErrorClass[]) {
-  byMessage.set(cls.etcdMessage, cls);
+// The class of each entry of the catalog: a missing entry, or a class of another code, does not
+// compile.
+const classOfCode: { readonly [C in EtcdServerErrorCode]: ServerErrorClassOf<C> } = {
+  EMPTY_KEY: EmptyKeyError,
+  KEY_NOT_FOUND: KeyNotFoundError,
+  VALUE_PROVIDED: ValueProvidedError,
+  LEASE_PROVIDED: LeaseProvidedError,
+  TOO_MANY_TXN_OPS: TooManyTxnOpsError,
+  DUPLICATE_KEY: DuplicateKeyError,
+  INVALID_SORT_OPTION: InvalidSortOptionError,
+  REQUEST_TOO_LARGE: RequestTooLargeError,
+  TOO_MANY_REQUESTS: TooManyRequestsError,
+  COMPACTED: CompactedError,
+  FUTURE_REVISION: FutureRevisionError,
+  NO_SPACE: NoSpaceError,
+  LEASE_NOT_FOUND: LeaseNotFoundError,
+  LEASE_EXISTS: LeaseExistsError,
+  LEASE_TTL_TOO_LARGE: LeaseTtlTooLargeError,
+  WATCH_CANCELED: WatchCanceledError,
+  MEMBER_EXISTS: MemberExistsError,
+  PEER_URL_EXISTS: PeerUrlExistsError,
+  MEMBER_NOT_ENOUGH_STARTED: MemberNotEnoughStartedError,
+  MEMBER_BAD_URLS: MemberBadUrlsError,
+  MEMBER_NOT_FOUND: MemberNotFoundError,
+  MEMBER_NOT_LEARNER: MemberNotLearnerError,
+  LEARNER_NOT_READY: LearnerNotReadyError,
+  TOO_MANY_LEARNERS: TooManyLearnersError,
+  CLUSTER_ID_MISMATCH: ClusterIdMismatchError,
+  ROOT_USER_NOT_EXIST: RootUserNotExistError,
+  ROOT_ROLE_NOT_EXIST: RootRoleNotExistError,
+  USER_ALREADY_EXISTS: UserAlreadyExistsError,
+  USER_EMPTY: UserEmptyError,
+  USER_NOT_FOUND: UserNotFoundError,
+  ROLE_ALREADY_EXISTS: RoleAlreadyExistsError,
+  ROLE_NOT_FOUND: RoleNotFoundError,
+  ROLE_EMPTY: RoleEmptyError,
+  AUTH_FAILED: AuthFailedError,
+  PERMISSION_NOT_GIVEN: PermissionNotGivenError,
+  PERMISSION_DENIED: PermissionDeniedError,
+  ROLE_NOT_GRANTED: RoleNotGrantedError,
+  PERMISSION_NOT_GRANTED: PermissionNotGrantedError,
+  AUTH_NOT_ENABLED: AuthNotEnabledError,
+  INVALID_AUTH_TOKEN: InvalidAuthTokenError,
+  INVALID_AUTH_MGMT: InvalidAuthMgmtError,
+  AUTH_OLD_REVISION: AuthOldRevisionError,
+  NO_LEADER: NoLeaderError,
+  NOT_LEADER: NotLeaderError,
+  LEADER_CHANGED: LeaderChangedError,
+  NOT_CAPABLE: NotCapableError,
+  SERVER_STOPPED: ServerStoppedError,
+  REQUEST_TIMEOUT: RequestTimeoutError,
+  UNHEALTHY: UnhealthyClusterError,
+  CORRUPT: CorruptClusterError,
+  NOT_SUPPORTED_FOR_LEARNER: NotSupportedForLearnerError,
+  BAD_LEADER_TRANSFEREE: BadLeaderTransfereeError,
+  REQUEST_CANCELED: RequestCanceledError,
+  ELECTION_NOT_LEADER: ElectionNotLeaderError,
+  ELECTION_NO_LEADER: ElectionNoLeaderError,
+  MISSING_LEADER_KEY: MissingLeaderKeyError,
+  LOCK_SESSION_EXPIRED: LockSessionExpiredError,
+  ELECTION_SESSION_EXPIRED: ElectionSessionExpiredError,
+};
+
+// etcd's clients match errors on the message alone; so does this one, except for the variants
+// whose words mean the error only under one status.
+const byMessage = new Map<string, ServerErrorClass>();
+const byStatusAndMessage = new Map<string, ServerErrorClass>();
+const statusAndMessage = (status: GrpcStatus, message: string) => `${status} ${message}`;
+for (const [code, [, message]] of Object.entries(etcdErrors)) {
+  byMessage.set(message, classOfCode[code as EtcdServerErrorCode]);
 }
-
-// etcd 3.4 reports a password sent for a user created without one under its own message (as
-// Unknown); it means the same as a wrong password.
-byMessage.set(
-  'auth: authentication failed, password was given for no password user',
-  AuthFailedError,
-);
-
-// Variants of "request timed out" share one class: the message says more, the meaning is the same.
-for (const variant of [
-  'etcdserver: request timed out, possibly due to previous leader failure',
-  'etcdserver: request timed out, possibly due to connection lost',
-  'etcdserver: request timed out, waiting for the applied index took too long',
-]) {
-  byMessage.set(variant, RequestTimeoutError);
+for (const variant of Object.values<EtcdErrorVariant>(etcdErrorVariants)) {
+  if (variant.onlyWithStatus) {
+    byStatusAndMessage.set(
+      statusAndMessage(variant.status, variant.message),
+      classOfCode[variant.means],
+    );
+  } else {
+    byMessage.set(variant.message, classOfCode[variant.means]);
+  }
 }
 
 // Client-side failures.
@@ -687,13 +414,10 @@ export function fromTransportError(error: TransportError): EtcdError {
     metadata: error.metadata,
     cause: error,
   };
-  const known = byMessage.get(error.details);
+  const known =
+    byMessage.get(error.details) ??
+    byStatusAndMessage.get(statusAndMessage(error.code, error.details));
   if (known) return new known(init);
-  // etcd 3.4 answers a proposal that waited out its request timeout without a leader this way:
-  // Go's context error, with no gRPC status of its own. It is etcd's request timeout.
-  if (error.code === S.Unknown && error.details === 'context deadline exceeded') {
-    return new RequestTimeoutError(init);
-  }
   switch (error.code) {
     case S.Unimplemented:
       return new UnimplementedError(init);

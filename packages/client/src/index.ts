@@ -45,6 +45,7 @@ export type {
   ObserveResumed,
 } from './election/election-observe-events.js';
 export { type LockAcquired, type LockCallOptions, LockClient, lockKey } from './election/lock.js';
+export * from './error-table.js';
 export * from './errors.js';
 export { Etcd, type EtcdOptions } from './etcd.js';
 export type { ResponseHeader } from './header.js';

@@ -1,6 +1,7 @@
 // The connection: endpoints with failover, auth token, require-leader metadata, deadlines and the
 // retry policy, on top of a Transport. Services only see the `Rpc` interface it implements.
 import { setMaxListeners } from 'node:events';
+import { etcdErrorVariants } from '../error-table.js';
 import {
   ClientClosedError,
   DeadlineExceededError,
@@ -944,7 +945,7 @@ function deadlineError(
 function ownDeadline(error: TransportError, scope: CallScope): TransportError {
   if (
     error.code !== GrpcStatus.Unknown ||
-    error.details !== 'context deadline exceeded' ||
+    error.details !== etcdErrorVariants.PROPOSAL_TIMEOUT.message ||
     Date.now() < scope.deadline
   ) {
     return error;

@@ -15,7 +15,7 @@ export class WatchCompactedError extends CompactedError {
 
   constructor(compactRevision: bigint, startRevision: bigint, init?: EtcdErrorInit) {
     super({
-      message: `etcdserver: mvcc: required revision has been compacted (watch from revision ${startRevision}, compacted at ${compactRevision})`,
+      message: `${CompactedError.etcdMessage} (watch from revision ${startRevision}, compacted at ${compactRevision})`,
       ...init,
     });
     this.compactRevision = compactRevision;
