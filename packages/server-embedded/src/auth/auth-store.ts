@@ -151,7 +151,7 @@ export class AuthStore {
   /** UserAdd. A `noPassword` user has no password and can only be identified by certificate. */
   userAdd(name: string, password: string, noPassword = false): void {
     if (name.length === 0) throw new EtcdServerError('USER_EMPTY');
-    if (this.users.has(name)) throw new EtcdServerError('USER_ALREADY_EXIST');
+    if (this.users.has(name)) throw new EtcdServerError('USER_ALREADY_EXISTS');
     this.users.set(name, {
       name,
       roles: [],
@@ -218,7 +218,7 @@ export class AuthStore {
   /** RoleAdd. */
   roleAdd(name: string): void {
     if (name.length === 0) throw new EtcdServerError('ROLE_EMPTY');
-    if (this.roles.has(name)) throw new EtcdServerError('ROLE_ALREADY_EXIST');
+    if (this.roles.has(name)) throw new EtcdServerError('ROLE_ALREADY_EXISTS');
     this.roles.set(name, { name, permissions: [] });
     this.changed();
   }

@@ -13,7 +13,7 @@ import {
 import * as grpc from '@grpc/grpc-js';
 import type { RangeRequest, TxnRequest } from '../api/requests.js';
 import { type Clock, systemClock, type Timer } from '../clock.js';
-import { EtcdServerError, GrpcCode } from '../errors.js';
+import { EtcdServerError, type GrpcCode } from '../errors.js';
 import { isReadOnlyTxn } from '../kv/txn.js';
 import { isLocalRange, isLocalTxn } from '../services/local-reads.js';
 
@@ -89,15 +89,12 @@ export interface GateStatus {
 }
 
 const NO_LEADER: GateStatus = new EtcdServerError('NO_LEADER');
-const NOT_SUPPORTED_FOR_LEARNER: GateStatus = {
-  grpcCode: GrpcCode.UNAVAILABLE,
-  message: 'etcdserver: rpc not supported for learner',
-};
+const NOT_SUPPORTED_FOR_LEARNER: GateStatus = new EtcdServerError('NOT_SUPPORTED_FOR_LEARNER');
 /** What a call held for the leader fails with after the request timeout, by how it waited. */
 const TIMED_OUT: Readonly<Record<'proposal' | 'read-index' | 'forward', GateStatus>> = {
   // etcd returns the proposal's context error unmapped, and grpc-go sends it as Unknown.
-  proposal: { grpcCode: GrpcCode.UNKNOWN, message: 'context deadline exceeded' },
-  'read-index': new EtcdServerError('TIMEOUT'),
+  proposal: new EtcdServerError('PROPOSAL_TIMEOUT'),
+  'read-index': new EtcdServerError('REQUEST_TIMEOUT'),
   forward: NO_LEADER,
 };
 

@@ -84,7 +84,8 @@ export class LocalClient {
   dropWaits(): void {
     const halt = this.shared.halt;
     this.shared.halt = newHalt();
-    halt.abort(new Error('etcdserver: server stopped'));
+    // A plain error, as etcd's in-process client passes the stop on: it goes out as Unknown.
+    halt.abort(new Error(EtcdServerError.messageOf('SERVER_STOPPED')));
   }
 
   range(request: RangeRequest): RangeResponse {

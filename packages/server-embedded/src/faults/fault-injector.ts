@@ -2,7 +2,7 @@
 // injected failures, a pause) act in the call gate, before handlers and after them; state-level
 // faults (a leader change, NOSPACE, a compaction, a lease expiring) go through the same paths as
 // the real events, so they take raft entries, reach watchers and are persisted like them.
-import { GrpcCode } from '../errors.js';
+import { EtcdServerError, GrpcCode } from '../errors.js';
 import type { Admission, CallGate, GatePolicy, InjectedStatus } from './call-gate.js';
 import { type MethodName, resolveMethods } from './methods.js';
 
@@ -46,7 +46,7 @@ export interface FaultTargets {
 }
 
 const DEFAULT_MESSAGES: Partial<Record<GrpcCode, string>> = {
-  [GrpcCode.UNAVAILABLE]: 'etcdserver: request timed out',
+  [GrpcCode.UNAVAILABLE]: EtcdServerError.messageOf('REQUEST_TIMEOUT'),
   [GrpcCode.DEADLINE_EXCEEDED]: 'context deadline exceeded',
 };
 

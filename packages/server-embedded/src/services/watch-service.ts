@@ -71,9 +71,9 @@ export function registerWatchService(
  * ("rpc error: code = ... desc = ..."); any other refusal reads as permission denied.
  */
 const AUTH_CANCEL_REASONS = {
-  INVALID_AUTH_TOKEN: 'rpc error: code = Unauthenticated desc = etcdserver: invalid auth token',
-  USER_EMPTY: 'rpc error: code = InvalidArgument desc = etcdserver: user name is empty',
-  PERMISSION_DENIED: 'rpc error: code = PermissionDenied desc = etcdserver: permission denied',
+  INVALID_AUTH_TOKEN: new EtcdServerError('INVALID_AUTH_TOKEN').toGoText(),
+  USER_EMPTY: new EtcdServerError('USER_EMPTY').toGoText(),
+  PERMISSION_DENIED: new EtcdServerError('PERMISSION_DENIED').toGoText(),
 } as const;
 
 /** The create check of a stream opened with `credentials` (identified anew at each create). */
