@@ -8,8 +8,6 @@ export default defineConfig([
     clean: true,
     // import.meta.url finds the lock workload's worker script, in the CommonJS build too.
     shims: true,
-    // Loaded only by the etcd target, from the repository (src/testkit.ts): never bundled.
-    external: ['@etcdkit/testkit'],
     target: 'node20',
   },
   {
@@ -17,7 +15,6 @@ export default defineConfig([
     // workload's worker process, which index and cli start from next to themselves.
     entry: { cli: 'src/cli/main.ts', 'lock-worker': 'src/workloads/lock-worker.ts' },
     format: ['esm'],
-    external: ['@etcdkit/testkit'],
     target: 'node20',
   },
 ]);

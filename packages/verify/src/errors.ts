@@ -13,15 +13,14 @@ export class VerifyError<C extends string = string> extends EtcdError<C> {
 }
 
 /**
- * The target asked for cannot be started here: real etcd processes and the etcdkit-server
- * process are started by this repository's testkit, which a package installed from the registry
- * does not have (the `endpoints` and `embedded` targets need nothing more).
+ * The target asked for cannot be started here: for real etcd, the binary given (or `etcd` on
+ * PATH) does not run `--version`.
  */
 export class TargetUnavailableError extends VerifyError<'TARGET_UNAVAILABLE'> {
   /** The kind of target that was asked for. */
   readonly target: string;
 
-  /** `target` is the kind of target asked for; `cause` why its launcher did not load. */
+  /** `target` is the kind of target asked for; `cause` the failure behind it, if any. */
   constructor(target: string, message: string, options?: { readonly cause?: unknown }) {
     super('TARGET_UNAVAILABLE', message, options);
     this.target = target;

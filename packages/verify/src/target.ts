@@ -2,12 +2,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '@etcdkit/client';
 import { type Clock, EmbeddedCluster, EmbeddedEtcd, VirtualClock } from '@etcdkit/server-embedded';
-import { loadTestkit } from './testkit.js';
+import { freePorts, launchEtcd } from './etcd-launcher.js';
 
 /**
  * Names of faults: those a target may support (`pause`, `kill`, `partition`, `leader`,
@@ -88,9 +87,7 @@ export async function startTarget(spec: TargetSpec): Promise<Target> {
         ? embeddedCluster(spec.members ?? 3, spec.virtualClock ?? false)
         : embeddedSingle(spec.virtualClock ?? false);
     case 'etcd':
-      return (spec.members ?? 1) > 1
-        ? etcdCluster(spec.members ?? 3, spec.binary)
-        : etcdSingle(spec.binary);
+      return etcdProcesses(spec.members ?? 1, spec.binary);
     case 'etcdkit-server':
       return etcdkitServerProcess();
   }
@@ -178,57 +175,41 @@ async function embeddedCluster(members: number, virtualClock: boolean): Promise<
   };
 }
 
-async function etcdSingle(binary: string | undefined): Promise<Target> {
-  const etcd = await (await loadTestkit('etcd')).startEtcd({ binary });
+/** Real etcd processes this tool starts (etcd-launcher.ts): one member, or a cluster. */
+async function etcdProcesses(members: number, binary: string | undefined): Promise<Target> {
+  const etcd = await launchEtcd({ members, binary });
+  const single = members === 1;
   return {
-    description: `etcd ${etcd.version}, 1 member`,
+    description: `etcd ${etcd.version}, ${members} member${single ? '' : 's'}`,
     endpoints: etcd.endpoints,
     faults: {
       pause: async () => {
-        await etcd.pause();
-        return async () => etcd.resume();
-      },
-      kill: async () => {
-        await etcd.kill();
-        return () => etcd.restart();
-      },
-      restart: async () => {
-        await etcd.restart();
-        return async () => {};
-      },
-    },
-    stop: () => etcd.stop(),
-  };
-}
-
-async function etcdCluster(members: number, binary: string | undefined): Promise<Target> {
-  const cluster = await (await loadTestkit('etcd')).startEtcdCluster({ members, binary });
-  return {
-    description: `etcd ${cluster.version}, ${members} members`,
-    endpoints: cluster.endpoints,
-    faults: {
-      pause: async () => {
-        const member = pick(cluster.members);
+        const member = pick(etcd.members);
         await member.pause();
         return async () => member.resume();
       },
       kill: async () => {
-        const member = pick(cluster.members);
+        const member = pick(etcd.members);
         await member.kill();
         return () => member.start();
       },
       restart: async () => {
-        await pick(cluster.members).restart();
+        await pick(etcd.members).restart();
         return async () => {};
       },
-      // Killing the leader forces an election; it comes back as a follower.
-      leader: async () => {
-        const leader = await cluster.waitForLeader();
-        await leader.kill();
-        return () => leader.start();
-      },
+      // Killing the leader forces an election; it comes back as a follower. A lone member would
+      // only be killed and restarted: `kill` already does that.
+      ...(single
+        ? {}
+        : {
+            leader: async () => {
+              const leader = await etcd.leader();
+              await leader.kill();
+              return () => leader.start();
+            },
+          }),
     },
-    stop: () => cluster.stop(),
+    stop: () => etcd.stop(),
   };
 }
 
@@ -243,7 +224,7 @@ function etcdkitServerCommand(): string[] {
 }
 
 async function etcdkitServerProcess(): Promise<Target> {
-  const port = await freePort();
+  const [port] = await freePorts(1);
   const url = `http://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   const launch = async () => {
@@ -299,20 +280,4 @@ async function waitUntilServing(url: string, timeoutMs = 30_000): Promise<void> 
   } finally {
     await etcd.close();
   }
-}
-
-/** A TCP port of 127.0.0.1 that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address !== null
-          ? resolve(address.port)
-          : reject(new Error('no port')),
-      );
-    });
-  });
 }
