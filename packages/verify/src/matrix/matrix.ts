@@ -82,6 +82,17 @@ export function matrixCells(size: MatrixSize, short: boolean): MatrixCell[] {
       expect: true,
     });
   }
+  // Leases expired by virtual time while a holder runs on in its critical section (the lock's
+  // anomaly without a stopped process); the embedded targets run on a virtual clock for it.
+  for (const server of short ? [SERVERS[1]!] : [SERVERS[0]!, SERVERS[1]!]) {
+    for (const fenced of [false, true]) {
+      cells.push({
+        name: `lock ${fenced ? 'fenced' : 'unfenced'} on ${server.name}, lease-expiry`,
+        options: { ...lock, target: server.target, fenced, faults: ['lease-expiry'] },
+        expect: fenced,
+      });
+    }
+  }
   for (const [server, fault] of [
     [SERVERS[1]!, 'partition'],
     [SERVERS[3]!, 'kill'],
@@ -100,15 +111,20 @@ export function matrixCells(size: MatrixSize, short: boolean): MatrixCell[] {
       expect: true,
     });
   }
-  for (const server of [SERVERS[1]!, SERVERS[3]!]) {
+  // lease-expiry: every leader's lease expires at once and its key goes; the next must win.
+  for (const [server, fault] of [
+    [SERVERS[1]!, 'kill'],
+    [SERVERS[3]!, 'kill'],
+    ...(short ? [] : ([[SERVERS[1]!, 'lease-expiry']] as const)),
+  ] as const) {
     cells.push({
-      name: `election on ${server.name}, kill`,
+      name: `election on ${server.name}, ${fault}`,
       options: {
         workload: 'election',
         clients: 6,
         durationMs: size.lockMs,
         target: server.target,
-        faults: ['kill'],
+        faults: [fault],
         faultIntervalMs: 1_000,
         faultDurationMs: 1_500,
       },
