@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 
@@ -11,9 +11,15 @@ import type { Writable } from 'node:stream';
  * process exits normally, and a small watchdog process that does the same when this process
  * dies without running exit handlers (SIGTERM from the runner, SIGKILL, a crash). The watchdog
  * learns what to clean through its stdin; the pipe closing is its signal that we are gone.
+ *
+ * A pid is killed only while it is still the process that was started: its start time (field 22
+ * of /proc/<pid>/stat, in clock ticks since boot) must be the one recorded at spawn. Once a child
+ * has been reaped (by this process, or by init after we died) its pid can be reused, and pid_max
+ * is often 32768.
  */
 
-const livePids = new Set<number>();
+/** Tracked pids and their start times (`''` where /proc cannot tell). */
+const livePids = new Map<number, string>();
 const tempDirs = new Set<string>();
 let exitHandlerInstalled = false;
 let watchdog: { child: ChildProcess; stdin: Writable } | undefined;
@@ -22,7 +28,14 @@ let watchdogFailed = false;
 /** Runs in the watchdog process (`node -e`). Plain JavaScript, no dependencies. */
 const WATCHDOG_SCRIPT = `
 const fs = require('node:fs');
-const pids = new Set();
+// As startTimeOf below.
+function startTimeOf(pid) {
+  try {
+    const stat = fs.readFileSync('/proc/' + pid + '/stat', 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] || '';
+  } catch { return ''; }
+}
+const pids = new Map();
 const dirs = new Set();
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => {});
 let pending = '';
@@ -36,12 +49,17 @@ process.stdin.on('data', (chunk) => {
     const op = line.slice(0, 1);
     const kind = line.slice(1, 2);
     const value = line.slice(3);
-    const set = kind === 'p' ? pids : dirs;
-    if (op === '+') set.add(value); else set.delete(value);
+    if (kind === 'p') {
+      const [pid, start = ''] = value.split(' ');
+      if (op === '+') pids.set(pid, start); else pids.delete(pid);
+    } else if (op === '+') dirs.add(value); else dirs.delete(value);
   }
 });
 process.stdin.on('close', () => {
-  for (const pid of pids) { try { process.kill(Number(pid), 'SIGKILL'); } catch {} }
+  for (const [pid, start] of pids) {
+    if (startTimeOf(Number(pid)) !== start) continue;
+    try { process.kill(Number(pid), 'SIGKILL'); } catch {}
+  }
   for (const dir of dirs) {
     try { fs.rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }); } catch {}
   }
@@ -85,13 +103,7 @@ function installExitHandler(): void {
   if (exitHandlerInstalled) return;
   exitHandlerInstalled = true;
   process.on('exit', () => {
-    for (const pid of livePids) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    for (const [pid, start] of livePids) killIfStarted(pid, start);
     for (const dir of tempDirs) {
       try {
         rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
@@ -102,11 +114,43 @@ function installExitHandler(): void {
   });
 }
 
-/** Kill `pid` if this process exits (or dies) while it is still tracked. */
-export function trackProcess(pid: number): void {
+/**
+ * The start time of process `pid` (field 22 of /proc/<pid>/stat), `''` when /proc has no such
+ * process or there is no /proc (then a pid is killed as before, unchecked).
+ */
+export function startTimeOf(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name (which may hold spaces and parentheses).
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * SIGKILLs `pid` if it is the process that started at `start` (as {@link startTimeOf} gave it at
+ * spawn); returns whether it sent the signal.
+ */
+export function killIfStarted(pid: number, start: string): boolean {
+  if (startTimeOf(pid) !== start) return false;
+  try {
+    process.kill(pid, 'SIGKILL');
+    return true;
+  } catch {
+    return false; // already gone
+  }
+}
+
+/**
+ * Kill `pid` if this process exits (or dies) while it is still tracked and still the process
+ * that started at `start`. Call it right after the spawn, before the child can have been reaped;
+ * `start` is for the testkit's own tests.
+ */
+export function trackProcess(pid: number, start = startTimeOf(pid)): void {
   installExitHandler();
-  livePids.add(pid);
-  tell(`+p ${pid}`);
+  livePids.set(pid, start);
+  tell(`+p ${pid} ${start}`);
 }
 
 export function untrackProcess(pid: number): void {
@@ -126,5 +170,5 @@ export function untrackTempDir(dir: string): void {
 
 /** What the safety net currently holds; for the testkit's own tests. */
 export function trackedResources(): { pids: number[]; dirs: string[] } {
-  return { pids: [...livePids], dirs: [...tempDirs] };
+  return { pids: [...livePids.keys()], dirs: [...tempDirs] };
 }
