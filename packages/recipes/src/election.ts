@@ -2,19 +2,13 @@
 // elect` take part in the same election). Candidates queue exactly like mutex waiters; the leader
 // is the candidate with the oldest key, and its key's value is the leader's proclaimed value.
 import { AbortedError, cmp, type KeyValue, op, type ResponseHeader } from '@etcdkit/client';
+import { acquireHold } from './acquire.js';
 import { ElectionNoLeaderError, ElectionNotLeaderError } from './errors.js';
-import { Hold, Holding, waitToHold } from './hold.js';
-import {
-  acquireSessionKey,
-  deleteIfCreatedAt,
-  type SessionEntry,
-  sessionEnded,
-  sessionKey,
-  useSessionKey,
-} from './queue-key.js';
+import { Hold, type Holding } from './hold.js';
+import { acquireSessionKey, sessionKey } from './queue-key.js';
 import { recipeName } from './recipe-name.js';
 import type { Session } from './session.js';
-import { throwIfAborted, type WaitOptions, waitForEvent } from './wait.js';
+import { type WaitOptions, waitForEvent } from './wait.js';
 
 /** Options of {@link Election.campaign}. */
 export interface CampaignOptions extends WaitOptions {}
@@ -78,40 +72,27 @@ export class Election {
    * session ends or the candidate key disappears while waiting; the key this call put is deleted
    * then (guarded by its create revision), so an abandoned campaign leaves no candidate behind.
    */
-  async campaign(value: string, options: CampaignOptions = {}): Promise<Leadership> {
-    const { session } = this;
-    throwIfAborted(options.signal);
-    if (session.isDone) throw sessionEnded(session);
-    const release = useSessionKey(session, this.key);
-    let entry: SessionEntry | undefined;
-    try {
-      // Not abortable, like the mutex's acquire: a txn cut off in flight could leave a key.
-      entry = await acquireSessionKey(session, this.prefix, value);
-      if (entry.existing !== undefined && entry.existing.text() !== value) {
-        await this.#put(entry.key, entry.createRevision, value);
-      }
-      throwIfAborted(options.signal);
-      const holding =
-        entry.oldest?.createRevision === entry.createRevision
-          ? new Holding(session, entry, 'leadership')
-          : await waitToHold(session, {
-              prefix: this.prefix,
-              entry,
-              what: 'leadership',
-              signal: options.signal,
-            });
-      const leadership = new Leadership(this, holding, value, release);
-      this.#leadership = leadership;
-      return leadership;
-    } catch (error) {
-      const othersLeft = release();
-      if (entry !== undefined && othersLeft === 0) {
-        await deleteIfCreatedAt(session, entry.key, entry.createRevision).catch(() => {
-          // Best effort: the key is attached to the session's lease and goes with it.
-        });
-      }
-      throw error;
-    }
+  campaign(value: string, options: CampaignOptions = {}): Promise<Leadership> {
+    const { session, prefix } = this;
+    return acquireHold({
+      session,
+      signal: options.signal,
+      what: 'leadership',
+      blockers: prefix,
+      sharedKey: this.key,
+      take: () => acquireSessionKey(session, prefix, value),
+      taken: async (entry) => {
+        if (entry.existing !== undefined && entry.existing.text() !== value) {
+          await this.#put(entry.key, entry.createRevision, value);
+        }
+      },
+      atHead: (entry) => entry.oldest?.createRevision === entry.createRevision,
+      wrap: (holding, release) => {
+        const leadership = new Leadership(this, holding, value, release);
+        this.#leadership = leadership;
+        return leadership;
+      },
+    });
   }
 
   /**

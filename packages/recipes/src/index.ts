@@ -38,6 +38,15 @@ export { MAX_QUEUE_PRIORITY, PriorityQueue } from './priority-queue.js';
 export { Queue } from './queue.js';
 export type { Dequeued, DequeueOptions, Enqueued, EnqueueOptions } from './queue-claim.js';
 export {
+  type Acquisition,
+  type AheadRead,
+  acquireInLine,
+  type LinePlace,
+  type QueueLine,
+  type TurnOptions,
+  waitForTurn,
+} from './queue-line.js';
+export {
   ResilientSession,
   type ResilientSessionEvents,
   type ResilientSessionOptions,

@@ -1,17 +1,13 @@
 // A distributed mutex with the key layout of Go's concurrency.Mutex (so Go services and
 // `etcdctl lock` contend on the same lock), FIFO by create revision, and without Go's known bugs.
+
+import { acquireHold } from './acquire.js';
 import { LockedError } from './errors.js';
-import { Hold, Holding, waitToHold } from './hold.js';
-import {
-  acquireSessionKey,
-  deleteIfCreatedAt,
-  type SessionEntry,
-  sessionEnded,
-  useSessionKey,
-} from './queue-key.js';
+import { Hold, type Holding } from './hold.js';
+import { acquireSessionKey } from './queue-key.js';
 import { recipeName } from './recipe-name.js';
 import type { Session } from './session.js';
-import { throwIfAborted, type WaitOptions } from './wait.js';
+import type { WaitOptions } from './wait.js';
 
 /** Options of {@link Mutex.lock} and {@link Mutex.withLock}. */
 export interface LockOptions extends WaitOptions {}
@@ -101,39 +97,23 @@ export class Mutex {
     return result;
   }
 
-  async #acquire(options: LockOptions, tryOnly: boolean): Promise<Lock> {
-    const { session } = this;
-    throwIfAborted(options.signal);
-    if (session.isDone) throw sessionEnded(session);
-    const release = useSessionKey(session, this.key);
-    let entry: SessionEntry | undefined;
-    try {
-      // Not abortable: an acquire txn cut off in flight might still create a key we could not
-      // identify for cleanup. It is one short call; the signal is checked right after it.
-      entry = await acquireSessionKey(session, this.prefix, '');
-      throwIfAborted(options.signal);
-      if (entry.oldest?.createRevision === entry.createRevision) {
-        return new Lock(session, new Holding(session, entry, 'lock'), release);
-      }
-      if (tryOnly) {
-        throw new LockedError(this.name, entry.oldest?.keyText() ?? '(unknown holder)');
-      }
-      const holding = await waitToHold(session, {
-        prefix: this.prefix,
-        entry,
-        what: 'lock',
-        signal: options.signal,
-      });
-      return new Lock(session, holding, release);
-    } catch (error) {
-      const othersLeft = release();
-      if (entry !== undefined && othersLeft === 0) {
-        await deleteIfCreatedAt(session, entry.key, entry.createRevision).catch(() => {
-          // Best effort: the key is attached to the session's lease and goes with it.
-        });
-      }
-      throw error;
-    }
+  #acquire(options: LockOptions, tryOnly: boolean): Promise<Lock> {
+    const { session, prefix } = this;
+    return acquireHold({
+      session,
+      signal: options.signal,
+      what: 'lock',
+      blockers: prefix,
+      sharedKey: this.key,
+      take: () => acquireSessionKey(session, prefix, ''),
+      atHead: (entry) => entry.oldest?.createRevision === entry.createRevision,
+      refuse: (entry) => {
+        if (tryOnly) {
+          throw new LockedError(this.name, entry.oldest?.keyText() ?? '(unknown holder)');
+        }
+      },
+      wrap: (holding, release) => new Lock(session, holding, release),
+    });
   }
 }
 

@@ -1,12 +1,12 @@
 // A readers-writer lock with the key layout of Go's experimental recipes.RWMutex: readers queue
 // under `name/read/`, writers under `name/write/`, each acquisition with its own key attached to
 // the session's lease. A reader waits only for older writers; a writer waits for every older key.
-import { waitToHold } from './hold.js';
+import { acquireHold } from './acquire.js';
 import { Lock } from './mutex.js';
-import { createUniqueKey, deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
+import { createUniqueKey } from './queue-key.js';
 import { recipeName } from './recipe-name.js';
 import type { Session } from './session.js';
-import { throwIfAborted, type WaitOptions } from './wait.js';
+import type { WaitOptions } from './wait.js';
 
 /** Options of {@link RWMutex.readLock} and {@link RWMutex.writeLock}. */
 export interface RWLockOptions extends WaitOptions {}
@@ -56,26 +56,16 @@ export class RWMutex {
     return this.#lock(`${this.prefix}write/`, this.prefix, options);
   }
 
-  async #lock(queue: string, blockers: string, options: RWLockOptions): Promise<Lock> {
+  #lock(queue: string, blockers: string, options: RWLockOptions): Promise<Lock> {
     const { session } = this;
-    throwIfAborted(options.signal);
-    if (session.isDone) throw sessionEnded(session);
-    // Not abortable: see Mutex.lock. The key is unique, so no other call shares it.
-    const entry: QueueEntry = await createUniqueKey(session, queue, blockers);
-    try {
-      throwIfAborted(options.signal);
-      const holding = await waitToHold(session, {
-        prefix: blockers,
-        entry,
-        what: 'lock',
-        signal: options.signal,
-      });
-      return new Lock(session, holding);
-    } catch (error) {
-      await deleteIfCreatedAt(session, entry.key, entry.createRevision).catch(() => {
-        // Best effort: the key is attached to the session's lease and goes with it.
-      });
-      throw error;
-    }
+    return acquireHold({
+      session,
+      signal: options.signal,
+      what: 'lock',
+      blockers,
+      // Unique keys: no other call shares one.
+      take: () => createUniqueKey(session, queue, blockers),
+      wrap: (holding) => new Lock(session, holding),
+    });
   }
 }

@@ -1,12 +1,13 @@
 // A counting semaphore (not in Go's recipes): up to N holders at once, queued like the mutex. The
 // holders are the N keys with the oldest create revisions under the prefix.
 import { InvalidArgumentError } from '@etcdkit/client';
+import { acquireHold } from './acquire.js';
 import { LockedError } from './errors.js';
-import { Hold, type Holding, waitToHold } from './hold.js';
-import { createUniqueKey, deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
+import { Hold, type Holding } from './hold.js';
+import { createUniqueKey } from './queue-key.js';
 import { recipeName } from './recipe-name.js';
 import type { Session } from './session.js';
-import { throwIfAborted, type WaitOptions } from './wait.js';
+import type { WaitOptions } from './wait.js';
 
 /** Options of {@link Semaphore.acquire}. */
 export interface AcquireOptions extends WaitOptions {}
@@ -60,38 +61,29 @@ export class Semaphore {
     return this.#acquire(options, true);
   }
 
-  async #acquire(options: AcquireOptions, tryOnly: boolean): Promise<Permit> {
-    const { session } = this;
-    throwIfAborted(options.signal);
-    if (session.isDone) throw sessionEnded(session);
-    const entry: QueueEntry = await createUniqueKey(session, this.prefix);
-    try {
-      throwIfAborted(options.signal);
-      if (tryOnly) {
+  #acquire(options: AcquireOptions, tryOnly: boolean): Promise<Permit> {
+    const { session, prefix, permits } = this;
+    return acquireHold({
+      session,
+      signal: options.signal,
+      what: 'permit',
+      blockers: prefix,
+      slots: permits,
+      take: () => createUniqueKey(session, prefix),
+      refuse: async (entry) => {
+        if (!tryOnly) return;
         const ahead = await session.etcd.range({
-          prefix: this.prefix,
+          prefix,
           maxCreateRevision: entry.createRevision - 1n,
-          limit: this.permits,
+          limit: permits,
           keysOnly: true,
         });
-        if (ahead.kvs.length >= this.permits) {
+        if (ahead.kvs.length >= permits) {
           throw new LockedError(this.name, ahead.kvs.map((kv) => kv.keyText()).join(', '));
         }
-      }
-      const holding = await waitToHold(session, {
-        prefix: this.prefix,
-        entry,
-        slots: this.permits,
-        what: 'permit',
-        signal: options.signal,
-      });
-      return new Permit(this, holding);
-    } catch (error) {
-      await deleteIfCreatedAt(session, entry.key, entry.createRevision).catch(() => {
-        // Best effort: the key is attached to the session's lease and goes with it.
-      });
-      throw error;
-    }
+      },
+      wrap: (holding) => new Permit(this, holding),
+    });
   }
 }
 

@@ -24,6 +24,7 @@ import {
   type WatchKeys,
 } from '@etcdkit/client';
 import { SessionExpiredError } from './errors.js';
+import { type AheadRead, type QueueLine, waitForTurn } from './queue-line.js';
 
 /** Options shared by every wait. */
 export interface WaitOptions {
@@ -317,59 +318,62 @@ export async function waitForPredecessors(kv: KV, wait: PredecessorWait): Promis
     throw new InvalidArgumentError(`slots must be a positive integer, got ${String(slots)}`);
   }
   throwIfAborted(wait.signal);
-  const inner = new AbortController();
-  // Linked by hand, and let go of at the end: the caller's signal may outlive many waits.
-  const linked = wait.signal ? linkSignals(wait.signal, inner.signal) : undefined;
-  const signal = linked?.signal ?? inner.signal;
-  const turn = waitInQueue(kv, wait, slots, signal);
-  const lost = wait.ownKey ? ownKeyLost(kv, wait.ownKey, signal) : undefined;
-  try {
-    return lost ? await Promise.race([turn, lost]) : await turn;
-  } finally {
-    inner.abort();
-    linked?.release();
-    // Settle both sides before returning so no watch outlives the call; their rejections after
-    // the inner abort are expected and swallowed here.
-    await Promise.allSettled(lost ? [turn, lost] : [turn]);
-  }
+  const own = wait.ownKey;
+  return waitForTurn(queueLine(kv, wait, slots), {
+    ahead: aheadOf(wait.ahead),
+    own: own && { place: own, seenAt: own.seenAt },
+    signal: wait.signal ?? new AbortController().signal,
+  });
 }
 
 /**
  * @internal The turn part of {@link waitForPredecessors}, without the own key's watch: for a
  * caller that watches the key itself and aborts `signal` when it goes.
  */
-export async function waitInQueue(
+export function waitInQueue(
   kv: KV,
   wait: PredecessorWait,
   slots: number,
   signal: AbortSignal,
 ): Promise<ResponseHeader> {
-  let read = wait.ahead ?? (await readQueue(kv, wait, slots, signal));
-  for (;;) {
-    const { predecessors, header } = read;
-    if (predecessors.length < slots) return header;
-    try {
+  return waitForTurn(queueLine(kv, wait, slots), { ahead: aheadOf(wait.ahead), signal });
+}
+
+function aheadOf(read: QueueRead | undefined): AheadRead<KeyValue, ResponseHeader> | undefined {
+  return read && withRevision(read);
+}
+
+function withRevision(read: QueueRead): AheadRead<KeyValue, ResponseHeader> {
+  return { ...read, revision: read.header.revision };
+}
+
+/** The shared queue algorithm's store, over the client. */
+function queueLine(
+  kv: KV,
+  wait: PredecessorWait,
+  slots: number,
+): QueueLine<Bytes, KeyValue, ResponseHeader> {
+  return {
+    slots,
+    readAhead: async (signal) => withRevision(await readQueue(kv, wait, slots, signal)),
+    waitForDelete: (place, seenAt, signal) =>
+      waitForDelete(kv, place.key, seenAt, { signal, createRevision: place.createRevision }),
+    waitForPredecessor: async (newest, read, signal) => {
       // Our own key, when it queues among the keys ahead and the read listed all of them.
-      const own = slots === 1 && read.complete ? wait.ownKey : undefined;
+      const own = read.complete ? wait.ownKey : undefined;
       if (own?.key.startsWith(wait.prefix)) {
         // The only key ahead: its delete is the turn, unless our own key went first.
-        const newest = predecessors[0] as KeyValue;
-        const turn = await waitForLastPredecessor(
-          kv,
-          { ...wait, ownKey: own },
-          newest,
-          read,
-          signal,
-        );
-        if (turn !== undefined) return turn;
-      } else if (slots === 1) {
-        const newest = predecessors[0] as KeyValue;
-        await waitForDelete(kv, newest.key, header.revision, {
-          signal,
-          createRevision: newest.createRevision,
-        });
-      } else {
-        const ahead = new Set(predecessors.map((entry) => entry.keyText()));
+        return waitForLastPredecessor(kv, { ...wait, ownKey: own }, newest, read, signal);
+      }
+      await waitForDelete(kv, newest.key, read.revision, {
+        signal,
+        createRevision: newest.createRevision,
+      });
+      return undefined;
+    },
+    waitForSlot: async ({ predecessors, header }, signal) => {
+      const ahead = new Set(predecessors.map((entry) => entry.keyText()));
+      try {
         await waitForDeletes(kv, wait.prefix, ahead, ahead.size - slots + 1, {
           from: header.revision + 1n,
           signal,
@@ -379,13 +383,17 @@ export async function waitInQueue(
             return { found, revision: read.header.revision };
           },
         });
+      } catch (error) {
+        // The watch start was compacted: read the queue again from now.
+        if (!(error instanceof CompactedError)) throw error;
       }
-    } catch (error) {
-      // The watch start was compacted: read the queue again from now.
-      if (!(error instanceof CompactedError)) throw error;
-    }
-    read = await readQueue(kv, wait, slots, signal);
-  }
+    },
+    lost: (revision) =>
+      new SessionExpiredError(
+        `${String(wait.ownKey?.key)} was deleted at revision ${revision} while waiting (its lease expired or was revoked, or it was deleted)`,
+        { key: wait.ownKey?.key },
+      ),
+  };
 }
 
 /**
@@ -519,18 +527,6 @@ async function waitForDeletes(
       return deleted >= needed ? true : undefined;
     },
     options,
-  );
-}
-
-/** Rejects with SessionExpiredError when the own key is deleted; never resolves otherwise. */
-async function ownKeyLost(kv: KV, own: OwnKey, signal: AbortSignal): Promise<never> {
-  const at = await waitForDelete(kv, own.key, own.seenAt, {
-    signal,
-    createRevision: own.createRevision,
-  });
-  throw new SessionExpiredError(
-    `${own.key} was deleted at revision ${at} while waiting (its lease expired or was revoked, or it was deleted)`,
-    { key: own.key },
   );
 }
 

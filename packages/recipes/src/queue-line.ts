@@ -1,0 +1,146 @@
+// The queue-acquire algorithm, written once over a minimal store: the recipes run it over the
+// client, the embedded server's Lock and Election services over their in-process client.
+import { linkSignals } from '@etcdkit/client';
+
+/** A key in a line of keys ordered by create revision: its place is its create revision. */
+export interface LinePlace<K> {
+  /** The full key. */
+  readonly key: K;
+  /** Its create revision. */
+  readonly createRevision: bigint;
+}
+
+/** A read of the keys ahead of a waiter, at one revision. */
+export interface AheadRead<P, H> {
+  /** The keys created before the waiter, newest first (with one slot, at least the newest). */
+  readonly predecessors: readonly P[];
+  /** True when `predecessors` is every key ahead (the read was not cut short by a limit). */
+  readonly complete?: boolean;
+  /** The read's revision: every predecessor existed then. */
+  readonly revision: bigint;
+  /** The read's header, what a wait that ends at this read resolves with. */
+  readonly header: H;
+}
+
+/**
+ * What {@link waitForTurn} needs of a store, for one waiter: the client's KV and the embedded
+ * server's local client each implement it.
+ */
+export interface QueueLine<K, P extends LinePlace<K>, H> {
+  /** Holders admitted at once (1: a mutex). */
+  readonly slots: number;
+  /**
+   * Reads the keys ahead of the waiter, checking its own key is still the incarnation that
+   * queued (rejecting when it is not).
+   */
+  readAhead(signal: AbortSignal): Promise<AheadRead<P, H>>;
+  /**
+   * Resolves with the revision at which `place`, seen at `seenAt`, was found deleted or
+   * re-created; nothing after `seenAt` may be missed.
+   */
+  waitForDelete(place: LinePlace<K>, seenAt: bigint, signal: AbortSignal): Promise<bigint>;
+  /**
+   * With one slot: waits for `newest`, the newest key of `read`, to go. Resolves with the turn's
+   * header when its delete proves the turn, or undefined to read the line again.
+   */
+  waitForPredecessor(newest: P, read: AheadRead<P, H>, signal: AbortSignal): Promise<H | undefined>;
+  /** With more than one slot: resolves once fewer than `slots` of `read`'s keys may remain. */
+  waitForSlot?(read: AheadRead<P, H>, signal: AbortSignal): Promise<unknown>;
+  /** The error for the waiter's own key, deleted at `revision` while it waited. */
+  lost(revision: bigint): unknown;
+}
+
+/** Options of {@link waitForTurn}. */
+export interface TurnOptions<K, P, H> {
+  /** The line as the txn that queued the key read it, to start without reading it again. */
+  readonly ahead?: AheadRead<P, H>;
+  /**
+   * The waiter's own key, watched for the whole wait when given: its delete fails the wait with
+   * `line.lost` at once (without it the caller watches the key itself and aborts `signal`).
+   */
+  readonly own?: { readonly place: LinePlace<K>; readonly seenAt: bigint };
+  /** Ends the wait; it then rejects with what the line's reads and watches reject with. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Waits for the waiter's turn: resolves with the header of the read that found fewer than
+ * `slots` predecessors. With one slot it waits on the newest predecessor only (a release wakes one
+ * waiter, not the line), then reads again. Every watch it opened is settled when it returns.
+ */
+export async function waitForTurn<K, P extends LinePlace<K>, H>(
+  line: QueueLine<K, P, H>,
+  options: TurnOptions<K, P, H>,
+): Promise<H> {
+  const { own } = options;
+  if (own === undefined) return inLine(line, options.ahead, options.signal);
+  const inner = new AbortController();
+  // Linked by hand, and let go of at the end: the caller's signal may outlive many waits.
+  const linked = linkSignals(options.signal, inner.signal);
+  const turn = inLine(line, options.ahead, linked.signal);
+  const lost = line.waitForDelete(own.place, own.seenAt, linked.signal).then((revision) => {
+    throw line.lost(revision);
+  });
+  try {
+    return await Promise.race([turn, lost]);
+  } finally {
+    inner.abort();
+    linked.release();
+    // No watch outlives the call; rejections after the inner abort are expected.
+    await Promise.allSettled([turn, lost]);
+  }
+}
+
+async function inLine<K, P extends LinePlace<K>, H>(
+  line: QueueLine<K, P, H>,
+  ahead: AheadRead<P, H> | undefined,
+  signal: AbortSignal,
+): Promise<H> {
+  let read = ahead ?? (await line.readAhead(signal));
+  for (;;) {
+    const newest = read.predecessors[0];
+    if (newest === undefined || read.predecessors.length < line.slots) return read.header;
+    if (line.slots === 1) {
+      const turn = await line.waitForPredecessor(newest, read, signal);
+      if (turn !== undefined) return turn;
+    } else if (line.waitForSlot) await line.waitForSlot(read, signal);
+    else throw new Error('this queue line admits one holder only');
+    read = await line.readAhead(signal);
+  }
+}
+
+/** The steps of one acquisition, run by {@link acquireInLine}. */
+export interface Acquisition<E, R> {
+  /** Refuses to start (an aborted signal, an ended session) by throwing. */
+  start?(): void;
+  /** Queues the key in one txn. Not abortable: a txn cut off in flight could leave a stray key. */
+  take(): Promise<E>;
+  /** Runs right after the take (a changed value proclaimed, the signal checked); may throw. */
+  taken?(entry: E): Promise<void> | void;
+  /** The result when the take found the entry at the head already; undefined to wait. */
+  atHead(entry: E): R | undefined;
+  /** Waits for the turn (or refuses to: a try-lock). */
+  wait(entry: E): Promise<R>;
+  /**
+   * After a failure: the guarded delete of the key taken (undefined when the take failed), or
+   * undefined to leave it (shared with another call, or the server stopping).
+   */
+  withdraw(entry: E | undefined): Promise<unknown> | undefined;
+}
+
+/**
+ * The acquire skeleton of every queue recipe: start, take a key, hold at once or wait for the
+ * turn; on any failure withdraw the key (best effort: it goes with its lease at the latest).
+ */
+export async function acquireInLine<E, R>(steps: Acquisition<E, R>): Promise<R> {
+  steps.start?.();
+  let entry: E | undefined;
+  try {
+    entry = await steps.take();
+    await steps.taken?.(entry);
+    return steps.atHead(entry) ?? (await steps.wait(entry));
+  } catch (error) {
+    await steps.withdraw(entry)?.catch(() => undefined);
+    throw error;
+  }
+}
