@@ -1,9 +1,7 @@
-// The election behind v3electionpb.Election: Go's concurrency.Election as etcd's election server
-// runs it (Campaign, Proclaim, Resign, Leader; Observe is in observe.ts), with the improvements of
-// spec/recipes.md: a candidate whose key vanished while it waited is not elected, and a failed
-// Campaign always withdraws the key it queued.
+// The election behind v3electionpb.Election (Observe is in observe.ts): Campaign runs the recipes'
+// acquire skeleton and queue algorithm over the server's local client, as etcd runs Go's Election.
 
-import { linkSignals } from '@etcdkit/client';
+import { acquireInLine } from '@etcdkit/recipes';
 import type { ResponseHeader, WireKeyValue } from '../api/requests.js';
 import { EtcdServerError } from '../errors.js';
 import type { LocalClient } from './local-client.js';
@@ -16,7 +14,8 @@ import {
   queuePrefix,
   rangedKv,
   sessionLease,
-  waitForTurn,
+  waitInLine,
+  withdraw,
 } from './queue.js';
 
 /** Who leads, as Campaign reports it and Proclaim and Resign take it back (etcd's LeaderKey). */
@@ -61,47 +60,33 @@ export async function campaign(client: LocalClient, request: CampaignRequest): P
   const leaseId = sessionLease(client, request.lease);
   const prefix = queuePrefix(request.name);
   const key = queueKey(prefix, leaseId);
-  const response = client.txn({
-    compare: [createdAt(key, 0n)],
-    success: [putOp(key, request.value, leaseId)],
-    failure: [{ requestRange: { key } }],
+  return acquireInLine({
+    take: async () => {
+      const response = client.txn({
+        compare: [createdAt(key, 0n)],
+        success: [putOp(key, request.value, leaseId)],
+        failure: [{ requestRange: { key } }],
+      });
+      const header = response.header ?? {};
+      const existing = response.succeeded ? undefined : rangedKv(response.responses, 0);
+      const rev = existing?.createRevision ?? header.revision ?? 0n;
+      return { leader: { name: request.name, key, rev, lease: leaseId }, header, existing };
+    },
+    taken: ({ leader, existing }) => {
+      if (existing !== undefined && !sameBytes(existing.value, request.value)) {
+        proclaim(client, leader, request.value);
+      }
+    },
+    // The take reads no holder: the first read of the line tells.
+    atHead: () => undefined,
+    wait: async ({ leader, header }): Promise<Elected> => {
+      const lost = () => new EtcdServerError('ELECTION_SESSION_EXPIRED');
+      const { signal } = request;
+      await waitInLine(client, { prefix, key, createRevision: leader.rev, signal, halted, lost });
+      return { leader, header };
+    },
+    withdraw: (taken) => withdraw(client, halted, key, taken?.leader.rev),
   });
-  const header = response.header ?? {};
-  const existing = response.succeeded ? undefined : rangedKv(response.responses, 0);
-  const leader: LeaderKey = {
-    name: request.name,
-    key,
-    rev: existing?.createRevision ?? header.revision ?? 0n,
-    lease: leaseId,
-  };
-  const withdraw = (): void => {
-    if (halted.aborted) return;
-    try {
-      deleteIfCreatedAt(client.asServer(), key, leader.rev);
-    } catch {
-      // The campaign's failure is the one to report; the key goes with its lease at the latest.
-    }
-  };
-  // Linked by hand, and let go of at the end: the halt signal lasts as long as the server.
-  const stopped = linkSignals(request.signal, halted);
-  try {
-    if (existing !== undefined && !sameBytes(existing.value, request.value)) {
-      proclaim(client, leader, request.value);
-    }
-    await waitForTurn(client, {
-      prefix,
-      key,
-      createRevision: leader.rev,
-      signal: stopped.signal,
-      lost: () => new EtcdServerError('ELECTION_SESSION_EXPIRED'),
-    });
-  } catch (error) {
-    withdraw();
-    throw error;
-  } finally {
-    stopped.release();
-  }
-  return { leader, header };
 }
 
 /**

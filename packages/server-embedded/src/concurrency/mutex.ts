@@ -1,23 +1,21 @@
-// The mutex behind v3lockpb.Lock: Go's concurrency.Mutex as etcd's lock server runs it, a session
-// on the request's lease (or a fresh 60 s one) and one Lock call, with the improvements of
-// spec/recipes.md: a key lost while waiting fails the call instead of reporting the lock held,
-// and the cleanup after a failed wait deletes only the key this call queued.
+// The mutex behind v3lockpb.Lock, as etcd's lock server runs Go's Mutex on the request's lease:
+// here the recipes' acquire skeleton and queue algorithm over the server's local client.
 
-import { linkSignals } from '@etcdkit/client';
+import { acquireInLine } from '@etcdkit/recipes';
 import type { ResponseHeader } from '../api/requests.js';
 import { EMPTY_BYTES } from '../bytes.js';
 import { EtcdServerError } from '../errors.js';
 import type { LocalClient } from './local-client.js';
 import {
   createdAt,
-  deleteIfCreatedAt,
   oldestUnder,
   putOp,
   queueKey,
   queuePrefix,
   rangedKv,
   sessionLease,
-  waitForTurn,
+  waitInLine,
+  withdraw,
 } from './queue.js';
 
 /** A Lock request. */
@@ -51,43 +49,37 @@ export async function lock(client: LocalClient, request: LockRequest): Promise<H
   const leaseId = sessionLease(client, request.lease);
   const prefix = queuePrefix(request.name);
   const key = queueKey(prefix, leaseId);
-  // One txn queues the key (or finds the one this lease queued before) and reads the holder, so
-  // an uncontended lock takes one request.
-  const acquired = client.txn({
-    compare: [createdAt(key, 0n)],
-    success: [putOp(key, EMPTY_BYTES, leaseId), { requestRange: oldestUnder(prefix) }],
-    failure: [{ requestRange: { key } }, { requestRange: oldestUnder(prefix) }],
+  return acquireInLine({
+    take: async () => {
+      // One txn queues the key (or finds this lease's) and reads the holder: one request uncontended.
+      const acquired = client.txn({
+        compare: [createdAt(key, 0n)],
+        success: [putOp(key, EMPTY_BYTES, leaseId), { requestRange: oldestUnder(prefix) }],
+        failure: [{ requestRange: { key } }, { requestRange: oldestUnder(prefix) }],
+      });
+      const createRevision = acquired.succeeded
+        ? (acquired.header?.revision ?? 0n)
+        : (rangedKv(acquired.responses, 0)?.createRevision ?? 0n);
+      return {
+        createRevision,
+        header: acquired.header ?? {},
+        holder: rangedKv(acquired.responses, 1),
+      };
+    },
+    atHead: ({ createRevision, header, holder }): HeldLock | undefined =>
+      holder === undefined || holder.createRevision === createRevision
+        ? { key, header }
+        : undefined,
+    wait: async ({ createRevision }) => {
+      const lost = () => new EtcdServerError('LOCK_SESSION_EXPIRED');
+      const { signal } = request;
+      return {
+        key,
+        header: await waitInLine(client, { prefix, key, createRevision, signal, halted, lost }),
+      };
+    },
+    withdraw: (taken) => withdraw(client, halted, key, taken?.createRevision),
   });
-  const createRevision = acquired.succeeded
-    ? (acquired.header?.revision ?? 0n)
-    : (rangedKv(acquired.responses, 0)?.createRevision ?? 0n);
-  const holder = rangedKv(acquired.responses, 1);
-  if (holder === undefined || holder.createRevision === createRevision) {
-    return { key, header: acquired.header ?? {} };
-  }
-  // Linked by hand, and let go of at the end: the halt signal lasts as long as the server.
-  const stopped = linkSignals(request.signal, halted);
-  try {
-    const header = await waitForTurn(client, {
-      prefix,
-      key,
-      createRevision,
-      signal: stopped.signal,
-      lost: () => new EtcdServerError('LOCK_SESSION_EXPIRED'),
-    });
-    return { key, header };
-  } catch (error) {
-    if (!halted.aborted) {
-      try {
-        deleteIfCreatedAt(client.asServer(), key, createRevision);
-      } catch {
-        // The wait's failure is the one to report; the key goes with its lease at the latest.
-      }
-    }
-    throw error;
-  } finally {
-    stopped.release();
-  }
 }
 
 /** Unlock: deletes `key`, whoever holds it, as etcd does (the request names nothing else). */

@@ -1,9 +1,7 @@
-// The queue both recipes stand in, with the key layout of Go's concurrency package (so Go services,
-// `etcdctl lock` / `etcdctl elect`, @etcdkit/recipes and these services contend on the same keys):
-// every session queues under `name + "/"` with ONE key, `name/<lease id in hex>`, attached to its
-// lease. The key with the oldest create revision holds the lock or the leadership; the others wait
-// in create-revision order, each for the delete of the key just ahead of it (no thundering herd).
-
+// The Lock and Election queue in Go's key layout (`name/<lease hex>`, shared with Go, etcdctl and
+// @etcdkit/recipes), waited on with the recipes' queue algorithm over this server's store.
+import { linkSignals } from '@etcdkit/client';
+import { type LinePlace, type QueueLine, waitForTurn } from '@etcdkit/recipes';
 import type {
   Compare,
   RangeRequest,
@@ -13,7 +11,7 @@ import type {
 } from '../api/requests.js';
 import type { EtcdServerError } from '../errors.js';
 import type { LocalClient } from './local-client.js';
-import { prefixEnd, type StoreWatch } from './store-watch.js';
+import { prefixEnd } from './store-watch.js';
 
 /** TTL of the lease a request without one gets, as Go's concurrency.NewSession grants it. */
 export const SESSION_TTL_SECONDS = 60;
@@ -83,54 +81,101 @@ export function createdAt(key: Uint8Array, revision: bigint): Compare {
 }
 
 /** A queued key: where it stands, and what to report when it is lost while waiting. */
-export interface QueuedKey {
+export interface QueuedKey extends LinePlace<Uint8Array> {
   readonly prefix: Uint8Array;
-  readonly key: Uint8Array;
-  /** The key's create revision: its place in the queue. */
-  readonly createRevision: bigint;
   /** The error for a key that vanished (lease expired or revoked, or deleted) while it waited. */
   readonly lost: () => EtcdServerError;
-  /** Ends the wait; it then rejects with the signal's reason. */
+  /** Ends the wait (the client went away); it then rejects with the signal's reason. */
   readonly signal: AbortSignal;
+  /** The server's halt signal (see LocalClient.halted): ends the wait too. */
+  readonly halted: AbortSignal;
 }
 
 /**
- * Waits until no key created before `queued` is left under its prefix, and returns the header of
- * the read that found none.
- *
- * Each round reads the newest predecessor and watches it in the same synchronous step, so a
- * delete cannot slip in between. The own key is watched for the whole wait: if it vanishes, the
- * wait fails at once with `queued.lost()` rather than waiting on for a turn it can no longer take
- * (Go waits on, and etcd 3.4 then even reports success: etcd issues 11456 and 19597). Every watch
- * is closed when the wait settles.
+ * Waits until no key created before `queued` is left under its prefix, with the queue algorithm
+ * of @etcdkit/recipes over this server's store; returns the header of the read that found none.
  */
-export async function waitForTurn(client: LocalClient, queued: QueuedKey): Promise<ResponseHeader> {
-  const { signal } = queued;
-  if (signal.aborted) throw signal.reason;
-  const own = client.watch({ key: queued.key }, { noPut: true });
-  const ownLost = nextDelete(own, signal).then(() => {
-    throw queued.lost();
-  });
-  // Settled by close() below at the latest; the race reports it while it matters.
-  ownLost.catch(() => {});
+export async function waitInLine(client: LocalClient, queued: QueuedKey): Promise<ResponseHeader> {
+  // Linked by hand, and let go of at the end: the halt signal lasts as long as the server.
+  const stopped = linkSignals(queued.signal, queued.halted);
   try {
-    for (;;) {
-      if (!stillQueued(client, queued)) throw queued.lost();
+    if (stopped.signal.aborted) throw stopped.signal.reason;
+    return await waitForTurn(storeLine(client, queued), {
+      own: { place: queued, seenAt: 0n },
+      signal: stopped.signal,
+    });
+  } finally {
+    stopped.release();
+  }
+}
+
+/** The line of `queued` on this server: reads and watches run in one synchronous step. */
+function storeLine(
+  client: LocalClient,
+  queued: QueuedKey,
+): QueueLine<Uint8Array, LinePlace<Uint8Array>, ResponseHeader> {
+  return {
+    slots: 1,
+    readAhead: async () => {
+      if (!isIncarnation(client, queued)) throw queued.lost();
       const read = client.range(newestUnderBefore(queued.prefix, queued.createRevision - 1n));
-      const predecessor = read.kvs?.[0];
-      if (predecessor?.key === undefined || predecessor.key === null) {
-        return read.header ?? {};
-      }
-      const ahead = client.watch({ key: predecessor.key }, { noPut: true });
-      try {
-        await Promise.race([nextDelete(ahead, signal), ownLost]);
-      } finally {
-        ahead.close();
-      }
+      const newest = read.kvs?.[0];
+      const header = read.header ?? {};
+      const predecessors =
+        newest?.key === undefined || newest.key === null
+          ? []
+          : [{ key: newest.key, createRevision: newest.createRevision ?? 0n }];
+      return { predecessors, revision: header.revision ?? 0n, header };
+    },
+    waitForDelete: (place, _seenAt, signal) => gone(client, place, signal),
+    waitForPredecessor: async (newest, _read, signal) => {
+      await gone(client, newest, signal);
+      return undefined;
+    },
+    lost: () => queued.lost(),
+  };
+}
+
+/**
+ * Resolves once `place` is deleted or re-created. The key is read in the step that creates the
+ * watch, so a change since it was last seen shows in the read and one after it in the watch.
+ */
+async function gone(
+  client: LocalClient,
+  place: LinePlace<Uint8Array>,
+  signal: AbortSignal,
+): Promise<bigint> {
+  const watch = client.watch({ key: place.key }, { noPut: true });
+  try {
+    const read = client.range({ key: place.key });
+    if (read.kvs?.[0]?.createRevision !== place.createRevision) return read.header?.revision ?? 0n;
+    for (;;) {
+      const batch = await watch.next(signal);
+      const deleted = batch.events.find((event) => event.type === 'delete');
+      if (deleted !== undefined) return BigInt(deleted.kv.modRevision);
     }
   } finally {
-    own.close();
+    watch.close();
   }
+}
+
+/**
+ * After a failed wait: the guarded delete of the key the call queued, as the server itself. When
+ * the server stops nothing is undone, as with an etcd member that goes down.
+ */
+export function withdraw(
+  client: LocalClient,
+  halted: AbortSignal,
+  key: Uint8Array,
+  createRevision: bigint | undefined,
+): undefined {
+  if (createRevision === undefined || halted.aborted) return undefined;
+  try {
+    deleteIfCreatedAt(client.asServer(), key, createRevision);
+  } catch {
+    // The wait's failure is the one to report; the key goes with its lease at the latest.
+  }
+  return undefined;
 }
 
 /** Deletes `key` only if it is still the incarnation created at `createRevision`. */
@@ -162,16 +207,7 @@ export function rangedKv(
   return responses?.[index]?.responseRange?.kvs?.[0] ?? undefined;
 }
 
-/** True while the queued key still exists as the incarnation created at its revision. */
-function stillQueued(client: LocalClient, queued: QueuedKey): boolean {
-  const current = client.range({ key: queued.key }).kvs?.[0];
-  return current?.createRevision === queued.createRevision;
-}
-
-/** Resolves at the next delete `watch` sees; rejects when `signal` aborts or the watch ends. */
-async function nextDelete(watch: StoreWatch, signal: AbortSignal): Promise<void> {
-  for (;;) {
-    const batch = await watch.next(signal);
-    if (batch.events.some((event) => event.type === 'delete')) return;
-  }
+/** True while `place` exists as the incarnation created at its revision. */
+function isIncarnation(client: LocalClient, place: LinePlace<Uint8Array>): boolean {
+  return client.range({ key: place.key }).kvs?.[0]?.createRevision === place.createRevision;
 }
