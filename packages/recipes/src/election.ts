@@ -1,6 +1,5 @@
-// Leader election with the key layout of Go's concurrency.Election (so Go services and `etcdctl
-// elect` take part in the same election). Candidates queue exactly like mutex waiters; the leader
-// is the candidate with the oldest key, and its key's value is the leader's proclaimed value.
+// Leader election in the key layout of Go's concurrency.Election, so Go services and `etcdctl elect`
+// take part in the same election; candidates queue like mutex waiters.
 import { AbortedError, cmp, type KeyValue, op, type ResponseHeader } from '@etcdkit/client';
 import { acquireHold } from './acquire.js';
 import { ElectionNoLeaderError, ElectionNotLeaderError } from './errors.js';
@@ -65,8 +64,7 @@ export class Election {
    *
    * Puts the candidate key if the session has none; if it has one with another value, proclaims
    * the new value. Then waits for every older candidate's key to go, and finally checks that its
-   * own key still exists (Go does not, and can report leadership after its session expired: etcd
-   * issue 11051).
+   * own key still exists (Go does not, and can report leadership after its session expired).
    *
    * Fails with the client's AbortedError when `signal` aborts, with SessionExpiredError when the
    * session ends or the candidate key disappears while waiting; the key this call put is deleted

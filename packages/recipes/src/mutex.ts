@@ -26,7 +26,7 @@ export interface LockOptions extends WaitOptions {}
  * count: one unlock releases it for both).
  *
  * A lock is only as safe as what it protects checks: a paused process can keep running after its
- * lease expired and another holder took over (Jepsen, etcd 3.4.3). Guard writes with
+ * lease expired and another holder took over. Guard writes with
  * {@link Hold.txn} / {@link Hold.isOwner}, or pass {@link Hold.fencingToken} to the resource.
  *
  * @example
@@ -60,7 +60,7 @@ export class Mutex {
    *
    * Fails with the client's AbortedError when `signal` aborts (use `AbortSignal.timeout(ms)` for a
    * timeout), with SessionExpiredError when the session ends or this session's key disappears
-   * while waiting (never success after that: etcd issues 11456 and 19597), or with the error of a
+   * while waiting (never success after that), or with the error of a
    * call. In every failure the key this call put in the queue is deleted (guarded by its create
    * revision) unless another lock call of this process still uses it.
    */
@@ -133,7 +133,7 @@ export class Lock extends Hold implements AsyncDisposable {
 
   /**
    * Releases the lock: deletes its key only if it is still this incarnation (Go deletes
-   * unconditionally; a retried unlock could then delete a newer holder's key, etcd issue 22082).
+   * unconditionally; a retried unlock could then delete a newer holder's key).
    * Rejects with LockNotHeldError when already unlocked through this handle, with LockLostError
    * when the key was already gone or re-created (nothing deleted). A failed call can be retried.
    */

@@ -1,6 +1,5 @@
-// A readers-writer lock with the key layout of Go's experimental recipes.RWMutex: readers queue
-// under `name/read/`, writers under `name/write/`, each acquisition with its own key attached to
-// the session's lease. A reader waits only for older writers; a writer waits for every older key.
+// A readers-writer lock in the key layout of Go's experimental recipes.RWMutex, so Go readers and
+// writers share it; a reader waits only for older writers, a writer for every older key.
 import { acquireHold } from './acquire.js';
 import { Lock } from './mutex.js';
 import { createUniqueKey } from './queue-key.js';

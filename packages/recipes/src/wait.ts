@@ -1,13 +1,5 @@
-// The one waiting primitive every recipe shares (the role Go's concurrency/key.go plays): wait for
-// a key's delete, for a put, or for one's turn in a queue of keys ordered by create revision.
-//
-// Every wait starts its watch just after a revision the caller has READ (a range's header
-// revision), never at "now": a change that lands between the read and the watch is then replayed
-// by the watch, so no wakeup is lost. Starting just after the read, not at it, matters for speed:
-// etcd puts a watch whose start revision is not above its current revision in its "unsynced"
-// group, served every 100 ms (mvcc/watchable_store.go, syncWatchersLoop), and delivers events
-// to a watch that starts above it as they commit. A wait watches only the key it depends on (no
-// thundering herd), ends promptly on abort, and closes its watcher whatever happens.
+// The waits every recipe shares. Each watch starts just after a revision the caller READ, so a
+// change between the read and the watch is replayed and no wakeup is lost.
 import {
   AbortedError,
   type Bytes,
@@ -284,7 +276,7 @@ export interface PredecessorWait extends WaitOptions {
   readonly slots?: number;
   /**
    * The waiter's own key. When given it is watched too, and its delete (lease expired or revoked,
-   * or someone deleted it: etcd issue 19597) rejects the wait with {@link SessionExpiredError} at
+   * or someone deleted it) rejects the wait with {@link SessionExpiredError} at
    * once instead of waiting on for a turn that can no longer be taken. Each read of the queue
    * checks it too, so the wait resolves only at a revision where it was still this incarnation.
    */

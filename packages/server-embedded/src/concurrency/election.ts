@@ -52,7 +52,7 @@ export interface Elected {
  * lease that already stands keeps its key and place; a different value is proclaimed at once.
  *
  * Fails with ELECTION_SESSION_EXPIRED when the key vanishes while waiting (etcd would report
- * leadership: etcd issue 11051). On every failure the key is withdrawn (a guarded delete), not
+ * leadership). On every failure the key is withdrawn (a guarded delete), not
  * only on cancellation as in Go, except when the server stops or restarts.
  */
 export async function campaign(client: LocalClient, request: CampaignRequest): Promise<Elected> {
