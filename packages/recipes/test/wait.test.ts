@@ -158,9 +158,10 @@ describeEachBackend('wait primitives', ({ backend, prefix }) => {
     await etcd.put(`${p}b`, '');
     await etcd.delete(`${p}b`);
     expect(await stillPending(waiting, 50)).toBe(true);
+    const failure = rejection(waiting);
     await etcd.delete(`${p}c`);
     await etcd.delete(`${p}a`);
-    const error = await rejection(waiting);
+    const error = await failure;
     expect(error).toBeInstanceOf(SessionExpiredError);
     expect((error as SessionExpiredError).key).toBe(`${p}c`);
   });
@@ -168,11 +169,12 @@ describeEachBackend('wait primitives', ({ backend, prefix }) => {
   it('waitInQueue with one key ahead: both deleted in one txn is a loss, not a turn', async () => {
     const p = `${prefix()}queue/`;
     const { waiting } = await lastAhead(p);
+    const failure = rejection(waiting);
     await etcd
       .txn()
       .then(op.delete(`${p}a`), op.delete(`${p}c`))
       .commit();
-    expect(await rejection(waiting)).toBeInstanceOf(SessionExpiredError);
+    expect(await failure).toBeInstanceOf(SessionExpiredError);
   });
 
   it('waitInQueue with one key ahead: its delete is the turn, at the delete revision', async () => {
