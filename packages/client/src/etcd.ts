@@ -4,28 +4,43 @@ import { ClusterClient } from './cluster/cluster.js';
 import {
   checkAutoSyncInterval,
   EndpointAutoSync,
+  type EndpointSyncHooks,
   type EndpointSyncResult,
   reportedSync,
   syncEndpoints,
 } from './cluster/endpoint-sync.js';
 import { MaintenanceClient } from './cluster/maintenance.js';
 import { Connection } from './connection/connection.js';
-import type { ConnectionOptions } from './connection/options.js';
+import type { CallHooks, ConnectionOptions } from './connection/options.js';
 import type { CallOptions } from './connection/types.js';
 import { ElectionClient } from './election/election.js';
 import { closeElectionObservers } from './election/election-observe.js';
+import type { ElectionHooks } from './election/election-observe-events.js';
 import { LockClient } from './election/lock.js';
 import { KV } from './kv/kv.js';
 import { LeaseClient } from './lease/lease.js';
+import type { LeaseHooks } from './lease/lease-events.js';
 import { closeLeaseKeepAlives } from './lease/lease-keepalive.js';
 import { closeWatchHub, configureWatchHub } from './watch/hub.js';
 import type { WatchStreamOptions } from './watch/types.js';
+
+/**
+ * Observability callbacks of an {@link Etcd} client, its `hooks` option. Each is optional and costs
+ * nothing when absent. They run synchronously on the call path: keep them cheap. Exceptions thrown
+ * by a hook are ignored. The connection takes its own ({@link CallHooks}); the facade hands the lease
+ * hooks ({@link LeaseHooks}) to its lease keepalives, the endpoint sync hook
+ * ({@link EndpointSyncHooks}) to its endpoint discovery, the election hooks ({@link ElectionHooks})
+ * to its `election.observe()`.
+ */
+export interface ConnectionHooks extends CallHooks, LeaseHooks, EndpointSyncHooks, ElectionHooks {}
 
 /**
  * Options of {@link Etcd}: how to connect (see {@link ConnectionOptions}), how to watch, and
  * endpoint discovery.
  */
 export type EtcdOptions = ConnectionOptions & {
+  /** Observability callbacks of the connection and of the services. */
+  readonly hooks?: ConnectionHooks;
   /** Settings of the watch stream every watcher of this client shares (stall detection...). */
   readonly watch?: WatchStreamOptions;
   /**

@@ -22,7 +22,7 @@ export type {
   AuthOptions,
   AuthRefreshEvent,
   CallEvent,
-  ConnectionHooks,
+  CallHooks,
   ConnectionOptions,
   EndpointSwitchEvent,
   KeepaliveOptions,
@@ -37,17 +37,17 @@ export {
   ElectionClient,
   type ElectionClientOptions,
   type LeaderKey,
-  type ObserveCallOptions,
 } from './election/election.js';
 export type {
   ElectionHooks,
   ObserveDisconnected,
   ObserveResumed,
 } from './election/election-observe-events.js';
+export type { ObserveCallOptions } from './election/election-observe-options.js';
 export { type LockAcquired, type LockCallOptions, LockClient, lockKey } from './election/lock.js';
 export * from './error-table.js';
 export * from './errors.js';
-export { Etcd, type EtcdOptions } from './etcd.js';
+export { type ConnectionHooks, Etcd, type EtcdOptions } from './etcd.js';
 export type { ResponseHeader } from './header.js';
 export { KeyValue, type KeyValueFields } from './key-value.js';
 export { type Compare, type CompareOperator, type CompareTarget, cmp } from './kv/compare.js';

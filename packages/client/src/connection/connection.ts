@@ -22,7 +22,6 @@ import {
   type ServerStream,
   TransportError,
 } from '../transport/types.js';
-import { sleep } from '../watch/sleep.js';
 import { TokenManager } from './auth.js';
 import { CallScope } from './call-scope.js';
 import { EndpointPool, type PooledEndpoint } from './endpoint-pool.js';
@@ -34,6 +33,7 @@ import {
 } from './options.js';
 import { headerRevision, type OrderingGuard, orderingGuardOf } from './ordering.js';
 import { judge } from './retry.js';
+import { sleep } from './sleep.js';
 import type { CallOptions, RetryPolicy, Rpc } from './types.js';
 
 /** How one attempt ended, for the retry loop. */

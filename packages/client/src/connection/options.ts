@@ -2,11 +2,8 @@
 // defaults, and the eager validation that turns a bad configuration into an InvalidConfigError
 // before anything is opened.
 
-import type { EndpointSyncHooks } from '../cluster/endpoint-sync.js';
-import type { ElectionHooks } from '../election/election-observe-events.js';
 import type { EtcdError } from '../errors.js';
 import { InvalidConfigError } from '../errors.js';
-import type { LeaseHooks } from '../lease/lease-events.js';
 import type { TransportName } from '../transport/select.js';
 import type { TlsOptions, Transport } from '../transport/types.js';
 import type { OrderingOptions } from './ordering.js';
@@ -91,13 +88,12 @@ export interface AuthRefreshEvent {
 }
 
 /**
- * Observability callbacks. Each is optional and costs nothing when absent. They run synchronously
- * on the call path: keep them cheap. Exceptions thrown by a hook are ignored. The lease hooks
- * ({@link LeaseHooks}) are used by the `Etcd` facade's lease keepalives, the endpoint sync hook
- * ({@link EndpointSyncHooks}) by its endpoint discovery, the election hooks ({@link ElectionHooks})
- * by its `election.observe()`.
+ * The connection's own observability callbacks: calls, retries, endpoint switches, auth refreshes.
+ * Each is optional and costs nothing when absent. They run synchronously on the call path: keep
+ * them cheap. Exceptions thrown by a hook are ignored. The `Etcd` facade takes these and its
+ * services' hooks in one object ({@link ConnectionHooks}).
  */
-export interface ConnectionHooks extends LeaseHooks, EndpointSyncHooks, ElectionHooks {
+export interface CallHooks {
   /** After every unary call. */
   readonly onCall?: (event: CallEvent) => void;
   /** Before a failed attempt is retried. */
@@ -150,8 +146,8 @@ export interface ConnectionOptions {
   readonly maxCallRecvMsgSize?: number;
   /** Largest request sent, in bytes. Default 2 MiB (etcd's default max request is 1.5 MiB). */
   readonly maxCallSendMsgSize?: number;
-  /** Observability callbacks. */
-  readonly hooks?: ConnectionHooks;
+  /** Observability callbacks of the connection. */
+  readonly hooks?: CallHooks;
   /**
    * The read-ordering guard, as etcd's Go client/v3/ordering: the client remembers the highest
    * revision any response header (of a call or a stream: watch events too) showed it, and a serializable read (a `serializable` range, get
@@ -311,7 +307,7 @@ export interface ResolvedOptions {
   readonly keepaliveTimeoutMs: number;
   readonly maxCallRecvMsgSize: number;
   readonly maxCallSendMsgSize: number;
-  readonly hooks: ConnectionHooks | undefined;
+  readonly hooks: CallHooks | undefined;
 }
 
 /** Validates `options` and fills in defaults. Throws InvalidConfigError; opens nothing. */

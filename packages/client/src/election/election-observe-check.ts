@@ -16,12 +16,13 @@
 // stream's endpoint nor given require-leader metadata of its own (both belong to the connection),
 // and a member with a leader can still fail to deliver (a half-open connection). Comparing with the
 // election notices any cause, and never replaces a stream that missed nothing and could be read.
+
+import { sleep } from '../connection/sleep.js';
 import type { Rpc } from '../connection/types.js';
 import { type EtcdError, toEtcdError } from '../errors.js';
 import { v3electionpb_Election as methods } from '../generated/methods.js';
 import type { v3electionpb } from '../generated/protocol.js';
 import { type KeyValue, toKeyValue } from '../key-value.js';
-import { sleep } from '../watch/sleep.js';
 
 /** @internal The clock and timers of an observation: the system's, or a test's. */
 export interface ObserveRuntime {

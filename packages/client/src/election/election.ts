@@ -5,7 +5,6 @@
 import { type Acknowledged, acknowledged } from '../acknowledged.js';
 import type { Bytes } from '../bytes.js';
 import type { CallOptions, Rpc } from '../connection/types.js';
-import type { EtcdError } from '../errors.js';
 import { v3electionpb_Election as methods } from '../generated/methods.js';
 import type { v3electionpb } from '../generated/protocol.js';
 import { type ResponseHeader, toResponseHeader } from '../header.js';
@@ -13,8 +12,8 @@ import { type KeyValue, toKeyValue } from '../key-value.js';
 import { plainBytes } from '../plain-bytes.js';
 import { bytesArg, flagArg, type LeaseRef, leaseArg, objectArg, revisionArg } from '../validate.js';
 import { observeOnce, observeResuming } from './election-observe.js';
-import type { ElectionHooks, ObserveResumed } from './election-observe-events.js';
-import { observeSettings } from './election-observe-options.js';
+import type { ElectionHooks } from './election-observe-events.js';
+import { type ObserveCallOptions, observeSettings } from './election-observe-options.js';
 import { withServiceAnswers } from './service-answers.js';
 
 /**
@@ -60,63 +59,6 @@ export interface CampaignCallOptions extends CallOptions {
    * pass `signal` to give up.
    */
   readonly timeoutMs?: number;
-}
-
-/** Options of {@link ElectionClient.observe}. */
-export interface ObserveCallOptions {
-  /** Ends the observation: the iteration then throws AbortedError. */
-  readonly signal?: AbortSignal;
-  /**
-   * Whether the observation goes on when its stream breaks (the member stopped, the connection
-   * dropped, "etcdserver: no leader"...): the Observe stream is reopened, on another member when
-   * the connection has one, and what was already yielded is not yielded again. Default true.
-   *
-   * With `false` the iteration is one stream, as etcd's Go client gives it: it fails with the
-   * stream's error, or ends when the server ends the stream. The options below belong to a
-   * resuming observation: with `false` they are refused (InvalidArgumentError).
-   */
-  readonly resume?: boolean;
-  /**
-   * Pause before the first reopen after a stream that had answered, in ms: a random delay between
-   * half of it and all of it. Default 100.
-   */
-  readonly minReconnectDelayMs?: number;
-  /**
-   * Largest pause between two reopens, in ms: the pause doubles while reopening fails, up to it.
-   * Default 5_000 (as the watch's `maxReconnectDelayMs`). At least `minReconnectDelayMs`.
-   */
-  readonly maxReconnectDelayMs?: number;
-  /**
-   * Liveness check, every so many ms (default: none). An Observe stream says nothing while the
-   * election does not change, so silence is normal; but without `requireLeader` a stream on a
-   * member cut off from its cluster (or a frozen member, or a half-open connection) stays silent
-   * after the election moved on. With this set, the election's leader is read every interval (a
-   * Leader call, linearizable, with the interval as its deadline), and the stream is replaced
-   * when the read shows a value later than the last one yielded that the stream has still not
-   * delivered at the next check, or when the read fails while calls go through the stream's own
-   * endpoint (a cut-off member holds linearizable reads until etcd's request timeout; a frozen one
-   * never answers). A replaced stream is reported lost (UnavailableError), its endpoint is
-   * redialled and put in backoff, as a stalled watch's is, and it is reopened on another member
-   * when there is one. So a stream that missed a change is replaced within two intervals plus two reads (four intervals at worst).
-   *
-   * One timer and at most one call at a time per observation; none when unset. Choose an interval
-   * well above the cluster's read latency (seconds): a read slower than the interval through the
-   * stream's endpoint replaces the stream and redials that endpoint. `requireLeader: true` on the
-   * client is the cheaper answer for a cut-off member.
-   */
-  readonly leaderCheckIntervalMs?: number;
-  /**
-   * The stream was lost (or the first one could not be opened); the observation reopens it by
-   * itself and calls {@link onResumed} once it answers. Called once per outage, with the failure
-   * that started it, like a watcher's 'disconnected' event. Informational.
-   */
-  readonly onDisconnected?: (error: EtcdError) => void;
-  /**
-   * The observation follows the election again after {@link onDisconnected}: where and after how
-   * long, like a watcher's 'resumed' event. A callback that throws is reported as an uncaught
-   * exception (as a watcher's listener is) and does not stop the observation.
-   */
-  readonly onResumed?: (resumed: ObserveResumed) => void;
 }
 
 /** Options of an {@link ElectionClient}. */

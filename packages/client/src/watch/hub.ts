@@ -4,6 +4,7 @@
 // restarted, stream stalled, token expired) opens a new one on which every watcher resumes from
 // its last delivered revision + 1.
 import { backoffDelay } from '../connection/backoff.js';
+import { sleep } from '../connection/sleep.js';
 import type { Rpc } from '../connection/types.js';
 import { ClientClosedError, type EtcdError, InvalidConfigError, toEtcdError } from '../errors.js';
 import { etcdserverpb_Watch } from '../generated/methods.js';
@@ -15,7 +16,6 @@ import {
   WatchSession,
   type WatchSubscriber,
 } from './session.js';
-import { sleep } from './sleep.js';
 import { watchSpec } from './spec.js';
 import type { StallTiming } from './stall.js';
 import type { WatchHooks, WatchRequest, WatchStreamOptions } from './types.js';

@@ -5,12 +5,12 @@
 // consistent sequence of states.
 import { EventEmitter } from 'eventemitter3';
 import { type Bytes, toBytes } from '../bytes.js';
+import { sleep } from '../connection/sleep.js';
 import { AbortedError, type EtcdError, InvalidArgumentError, toEtcdError } from '../errors.js';
 import type { KeyValue } from '../key-value.js';
 import type { KeyRange } from '../kv/key-range.js';
 import type { KV } from '../kv/kv.js';
 import { WatchCompactedError } from './errors.js';
-import { sleep } from './sleep.js';
 import type { WatchBatch } from './types.js';
 import type { Watcher } from './watcher.js';
 
