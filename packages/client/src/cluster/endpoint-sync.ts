@@ -2,6 +2,7 @@
 // (Etcd.syncEndpoints) and periodically in the background (the autoSyncIntervalMs option).
 
 import type { Connection } from '../connection/connection.js';
+import { callHook } from '../connection/hooks.js';
 import { parseEndpoint } from '../connection/options.js';
 import type { CallOptions } from '../connection/types.js';
 import {
@@ -127,24 +128,13 @@ export async function reportedSync(
   const hook = hooks?.onEndpointSync;
   try {
     const result = await sync();
-    report(hook, { auto, result });
+    callHook(hook, { auto, result });
     return result;
   } catch (error) {
     const typed = toEtcdError(error);
     // An automatic sync cut short by close() is no failure worth reporting.
-    if (!(auto && closed())) report(hook, { auto, error: typed });
+    if (!(auto && closed())) callHook(hook, { auto, error: typed });
     throw typed;
-  }
-}
-
-function report(
-  hook: ((event: EndpointSyncEvent) => void) | undefined,
-  event: EndpointSyncEvent,
-): void {
-  try {
-    hook?.(event);
-  } catch {
-    // Hooks never break syncs.
   }
 }
 

@@ -2,6 +2,7 @@
 // refreshed once when the server says it is invalid.
 import type { EtcdError } from '../errors.js';
 import { toEtcdError } from '../errors.js';
+import { callHook } from './hooks.js';
 import type { AuthRefreshEvent } from './options.js';
 
 /** Obtains a fresh token from the server. */
@@ -77,11 +78,6 @@ export class TokenManager {
   }
 
   #report(event: AuthRefreshEvent): void {
-    if (!this.#onRefresh) return;
-    try {
-      this.#onRefresh(event);
-    } catch {
-      // Hooks never break calls.
-    }
+    callHook(this.#onRefresh, event);
   }
 }

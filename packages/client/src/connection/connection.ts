@@ -25,6 +25,7 @@ import {
 import { TokenManager } from './auth.js';
 import { CallScope } from './call-scope.js';
 import { EndpointPool, type PooledEndpoint } from './endpoint-pool.js';
+import { callHook } from './hooks.js';
 import {
   type ConnectionOptions,
   parseEndpointList,
@@ -93,15 +94,6 @@ interface PickedEndpoint {
   readonly channel: Channel;
 }
 
-function safely<E>(hook: ((event: E) => void) | undefined, event: E): void {
-  if (!hook) return;
-  try {
-    hook(event);
-  } catch {
-    // Hooks never break calls.
-  }
-}
-
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 
 /**
@@ -157,7 +149,7 @@ export class Connection implements Rpc {
         keepaliveTimeoutMs: o.keepaliveTimeoutMs,
       },
       backoff: { baseMs: 200, maxMs: 10_000 },
-      onSwitch: onSwitch && ((event) => safely(onSwitch, event)),
+      onSwitch: onSwitch && ((event) => callHook(onSwitch, event)),
     });
     const auth = o.auth;
     this.#auth = auth
@@ -172,7 +164,7 @@ export class Connection implements Rpc {
                 true,
               ),
             ).then((res) => res.token),
-          o.hooks?.onAuthRefresh && ((event) => safely(o.hooks?.onAuthRefresh, event)),
+          o.hooks?.onAuthRefresh && ((event) => callHook(o.hooks?.onAuthRefresh, event)),
         )
       : undefined;
     this.#baseMetadata = o.requireLeader ? { hasleader: 'true' } : {};
@@ -506,7 +498,7 @@ export class Connection implements Rpc {
         }
       });
       if (onCall) {
-        safely(onCall, {
+        callHook(onCall, {
           method: method.path,
           policy,
           endpoint: state.endpoint?.target,
@@ -518,7 +510,7 @@ export class Connection implements Rpc {
     } catch (caught) {
       const error = tooLargeError(caught, method, request);
       if (onCall) {
-        safely(onCall, {
+        callHook(onCall, {
           method: method.path,
           policy,
           endpoint: state.endpoint?.target,
@@ -691,7 +683,7 @@ export class Connection implements Rpc {
         }
         const onRetry = o.hooks?.onRetry;
         if (onRetry) {
-          safely(onRetry, {
+          callHook(onRetry, {
             method: label,
             attempt: attemptNumber,
             error: failure.error,

@@ -7,6 +7,7 @@
 // Each loss and return of the stream is reported (the caller's callbacks, the client's hooks) once
 // per outage; the optional liveness check (election-observe-check.ts) replaces a silent stream.
 import { backoffDelay } from '../connection/backoff.js';
+import { callHook } from '../connection/hooks.js';
 import { linkSignals } from '../connection/link-signals.js';
 import type { Rpc } from '../connection/types.js';
 import {
@@ -19,7 +20,6 @@ import {
 import { v3electionpb_Election as methods } from '../generated/methods.js';
 import type { v3electionpb } from '../generated/protocol.js';
 import type { KeyValue } from '../key-value.js';
-import { callHook } from '../lease/lease-events.js';
 import { GrpcStatus, type ServerStream } from '../transport/types.js';
 import {
   ObserveLivenessCheck,

@@ -44,13 +44,3 @@ export interface LeaseKeepAliveOptions {
   /** Stops keeping the lease alive when it aborts, like `lease.release()` (no revoke). */
   readonly signal?: AbortSignal;
 }
-
-/** Calls a hook, ignoring what it throws: hooks never break keepalives (nor observations). */
-export function callHook<E>(hook: ((event: E) => void) | undefined, event: E): void {
-  if (!hook) return;
-  try {
-    hook(event);
-  } catch {
-    // Ignored, as documented.
-  }
-}

@@ -15,6 +15,7 @@
 //   the stream replaced.
 // - The stream opens with the first kept-alive lease and closes with the last one.
 
+import { callHook } from '../connection/hooks.js';
 import type { Rpc } from '../connection/types.js';
 import {
   ClientClosedError,
@@ -26,7 +27,7 @@ import {
 import { etcdserverpb_Lease as methods } from '../generated/methods.js';
 import type { etcdserverpb } from '../generated/protocol.js';
 import type { BidiStream } from '../transport/types.js';
-import { callHook, type LeaseHooks, type LeaseKeepAliveEvent } from './lease-events.js';
+import type { LeaseHooks, LeaseKeepAliveEvent } from './lease-events.js';
 import type { LeaseLostReason } from './lease-lost.js';
 
 type KeepAliveStream = BidiStream<

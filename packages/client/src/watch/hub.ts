@@ -4,6 +4,7 @@
 // restarted, stream stalled, token expired) opens a new one on which every watcher resumes from
 // its last delivered revision + 1.
 import { backoffDelay } from '../connection/backoff.js';
+import { callHook } from '../connection/hooks.js';
 import { sleep } from '../connection/sleep.js';
 import type { Rpc } from '../connection/types.js';
 import { ClientClosedError, type EtcdError, InvalidConfigError, toEtcdError } from '../errors.js';
@@ -241,10 +242,10 @@ export class WatchHub implements WatcherHost, SessionOwner {
         this.#session = session;
         for (const watcher of this.#active) session.create(watcher);
         // After the creations: a hook that starts a watcher must not have it created twice.
-        safely(this.hooks.onStreamOpen, undefined);
+        callHook(this.hooks.onStreamOpen, undefined);
         const end = await session.run();
         if (this.#session === session) this.#session = undefined;
-        safely(
+        callHook(
           this.hooks.onStreamClose,
           end.error ? { reason: end.reason, error: end.error } : { reason: end.reason },
         );
@@ -303,14 +304,5 @@ export class WatchHub implements WatcherHost, SessionOwner {
       this.#failAll(failure);
       return false;
     }
-  }
-}
-
-function safely<E>(hook: ((event: E) => void) | undefined, event: E): void {
-  if (!hook) return;
-  try {
-    hook(event);
-  } catch {
-    // Hooks never break watches.
   }
 }

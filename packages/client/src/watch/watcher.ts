@@ -3,6 +3,7 @@
 // and progress notifications both count); after any failure it is created again from the revision
 // after it, so its consumer sees every change exactly once, in revision order.
 import { EventEmitter } from 'eventemitter3';
+import { callHook } from '../connection/hooks.js';
 import { AbortedError, type EtcdError, InvalidArgumentError } from '../errors.js';
 import type { ResponseHeader } from '../header.js';
 import { BatchQueue } from './batch-queue.js';
@@ -176,7 +177,7 @@ export class Watcher
     this.#disconnected = false;
     if (wasDisconnected && !first) {
       const resumed = { startRevision, createdRevision };
-      safely(this.#host.hooks.onResume, resumed);
+      callHook(this.#host.hooks.onResume, resumed);
       this.#emit('resumed', resumed);
     }
   }
@@ -202,7 +203,7 @@ export class Watcher
     queue.push(batch);
     if (!this.#paused && queue.events > this.spec.maxBufferedEvents) {
       this.#paused = true;
-      safely(this.#host.hooks.onBackpressure, {
+      callHook(this.#host.hooks.onBackpressure, {
         paused: true,
         bufferedEvents: queue.events,
       });
@@ -246,7 +247,7 @@ export class Watcher
     if (queue && batch) {
       if (this.#paused && !this.#ended && queue.events <= this.spec.maxBufferedEvents / 2) {
         this.#paused = false;
-        safely(this.#host.hooks.onBackpressure, {
+        callHook(this.#host.hooks.onBackpressure, {
           paused: false,
           bufferedEvents: queue.events,
         });
@@ -311,14 +312,5 @@ export class Watcher
         throw error;
       });
     }
-  }
-}
-
-function safely<E>(hook: ((event: E) => void) | undefined, event: E): void {
-  if (!hook) return;
-  try {
-    hook(event);
-  } catch {
-    // Hooks never break watches.
   }
 }
