@@ -1,5 +1,5 @@
-// Exponential backoff with jitter, for deciding when a failed endpoint may be tried again. (The
-// delays between attempts of one call are the connection's retry loop's, in connection.ts.)
+// Exponential backoff with jitter: the one formula of the client's waits, when a failed endpoint
+// may be tried again, between the attempts of a call, before a stream is reopened.
 
 /** Shape of an exponential backoff. */
 export interface BackoffOptions {
@@ -9,13 +9,18 @@ export interface BackoffOptions {
   readonly maxMs: number;
   /** Growth per consecutive failure. Default 2. */
   readonly factor?: number;
-  /** Spread delays over [delay/2, delay) so peers do not retry in lockstep. Default true. */
-  readonly jitter?: boolean;
+  /**
+   * How delays are spread so peers do not retry in lockstep. `true` (default): over
+   * [delay/2, delay), once capped. `'above'`: the delay times `1 + random()`, a factor in [1, 2),
+   * then capped and rounded to whole ms (a call's retries, as `RetryOptions.jitter` documents).
+   * `false`: not at all.
+   */
+  readonly jitter?: boolean | 'above';
 }
 
 /**
  * Delay after `failures` consecutive failures (1 for the first): `baseMs * factor^(failures-1)`,
- * capped at `maxMs`, then jittered. Returns 0 for `failures <= 0`.
+ * capped at `maxMs` and jittered as `options.jitter` says. Returns 0 for `failures <= 0`.
  */
 export function backoffDelay(
   failures: number,
@@ -24,7 +29,11 @@ export function backoffDelay(
 ): number {
   if (failures <= 0) return 0;
   const factor = options.factor ?? 2;
-  const raw = Math.min(options.maxMs, options.baseMs * factor ** Math.min(failures - 1, 64));
+  const grown = options.baseMs * factor ** Math.min(failures - 1, 64);
+  if (options.jitter === 'above') {
+    return Math.min(Math.round((random() + 1) * grown), options.maxMs);
+  }
+  const raw = Math.min(options.maxMs, grown);
   if (options.jitter === false) return raw;
   return raw / 2 + random() * (raw / 2);
 }

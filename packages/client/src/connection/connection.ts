@@ -23,6 +23,7 @@ import {
   TransportError,
 } from '../transport/types.js';
 import { TokenManager } from './auth.js';
+import { backoffDelay } from './backoff.js';
 import { CallScope } from './call-scope.js';
 import { EndpointPool, type PooledEndpoint } from './endpoint-pool.js';
 import { callHook } from './hooks.js';
@@ -95,6 +96,9 @@ interface PickedEndpoint {
 }
 
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
+/** The random source of retries without `jitter`: a factor of exactly 1. */
+const NO_JITTER = (): number => 0;
 
 /**
  * A connection to an etcd cluster: the `Rpc` services are built on.
@@ -691,10 +695,10 @@ export class Connection implements Rpc {
           });
         }
         if (failure.immediate) continue;
-        const factor = o.jitter ? Math.random() + 1 : 1;
-        const delayMs = Math.min(
-          Math.round(factor * o.minDelayMs * 2 ** (state.consumed - 1)),
-          o.maxDelayMs,
+        const delayMs = backoffDelay(
+          state.consumed,
+          { baseMs: o.minDelayMs, maxMs: o.maxDelayMs, jitter: 'above' },
+          o.jitter ? Math.random : NO_JITTER,
         );
         const waitMs = Math.min(delayMs, remainingMs);
         if (waitMs > 0 && !scope.aborted) await sleep(waitMs, scope.signal);

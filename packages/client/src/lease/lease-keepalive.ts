@@ -15,6 +15,7 @@
 //   the stream replaced.
 // - The stream opens with the first kept-alive lease and closes with the last one.
 
+import { backoffDelay } from '../connection/backoff.js';
 import { callHook } from '../connection/hooks.js';
 import type { Rpc } from '../connection/types.js';
 import {
@@ -359,9 +360,9 @@ export function closeLeaseKeepAlives(rpc: Rpc): void {
   keepers.get(rpc)?.close();
 }
 
+/** The pause before reopening after `failures` failed streams in a row (the first reopens at once). */
 function reopenDelayMs(failures: number): number {
-  const base = Math.min(REOPEN_MAX_MS, REOPEN_MIN_MS * 2 ** Math.max(0, failures - 2));
-  return base * (0.5 + Math.random() / 2);
+  return backoffDelay(failures - 1, { baseMs: REOPEN_MIN_MS, maxMs: REOPEN_MAX_MS });
 }
 
 function isAuthError(error: EtcdError | undefined): boolean {

@@ -239,6 +239,18 @@ describe('backoff', () => {
     expect(backoffDelay(3, { ...shape, jitter: true }, () => 0)).toBe(200);
     expect(backoffDelay(3, { ...shape, jitter: true }, () => 0.999)).toBeLessThan(400);
   });
+
+  it("jitters a call's retries above the delay, [d, 2d), then caps and rounds it", () => {
+    const shape = { baseMs: 100, maxMs: 1000, jitter: 'above' } as const;
+    expect([1, 2, 3, 4, 5].map((n) => backoffDelay(n, shape, () => 0))).toEqual([
+      100, 200, 400, 800, 1000,
+    ]);
+    expect([1, 2, 3].map((n) => backoffDelay(n, shape, () => 0.5))).toEqual([150, 300, 600]);
+    expect(backoffDelay(3, shape, () => 0.999)).toBe(800);
+    expect(backoffDelay(4, shape, () => 0.5)).toBe(1000);
+    expect(backoffDelay(1, { baseMs: 0.3, maxMs: 10, jitter: 'above' }, () => 0.5)).toBe(0);
+    expect(backoffDelay(0, shape, () => 0.5)).toBe(0);
+  });
 });
 
 describe('Connection with a scripted transport', () => {
