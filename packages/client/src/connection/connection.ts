@@ -1,30 +1,15 @@
 // The connection: endpoints with failover, auth token, require-leader metadata, deadlines and the
 // retry policy, on top of a Transport. Services only see the `Rpc` interface it implements.
 import { setMaxListeners } from 'node:events';
-import { etcdErrorVariants } from '../error-table.js';
-import {
-  ClientClosedError,
-  DeadlineExceededError,
-  type EtcdError,
-  InvalidConfigError,
-  OrderViolationError,
-  OutcomeUnknownError,
-  RequestTooLargeError,
-  toEtcdError,
-} from '../errors.js';
+import { ClientClosedError, type EtcdError, InvalidConfigError, toEtcdError } from '../errors.js';
 import { etcdserverpb_Auth, type MethodDescriptor } from '../generated/methods.js';
 import { selectTransport } from '../transport/select.js';
-import {
-  type BidiStream,
-  type Channel,
-  GrpcStatus,
-  type Metadata,
-  type ServerStream,
-  TransportError,
-} from '../transport/types.js';
+import type { BidiStream, Metadata, ServerStream } from '../transport/types.js';
 import { TokenManager } from './auth.js';
-import { backoffDelay } from './backoff.js';
-import { CallScope } from './call-scope.js';
+import { attemptFailure, staleAnswer, streamFailed, tooLargeError } from './call-failures.js';
+import { CallScope, raceAbort } from './call-scope.js';
+import { AttemptFailure, type CallState, newState } from './call-state.js';
+import { connect, pick, ready } from './dial.js';
 import { EndpointPool, type PooledEndpoint } from './endpoint-pool.js';
 import { callHook } from './hooks.js';
 import {
@@ -34,71 +19,10 @@ import {
   resolveOptions,
 } from './options.js';
 import { headerRevision, type OrderingGuard, orderingGuardOf } from './ordering.js';
-import { judge } from './retry.js';
-import { sleep } from './sleep.js';
+import { retrying } from './retry-loop.js';
 import type { CallOptions, RetryPolicy, Rpc } from './types.js';
 
-/** How one attempt ended, for the retry loop. */
-class AttemptFailure extends Error {
-  constructor(
-    readonly error: EtcdError,
-    readonly retry: boolean,
-    /** Retry at once without spending the budget (another endpoint, or a fresh auth token). */
-    readonly immediate: boolean,
-  ) {
-    super(error.message);
-  }
-}
-
-/** Per-call bookkeeping across attempts. */
-interface CallState {
-  attempts: number;
-  consumed: number;
-  endpoint: PooledEndpoint | undefined;
-  /** Made on the first pick: most calls pick once. */
-  tried: Set<PooledEndpoint> | undefined;
-  /** Time this call spent waiting for each endpoint to connect, in ms; made on the first wait. */
-  dialWaited: Map<PooledEndpoint, number> | undefined;
-  /** Set when the server rejected this token: the next attempt refreshes it first. */
-  staleToken: string | undefined;
-  authRetried: boolean;
-  /** An earlier attempt of this write may have been applied (see Verdict.ambiguous). */
-  ambiguous: boolean;
-  /** Stale answers this read got from the ordering guard's point of view. */
-  violations: number;
-  /** The endpoint the last attempt failed to connect to, until the next attempt picks one. */
-  connectingTo?: string;
-}
-
-function newState(): CallState {
-  return {
-    attempts: 0,
-    consumed: 0,
-    endpoint: undefined,
-    ambiguous: false,
-    tried: undefined,
-    dialWaited: undefined,
-    staleToken: undefined,
-    authRetried: false,
-    violations: 0,
-  };
-}
-
-/** How many endpoints the call has tried. */
-function triedCount(state: CallState): number {
-  return state.tried?.size ?? 0;
-}
-
-/** An endpoint picked for an attempt, and its channel. */
-interface PickedEndpoint {
-  readonly endpoint: PooledEndpoint;
-  readonly channel: Channel;
-}
-
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
-
-/** The random source of retries without `jitter`: a factor of exactly 1. */
-const NO_JITTER = (): number => 0;
 
 /**
  * A connection to an etcd cluster: the `Rpc` services are built on.
@@ -279,9 +203,14 @@ export class Connection implements Rpc {
     const open = async (): Promise<IteratorResult<Res>> => {
       if (scope.aborted) throw scope.abortError();
       const state = newState();
-      return this.#retrying(method.path, scope, state, async () => {
+      return retrying(this.#options, method.path, scope, state, async () => {
         const token = await this.#token(scope, state);
-        const { endpoint, channel } = await this.#connect(scope, state);
+        const { endpoint, channel } = await connect(
+          this.#pool,
+          this.#options.dialTimeoutMs,
+          scope,
+          state,
+        );
         let iterator: AsyncIterator<Res> | undefined;
         try {
           // Inside the try: a transport that throws at once must not keep the endpoint held.
@@ -304,7 +233,16 @@ export class Connection implements Rpc {
           openedOn = undefined;
           void iterator?.return?.();
           this.#pool.release(endpoint);
-          throw this.#failure(error, retry, scope, state, endpoint, token);
+          throw attemptFailure(
+            this.#pool,
+            this.#auth !== undefined,
+            error,
+            retry,
+            scope,
+            state,
+            endpoint,
+            token,
+          );
         }
       });
     };
@@ -327,7 +265,7 @@ export class Connection implements Rpc {
         return result;
       } catch (error) {
         // Failures while opening were judged by the retry loop; this one ended an open stream.
-        if (inner && held && !scope.aborted) this.#streamFailed(error, held);
+        if (inner && held && !scope.aborted) streamFailed(this.#pool, error, held);
         const typed = scope.aborted ? scope.abortError() : toEtcdError(error);
         finish();
         throw typed;
@@ -472,15 +410,16 @@ export class Connection implements Rpc {
     // the same): answers to concurrent calls do not raise the bar of a read already under way.
     const floor = this.#ordering?.floor(method, request);
     try {
-      const response = await this.#retrying(method.path, scope, state, async () => {
+      const response = await retrying(this.#options, method.path, scope, state, async () => {
         // Without auth there is no token to wait for: the await would cost the call a turn.
         const token = skipAuth || !this.#auth ? undefined : await this.#token(scope, state);
         // ready() is asked even of a channel whose state() is 'ready': a Transport's ready() is
         // its word on whether the attempt may go there (a custom one may refuse while its state
         // still says ready), and its refusal is what moves the call to another endpoint. Only a
         // channel's readyNow() spares the wait (and the turn it costs every call).
-        const picked = this.#pick(scope, state);
-        if (picked.channel.readyNow?.() !== true) await this.#ready(scope, state, picked);
+        const picked = pick(this.#pool, scope, state);
+        if (picked.channel.readyNow?.() !== true)
+          await ready(this.#pool, this.#options.dialTimeoutMs, scope, state, picked);
         const { endpoint, channel } = picked;
         try {
           const response = await channel.unary(method, request, {
@@ -490,13 +429,29 @@ export class Connection implements Rpc {
           });
           this.#pool.succeeded(endpoint);
           if (floor !== undefined && headerRevision(response) < floor) {
-            throw this.#stale(floor, headerRevision(response), state, endpoint);
+            throw staleAnswer(
+              this.#pool,
+              this.#ordering?.maxSwitches,
+              floor,
+              headerRevision(response),
+              state,
+              endpoint,
+            );
           }
           this.#ordering?.observe(response);
           return response;
         } catch (error) {
           if (error instanceof AttemptFailure) throw error;
-          throw this.#failure(error, policy, scope, state, endpoint, token);
+          throw attemptFailure(
+            this.#pool,
+            this.#auth !== undefined,
+            error,
+            policy,
+            scope,
+            state,
+            endpoint,
+            token,
+          );
         } finally {
           this.#pool.release(endpoint);
         }
@@ -551,9 +506,14 @@ export class Connection implements Rpc {
       | undefined;
     const state = newState();
     try {
-      await this.#retrying(method.path, scope, state, async () => {
+      await retrying(this.#options, method.path, scope, state, async () => {
         const token = await this.#token(scope, state);
-        const { endpoint, channel } = await this.#connect(scope, state);
+        const { endpoint, channel } = await connect(
+          this.#pool,
+          this.#options.dialTimeoutMs,
+          scope,
+          state,
+        );
         let stream: BidiStream<Req, Res> | undefined;
         try {
           stream = channel.bidiStream(method, {
@@ -613,7 +573,7 @@ export class Connection implements Rpc {
           }
           return result;
         } catch (error) {
-          if (!scope.aborted) this.#streamFailed(error, endpoint);
+          if (!scope.aborted) streamFailed(this.#pool, error, endpoint);
           const typed = scope.aborted ? scope.abortError() : toEtcdError(error);
           finish();
           throw typed;
@@ -640,88 +600,6 @@ export class Connection implements Rpc {
     };
   }
 
-  /**
-   * Runs `attempt` until it succeeds or a failure ends the call: one that is not to be retried, the
-   * budget spent (`maxAttempts` counts only the retries that wait), the call's deadline, an abort.
-   * A retry after a failed endpoint (while another is untried) or a refused token goes at once and
-   * spends nothing; any other waits `minDelayMs * 2^(retries spent)`, times a random factor in
-   * [1, 2) with jitter, at most `maxDelayMs` and at most the time left.
-   */
-  async #retrying<T>(
-    label: string,
-    scope: CallScope,
-    state: CallState,
-    attempt: () => Promise<T>,
-  ): Promise<T> {
-    const o = this.#options;
-    const started = performance.now();
-    const maxRetryTime = Number.isFinite(scope.deadline)
-      ? Math.max(0, scope.deadline - Date.now())
-      : Number.POSITIVE_INFINITY;
-    try {
-      for (let attemptNumber = 1; ; attemptNumber++) {
-        if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
-        let failure: AttemptFailure;
-        try {
-          state.attempts++;
-          const response = await attempt();
-          // An answer that arrives as the call is aborted still ends it as aborted.
-          if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
-          return response;
-        } catch (error) {
-          failure =
-            error instanceof AttemptFailure
-              ? error
-              : new AttemptFailure(
-                  scope.aborted ? scope.abortError() : toEtcdError(error),
-                  false,
-                  false,
-                );
-        }
-        if (!failure.retry) throw failure;
-        const remainingMs = maxRetryTime - (performance.now() - started);
-        if (remainingMs <= 0) throw failure;
-        if (!failure.immediate) {
-          if (state.consumed >= o.maxAttempts - 1) throw failure;
-          state.consumed++;
-        }
-        const onRetry = o.hooks?.onRetry;
-        if (onRetry) {
-          callHook(onRetry, {
-            method: label,
-            attempt: attemptNumber,
-            error: failure.error,
-            endpoint: state.endpoint?.target,
-          });
-        }
-        if (failure.immediate) continue;
-        const delayMs = backoffDelay(
-          state.consumed,
-          { baseMs: o.minDelayMs, maxMs: o.maxDelayMs, jitter: 'above' },
-          o.jitter ? Math.random : NO_JITTER,
-        );
-        const waitMs = Math.min(delayMs, remainingMs);
-        if (waitMs > 0 && !scope.aborted) await sleep(waitMs, scope.signal);
-      }
-    } catch (error) {
-      if (scope.aborted) throw scope.abortError();
-      let final = error instanceof AttemptFailure ? error.error : toEtcdError(error);
-      if (final instanceof DeadlineExceededError) final = deadlineError(final, label, scope, state);
-      else if (
-        final instanceof OutcomeUnknownError &&
-        final.cause instanceof DeadlineExceededError
-      ) {
-        final = outcomeUnknown(deadlineError(final.cause, label, scope, state), final.metadata);
-      }
-      // A retried guarded write whose earlier attempt may have been applied: the last attempt's
-      // error (say, a failed connection) would wrongly suggest that nothing was applied.
-      if (state.ambiguous && !(final instanceof OutcomeUnknownError)) {
-        throw outcomeUnknown(final, final.metadata);
-      }
-      throw final;
-    }
-  }
-
   /** The token for the next attempt (refreshing a rejected one), or undefined without auth. */
   async #token(scope: CallScope, state: CallState): Promise<string | undefined> {
     const auth = this.#auth;
@@ -745,231 +623,4 @@ export class Connection implements Rpc {
   #metadata(token: string | undefined): Metadata {
     return token ? { ...this.#baseMetadata, token } : this.#baseMetadata;
   }
-
-  /** Picks an endpoint and waits until its channel is connected (at most the dial timeout). */
-  async #connect(scope: CallScope, state: CallState): Promise<PickedEndpoint> {
-    const picked = this.#pick(scope, state);
-    await this.#ready(scope, state, picked);
-    return picked;
-  }
-
-  /** Picks the endpoint for the next attempt; its channel may not be connected yet. */
-  #pick(scope: CallScope, state: CallState): PickedEndpoint {
-    if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
-    if (Date.now() >= scope.deadline) {
-      throw new AttemptFailure(new DeadlineExceededError(), false, false);
-    }
-    state.connectingTo = undefined;
-    let picked: PickedEndpoint;
-    try {
-      picked = this.#pool.pick(state.tried);
-    } catch {
-      throw new AttemptFailure(new ClientClosedError(), false, false);
-    }
-    if (state.tried) state.tried.add(picked.endpoint);
-    else state.tried = new Set([picked.endpoint]);
-    state.endpoint = picked.endpoint;
-    return picked;
-  }
-
-  /** Waits until the picked endpoint's channel is connected (at most the dial timeout). */
-  async #ready(scope: CallScope, state: CallState, picked: PickedEndpoint): Promise<void> {
-    const { endpoint, channel } = picked;
-    // Each endpoint may keep one call waiting for a connection for at most dialTimeoutMs in
-    // total, retries included: a black hole costs the dial timeout once, not once per retry.
-    const dialTimeoutMs = this.#options.dialTimeoutMs;
-    state.dialWaited ??= new Map();
-    const dialWaited = state.dialWaited;
-    const waited = dialWaited.get(endpoint) ?? 0;
-    const started = Date.now();
-    const dialDeadline = started + Math.max(0, dialTimeoutMs - waited);
-    const deadline = Math.min(dialDeadline, scope.deadline);
-    try {
-      await channel.ready(deadline, scope.signal);
-    } catch (error) {
-      this.#pool.release(endpoint);
-      dialWaited.set(endpoint, waited + (Date.now() - started));
-      if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
-      // Kept until the next pick: a deadline that passes before it passed while connecting.
-      state.connectingTo = endpoint.target;
-      if (deadline < dialDeadline && Date.now() >= scope.deadline) {
-        throw new AttemptFailure(new DeadlineExceededError({ cause: error }), false, false);
-      }
-      this.#pool.failed(endpoint);
-      const typed = toEtcdError(error);
-      const exhausted = this.#pool.endpoints.every(
-        (e) => (dialWaited.get(e) ?? 0) >= dialTimeoutMs,
-      );
-      if (exhausted) throw new AttemptFailure(typed, false, false);
-      throw new AttemptFailure(typed, true, triedCount(state) < this.#pool.endpoints.length);
-    }
-  }
-
-  /**
-   * An open stream failed. When the failure says the endpoint cannot serve (Unavailable: a dropped
-   * connection, or etcd's "no leader" from a member cut off from its leader, which also ends the
-   * require-leader streams open on it), the endpoint goes into backoff as after a unary call, so
-   * the stream's owner (the watch hub, the lease keeper) reopens it on the next endpoint instead of
-   * the same member. The channel stays open: other calls on it are not disturbed.
-   */
-  #streamFailed(error: unknown, endpoint: PooledEndpoint): void {
-    if (error instanceof TransportError && judge(error, 'read').endpointFailed) {
-      this.#pool.failed(endpoint);
-    }
-  }
-
-  /**
-   * A serializable read answered below the revision this client saw (`ordering`): the endpoint
-   * lags. The retry goes at once to an endpoint this call has not tried (which becomes the current
-   * one, as after a failure, but without a backoff: the member is healthy, only behind); once all
-   * were tried, after a retry backoff to any but this one. Past the bound, OrderViolationError.
-   */
-  #stale(
-    floor: bigint,
-    answered: bigint,
-    state: CallState,
-    endpoint: PooledEndpoint,
-  ): AttemptFailure {
-    const error = new OrderViolationError(floor, answered, endpoint.target);
-    const count = this.#pool.endpoints.length;
-    const bound = this.#ordering?.maxSwitches ?? count;
-    if (++state.violations > bound) return new AttemptFailure(error, false, false);
-    const untried = triedCount(state) < count;
-    // Every endpoint tried: start over, avoiding only the one that just answered stale.
-    if (!untried) state.tried = new Set([endpoint]);
-    return new AttemptFailure(error, true, untried);
-  }
-
-  /** Turns a failed attempt into an AttemptFailure under the retry policy. */
-  #failure(
-    error: unknown,
-    policy: RetryPolicy,
-    scope: CallScope,
-    state: CallState,
-    endpoint: PooledEndpoint,
-    token: string | undefined,
-  ): AttemptFailure {
-    if (scope.aborted) return new AttemptFailure(scope.abortError(), false, false);
-    if (!(error instanceof TransportError)) {
-      return new AttemptFailure(toEtcdError(error), false, false);
-    }
-    const verdict = judge(ownDeadline(error, scope), policy);
-    if (verdict.ambiguous) state.ambiguous = true;
-    if (
-      this.#auth &&
-      !state.authRetried &&
-      // Compared by code: the error classes are matched by message, possibly to a base class.
-      (verdict.error.code === 'INVALID_AUTH_TOKEN' || verdict.error.code === 'USER_EMPTY')
-    ) {
-      // The server rejected the call before applying it: safe to retry once, even for writes.
-      state.authRetried = true;
-      state.staleToken = token ?? '';
-      return new AttemptFailure(verdict.error, true, true);
-    }
-    if (verdict.endpointFailed) this.#pool.failed(endpoint);
-    return new AttemptFailure(
-      verdict.error,
-      verdict.retry,
-      verdict.retry && verdict.endpointFailed && triedCount(state) < this.#pool.endpoints.length,
-    );
-  }
-}
-
-/** The write may have been applied; `cause` is why the client cannot tell. */
-function outcomeUnknown(cause: EtcdError, metadata: Metadata): OutcomeUnknownError {
-  return new OutcomeUnknownError({
-    message: `the write may or may not have been applied: ${cause.message}`,
-    metadata,
-    cause,
-  });
-}
-
-/**
- * etcd's refusal of a request over its --max-request-bytes, with the request's size: only the
- * failure path encodes the request again to tell it.
- */
-function tooLargeError<Req>(
-  error: unknown,
-  method: MethodDescriptor<Req, unknown>,
-  request: Req,
-): unknown {
-  if (
-    !(error instanceof RequestTooLargeError) ||
-    error.message !== RequestTooLargeError.etcdMessage
-  )
-    return error;
-  const bytes = method.request.encode(request).finish().byteLength;
-  return new RequestTooLargeError({
-    message:
-      `${RequestTooLargeError.etcdMessage}: the server refused a request of ${bytes} bytes; ` +
-      "etcd's limit is --max-request-bytes, 1.5 MiB by default",
-    grpcStatus: error.grpcStatus,
-    metadata: error.metadata,
-    cause: error.cause,
-  });
-}
-
-/**
- * A deadline error in the client's words: the method, the deadline it was given and, when the
- * deadline passed while connecting, the endpoint. `cause` keeps what the transport reported.
- */
-function deadlineError(
-  error: DeadlineExceededError,
-  method: string,
-  scope: CallScope,
-  state: CallState,
-): DeadlineExceededError {
-  // A DeadlineExceeded status without a deadline of ours is the server's: its words stay.
-  if (!Number.isFinite(scope.timeoutMs)) return error;
-  const where = state.connectingTo === undefined ? '' : ` (connecting to ${state.connectingTo})`;
-  return new DeadlineExceededError({
-    message: `deadline exceeded: ${method} got no answer within its ${scope.timeoutMs} ms deadline${where}`,
-    grpcStatus: error.grpcStatus,
-    metadata: error.metadata,
-    cause: error.cause,
-  });
-}
-
-/**
- * The failure as the caller's deadline explains it. etcd hands a handler's expired context to
- * gRPC as it is (Unknown "context deadline exceeded"): the Lock and Election services do when the
- * deadline the client sent (grpc-timeout) runs out on the server. On a busy client that answer can
- * be read before the client's own timer fires. Once the call's deadline has passed it is that
- * deadline's doing, so it is reported as DeadlineExceeded; before, it is etcd's own request
- * timeout (a proposal without a leader), as `toEtcdError` types it.
- */
-function ownDeadline(error: TransportError, scope: CallScope): TransportError {
-  if (
-    error.code !== GrpcStatus.Unknown ||
-    error.details !== etcdErrorVariants.PROPOSAL_TIMEOUT.message ||
-    Date.now() < scope.deadline
-  ) {
-    return error;
-  }
-  return new TransportError({
-    code: GrpcStatus.DeadlineExceeded,
-    details: error.details,
-    metadata: error.metadata,
-    sent: error.sent,
-    cause: error,
-  });
-}
-
-/** Resolves like `promise`, or rejects with the signal's reason as soon as it aborts. */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }
