@@ -8,7 +8,7 @@ import type { BidiStream, Metadata, ServerStream } from '../transport/types.js';
 import { TokenManager } from './auth.js';
 import { attemptFailure, staleAnswer, streamFailed, tooLargeError } from './call-failures.js';
 import { CallScope, raceAbort } from './call-scope.js';
-import { AttemptFailure, type CallState, newState } from './call-state.js';
+import { AttemptFailure, type CallState, newState, type PickedEndpoint } from './call-state.js';
 import { connect, pick, ready } from './dial.js';
 import { EndpointPool, type PooledEndpoint } from './endpoint-pool.js';
 import { callHook } from './hooks.js';
@@ -205,12 +205,7 @@ export class Connection implements Rpc {
       const state = newState();
       return retrying(this.#options, method.path, scope, state, async () => {
         const token = await this.#token(scope, state);
-        const { endpoint, channel } = await connect(
-          this.#pool,
-          this.#options.dialTimeoutMs,
-          scope,
-          state,
-        );
+        const { endpoint, channel } = await this.#connect(scope, state);
         let iterator: AsyncIterator<Res> | undefined;
         try {
           // Inside the try: a transport that throws at once must not keep the endpoint held.
@@ -233,16 +228,7 @@ export class Connection implements Rpc {
           openedOn = undefined;
           void iterator?.return?.();
           this.#pool.release(endpoint);
-          throw attemptFailure(
-            this.#pool,
-            this.#auth !== undefined,
-            error,
-            retry,
-            scope,
-            state,
-            endpoint,
-            token,
-          );
+          throw this.#failure(error, retry, scope, state, endpoint, token);
         }
       });
     };
@@ -418,8 +404,7 @@ export class Connection implements Rpc {
         // still says ready), and its refusal is what moves the call to another endpoint. Only a
         // channel's readyNow() spares the wait (and the turn it costs every call).
         const picked = pick(this.#pool, scope, state);
-        if (picked.channel.readyNow?.() !== true)
-          await ready(this.#pool, this.#options.dialTimeoutMs, scope, state, picked);
+        if (picked.channel.readyNow?.() !== true) await this.#ready(scope, state, picked);
         const { endpoint, channel } = picked;
         try {
           const response = await channel.unary(method, request, {
@@ -442,16 +427,7 @@ export class Connection implements Rpc {
           return response;
         } catch (error) {
           if (error instanceof AttemptFailure) throw error;
-          throw attemptFailure(
-            this.#pool,
-            this.#auth !== undefined,
-            error,
-            policy,
-            scope,
-            state,
-            endpoint,
-            token,
-          );
+          throw this.#failure(error, policy, scope, state, endpoint, token);
         } finally {
           this.#pool.release(endpoint);
         }
@@ -508,12 +484,7 @@ export class Connection implements Rpc {
     try {
       await retrying(this.#options, method.path, scope, state, async () => {
         const token = await this.#token(scope, state);
-        const { endpoint, channel } = await connect(
-          this.#pool,
-          this.#options.dialTimeoutMs,
-          scope,
-          state,
-        );
+        const { endpoint, channel } = await this.#connect(scope, state);
         let stream: BidiStream<Req, Res> | undefined;
         try {
           stream = channel.bidiStream(method, {
@@ -618,6 +589,37 @@ export class Connection implements Rpc {
         false,
       );
     }
+  }
+
+  /** Picks an endpoint and waits until its channel is connected (at most the dial timeout). */
+  #connect(scope: CallScope, state: CallState): Promise<PickedEndpoint> {
+    return connect(this.#pool, this.#options.dialTimeoutMs, scope, state);
+  }
+
+  /** Waits until the picked endpoint's channel is connected (at most the dial timeout). */
+  #ready(scope: CallScope, state: CallState, picked: PickedEndpoint): Promise<void> {
+    return ready(this.#pool, this.#options.dialTimeoutMs, scope, state, picked);
+  }
+
+  /** Turns a failed attempt into an AttemptFailure under the retry policy. */
+  #failure(
+    error: unknown,
+    policy: RetryPolicy,
+    scope: CallScope,
+    state: CallState,
+    endpoint: PooledEndpoint,
+    token: string | undefined,
+  ): AttemptFailure {
+    return attemptFailure(
+      this.#pool,
+      this.#auth !== undefined,
+      error,
+      policy,
+      scope,
+      state,
+      endpoint,
+      token,
+    );
   }
 
   #metadata(token: string | undefined): Metadata {
