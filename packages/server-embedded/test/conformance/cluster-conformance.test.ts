@@ -34,6 +34,8 @@
 //   require-leader calls, and its serializable reads answer what it has.
 // Timing is not compared (see the top of src/cluster/embedded-cluster.ts for what differs), nor
 // are the term numbers that real etcd's elections without pre-vote make unpredictable.
+
+import { type EtcdServerErrorCode, etcdErrors, etcdErrorVariants } from '@etcdkit/client';
 import {
   etcdserverpb_Cluster as Cluster,
   grpc_health_v1_Health as Health,
@@ -57,17 +59,21 @@ import { put, WatchConnection, type WatchStreamClient } from '../watch/watch-cli
 const UNKNOWN = 2;
 const DEADLINE_EXCEEDED = 4;
 const UNAVAILABLE = 14;
-const FAILED_PRECONDITION = 9;
 /** Compare targets and results. */
 const VALUE = 3;
 const MOD = 2;
 const EQUAL = 0;
 const REQUIRE_LEADER = { metadata: { hasleader: 'true' } } as const;
-const NO_LEADER = status(UNAVAILABLE, 'etcdserver: no leader');
-const NOT_LEADER = status(FAILED_PRECONDITION, 'etcdserver: not leader');
-const BAD_TRANSFEREE = status(FAILED_PRECONDITION, 'etcdserver: bad leader transferee');
-const READ_TIMED_OUT = status(UNAVAILABLE, 'etcdserver: request timed out');
-const PROPOSAL_TIMED_OUT = status(UNKNOWN, 'context deadline exceeded');
+/** An entry of the client's error catalog, as a raw call fails with it: pinned here on a cluster. */
+const etcdError = (code: EtcdServerErrorCode) => status(...etcdErrors[code]);
+const NO_LEADER = etcdError('NO_LEADER');
+const NOT_LEADER = etcdError('NOT_LEADER');
+const BAD_TRANSFEREE = etcdError('BAD_LEADER_TRANSFEREE');
+const READ_TIMED_OUT = etcdError('REQUEST_TIMEOUT');
+const PROPOSAL_TIMED_OUT = status(
+  etcdErrorVariants.PROPOSAL_TIMEOUT.status,
+  etcdErrorVariants.PROPOSAL_TIMEOUT.message,
+);
 /** etcd's request timeout with the testkit's raft timing: 5 s + 2 x 500 ms. */
 const REQUEST_TIMEOUT_MS = 6_000;
 
@@ -358,7 +364,7 @@ describeConformance('cluster conformance: a member that lost its quorum', ({ clu
     await Promise.all(gone.map((member) => member.kill()));
     const alone = await leaderLost(client);
     expect(names.get(alone.header!.memberId!)).toBe(survivor.name);
-    expect(alone.errors).toEqual(['etcdserver: no leader']);
+    expect(alone.errors).toEqual([NO_LEADER.details]);
     // Status' raftTerm is the term of the last entry the member applied, not raft's own term
     // (which an isolated etcd 3.4 member without pre-vote raises at every election it starts):
     // it stays the term the member had.
@@ -569,9 +575,9 @@ describeConformance(
   },
 );
 
-const NOT_FOUND = status(5, 'etcdserver: member not found');
-const UNHEALTHY = status(UNAVAILABLE, 'etcdserver: unhealthy cluster');
-const PEER_URL_EXISTS = status(FAILED_PRECONDITION, 'etcdserver: Peer URLs already exists');
+const NOT_FOUND = etcdError('MEMBER_NOT_FOUND');
+const UNHEALTHY = etcdError('UNHEALTHY');
+const PEER_URL_EXISTS = etcdError('PEER_URL_EXISTS');
 
 /**
  * `change` once etcd's strict check lets it. A real member counts a peer as connected only 5 s
@@ -725,15 +731,12 @@ describeConformance(
       expect(added.members).toHaveLength(2);
       // A real leader steps down an election timeout later (raft's check quorum).
       const lost = await leaderLost(client);
-      expect(lost.errors).toEqual(['etcdserver: no leader']);
+      expect(lost.errors).toEqual([NO_LEADER.details]);
       expect((await membersSeenBy(only)).map((m) => m.name)).toEqual(['', only.name]);
 
       // The strict check runs before proposing, leader or not: 1 started member of 3 (or of the
       // 1 left) is short of a quorum.
-      const NOT_ENOUGH_STARTED = status(
-        UNKNOWN,
-        'etcdserver: re-configuration failed due to not enough started members',
-      );
+      const NOT_ENOUGH_STARTED = etcdError('MEMBER_NOT_ENOUGH_STARTED');
       await expect(
         client.unary(Cluster.MemberAdd, { peerURLs: ['http://127.0.0.1:2'] }),
       ).rejects.toMatchObject(NOT_ENOUGH_STARTED);
@@ -754,15 +757,9 @@ describeConformance(
   { members: 1 },
 );
 
-const NOT_SUPPORTED_FOR_LEARNER = status(UNAVAILABLE, 'etcdserver: rpc not supported for learner');
-const LEARNER_NOT_READY = status(
-  FAILED_PRECONDITION,
-  'etcdserver: can only promote a learner member which is in sync with leader',
-);
-const MEMBER_NOT_LEARNER = status(
-  FAILED_PRECONDITION,
-  'etcdserver: can only promote a learner member',
-);
+const NOT_SUPPORTED_FOR_LEARNER = etcdError('NOT_SUPPORTED_FOR_LEARNER');
+const LEARNER_NOT_READY = etcdError('LEARNER_NOT_READY');
+const MEMBER_NOT_LEARNER = etcdError('MEMBER_NOT_LEARNER');
 
 /** A peer URL a real member can listen on (the embedded cluster only lists it). */
 async function newPeerUrl(): Promise<string> {
