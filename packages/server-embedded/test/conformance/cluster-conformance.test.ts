@@ -35,7 +35,7 @@
 // Timing is not compared (see the top of src/cluster/embedded-cluster.ts for what differs), nor
 // are the term numbers that real etcd's elections without pre-vote make unpredictable.
 
-import { type EtcdServerErrorCode, etcdErrors, etcdErrorVariants } from '@etcdkit/client';
+import { etcdErrorVariants } from '@etcdkit/client';
 import {
   etcdserverpb_Cluster as Cluster,
   grpc_health_v1_Health as Health,
@@ -55,6 +55,8 @@ import { b } from '../support/bytes.js';
 import { type CallError, RawClient, status } from '../support/grpc-client.js';
 import { openKeepAlive } from '../support/keepalive-client.js';
 import { put, WatchConnection, type WatchStreamClient } from '../watch/watch-client.js';
+// The catalog's entries: this suite pins those that need several members on a real cluster.
+import { etcdError } from './suite.js';
 
 const UNKNOWN = 2;
 const DEADLINE_EXCEEDED = 4;
@@ -64,8 +66,6 @@ const VALUE = 3;
 const MOD = 2;
 const EQUAL = 0;
 const REQUIRE_LEADER = { metadata: { hasleader: 'true' } } as const;
-/** An entry of the client's error catalog, as a raw call fails with it: pinned here on a cluster. */
-const etcdError = (code: EtcdServerErrorCode) => status(...etcdErrors[code]);
 const NO_LEADER = etcdError('NO_LEADER');
 const NOT_LEADER = etcdError('NOT_LEADER');
 const BAD_TRANSFEREE = etcdError('BAD_LEADER_TRANSFEREE');

@@ -1,5 +1,6 @@
 // The frame of every conformance suite: declared once per backend through the testkit (the
 // embedded server and a real etcd, which CI requires), each test on a server of its own.
+import { type EtcdServerErrorCode, etcdErrors } from '@etcdkit/client';
 import { type BackendName, describeEachBackend } from '@etcdkit/testkit';
 import { afterEach } from 'vitest';
 import { type CallError, status } from '../support/grpc-client.js';
@@ -48,28 +49,24 @@ export function describeConformance(
   );
 }
 
-/** gRPC status codes the conformance suites expect. */
-export const Code = {
-  INVALID_ARGUMENT: 3,
-  NOT_FOUND: 5,
-  RESOURCE_EXHAUSTED: 8,
-  FAILED_PRECONDITION: 9,
-  OUT_OF_RANGE: 11,
-  UNIMPLEMENTED: 12,
-} as const;
+/** An entry of the client's error catalog, as a raw call fails with it. */
+export function etcdError(code: EtcdServerErrorCode): CallError {
+  const [grpcCode, message] = etcdErrors[code];
+  return status(grpcCode, message);
+}
 
-/** etcd's errors, as status code and exact message. */
+/** etcd's errors, as status code and exact message (08-error-catalog pins every entry). */
 export const Errors = {
-  emptyKey: status(Code.INVALID_ARGUMENT, 'etcdserver: key is not provided'),
-  keyNotFound: status(Code.INVALID_ARGUMENT, 'etcdserver: key not found'),
-  valueProvided: status(Code.INVALID_ARGUMENT, 'etcdserver: value is provided'),
-  leaseProvided: status(Code.INVALID_ARGUMENT, 'etcdserver: lease is provided'),
-  tooManyOps: status(Code.INVALID_ARGUMENT, 'etcdserver: too many operations in txn request'),
-  duplicateKey: status(Code.INVALID_ARGUMENT, 'etcdserver: duplicate key given in txn request'),
-  compacted: status(Code.OUT_OF_RANGE, 'etcdserver: mvcc: required revision has been compacted'),
-  future: status(Code.OUT_OF_RANGE, 'etcdserver: mvcc: required revision is a future revision'),
-  tooLargeTtl: status(Code.OUT_OF_RANGE, 'etcdserver: too large lease TTL'),
-  noSpace: status(Code.RESOURCE_EXHAUSTED, 'etcdserver: mvcc: database space exceeded'),
-  leaseNotFound: status(Code.NOT_FOUND, 'etcdserver: requested lease not found'),
-  leaseExists: status(Code.FAILED_PRECONDITION, 'etcdserver: lease already exists'),
+  emptyKey: etcdError('EMPTY_KEY'),
+  keyNotFound: etcdError('KEY_NOT_FOUND'),
+  valueProvided: etcdError('VALUE_PROVIDED'),
+  leaseProvided: etcdError('LEASE_PROVIDED'),
+  tooManyOps: etcdError('TOO_MANY_TXN_OPS'),
+  duplicateKey: etcdError('DUPLICATE_KEY'),
+  compacted: etcdError('COMPACTED'),
+  future: etcdError('FUTURE_REVISION'),
+  tooLargeTtl: etcdError('LEASE_TTL_TOO_LARGE'),
+  noSpace: etcdError('NO_SPACE'),
+  leaseNotFound: etcdError('LEASE_NOT_FOUND'),
+  leaseExists: etcdError('LEASE_EXISTS'),
 } satisfies Record<string, CallError>;
