@@ -113,7 +113,11 @@ export const CATEGORIES = [
     rules: [
       'server-embedded:embedded-etcd.ts',
       'server-embedded:cluster/',
-      'server-embedded:server/',
+      'server-embedded:net/',
+      'server-embedded:consensus/',
+      'server-embedded:member/',
+      'server-embedded:logger.ts',
+      'server-embedded:maintenance/auto-compaction.ts',
       'server-embedded:auth/',
     ],
   },
