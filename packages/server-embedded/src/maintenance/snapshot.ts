@@ -1,18 +1,6 @@
-// The embedded server's snapshot: its own format, since it has no bbolt file to send. It is NOT a
-// bbolt database: `etcdctl snapshot restore` and `etcdutl` cannot read it. What it shares with
-// etcd's snapshots is the stream around it: chunks of at most 32 KiB with remaining_bytes counting
-// down, then one last message whose blob is the SHA-256 of every byte before it, so clients and
-// tools that check that digest (etcdctl snapshot save, the etcdkit client) accept it. Its size is a
-// multiple of 4 KiB, like a bbolt file's, for tools that sanity-check that.
-//
-// Layout (integers big-endian):
-//   "ETCDKIT-SNAPSHOT" (16 bytes ASCII), format version (u32, 1)
-//   records, each: kind (u8), payload length (u32), payload
-//     kind 1, once, first: metadata, UTF-8 JSON (see SnapshotMetadata; 64-bit ids as strings)
-//     kind 2, per kept change in revision order: main (u64), sub (u64), tombstone (u8), then the
-//       mvccpb.KeyValue as etcd stores it (a tombstone holds only the key)
-//     kind 0, once, last: end, empty
-//   zero bytes up to the next multiple of 4096
+// The embedded server's snapshot: its own format (no bbolt file to send, so etcdctl snapshot
+// restore cannot read it) in etcd's stream, whose SHA-256 trailer clients check; the layout is in
+// docs/embedded-server.md, "Snapshot format".
 import { createHash } from 'node:crypto';
 import { type etcdserverpb, mvccpb } from '@etcdkit/client/protocol';
 import type { HistoryEntry } from '../mvcc/history.js';
