@@ -104,7 +104,8 @@ export const CATEGORIES = [
   },
   {
     title: 'Recipe building blocks',
-    description: 'Waiting for keys to go and for predecessors, and the queue-acquire algorithm the recipes and the embedded server share.',
+    description:
+      'Waiting for keys to go and for predecessors, and the queue-acquire algorithm the recipes and the embedded server share.',
     rules: ['recipes:wait.ts', 'recipes:queue-line.ts'],
   },
   {
