@@ -8,15 +8,25 @@
 //     checked by @etcdkit/verify,
 //   - runs `npx etcdkit-server` and talks to it with etcdctl,
 //   - runs `npx etcdkit-verify` on the embedded server (register, and a fenced lock under the
-//     lease-expiry fault: its worker processes),
-//     and on real etcd, which needs the repository's testkit and must fail with one typed line.
+//     lease-expiry fault: its worker processes), and on real etcd processes it starts itself
+//     (`--etcd-binary`, one member under kill -9 and a 3-member cluster under pauses), when an
+//     etcd binary is there (ETCDKIT_ETCD_BIN, else /usr/bin/etcd), leaving none running.
 // Exit code 0 when everything holds; otherwise the first failure, and exit code 1.
 //
 //   node scripts/release-check.mjs [--skip-build] [--keep]
 //     --skip-build  use the packages' dist/ as built (CI builds them in `npm run check` before)
 //     --keep        leave the temporary project in place and print its path
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -234,50 +244,80 @@ async function serveWithBin(dir) {
   );
 }
 
-/** `npx etcdkit-verify ARGS` in the project: its exit code and output. */
-function etcdkitVerify(dir, verifyArgs) {
-  return run('npx', ['--no', '--', 'etcdkit-verify', ...verifyArgs], {
-    cwd: dir,
-    anyExitCode: true,
-  });
+/** The etcd binary for `--etcd-binary`: ETCDKIT_ETCD_BIN, else /usr/bin/etcd; undefined if none. */
+function etcdBinary() {
+  const path = process.env.ETCDKIT_ETCD_BIN || '/usr/bin/etcd';
+  return existsSync(path) ? path : undefined;
 }
 
-/** The packed etcdkit-verify bin: two runs that must be valid, one target it cannot start. */
+/** Pids of the etcd processes running with a data dir under `dir`. */
+function etcdsUnder(dir) {
+  return readdirSync('/proc')
+    .filter((pid) => /^\d+$/.test(pid))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+          .split('\0')
+          .some((a) => a.startsWith(dir));
+      } catch {
+        return false; // gone meanwhile
+      }
+    });
+}
+
+/**
+ * The packed etcdkit-verify bin: runs that must be valid on the embedded server and, when there is
+ * an etcd binary, on real etcd it starts itself (no repository testkit in the project).
+ */
 async function verifyWithBin(dir) {
-  for (const verifyArgs of [
-    ['--workload', 'register', '--embedded', '--ops', '200', '--clients', '4', '--json'],
+  const etcd = etcdBinary();
+  const runs = [
+    ['--workload', 'register', '--embedded', '--ops', '200', '--clients', '4'],
     // Its worker processes run from dist/ too; the fault exercises their talk with the parent.
-    ['--workload', 'lock', '--embedded', '--fenced', '--faults', 'lease-expiry', '--json'],
-  ]) {
-    const { code, stdout, stderr } = await etcdkitVerify(dir, [
-      ...verifyArgs,
-      ...(verifyArgs.includes('lock') ? ['--time', '4s', '--clients', '2'] : []),
-    ]);
+    ['--workload', 'lock', '--embedded', '--fenced', '--faults', 'lease-expiry'],
+  ];
+  if (etcd !== undefined) {
+    runs.push(
+      ['--workload', 'register', '--etcd-binary', etcd, '--faults', 'kill', '--time', '5s'],
+      ['--workload', 'txn', '--etcd-binary', etcd, '--members', '3', '--faults', 'pause'],
+    );
+  } else console.log('  no etcd binary (ETCDKIT_ETCD_BIN, /usr/bin/etcd): --etcd-binary not run');
+  // The project's own temp dir: etcd data dirs under it are this check's.
+  const tmp = join(dir, 'tmp');
+  mkdirSync(tmp, { recursive: true });
+  for (const verifyArgs of runs) {
+    const { code, stdout, stderr } = await run(
+      'npx',
+      [
+        '--no',
+        '--',
+        'etcdkit-verify',
+        ...verifyArgs,
+        ...(verifyArgs.includes('--time') ? [] : ['--time', '4s']),
+        ...(verifyArgs.includes('lock') ? ['--clients', '2'] : []),
+        '--json',
+      ],
+      { cwd: dir, anyExitCode: true, env: { TMPDIR: tmp } },
+    );
     const summary = JSON.parse(stdout.trimEnd().split('\n').at(-1) ?? 'null');
+    const faulted = verifyArgs.includes('--faults');
     check(
       code === 0 &&
         summary?.valid === true &&
         summary.ops > 0 &&
-        (!verifyArgs.includes('lease-expiry') || summary.faults.length > 0),
+        (!faulted || summary.faults.some((f) => f.error === undefined)),
       `npx etcdkit-verify ${verifyArgs.join(' ')} exited with ${code}:\n${stdout}${stderr}`,
     );
-    console.log(`  npx etcdkit-verify --workload ${verifyArgs[1]}: ${summary.ops} ops, valid`);
+    console.log(
+      `  npx etcdkit-verify ${verifyArgs.join(' ')}: ${summary.target}, ${summary.ops} ops, ${summary.faults.length} faults, valid`,
+    );
   }
-  const { code, stderr } = await etcdkitVerify(dir, [
-    '--workload',
-    'register',
-    '--etcd-binary',
-    '/usr/bin/etcd',
-  ]);
+  const left = etcdsUnder(tmp);
+  check(left.length === 0, `etcdkit-verify left etcd processes running: ${left.join(', ')}`);
   check(
-    code === 70 &&
-      /^etcdkit-verify: TargetUnavailableError: the etcd target needs the etcdkit repository's testkit, which is not installed \(ERR_MODULE_NOT_FOUND\)/.test(
-        stderr,
-      ) &&
-      stderr.trimEnd().split('\n').length === 1,
-    `npx etcdkit-verify --etcd-binary without the testkit exited with ${code}:\n${stderr}`,
+    readdirSync(tmp).every((name) => !name.startsWith('etcdkit-verify-etcd-')),
+    `etcdkit-verify left etcd data in ${tmp}: ${readdirSync(tmp).join(', ')}`,
   );
-  console.log('  npx etcdkit-verify --etcd-binary: TargetUnavailableError, exit code 70');
 }
 
 async function main() {
