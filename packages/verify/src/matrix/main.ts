@@ -1,6 +1,7 @@
 // `npm run verify [-- --short]`: runs the verification matrix, writes its table into
 // docs/verification.md (between the results markers) and an HTML report per run that found
-// anomalies; exits 1 if a run did not reach its expected verdict.
+// anomalies; exits 1 if a run did not reach its expected verdict. `-- --only=TEXT` runs the runs
+// whose name contains TEXT and replaces their rows in the table (a note under it says so).
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,21 +21,42 @@ await mkdir(reports, { recursive: true });
 const rows: string[] = [];
 let failures = 0;
 
-/** Rewrites the results section of docs/verification.md with the rows so far. */
-async function writeDoc(done: boolean): Promise<void> {
-  const stamp = `Run ${new Date().toISOString().slice(0, 10)} (${short ? 'short' : 'full'} matrix, up to ${size.ops} operations per KV run), on ${process.platform}/${process.arch}, node ${process.version}${done ? '' : `; ${rows.length} of ${cells.length} runs done so far`}.`;
-  const table = [stamp, '', ...RESULTS_HEADER, ...rows].join('\n');
-  if (short || only !== undefined) {
-    if (done) console.log(`\n${table}`);
-    return;
-  }
+/** The results section of docs/verification.md: its text, and where it lies in the file. */
+async function resultsSection(): Promise<{ text: string; start: number; end: number }> {
   const text = await readFile(doc, 'utf8');
   const start = text.indexOf('<!-- results:start -->');
   const end = text.indexOf('<!-- results:end -->');
   if (start < 0 || end < start) throw new Error(`${doc} lacks the results markers`);
+  return { text, start: start + '<!-- results:start -->\n'.length, end };
+}
+
+/** Rewrites the results section of docs/verification.md with the rows so far. */
+async function writeDoc(done: boolean): Promise<void> {
+  const day = new Date().toISOString().slice(0, 10);
+  const stamp = `Run ${day} (${short ? 'short' : 'full'} matrix, up to ${size.ops} operations per KV run), on ${process.platform}/${process.arch}, node ${process.version}${done ? '' : `; ${rows.length} of ${cells.length} runs done so far`}.`;
+  const table = [stamp, '', ...RESULTS_HEADER, ...rows].join('\n');
+  if (short) {
+    if (done) console.log(`\n${table}`);
+    return;
+  }
+  const { text, start, end } = await resultsSection();
+  if (only === undefined) {
+    await writeFile(doc, `${text.slice(0, start)}${table}\n${text.slice(end)}`);
+    return;
+  }
+  if (!done) return;
+  // Each row rerun takes the place of its run's row; a run the table lacks is added.
+  const lines = text.slice(start, end).trimEnd().split('\n');
+  const nameOf = (row: string) => row.split(' | ')[0]?.slice(2);
+  for (const [i, row] of rows.entries()) {
+    const at = lines.findIndex((line) => line.startsWith('| ') && nameOf(line) === cells[i]!.name);
+    if (at >= 0) lines[at] = row;
+    else lines.push(row);
+  }
+  const note = `Rerun ${day} with \`--only=${only}\`, on ${process.platform}/${process.arch}, node ${process.version}: ${cells.map((c) => c.name).join('; ')}.`;
   await writeFile(
     doc,
-    `${text.slice(0, start)}<!-- results:start -->\n${table}\n${text.slice(end)}`,
+    `${text.slice(0, start)}${[...lines, '', note].join('\n')}\n${text.slice(end)}`,
   );
 }
 
