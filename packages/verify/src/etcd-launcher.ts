@@ -2,6 +2,7 @@
 // data dir in one temp dir, and the faults the targets apply (kill -9, SIGSTOP, restarts).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { type AddressInfo, createServer, Socket } from 'node:net';
@@ -71,7 +72,7 @@ const PORT_ATTEMPTS = 3;
  * Starts real etcd on free loopback ports, each member with its data dir in a fresh temp dir, and
  * resolves once every member serves and a cluster agrees on a leader. Always {@link
  * LaunchedEtcd.stop} it; members still running when this process exits (or is ended by SIGINT,
- * SIGTERM or SIGHUP) are killed. Throws {@link TargetUnavailableError} when the binary cannot run.
+ * SIGTERM or SIGHUP) are killed and their data removed. Throws {@link TargetUnavailableError} when the binary cannot run.
  */
 export async function launchEtcd(options: LaunchEtcdOptions = {}): Promise<LaunchedEtcd> {
   const size = options.members ?? 1;
@@ -145,6 +146,7 @@ class Cluster implements LaunchedEtcd {
       return new Member(name, client, args, this);
     });
     this.endpoints = this.members.map((m) => m.endpoint);
+    liveDirs.add(dir);
   }
 
   /** Spawns every member at once (none serves before a quorum has joined), waits for a leader. */
@@ -182,6 +184,7 @@ class Cluster implements LaunchedEtcd {
     this.stopped = true;
     await Promise.all(this.members.map((m) => m.kill()));
     await rm(this.dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+    liveDirs.delete(this.dir);
   }
 
   assertNotStopped(): void {
@@ -344,8 +347,9 @@ class Member implements LaunchedMember {
   }
 }
 
-/** Members alive in this process, killed if it exits or is ended by a signal. */
+/** Members alive in this process and data dirs not removed: cleaned if it exits or is signalled. */
 const live = new Set<ChildProcess>();
+const liveDirs = new Set<string>();
 let handlersInstalled = false;
 
 function installExitHandlers(): void {
@@ -353,6 +357,13 @@ function installExitHandlers(): void {
   handlersInstalled = true;
   const killAll = () => {
     for (const child of live) child.kill('SIGKILL');
+    for (const dir of liveDirs) {
+      try {
+        rmSync(dir, { recursive: true, force: true });
+      } catch {
+        // best effort on the way out: a member may still hold a file open
+      }
+    }
   };
   process.on('exit', killAll);
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {

@@ -1,7 +1,10 @@
 // The launcher of the etcd targets against /usr/bin/etcd: a member or a cluster on loopback, the
 // faults, and a stop that leaves neither processes nor data behind.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { Etcd } from '@etcdkit/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TargetUnavailableError } from '../src/errors.js';
@@ -20,6 +23,11 @@ afterEach(async () => {
 async function alive(pid: number): Promise<boolean> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
   return stat !== undefined && stat.charAt(stat.lastIndexOf(')') + 2) !== 'Z';
+}
+
+/** Resolves once `pid` is gone (SIGKILL lands a moment after it is sent). */
+async function gone(pid: number): Promise<void> {
+  while (await alive(pid)) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
 /** A client of one member only, with short deadlines. */
@@ -126,4 +134,36 @@ describe('launchEtcd', () => {
       'cannot run /nonexistent/etcd --version (spawnSync /nonexistent/etcd ENOENT)',
     );
   });
+
+  it.each([
+    ['exits without stopping them', 'exit', [0, null]],
+    ['is ended by SIGTERM', 'wait', [null, 'SIGTERM']],
+    ['is ended by SIGINT', 'wait', [null, 'SIGINT']],
+  ] as const)(
+    'kills the members when the process %s',
+    { timeout: TIMEOUT },
+    async (_, how, end) => {
+      const child = spawn(
+        process.execPath,
+        [
+          '--conditions=etcdkit-source',
+          '--import',
+          'tsx',
+          fileURLToPath(new URL('./launcher-child.ts', import.meta.url)),
+          '3',
+          how,
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      const exited = once(child, 'exit');
+      const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+      const { pids, dir } = JSON.parse(line.toString()) as { pids: number[]; dir: string };
+      expect(existsSync(dir)).toBe(true);
+      expect(pids).toHaveLength(3);
+      if (how === 'wait') child.kill(end[1]!);
+      expect(await exited).toEqual(end);
+      await Promise.all(pids.map(gone));
+      expect(await Promise.all(pids.map(alive))).toEqual([false, false, false]);
+    },
+  );
 });
