@@ -82,10 +82,11 @@ describe('the checker catches what it must', () => {
       workload: 'register',
       target: { kind: 'etcdkit-server' },
       faults: ['kill'],
-      // Long enough for the restart (a node process compiling TypeScript) and reads after it.
-      durationMs: 15_000,
+      // The restart (a node process compiling TypeScript) takes seconds on a loaded machine, and
+      // the clients' reconnect backoff grows to 10 s meanwhile: 11 s after it, they have read.
+      durationMs: 30_000,
       clients: 4,
-      faultIntervalMs: 1_000,
+      faultIntervalMs: 11_000,
       faultDurationMs: 100,
     });
     expect(result.faults.length).toBeGreaterThanOrEqual(1);
