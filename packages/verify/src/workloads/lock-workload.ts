@@ -14,7 +14,7 @@ import { type FaultEvent, type FaultSchedule, runWithFaults, sleep } from './run
 /** Options of {@link lockWorkload}. */
 export interface LockWorkloadOptions extends FaultSchedule {
   readonly prefix: string;
-  /** How long it runs, in ms. */
+  /** How long it runs, in ms, from the first critical section (not from the workers' start). */
   readonly durationMs: number;
   /** Worker processes. */
   readonly clients: number;
@@ -71,6 +71,12 @@ export async function lockWorkload(
   // A fault is due: none under way and the quiet time since the last one is over.
   const due = () =>
     !pausing && systemMonotonicMs() - lastPause > (options.faultIntervalMs ?? 1_000);
+  // The run is timed from the first critical section: starting worker processes takes seconds on
+  // a loaded machine, and a run spent starting them would prove nothing.
+  let entered: () => void = () => {};
+  const firstEntry = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
   const ended = (name: FaultName, start: number) => {
     pauses.push({ name, start, end: systemMonotonicMs() });
     lastPause = systemMonotonicMs();
@@ -89,7 +95,10 @@ export async function lockWorkload(
             if (message.error !== undefined)
               reject(new Error(`lock worker ${i}: ${message.error}`));
             else resolve(message.history as OperationJson[]);
-          } else if (expireLeases !== undefined) {
+            return;
+          }
+          entered();
+          if (expireLeases !== undefined) {
             if (!due()) {
               child.send({ type: 'proceed', slowerMs: 0 } satisfies LockWorkerProceed);
               return;
@@ -133,6 +142,7 @@ export async function lockWorkload(
   }
   let faults: FaultEvent[];
   try {
+    await Promise.race([firstEntry, Promise.all(histories)]);
     faults = await runWithFaults(
       target,
       { durationMs: options.durationMs, clients: 1 },
