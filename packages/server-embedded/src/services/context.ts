@@ -101,10 +101,15 @@ export function fillHeader(
   context: ServiceContext,
   header?: ResponseHeader | null,
 ): ResponseHeader {
-  const revision = header?.revision
-    ? header.revision
-    : BigInt(context.appliedState?.()?.revision ?? context.store.revision);
-  return { ...fillHeaderWithoutRevision(context, header), revision };
+  const applied = context.appliedState?.();
+  return {
+    clusterId: context.member.clusterId,
+    memberId: context.member.memberId,
+    revision: header?.revision
+      ? header.revision
+      : BigInt(applied?.revision ?? context.store.revision),
+    raftTerm: BigInt(applied?.raftTerm ?? context.proposals.term),
+  };
 }
 
 /** A header with the cluster fields set and `header`'s revision, even when that is none. */

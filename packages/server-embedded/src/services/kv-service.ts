@@ -15,13 +15,15 @@ export function registerKvService(registry: ServiceRegistry, context: ServiceCon
   const appliedFor = (local: boolean) => (local ? context.appliedState?.() : undefined);
   const kvFor = (local: boolean) => appliedFor(local)?.kv ?? kv;
   // The applier's headers carry the revision; the cluster fields are added here, as etcd's gRPC
-  // layer does.
-  const withHeader = <T extends { header?: ResponseHeader | null }>(response: T): T => ({
-    ...response,
-    header: fillHeader(context, response.header),
-  });
-  // What each call presents; the applier identifies the caller at the point etcd does.
-  const credentials = (call: CallInfo) => authorizer.credentialsOf(call);
+  // layer does. Each response is the applier's own fresh object, so it is completed in place.
+  const withHeader = <T extends { header?: ResponseHeader | null }>(response: T): T => {
+    response.header = fillHeader(context, response.header);
+    return response;
+  };
+  // What each call presents; the applier identifies the caller at the point etcd does. While auth
+  // is off nothing is identified or checked, so the metadata is not read at all.
+  const credentials = (call: CallInfo) =>
+    authorizer.store.enabled ? authorizer.credentialsOf(call) : undefined;
   registry.unary(etcdserverpb_KV.Range, (request, _size, call) =>
     withHeader(kvFor(isLocalRange(request)).range(request, credentials(call))),
   );
