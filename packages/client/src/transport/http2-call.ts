@@ -5,6 +5,7 @@
 import * as http2 from 'node:http2';
 import type { MethodDescriptor } from '../generated/methods.js';
 import type { AbortWatch } from './abort-watch.js';
+import type { DeadlineWatch } from './deadline-watch.js';
 import { abortedFailure, failure, requestTooLargeFailure } from './failures.js';
 import { FrameDecoder, type FrameError } from './grpc-frame.js';
 import {
@@ -25,6 +26,12 @@ const USER_AGENT = 'etcdkit-http2';
 const CONTENT_TYPE = 'application/grpc+proto';
 const OK_STATUS = String(GrpcStatus.OK);
 const NO_METADATA: Metadata = Object.freeze({});
+/** The status of every OK call: its details and metadata are never read. */
+const OK_RECEIVED: ReceivedStatus = Object.freeze({
+  code: GrpcStatus.OK,
+  details: '',
+  metadata: NO_METADATA,
+});
 /** The pending frames of a call whose stream exists or that ended: nothing is ever added to it. */
 const NO_FRAMES: Buffer[] = [];
 
@@ -56,6 +63,8 @@ export interface CallHost {
   forget(call: ChannelCall): void;
   /** Aborts calls when their signal fires. */
   readonly aborts: AbortWatch;
+  /** Fails calls whose deadline passed. */
+  readonly deadlines: DeadlineWatch;
 }
 
 /**
@@ -75,7 +84,7 @@ export class Call<Req, Res> implements ChannelCall {
   #headers: http2.IncomingHttpHeaders | undefined;
   #status: ReceivedStatus | undefined;
   #streamError: Error | undefined;
-  #deadlineTimer: NodeJS.Timeout | undefined;
+  #watchingDeadline = false;
   /** Request frames written before the stream exists. */
   #pending: Buffer[] = [];
   #halfClosed = false;
@@ -123,10 +132,8 @@ export class Call<Req, Res> implements ChannelCall {
         this.#finish(failure(GrpcStatus.DeadlineExceeded, 'Deadline exceeded', false));
         return;
       }
-      this.#deadlineTimer = setTimeout(
-        () => this.abort(failure(GrpcStatus.DeadlineExceeded, 'Deadline exceeded', this.sent)),
-        remaining,
-      );
+      this.#channel.deadlines.add(this, deadline);
+      this.#watchingDeadline = true;
     }
     if (signal) {
       this.#channel.aborts.add(signal, this);
@@ -260,10 +267,11 @@ export class Call<Req, Res> implements ChannelCall {
 
   #onTrailers(trailers: http2.IncomingHttpHeaders): void {
     // Response metadata only reaches callers in a failure: an OK call's is never collected.
-    const metadata =
-      trailers['grpc-status'] === OK_STATUS
-        ? NO_METADATA
-        : responseMetadata(this.#headers, trailers);
+    if (trailers['grpc-status'] === OK_STATUS) {
+      this.#status = OK_RECEIVED;
+      return;
+    }
+    const metadata = responseMetadata(this.#headers, trailers);
     this.#status = statusFromHeaders(trailers, metadata) ?? {
       code: GrpcStatus.Unknown,
       details: 'No status received',
@@ -329,7 +337,7 @@ export class Call<Req, Res> implements ChannelCall {
   #finish(error: TransportError | undefined): void {
     if (this.#done) return;
     this.#done = true;
-    clearTimeout(this.#deadlineTimer);
+    if (this.#watchingDeadline) this.#channel.deadlines.delete(this);
     if (this.#watchingSignal) this.#channel.aborts.delete(this.#options.signal!, this);
     this.#pending = NO_FRAMES;
     this.#channel.forget(this);

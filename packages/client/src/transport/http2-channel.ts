@@ -9,6 +9,7 @@ import * as http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { MethodDescriptor } from '../generated/methods.js';
 import { AbortWatch } from './abort-watch.js';
+import { DeadlineWatch } from './deadline-watch.js';
 import { abortedFailure, failure } from './failures.js';
 import { Call, type CallHost, type ChannelCall, type Sink } from './http2-call.js';
 import { connectSession, type Endpoint, endpointOf } from './http2-connect.js';
@@ -58,6 +59,8 @@ export class Http2Channel implements Channel, CallHost {
   readonly #calls = new Set<ChannelCall>();
   /** @internal Aborts this channel's calls when their signal fires. */
   readonly aborts = new AbortWatch();
+  /** @internal Fails this channel's calls whose deadline passed, on one timer. */
+  readonly deadlines = new DeadlineWatch();
 
   /** Prepares a channel to `options.target`; nothing connects until the first call or `ready()`. */
   constructor(options: ChannelOptions) {

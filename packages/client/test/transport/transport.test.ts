@@ -125,6 +125,38 @@ describe.each(TRANSPORTS)('transport %s', (name, transport) => {
     }
   });
 
+  it('fails each call at its own deadline, earliest first, whatever order they started in', async () => {
+    const channel = transport.open({ target: target(etcd.endpoint) });
+    try {
+      await channel.ready(Date.now() + 5_000);
+      await etcd.pause();
+      const ended: string[] = [];
+      const call = (name: string, ms: number) =>
+        channel
+          .unary(etcdserverpb_KV.Range, { key: bytes('t') }, { deadline: Date.now() + ms })
+          .then(
+            () => ended.push(`${name} ok`),
+            (e: TransportError) => ended.push(`${name} ${GrpcStatus[e.code]}`),
+          );
+      const long = call('long', 60_000);
+      const late = call('late', 400);
+      // Earlier than every deadline before it: the channel's timer must be armed sooner.
+      const early = call('early', 150);
+      await Promise.all([late, early]);
+      expect(ended).toEqual(['early DeadlineExceeded', 'late DeadlineExceeded']);
+      etcd.resume();
+      await long;
+      expect(ended).toEqual(['early DeadlineExceeded', 'late DeadlineExceeded', 'long ok']);
+      // The channel keeps failing later calls at their deadlines after its calls all ended.
+      await etcd.pause();
+      await call('again', 100);
+      expect(ended.at(-1)).toBe('again DeadlineExceeded');
+    } finally {
+      etcd.resume();
+      channel.close();
+    }
+  });
+
   it('cancels a call on abort: Cancelled, cause = the reason', async () => {
     const channel = transport.open({ target: target(etcd.endpoint) });
     try {
