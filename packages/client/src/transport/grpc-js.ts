@@ -5,6 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { MethodDescriptor } from '../generated/methods.js';
 import { abortedFailure, failure, requestTooLargeFailure, streamEndedFailure } from './failures.js';
 import { GrpcJsTlsCredentials } from './grpc-js-tls.js';
+import { decodeResponse } from './response-decoders.js';
 import { readableToAsyncIterator } from './stream-reader.js';
 import {
   type BidiStream,
@@ -325,7 +326,7 @@ export class GrpcJsChannel implements Channel {
         call = this.#client.makeUnaryRequest<Req, Res>(
           method.path,
           () => encoded,
-          (buf) => method.response.decode(buf),
+          (buf) => decodeResponse(method, buf),
           request,
           toGrpcMetadata(options.metadata),
           callOptions(options),

@@ -19,6 +19,7 @@ import {
 } from './grpc-status.js';
 import type { Link } from './http2-link.js';
 import { encodeRequestFrame } from './request-frames.js';
+import { decodeResponse } from './response-decoders.js';
 import { type ChannelCallOptions, GrpcStatus, type Metadata, TransportError } from './types.js';
 
 const { NGHTTP2_CANCEL, HTTP2_HEADER_STATUS } = http2.constants;
@@ -292,7 +293,7 @@ export class Call<Req, Res> implements ChannelCall {
     for (const bytes of messages) {
       let response: Res;
       try {
-        response = this.#method.response.decode(bytes);
+        response = decodeResponse(this.#method, bytes);
       } catch (error) {
         this.abort(failure(GrpcStatus.Internal, 'Failed to parse server response', true, error));
         return;
