@@ -11,7 +11,9 @@ import { etcdserverpb, mvccpb } from '../generated/protocol.js';
 /** Thrown to give up on a message: the generated decoder takes it. */
 const GIVE_UP = Symbol('give up');
 
-let buf: Buffer = Buffer.alloc(0);
+const EMPTY = Buffer.alloc(0);
+/** The message being decoded, and where the next byte is. */
+let buf: Buffer = EMPTY;
 let pos = 0;
 
 /** A tag or length, of at most four bytes (28 bits: etcd's need no more). */
@@ -325,8 +327,6 @@ function withFallback<T>(
     }
   };
 }
-
-const EMPTY = Buffer.alloc(0);
 
 /** The hand decoders by method path. @internal Exported for the tests. */
 export const HOT_DECODERS: ReadonlyMap<string, (bytes: Uint8Array) => unknown> = new Map<
