@@ -2,9 +2,9 @@
 // field (values, prototypes, absent fields), or throw what they throw, whatever the bytes.
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { etcdserverpb_KV } from '../src/generated/methods.js';
-import { etcdserverpb } from '../src/generated/protocol.js';
-import { decodeResponse, HOT_DECODERS } from '../src/transport/response-decoders.js';
+import { etcdserverpb_KV } from '../../src/generated/methods.js';
+import { etcdserverpb } from '../../src/generated/protocol.js';
+import { decodeResponse, HOT_DECODERS } from '../../src/transport/response-decoders.js';
 
 const bytes = fc.uint8Array({ maxLength: 40 });
 /** Any int64, weighted toward the edges of the varint sizes (negative ones take 10 bytes). */
