@@ -1,19 +1,5 @@
 // Lease keepalive: ONE LeaseKeepAlive bidi stream per connection carries every kept-alive lease
-// (spec/client-behaviour.md, "Leases never die unnoticed").
-//
-// - Each lease is refreshed every TTL/3, using the TTL the server last reported.
-// - A lease is lost when a reply says TTL <= 0, or when no reply arrived within its TTL counted from
-//   the send time of the last answered keepalive. The server extends a lease from the moment it
-//   processes a keepalive, which is after we sent it, so that deadline never passes while the lease
-//   is still alive on the server: a half-open connection cannot make a dead lease look alive, and a
-//   reconnect that ends before the deadline never reports a loss.
-// - When the stream fails it is reopened at once (then with a short backoff) on whatever endpoint the
-//   connection picks, with the connection's current token (refreshed first after an auth error),
-//   and every lease is refreshed immediately on the new stream.
-// - A keepalive still unanswered when the next one is due means the stream stalled: the connection
-//   of the stream's endpoint is redialled (a half-open connection looks ready to the transport) and
-//   the stream replaced.
-// - The stream opens with the first kept-alive lease and closes with the last one.
+// (not one stream per lease). Schedule, loss deadline and reconnects: docs/operations.md.
 
 import { backoffDelay } from '../connection/backoff.js';
 import { callHook } from '../connection/hooks.js';
@@ -183,10 +169,8 @@ export class LeaseKeeper {
       const oldest = entry.pending[0];
       const stream = this.#stream;
       if (stream && oldest !== undefined && now - oldest >= entry.intervalMs) {
-        // A whole interval without an answer: the stream, or rather its connection, is stuck
-        // (half-open, frozen server). Redial the stream's endpoint (calls may be on another one
-        // by now), or the next stream would sit on the same dead connection; the new stream
-        // refreshes every lease as soon as it is open.
+        // A whole interval without an answer: the connection is stuck (half-open, frozen server).
+        // Redial the stream's endpoint, or the next stream would sit on the same dead connection.
         try {
           this.#rpc.redial?.(stream.endpoint);
         } catch {

@@ -1,9 +1,5 @@
-// Leases: time-limited grants that keys can be attached to. When a lease expires or is revoked,
-// every key attached to it is deleted in one revision.
-//
-// `Lease` is the handle users hold: `keepAlive()` refreshes it over the connection's one shared
-// LeaseKeepAlive stream (lease-keepalive.ts), and `signal`, `lost` and the `lost` event say when it
-// can no longer be counted on (spec/client-behaviour.md, "Leases never die unnoticed").
+// Leases and the `Lease` handle: `keepAlive()` refreshes it over the shared stream of
+// lease-keepalive.ts; `signal`, `lost` and the `lost` event say when it can no longer be counted on.
 
 import { setMaxListeners } from 'node:events';
 import { EventEmitter } from 'eventemitter3';
