@@ -1,21 +1,5 @@
-// The optional liveness check of a resuming observation (`leaderCheckIntervalMs`). An Observe stream
-// says nothing while the election does not change, so its silence proves nothing; and a stream on a
-// member cut off from its cluster, a frozen member or a half-open connection stays silent after the
-// election moved on, without an error, until the member comes back. The check asks the election
-// what the stream should have said: every interval it reads the leader with a Leader call, which is
-// linearizable, with the interval as its deadline.
-// - The read answers with a value later than the last one the stream delivered, and one interval
-//   later the stream has still not delivered it: the stream missed it.
-// - The read fails (a member cut off from its leader holds a linearizable read until etcd's request
-//   timeout and then fails it where it is, without the connection trying another member; a frozen
-//   member or a half-open connection never answers): when the calls and the stream use the same
-//   endpoint, that endpoint cannot serve the election, and the stream on it is as good as dead.
-// Either way the owner replaces the stream, on another member.
-//
-// Why not ask the stream's member whether it has a leader: a call can be neither pinned to the
-// stream's endpoint nor given require-leader metadata of its own (both belong to the connection),
-// and a member with a leader can still fail to deliver (a half-open connection). Comparing with the
-// election notices any cause, and never replaces a stream that missed nothing and could be read.
+// The optional liveness check of a resuming observation (`leaderCheckIntervalMs`): a silent
+// Observe stream proves nothing, so a Leader read tells if it missed a change (docs/elections.md).
 
 import { sleep } from '../connection/sleep.js';
 import type { Rpc } from '../connection/types.js';

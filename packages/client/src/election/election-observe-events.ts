@@ -1,7 +1,5 @@
-// What a resuming ElectionClient.observe() reports while it follows an election: the loss and the
-// return of its Observe stream, to the observation's own callbacks and to the client's hooks. The
-// shapes follow the watch's ('disconnected' with the error, 'resumed' with an event object), so a
-// reader of one knows the other.
+// What a resuming ElectionClient.observe() reports when its Observe stream is lost and returns;
+// the shapes follow the watch's, so a reader of one knows the other.
 import type { EtcdError } from '../errors.js';
 
 /** An observation follows its election again after its Observe stream was lost. */

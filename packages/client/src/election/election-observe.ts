@@ -1,11 +1,5 @@
-// ElectionClient.observe as a long-lived follower: etcd's Observe is one server stream, which breaks
-// when its member stops, the connection drops or (with requireLeader) the member loses its leader.
-// The follower reopens it (the connection picks the endpoint; one that failed is in backoff, so the
-// reopen goes to another member) and keeps the iteration going. Every new stream starts with the
-// current leader, so what was already yielded is recognised by the leader key's (create revision,
-// mod revision), which only grows: nothing is yielded twice, nothing older than what was yielded.
-// Each loss and return of the stream is reported (the caller's callbacks, the client's hooks) once
-// per outage; the optional liveness check (election-observe-check.ts) replaces a silent stream.
+// ElectionClient.observe as a long-lived follower: it reopens the Observe stream when it breaks and
+// yields only what is later (leader key's create and mod revision) than what it yielded.
 import { backoffDelay } from '../connection/backoff.js';
 import { callHook } from '../connection/hooks.js';
 import { linkSignals } from '../connection/link-signals.js';

@@ -1,7 +1,5 @@
-// The server-side Election service (etcd's v3electionpb.Election, `etcd.election`): the server runs
-// the election and the client makes one call per step. The client-side Election of
-// @etcdkit/recipes does the same with KV calls and watches; both use Go's key layout, so they, Go
-// services and `etcdctl elect` take part in the same elections.
+// The server-side Election service (`etcd.election`): the server runs the election, one call per
+// step; Go's key layout, so it shares elections with recipes' Election, Go and `etcdctl elect`.
 import { type Acknowledged, acknowledged } from '../acknowledged.js';
 import type { Bytes } from '../bytes.js';
 import type { CallOptions, Rpc } from '../connection/types.js';

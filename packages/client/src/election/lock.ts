@@ -1,7 +1,5 @@
-// The server-side Lock service (etcd's v3lockpb.Lock, `etcd.lock`): the server runs the mutex and
-// the client makes one call that returns once the lock is held. The client-side Mutex of
-// @etcdkit/recipes does the same with KV calls and watches; both use Go's key layout, so they,
-// Go services and `etcdctl lock` contend on the same locks.
+// The server-side Lock service (`etcd.lock`): the server runs the mutex, one call until held; Go's
+// key layout, so it contends with recipes' Mutex, Go services and `etcdctl lock`.
 import { type Acknowledged, acknowledged } from '../acknowledged.js';
 import type { Bytes } from '../bytes.js';
 import type { CallOptions, Rpc } from '../connection/types.js';

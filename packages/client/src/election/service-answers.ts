@@ -1,10 +1,5 @@
-// etcd's Lock and Election services run etcd's own client on the server, whose errors reach the
-// caller with status Unknown whatever they mean ("election: not leader", "etcdserver: requested
-// lease not found"...). Under the `write` policy the connection must read Unknown after sending
-// as "may have been applied" and reports OutcomeUnknownError. For these services, an Unknown that
-// carries a known etcd message is the server's definite answer, so the caller gets that typed
-// error instead. Messages that mean the server could not finish (leader changed, request timed
-// out, server stopped...) stay OutcomeUnknownError: the write inside may have been applied.
+// Lock and Election send every error as status Unknown with etcd's message: a known message is the
+// server's definite answer (a typed error), not an OutcomeUnknownError (docs/locks-and-fencing.md).
 import { EtcdError, OutcomeUnknownError, serverErrorClass } from '../errors.js';
 import { GrpcStatus } from '../transport/types.js';
 

@@ -1,5 +1,5 @@
 // Leases and the `Lease` handle: `keepAlive()` refreshes it over the shared stream of
-// lease-keepalive.ts; `signal`, `lost` and the `lost` event say when it can no longer be counted on.
+// lease-keepalive.ts; `signal`, `lost` and the `lost` event say when it can't be counted on.
 
 import { setMaxListeners } from 'node:events';
 import { EventEmitter } from 'eventemitter3';
