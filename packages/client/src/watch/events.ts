@@ -1,8 +1,5 @@
-// Turning the events of a watch response into per-revision batches. etcd never splits one revision
-// across responses: history replay closes a response only where the revision changes (its event
-// batches hold up to 1000 whole revisions), live delivery sends one response per revision, and
-// fragments (which may split a revision) are joined before they get here. So grouping the events
-// of one complete response by revision yields whole revisions.
+// Turning the events of a watch response into per-revision batches: etcd never splits a revision
+// across complete responses (fragments are joined first), so grouping by revision gives whole ones.
 import { mvccpb } from '../generated/protocol.js';
 import type { ResponseHeader } from '../header.js';
 import { toKeyValue } from '../key-value.js';

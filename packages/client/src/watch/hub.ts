@@ -1,8 +1,5 @@
-// The one watch stream of a client. Every watcher of a connection (namespaced views included) goes
-// through one hub, which keeps at most one Watch stream open: it opens it when the first watcher
-// needs it, closes it when the last one leaves, and after any failure (connection lost, server
-// restarted, stream stalled, token expired) opens a new one on which every watcher resumes from
-// its last delivered revision + 1.
+// The one watch stream of a client: every watcher shares one hub and at most one Watch stream, and
+// after any failure every watcher resumes on a new stream from its last delivered revision + 1.
 import { backoffDelay } from '../connection/backoff.js';
 import { callHook } from '../connection/hooks.js';
 import { sleep } from '../connection/sleep.js';
@@ -184,10 +181,8 @@ export class WatchHub implements WatcherHost, SessionOwner {
 
   /** @internal */
   stalled(_waitedMs: number, endpoint: string | undefined): void {
-    // A stream that stops answering usually sits on a dead (half-open) connection that the
-    // transport still calls ready; without a new one, the next stream would stall the same way.
-    // The stream's own endpoint is redialled: calls may have moved to another one since it opened,
-    // and that one's connection is fine.
+    // A stalled stream usually sits on a half-open connection the transport still calls ready:
+    // redial the stream's own endpoint (calls may have moved to a healthy one since).
     try {
       this.#rpc.redial?.(endpoint);
     } catch {

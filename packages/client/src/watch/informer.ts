@@ -1,8 +1,5 @@
-// A consistent local copy of a range of keys: list it at one revision R (a pinned scan), then watch
-// from R + 1 and apply every change. The copy is always the range exactly as it was at `revision`.
-// When the watch's resume point is compacted (the client was away longer than the history kept),
-// the range is listed again and the differences are reported as changes, so callbacks still see a
-// consistent sequence of states.
+// A consistent local copy of a range: list it at one revision R, then watch from R + 1; after a
+// compaction the range is listed again and the differences are reported as changes.
 import { EventEmitter } from 'eventemitter3';
 import { type Bytes, toBytes } from '../bytes.js';
 import { sleep } from '../connection/sleep.js';

@@ -1,17 +1,5 @@
-// One Watch bidi stream and the watches created on it. A session lives as long as its stream:
-// when the stream fails the session ends, and the hub starts a new one on which every watcher
-// resumes. Per-stream state (watch ids, unanswered creations, partial fragments) lives and dies here.
-//
-// Protocol rules relied on (etcd's v3rpc watch server, and the embedded server):
-// - Creations are answered in request order, each with `created: true`; a refused one carries
-//   watch id -1 and `canceled: true` (with a reason). So creations are pipelined: each is sent at
-//   once, and answers are matched to requests by order.
-// - The ids sent are this session's own (1, 2, 3...), never reused, so a late event of a cancelled
-//   watch can never be mistaken for another watch's. The id in the answer is the one used after.
-// - A watch whose start revision was compacted is cancelled with `compact_revision` set.
-// - A response with no events for a watch id is a progress notification; one with id -1 answers a
-//   progress request for the whole stream.
-// - `fragment: true` marks every piece of a split response but the last.
+// One Watch bidi stream and the watches on it; per-stream state (watch ids, unanswered creations,
+// fragments) dies with the stream. Protocol rules relied on: docs/watch.md.
 import {
   type EtcdError,
   serverErrorClass,

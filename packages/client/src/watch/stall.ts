@@ -1,9 +1,5 @@
-// Liveness of one watch stream. A stream can die without an error: a half-open TCP connection, a
-// paused or partitioned server. TCP and HTTP/2 keepalives notice eventually (tens of seconds); this
-// notices within a bound the user chooses. The rule: when the stream has been silent for the probe
-// interval, send a progress request (etcd answers it, in order with the events); when any request
-// (a probe or a watch creation) has gone without any response for the stall timeout, the stream
-// is dead. Any response proves the stream alive, so a busy stream is never probed.
+// Liveness of one watch stream: a silent stream is probed with a progress request, and one whose
+// request got no response within the stall timeout is dead (a half-open connection sends no error).
 
 /** What the detector needs from its stream. */
 export interface StallTarget {

@@ -1,7 +1,5 @@
-// One user watch: an async iterable of per-revision batches and an event emitter, over a watch the
-// client's shared stream keeps alive. The watcher remembers the last revision it delivered (events
-// and progress notifications both count); after any failure it is created again from the revision
-// after it, so its consumer sees every change exactly once, in revision order.
+// One user watch: an async iterable and event emitter that, after any failure, is created again
+// from the revision after the last one it delivered, so every change is seen exactly once.
 import { EventEmitter } from 'eventemitter3';
 import { callHook } from '../connection/hooks.js';
 import { AbortedError, type EtcdError, InvalidArgumentError } from '../errors.js';
