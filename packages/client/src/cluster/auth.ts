@@ -1,7 +1,5 @@
-// Auth administration: enabling auth, users, roles and the key-range permissions roles carry.
-//
-// Clients do not need `authenticate()`: the connection turns its configured user name and password
-// into a token and refreshes it itself. It is here for tools that manage tokens on their own.
+// Auth administration: enabling auth, users, roles and their key-range permissions.
+// `authenticate()` is for tools managing tokens themselves: the connection gets its own.
 
 import { type Acknowledged, acknowledged } from '../acknowledged.js';
 import { type Bytes, prefixEnd, toBytes } from '../bytes.js';

@@ -1,7 +1,5 @@
-// Cluster membership: list, add, remove, update and promote members.
-//
-// Membership changes go through raft like writes, so they are never retried once sent: a repeated
-// add would add a second member, a repeated remove fails with MemberNotFoundError.
+// Cluster membership: list, add, remove, update and promote members. Changes go through raft like
+// writes and are never retried once sent (a repeated add would add a second member).
 import type { CallOptions, Rpc } from '../connection/types.js';
 import { etcdserverpb_Cluster as methods } from '../generated/methods.js';
 import type { etcdserverpb } from '../generated/protocol.js';

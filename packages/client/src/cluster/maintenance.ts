@@ -1,8 +1,5 @@
-// Maintenance: member status, alarms, defragmentation, hashes, snapshots and leader transfer.
-//
-// Most of these calls are about ONE member: the one the connection sends them to. To address a
-// particular member (status of each member, defragmenting them one by one, moving leadership from
-// the leader), use a client whose only endpoint is that member's client URL.
+// Maintenance: status, alarms, defragmentation, hashes, snapshots and leader transfer. Most calls
+// are about the one member they reach: use a client with that member as its only endpoint.
 import { Readable } from 'node:stream';
 import { type Acknowledged, acknowledged } from '../acknowledged.js';
 import type { CallOptions, Rpc } from '../connection/types.js';

@@ -1,10 +1,5 @@
-// Snapshot integrity and atomic snapshot files.
-//
-// etcd streams a snapshot as chunks of the bbolt database file and then sends the SHA-256 digest of
-// all those bytes as its last 32 bytes. etcdctl writes the whole stream, digest included, to the
-// snapshot file, and `etcdctl snapshot restore` checks that trailing digest (it recognises it
-// because a bbolt file's size is a multiple of 512 and the file's is 32 more). We hand out the same
-// bytes, so files written from them restore with etcdctl, but only after checking the digest.
+// Snapshot integrity and atomic snapshot files: the stream ends with the database SHA-256, checked
+// here and passed on with the data, so written files restore with etcdctl (docs/operations.md).
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
@@ -35,9 +30,8 @@ export async function* verifySnapshot(
   chunks: AsyncIterable<Uint8Array>,
 ): AsyncGenerator<Uint8Array, void, undefined> {
   const hash = createHash('sha256');
-  // The digest's 32 bytes are the stream's last ones, wherever chunk boundaries fall. Keep back the
-  // chunks that may contain any of them plus at least one byte of data, so that a corrupt stream
-  // never hands out a whole database file (without its digest, it would look like a valid one).
+  // Keep back the chunks that may hold the digest's 32 bytes plus one byte of data, so a corrupt
+  // stream never hands out a whole database file (without its digest it would look valid).
   const held: Uint8Array[] = [];
   let heldBytes = 0;
   for await (const chunk of chunks) {

@@ -399,10 +399,8 @@ export class Connection implements Rpc {
       const response = await retrying(this.#options, method.path, scope, state, async () => {
         // Without auth there is no token to wait for: the await would cost the call a turn.
         const token = skipAuth || !this.#auth ? undefined : await this.#token(scope, state);
-        // ready() is asked even of a channel whose state() is 'ready': a Transport's ready() is
-        // its word on whether the attempt may go there (a custom one may refuse while its state
-        // still says ready), and its refusal is what moves the call to another endpoint. Only a
-        // channel's readyNow() spares the wait (and the turn it costs every call).
+        // ready() is asked even when state() is 'ready': a custom Transport may still refuse, and
+        // its refusal moves the call on. Only readyNow() spares the wait (and its turn per call).
         const picked = pick(this.#pool, scope, state);
         if (picked.channel.readyNow?.() !== true) await this.#ready(scope, state, picked);
         const { endpoint, channel } = picked;

@@ -1,12 +1,5 @@
-// Endpoint selection with failover. Calls go to the current endpoint; an endpoint whose connection
-// fails is put in backoff and calls move to the next healthy one. An endpoint in backoff is only
-// used again when its backoff expired, or when every endpoint is in backoff (then the one that
-// expires first). Channels are opened lazily, and a failed endpoint's channel is redialled from
-// scratch once its backoff expired, so a dead endpoint is never hammered.
-//
-// The list can be replaced while calls run (replace()): endpoints still listed keep their channel
-// and backoff; a dropped endpoint's channel stays open for the calls and streams still using it and
-// is closed when the last of them releases it.
+// Endpoint selection with failover: a failing endpoint goes into backoff and calls move on; the
+// list can be replaced while calls run (docs/guarantees.md and docs/real-cluster.md).
 import type { Channel, ChannelOptions, Transport } from '../transport/types.js';
 import { type BackoffOptions, backoffDelay } from './backoff.js';
 import type { EndpointSwitchEvent } from './options.js';
