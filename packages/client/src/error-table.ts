@@ -1,7 +1,5 @@
-// The catalog of etcd's errors: for each, the gRPC status and the exact message etcd 3.4 sends.
-// The client makes its error classes and its message lookup from it, and the embedded server
-// answers from it, so the two cannot disagree. Statuses are the ones on the wire, which differ from
-// etcd's rpctypes declaration where noted.
+// The catalog of etcd's errors (wire status, etcd 3.4's exact message): the client's error classes
+// and the embedded server's answers both come from it, so the two cannot disagree.
 import { GrpcStatus as S } from './transport/types.js';
 
 /** One entry of the catalog: the gRPC status etcd sends and its exact message. */

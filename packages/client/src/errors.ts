@@ -215,9 +215,8 @@ export class BadLeaderTransfereeError extends serverError('BAD_LEADER_TRANSFEREE
 /** The member canceled the request before it completed. */
 export class RequestCanceledError extends serverError('REQUEST_CANCELED') {}
 
-// The Lock and Election services (v3lock, v3election). etcd runs them on its in-process client,
-// whose errors carry no gRPC status, so these arrive as Unknown; so does every other error of those
-// services (LeaseNotFoundError from a Lock on an unknown lease, for instance).
+// The Lock and Election services: etcd runs them on its in-process client, whose errors carry no
+// gRPC status, so these (and every other error of those services) arrive as Unknown.
 /** Proclaim or Campaign by a candidate whose key is no longer the one it was elected with. */
 export class ElectionNotLeaderError extends serverError('ELECTION_NOT_LEADER') {}
 /** Leader found no candidate in the election. */

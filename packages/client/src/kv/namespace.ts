@@ -1,8 +1,5 @@
-// Namespaces: a view of the store in which every key is relative to a prefix. Keys are prefixed on
-// the way in and stripped on the way out, and every selection is clamped to the prefix, so nothing
-// done through a namespace reads or writes a key outside it. The namespace holds prefix + k for
-// every non-empty k; the prefix itself is outside (like the empty key at the root). Namespaces nest
-// by concatenating their prefixes. Revisions, leases and compaction are store-wide.
+// Namespaces: a view in which keys are relative to a prefix and every selection is clamped to it,
+// so nothing done through one touches a key outside. Revisions and leases stay store-wide.
 import { concatBytes, hasPrefix, prefixEnd } from '../bytes.js';
 import { EmptyKeyError } from '../errors.js';
 import { type Interval, isToEnd, TO_END } from './key-range.js';
@@ -46,9 +43,8 @@ export class KeyPrefix {
     }
     if (key.length === 0 && !toEnd) throw new EmptyKeyError();
     return {
-      // The namespace holds the keys prefix + k for non-empty k. The prefix itself (k empty) can't
-      // be written through the namespace, so a range from "the start" begins just after it: a
-      // directory marker stored at the prefix stays outside.
+      // The prefix itself is outside the namespace (keys are prefix + non-empty k), so a range
+      // from "the start" begins just after it: a directory marker at the prefix stays outside.
       key: concatBytes(this.prefix, key.length === 0 ? TO_END : key),
       // "No upper bound" inside a namespace is the end of the namespace, never the store's end.
       rangeEnd: toEnd

@@ -111,9 +111,8 @@ export function rangeSpec(request: RangeRequest): RangeSpec {
   const sort = objectArg(o.sort, 'sort');
   const target = choiceArg(sort.target, sortTargets, 'key', 'sort.target');
   let order = choiceArg(sort.order, sortOrders, 'none', 'sort.order');
-  // Make the server's rules explicit so every server version sorts before limiting: NONE with
-  // another target means ASCEND (some versions applied the limit before such a sort), and ASCEND
-  // by key is the store's own order (sending it would make the server read every key first).
+  // NONE with another target is sent as ASCEND (some versions limited before such a sort); ASCEND
+  // by key, the store's order, as NONE (else the server reads every key first).
   if (target !== 'key' && order === 'none') order = 'ascend';
   if (target === 'key' && order === 'ascend') order = 'none';
   return {

@@ -36,9 +36,8 @@ export type ScanRequest = KeyRange & ScanOptions;
 /** The default number of keys per page of the paged fallback. */
 export const DEFAULT_SCAN_PAGE_SIZE = 500;
 
-// What each connection's servers are known to support. Servers of one cluster run one version in
-// practice, so one answer per connection is enough: after the first Unimplemented, scans page
-// without asking again.
+// What each connection's servers support: one cluster runs one version in practice, so after the
+// first Unimplemented its scans page without asking again.
 const rangeStreamSupport = new WeakMap<Rpc, boolean>();
 
 /** Whether the servers behind `rpc` are known to lack RangeStream (for tests and diagnostics). */
