@@ -1,6 +1,5 @@
-// A double barrier: `count` processes block in enter() until all of them have entered, and in
-// leave() until all of them have left. The key layout and protocol of etcd's Go
-// `recipe.DoubleBarrier`, with cancellable waits that leave no key behind.
+// A double barrier (enter() and leave() wait for all `count` processes) with the key layout of Go's
+// `recipe.DoubleBarrier`, and cancellable waits that leave no key behind.
 import {
   AbortedError,
   CompactedError,

@@ -1,6 +1,5 @@
-// Typed failures of the recipes. Each is a class with a stable `code` so callers can tell "someone
-// else holds the lock" from "we lost the lock" from "the session is gone" without parsing messages.
-// Failures of the etcd calls underneath reach the caller unchanged, as the client's EtcdError.
+// Typed failures of the recipes, each with a stable `code`, so callers tell "held by someone else",
+// "lost" and "session gone" apart without parsing; etcd call failures pass through unchanged.
 import { EtcdError, GrpcStatus } from '@etcdkit/client';
 
 /**

@@ -1,8 +1,5 @@
-// Fencing: making a lock protect something. A lease-based lock alone does not (Jepsen, etcd 3.4.3,
-// 2020): a holder that pauses past its TTL wakes up still believing it holds the lock. Two fixes:
-// - state in etcd: put the lock's ownership compare in the SAME txn as the write (GuardedTxn);
-// - state elsewhere: the resource remembers the highest fencing token it accepted and refuses
-//   lower ones (FencedResource implements that check for resources kept in etcd).
+// Fencing: making a lock protect something, since a holder that pauses past its TTL still believes
+// it holds the lock (docs/locks-and-fencing.md): GuardedTxn and FencedResource.
 import {
   type Bytes,
   type CommitOptions,

@@ -1,6 +1,5 @@
-// A priority queue in etcd with the key layout of etcd's Go `recipe.PriorityQueue`: items at
-// `prefix/<priority, 5 digits>/<sequence, 16 digits>`, so the lexically first key is the most
-// urgent, oldest item, and Go and TypeScript processes can share one queue.
+// A priority queue with the key layout of Go's `recipe.PriorityQueue` (`prefix/<priority>/<seq>`,
+// lexically first is most urgent), so Go and TypeScript processes can share one queue.
 import { type Bytes, cmp, InvalidArgumentError, type KV, op } from '@etcdkit/client';
 import { RecipeError } from './errors.js';
 import {
@@ -71,9 +70,8 @@ export class PriorityQueue {
       const sequence = lastKey === undefined ? 0n : sequenceOf(lastKey) + 1n;
       const key = `${level}/${sequence.toString().padStart(16, '0')}`;
       throwIfAborted(options.signal);
-      // Every allocation rewrites the bookkeeping key, so an unchanged mod revision since our read
-      // means nobody allocated (and then dequeued) a later number meanwhile: without it, after
-      // N1 reads last = 1, N2 adds 2 and 3 and 2 is dequeued, N1 would add 2 behind 3.
+      // Every allocation rewrites the bookkeeping key: an unchanged mod revision means nobody
+      // allocated (and dequeued) a later number meanwhile, which would put ours behind it.
       const result = await this.kv
         .txn()
         .if(cmp.modRevision(bookkeeping, '<', last.header.revision + 1n), cmp.missing(key))

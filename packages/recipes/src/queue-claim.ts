@@ -1,7 +1,5 @@
-// Taking the first item out of a queue of keys, exactly once. Any number of consumers may race for
-// the same item: each claims it with a delete guarded by the mod revision it read, so exactly one
-// delete applies, and the winner gets the item's value from that same delete (prevKv). Shared by
-// Queue (oldest revision first) and PriorityQueue (lexically first key first).
+// Taking the first item out of a queue exactly once: each consumer deletes it guarded by the mod
+// revision it read, so one delete applies and its prevKv gives the winner the value.
 import {
   CompactedError,
   cmp,
@@ -95,9 +93,8 @@ export async function claimFirst(
 
 /** Deletes `candidate` if it is still the version that was read; undefined when another won. */
 async function claim(kv: KV, candidate: KeyValue): Promise<Dequeued | undefined> {
-  // No signal and no guarded retry: an aborted or retried claim could win without our knowing,
-  // and the item would be lost. An unknown outcome is reported as the client's
-  // OutcomeUnknownError instead.
+  // No signal and no retry: an aborted or retried claim could win unseen and lose the item, so an
+  // unknown outcome is reported as the client's OutcomeUnknownError instead.
   const result = await kv
     .txn()
     .if(cmp.modRevision(candidate.key, '==', candidate.modRevision))

@@ -1,6 +1,5 @@
-// How recipes put themselves in a queue of keys ordered by create revision, and take themselves
-// out again. Mutex and Election use one key per session (`prefix + lease id in hex`, Go's layout);
-// RWMutex and Semaphore create a fresh key per acquisition.
+// How recipes join and leave a queue of keys ordered by create revision: Mutex and Election use one
+// key per session (Go's layout), RWMutex and Semaphore a fresh key per acquisition.
 import { cmp, type KeyValue, LeaseNotFoundError, op, type ResponseHeader } from '@etcdkit/client';
 import { SessionExpiredError } from './errors.js';
 import type { Session } from './session.js';
@@ -189,9 +188,8 @@ export async function deleteIfCreatedAt(
   return result.succeeded;
 }
 
-// Calls of this process that use a session key right now (waiting for it or holding it). Two
-// Mutex objects on one session and prefix share one key: a failed wait of one must not delete
-// the key the other waits with or holds.
+// Calls of this process using a session key now: two Mutex objects on one session and prefix share
+// a key, and a failed wait of one must not delete the key the other waits with or holds.
 const users = new WeakMap<Session, Map<string, number>>();
 
 /** Records a local user of a session key; call the returned function when it stops using it. */

@@ -1,6 +1,5 @@
-// A FIFO queue of values in etcd, for any number of producers and consumers, with the key layout
-// of etcd's Go `recipe.Queue` (items at `prefix/<unix nanoseconds>`, no lease) so Go and
-// TypeScript processes can share one queue.
+// A FIFO queue with the key layout of Go's `recipe.Queue` (`prefix/<unix nanoseconds>`, no lease),
+// so Go and TypeScript processes can share one queue.
 import { type Bytes, cmp, type KV, op } from '@etcdkit/client';
 import {
   claimFirst,

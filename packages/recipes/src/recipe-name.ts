@@ -1,6 +1,5 @@
-// The one check of a recipe's name (or key prefix) made by every recipe's constructor. Only what
-// is wrong whatever other recipes exist can be refused here; the rule that names must not nest is
-// in docs/locks-and-fencing.md ("Naming recipes").
+// The name check every recipe's constructor makes; the no-nesting rule needs other recipes, so it
+// is a documented rule (docs/locks-and-fencing.md, "Naming recipes"), not a check.
 import { InvalidArgumentError } from '@etcdkit/client';
 
 /**

@@ -1,6 +1,5 @@
-// A session that outlives its leases: when the lease is lost, a new one is granted and the owner's
-// registrations run again on it. Nothing held under the old lease is carried over: every lock or
-// leadership of the old Session is told it is lost through that Session's signal, as always.
+// A session that outlives its leases: a lost lease is replaced and the registrations run again on
+// the new one; what the old Session held is still reported lost through its signal.
 import {
   ClientClosedError,
   type Etcd,

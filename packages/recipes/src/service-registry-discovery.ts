@@ -1,6 +1,5 @@
-// The live instances of a service: an informer on `<service>/`, its keys decoded as endpoints.
-// The informer lists at one revision and watches from the next, and lists again after a
-// compaction, so the set never misses a change and resumes after reconnects and restarts.
+// The live instances of a service: an informer on `<service>/` (so no change is missed, across
+// reconnects and compactions), its keys decoded as endpoints.
 import {
   type EtcdError,
   Informer,

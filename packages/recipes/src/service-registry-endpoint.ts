@@ -1,7 +1,5 @@
-// The stored form of a service instance, shared with etcd's Go naming packages so a Go gRPC
-// resolver finds TypeScript services and the reverse: the key `<service>/<key>` and the JSON of
-// Go's endpoints internal.Update (client/v3/naming/endpoints/internal/update.go), which is grpc's
-// old naming.Update as etcd 3.4's GRPCResolver stored it: {"Op":0,"Addr":"...","Metadata":...}.
+// The stored form of an instance, as etcd's Go naming packages store it (`<service>/<key>`,
+// {"Op":0,"Addr":"...","Metadata":...}), so Go resolvers and TypeScript services see each other.
 import { InvalidArgumentError, type KeyValue } from '@etcdkit/client';
 import { recipeName } from './recipe-name.js';
 

@@ -1,6 +1,5 @@
-// Service registration and discovery: each instance's endpoint under `<service>/<id>`, attached to
-// the lease of a ResilientSession, so an instance that dies disappears by itself, and one that
-// loses its lease (expiry, partition, etcd restart) registers again under a new one.
+// Service registration and discovery: each endpoint under `<service>/<id>` on a ResilientSession's
+// lease, so a dead instance disappears and one that lost its lease registers again.
 import { cmp, type Etcd, type LeaseLostError, op } from '@etcdkit/client';
 import { EventEmitter } from 'eventemitter3';
 import { RecipeError } from './errors.js';

@@ -1,6 +1,5 @@
-// A session: one lease, kept alive, that the keys of every recipe built on it are attached to.
-// When the session ends (lease lost, closed, orphaned, client closed) everything it held must be
-// treated as lost, and when its lease expires on the server every key it owns goes in one revision.
+// A session: one kept-alive lease that the keys of every recipe built on it are attached to; when
+// it ends, everything it held must be treated as lost.
 import {
   type Acknowledged,
   type Etcd,

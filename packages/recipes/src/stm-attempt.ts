@@ -196,9 +196,8 @@ export class StmAttempt implements Stm {
     const prefetched = this.prefetched;
     const entry = prefetched?.entries.get(id);
     if (!prefetched || !entry) return undefined;
-    // Prefetched values are the state at their revision: at snapshot levels they can only serve
-    // an attempt whose snapshot is that revision. A snapshot is fixed by the first read, and with
-    // prefetched values the first read always adopts their revision (see #fetch).
+    // At snapshot levels prefetched values serve only an attempt whose snapshot is their revision,
+    // which the first read always adopts when there are any (see #fetch).
     if (this.rules.snapshotReads) this.#fixSnapshot(prefetched.revision);
     this.#reads.set(id, entry);
     return entry;

@@ -1,6 +1,5 @@
-// The pause between two STM attempts: exponential, fully jittered, cancellable. Jitter matters
-// more than the exponent here: transactions that conflicted once tend to retry in lockstep and
-// conflict again unless they spread out.
+// The pause between two STM attempts: exponential, fully jittered (conflicting transactions retry
+// in lockstep otherwise), cancellable.
 import { AbortedError } from '@etcdkit/client';
 
 /** How long to wait between STM attempts. */

@@ -1,8 +1,5 @@
-// The local queue of STM runs that conflicted: per-key FIFO locks shared by the runStm calls of
-// this process on one KV. A run that conflicted waits its turn on the keys it touched instead of
-// retrying against every other local contender, so a hot key costs about one commit per success
-// however many runs of this process want it. It only orders attempts: the commit's compares still
-// decide, so writers elsewhere (other processes, plain puts) are handled by the retries as before.
+// The local queue of STM runs that conflicted: per-key FIFO locks, so a hot key costs about one
+// commit per success; the commit's compares still decide (docs/stm.md, "Retries and contention").
 import { AbortedError, type KV } from '@etcdkit/client';
 import { keyId, type Prefetched, type ReadEntry } from './stm-attempt.js';
 

@@ -1,8 +1,5 @@
-// Software transactional memory over etcd: run a function that reads and writes keys as if it
-// were alone, and commit its writes in one txn only if what it read is still current; otherwise
-// run it again on fresh values. Semantics follow etcd's Go `concurrency.NewSTM`: retries go on
-// until the run commits or is aborted; unlike Go, local contenders take turns, retries after
-// outside conflicts are jittered, and the run is cancellable.
+// Software transactional memory over etcd, with the semantics of Go's `concurrency.NewSTM`, plus a
+// local queue, jittered retries and cancellation (docs/stm.md).
 import {
   AbortedError,
   type AnyOpResponse,
@@ -175,9 +172,8 @@ export async function runStm<T>(
       const keys = ran && [...ran.plan.reads.map((read) => read.key), ...ran.plan.writeKeys];
       if (ran && keys) {
         if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
-        // Keys a queued run holds are about to change: a commit on them now would most likely
-        // conflict, so this run joins the queue without sending it.
-        // The last attempt allowed is always sent.
+        // Keys a queued run holds are about to change, so a commit now would most likely conflict:
+        // join the queue without sending it (the last attempt allowed is always sent).
         const doomed =
           queue &&
           !turn &&
@@ -209,9 +205,8 @@ export async function runStm<T>(
         // outside the queue call for a pause.
         if (first) continue;
       } else if (turn && ++conflictsInTurn === 1) {
-        // A first conflict in the turn is most often a local run that had not queued yet
-        // committing first: the failed commit brought its values, so retry at once. Conflicts
-        // that repeat come from writers elsewhere.
+        // A first conflict in the turn is most often a local run not yet queued: the failed commit
+        // brought its values, so retry at once. Repeated conflicts come from writers elsewhere.
         continue;
       }
       await pause(backoffDelay(++pauses, settings.backoff), signal);

@@ -1,8 +1,5 @@
-// A work queue with at-least-once delivery: a consumer claims an item under its session's lease
-// and deletes it only by acking; a nack, a crash or an expired lease makes it claimable again, and
-// an item claimed too often goes to a dead-letter key. Layout under `prefix/`: `items/<id>` (the
-// payload, no lease), `claims/<id>` (on the consumer's lease), `attempts/<id>` (claims so far, no
-// lease) and `dead/<id>`, with `<id>` = `<priority, 5 digits>/<sequence, 20 digits>`.
+// A work queue with at-least-once delivery: claims live on the consumer's lease, acks delete, and
+// an item claimed too often goes to a dead-letter key (layout: docs/queues.md).
 import {
   AbortedError,
   type Bytes,
