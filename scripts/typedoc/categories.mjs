@@ -82,7 +82,12 @@ export const CATEGORIES = [
   {
     title: 'STM',
     description: 'Software transactional memory over etcd transactions, at four isolation levels.',
-    rules: ['recipes:stm.ts', 'recipes:stm-backoff.ts', 'recipes:stm-isolation.ts'],
+    rules: [
+      'recipes:stm.ts',
+      'recipes:stm-view.ts',
+      'recipes:stm-backoff.ts',
+      'recipes:stm-isolation.ts',
+    ],
   },
   {
     title: 'Barriers and queues',

@@ -15,7 +15,28 @@ import {
   type TxnResult,
 } from '@etcdkit/client';
 import { FencedUpdateConflictError, LockLostError, StaleFencingTokenError } from './errors.js';
-import type { Ownership } from './hold.js';
+
+/**
+ * Something held through a key in etcd: a mutex or rwmutex lock, a semaphore permit, a
+ * leadership. It is what `guardedTxn` needs.
+ */
+export interface Ownership {
+  /** The key that holds it. */
+  readonly key: string;
+  /**
+   * The create revision of {@link key}. Holders of one lock get strictly increasing tokens, so a
+   * resource that remembers the highest token it accepted can refuse a stale holder.
+   */
+  readonly fencingToken: bigint;
+  /** Aborts when the hold may have been lost (see the implementing class). */
+  readonly signal: AbortSignal;
+  /**
+   * The txn compare that holds exactly while this hold does: `createRevision(key) ==
+   * fencingToken`. (Guarding with `version > 0` would wrongly pass after the same session
+   * re-creates the key.)
+   */
+  isOwner(): Compare;
+}
 
 /**
  * A txn that applies only while a lock (or permit, or leadership) is held. Build it like the

@@ -2,32 +2,10 @@
 // hold may be lost, and a release that deletes only the incarnation that was held.
 import { AbortedError, type Compare, cmp, linkSignals, type ResponseHeader } from '@etcdkit/client';
 import { LockLostError, LockNotHeldError, SessionExpiredError } from './errors.js';
-import { GuardedTxn } from './fencing.js';
+import { GuardedTxn, type Ownership } from './fencing.js';
 import { deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
 import type { Session } from './session.js';
 import { waitForDeleteOf, waitInQueue } from './wait.js';
-
-/**
- * Something held through a key in etcd: a mutex or rwmutex lock, a semaphore permit, a
- * leadership. It is what `guardedTxn` needs.
- */
-export interface Ownership {
-  /** The key that holds it. */
-  readonly key: string;
-  /**
-   * The create revision of {@link key}. Holders of one lock get strictly increasing tokens, so a
-   * resource that remembers the highest token it accepted can refuse a stale holder.
-   */
-  readonly fencingToken: bigint;
-  /** Aborts when the hold may have been lost (see the implementing class). */
-  readonly signal: AbortSignal;
-  /**
-   * The txn compare that holds exactly while this hold does: `createRevision(key) ==
-   * fencingToken`. (Guarding with `version > 0` would wrongly pass after the same session
-   * re-creates the key.)
-   */
-  isOwner(): Compare;
-}
 
 /**
  * The shared mechanics of a held key. The public handles (Lock, Permit, Leadership) wrap one.

@@ -31,8 +31,9 @@ export {
   fencedPut,
   GuardedTxn,
   guardedTxn,
+  type Ownership,
 } from './fencing.js';
-export { Hold, type Ownership } from './hold.js';
+export { Hold } from './hold.js';
 export { Lock, type LockOptions, Mutex } from './mutex.js';
 export { MAX_QUEUE_PRIORITY, PriorityQueue } from './priority-queue.js';
 export { Queue } from './queue.js';
@@ -77,14 +78,13 @@ export { Session, type SessionOptions } from './session.js';
 export {
   DEFAULT_STM_MAX_RETRIES,
   runStm,
-  type Stm,
   type StmOptions,
-  type StmPutOptions,
   type StmResult,
 } from './stm.js';
 export type { StmBackoff } from './stm-backoff.js';
 export { STM_CONFLICT, StmConflictError, StmTooManyOpsError } from './stm-errors.js';
 export { STM_ISOLATION_LEVELS, type StmIsolation } from './stm-isolation.js';
+export type { Stm, StmPutOptions } from './stm-view.js';
 export {
   type OwnKey,
   type PredecessorWait,

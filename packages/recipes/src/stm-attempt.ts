@@ -15,8 +15,8 @@ import {
   toBytes,
   toText,
 } from '@etcdkit/client';
-import type { Stm, StmPutOptions } from './stm.js';
 import type { IsolationRules } from './stm-isolation.js';
+import type { Stm, StmPutOptions } from './stm-view.js';
 
 /** @internal What an attempt uses of a key-value. */
 export type StoredValue = Pick<KeyValue, 'value' | 'modRevision'>;

@@ -2,9 +2,10 @@
 import { AbortedError, EmptyKeyError, Etcd, TooManyTxnOpsError } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { runStm, type Stm, type StmOptions } from '../src/stm.js';
+import { runStm, type StmOptions } from '../src/stm.js';
 import { StmConflictError, StmTooManyOpsError } from '../src/stm-errors.js';
 import type { StmIsolation } from '../src/stm-isolation.js';
+import type { Stm } from '../src/stm-view.js';
 import { deferred, rejection } from './recipes-support.js';
 
 const validating: StmIsolation[] = ['serializable-snapshot', 'serializable', 'repeatable-reads'];
