@@ -2,10 +2,20 @@
 // connection's closing signal), so each signal gets one listener, however many calls wait on it:
 // adding and removing a listener per call costs more than the rest of the abort wiring.
 import { abortedFailure } from './failures.js';
-import type { ChannelCall } from './http2-call.js';
+import type { TransportError } from './types.js';
+
+/**
+ * What the watch uses of a call. http2-call.ts's ChannelCall has it; naming ChannelCall here would
+ * make the two files import each other.
+ */
+export interface AbortableCall {
+  /** Whether the request may have reached the server: the abort failure carries it. */
+  readonly sent: boolean;
+  abort(error: TransportError): void;
+}
 
 interface Watched {
-  readonly calls: Set<ChannelCall>;
+  readonly calls: Set<AbortableCall>;
   readonly listener: () => void;
 }
 
@@ -14,7 +24,7 @@ export class AbortWatch {
   readonly #bySignal = new Map<AbortSignal, Watched>();
 
   /** Aborts `call` when `signal` fires, until {@link delete}. `signal` must not be aborted yet. */
-  add(signal: AbortSignal, call: ChannelCall): void {
+  add(signal: AbortSignal, call: AbortableCall): void {
     const watched = this.#bySignal.get(signal);
     if (watched) {
       watched.calls.add(call);
@@ -30,7 +40,7 @@ export class AbortWatch {
   }
 
   /** Stops watching `call`; the signal's listener goes with its last call. */
-  delete(signal: AbortSignal, call: ChannelCall): void {
+  delete(signal: AbortSignal, call: AbortableCall): void {
     const watched = this.#bySignal.get(signal);
     if (!watched?.calls.delete(call) || watched.calls.size > 0) return;
     this.#bySignal.delete(signal);
