@@ -2,26 +2,27 @@
 // call ends, nearly always long before its deadline) costs more than the rest of the deadline work.
 // The timer is armed for the earliest deadline; calls that end are only forgotten, so it may fire
 // for a call already gone, and is then armed again for the earliest one left.
+
+import type { AbortableCall } from './abort-watch.js';
 import { failure } from './failures.js';
-import type { ChannelCall } from './http2-call.js';
 import { GrpcStatus } from './types.js';
 
 /** Fails calls with DeadlineExceeded once their deadline (epoch ms) passes. */
 export class DeadlineWatch {
   /** Calls waiting, with their deadlines. */
-  readonly #calls = new Map<ChannelCall, number>();
+  readonly #calls = new Map<AbortableCall, number>();
   #timer: NodeJS.Timeout | undefined;
   /** The deadline the timer is armed for; Infinity when it is not armed. */
   #armedFor = Number.POSITIVE_INFINITY;
 
   /** Fails `call` at `deadline` (epoch ms, in the future) unless it is {@link delete}d first. */
-  add(call: ChannelCall, deadline: number): void {
+  add(call: AbortableCall, deadline: number): void {
     this.#calls.set(call, deadline);
     if (deadline < this.#armedFor) this.#arm(deadline);
   }
 
   /** Forgets `call`; the timer stops with the last call. */
-  delete(call: ChannelCall): void {
+  delete(call: AbortableCall): void {
     if (!this.#calls.delete(call) || this.#calls.size > 0) return;
     clearTimeout(this.#timer);
     this.#timer = undefined;
@@ -38,7 +39,7 @@ export class DeadlineWatch {
     this.#timer = undefined;
     this.#armedFor = Number.POSITIVE_INFINITY;
     const now = Date.now();
-    const expired: ChannelCall[] = [];
+    const expired: AbortableCall[] = [];
     let next = Number.POSITIVE_INFINITY;
     for (const [call, deadline] of this.#calls) {
       if (deadline <= now) expired.push(call);
