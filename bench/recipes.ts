@@ -116,12 +116,17 @@ async function handoffs<H>(
   try {
     let held = await acquire(sessions[0]!);
     for (let i = 0; i < SAMPLES; i++) {
-      const waiting = acquire(sessions[(i + 1) % 2]!);
+      let heldAt = 0;
+      const waiting = acquire(sessions[(i + 1) % 2]!).then((next) => {
+        heldAt = now();
+        return next;
+      });
       await sleep(GAP_MS);
       const started = now();
       await release(held);
       held = await waiting;
-      samples.push(now() - started);
+      // Until the waiter holds, which may come before the release call returns.
+      samples.push(heldAt - started);
     }
     await release(held);
     return samples;

@@ -28,6 +28,8 @@ export interface SuiteResult {
   readonly chart: readonly ChartBar[];
   /** Seconds the suite took. */
   readonly seconds: number;
+  /** When the suite was rerun alone (`--update`), after the rest of the page's run. */
+  readonly rerun?: string;
 }
 
 /** Rows and chart bars of a report, whichever shape it came in. */
@@ -164,7 +166,8 @@ export function writeBenchmarksPage(
   const lines = [
     '# Benchmarks',
     '',
-    'Written by `npm run bench` (every suite, in one run); do not edit by hand. Each figure is',
+    'Written by `npm run bench` (every suite, in one run; a suite rerun alone with `--update` says',
+    'so under its heading); do not edit by hand. Each figure is',
     'measured beside its alternative in the same run, over several rounds whose order rotates, and',
     "reported as a median; ratios are etcdkit's figure divided by the alternative's. This machine is",
     'noisy: identical configurations can differ by 20% in one pass.',
@@ -179,7 +182,7 @@ export function writeBenchmarksPage(
       '',
       `## ${result.name}`,
       '',
-      `${result.description} (${result.seconds.toFixed(0)} s).`,
+      `${result.description} (${result.seconds.toFixed(0)} s${result.rerun ? `; rerun alone on ${result.rerun}` : ''}).`,
     );
     // How a suite measures, where it needs more than its description, is kept beside the bench.
     const method = new URL(`methods/${result.name}.md`, import.meta.url);
@@ -187,6 +190,22 @@ export function writeBenchmarksPage(
     lines.push('', ...table(result.rows));
   }
   writeFileSync(new URL('benchmarks.md', docsDir), `${lines.join('\n')}\n`);
+}
+
+/**
+ * Replaces one suite's results in docs/benchmarks.json with a run of that suite alone (marked with
+ * when it ran) and draws the page again; the other suites keep their run.
+ */
+export function updateBenchmarksPage(result: SuiteResult, docsDir: URL): void {
+  const record = JSON.parse(readFileSync(new URL('benchmarks.json', docsDir), 'utf8')) as RunRecord;
+  const rerun = {
+    ...result,
+    rerun: `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+  };
+  const results = record.results.some((r) => r.name === result.name)
+    ? record.results.map((r) => (r.name === result.name ? rerun : r))
+    : [...record.results, rerun];
+  writeBenchmarksPage(results, docsDir, { date: record.date, machine: record.machine });
 }
 
 /** Draws the page again from docs/benchmarks.json (after a change to how it is drawn). */

@@ -1,5 +1,6 @@
 // `npm run bench`: runs every benchmark suite and prints each result beside its alternative; a run
-// of every suite also writes docs/benchmarks.{md,svg,json}. `npm run bench <suite>` runs one suite;
+// of every suite also writes docs/benchmarks.{md,svg,json}. `npm run bench <suite>` runs one suite
+// (`--update` also puts its results in place of that suite's on the page);
 // `npm run bench -- --redraw` draws the page again from docs/benchmarks.json.
 // Benchmarks are never assertions: they report numbers for people to compare.
 import type { Bench } from 'tinybench';
@@ -13,6 +14,7 @@ import {
   redrawBenchmarksPage,
   type SuiteReport,
   type SuiteResult,
+  updateBenchmarksPage,
   writeBenchmarksPage,
 } from './report.js';
 import { serverCpuSuite } from './server-cpu.js';
@@ -86,4 +88,7 @@ for (const suite of suites) {
 if (!only) {
   writeBenchmarksPage(results, new URL('../docs/', import.meta.url));
   console.log('\nwrote docs/benchmarks.md and docs/benchmarks.svg');
+} else if (process.argv.includes('--update') && results[0]) {
+  updateBenchmarksPage(results[0], new URL('../docs/', import.meta.url));
+  console.log(`\nreplaced ${only} in docs/benchmarks.json and drew the page again`);
 }

@@ -46,19 +46,25 @@ func emit(samples []float64) {
 	fmt.Println(string(out))
 }
 
-// handoffs: two sessions take turns holding; each sample times the holder's release until the
-// other, which called acquire gap earlier, holds.
+// handoffs: two sessions take turns holding; each sample times the holder's release call until
+// the other, which called acquire gap earlier, holds.
 func handoffs(samples int, gap time.Duration, acquire, release func(i int) error) []float64 {
 	var out []float64
 	must(acquire(0))
 	for i := 0; i < samples; i++ {
 		done := make(chan error, 1)
-		go func(next int) { done <- acquire(next) }((i + 1) % 2)
+		var held time.Time
+		go func(next int) {
+			err := acquire(next)
+			held = time.Now()
+			done <- err
+		}((i + 1) % 2)
 		time.Sleep(gap)
 		start := time.Now()
 		must(release(i % 2))
 		must(<-done)
-		out = append(out, millis(time.Since(start)))
+		// Until the waiter holds, which may come before the release call returns.
+		out = append(out, millis(held.Sub(start)))
 	}
 	must(release(samples % 2))
 	return out
