@@ -380,12 +380,16 @@ function queueLine(
         if (!(error instanceof CompactedError)) throw error;
       }
     },
-    lost: (revision) =>
-      new SessionExpiredError(
-        `${String(wait.ownKey?.key)} was deleted at revision ${revision} while waiting (its lease expired or was revoked, or it was deleted)`,
-        { key: wait.ownKey?.key },
-      ),
+    lost: (revision) => ownKeyDeleted(wait.ownKey?.key, revision),
   };
+}
+
+/** The failure of a wait whose own key was deleted at `revision`. */
+function ownKeyDeleted(key: string | undefined, revision: bigint): SessionExpiredError {
+  return new SessionExpiredError(
+    `${String(key)} was deleted at revision ${revision} while waiting (its lease expired or was revoked, or it was deleted)`,
+    { key },
+  );
 }
 
 /**
@@ -442,10 +446,7 @@ async function waitForLastPredecessor(
     throw error;
   }
   if ('held' in turn) return turn.held;
-  throw new SessionExpiredError(
-    `${wait.ownKey.key} was deleted at revision ${turn.lostAt} while waiting (its lease expired or was revoked, or it was deleted)`,
-    { key: wait.ownKey.key },
-  );
+  throw ownKeyDeleted(wait.ownKey.key, turn.lostAt);
 }
 
 type Turn = { readonly held: ResponseHeader } | { readonly lostAt: bigint };
