@@ -200,12 +200,18 @@ async function leaderLost(client: RawClient) {
 
 /**
  * Expects `call` to end at its deadline. Whose answer the client sees is a race on real etcd,
- * which sees the same deadline pass: grpc-js' own DeadlineExceeded, or `serverAnswer`.
+ * which sees the same deadline pass: grpc-js' own DeadlineExceeded, or one of `serverAnswers`.
  */
-async function expectDeadlineOr(call: Promise<unknown>, serverAnswer: CallError): Promise<void> {
+async function expectDeadlineOr(
+  call: Promise<unknown>,
+  ...serverAnswers: CallError[]
+): Promise<void> {
   const ended = await outcome(call);
   const failure = 'error' in ended ? ended.error : undefined;
-  expect([{ code: DEADLINE_EXCEEDED, details: 'Deadline exceeded' }, serverAnswer]).toContainEqual({
+  expect([
+    { code: DEADLINE_EXCEEDED, details: 'Deadline exceeded' },
+    ...serverAnswers,
+  ]).toContainEqual({
     code: failure?.code,
     details: failure?.details.replace(/^Deadline exceeded.*$/s, 'Deadline exceeded'),
   });
@@ -745,11 +751,13 @@ describeConformance(
         NOT_ENOUGH_STARTED,
       );
       // Removing the member added passes the check, then waits for a leader to commit it: only
-      // the call's deadline ends it. Real etcd may answer first with "request timed out" (seen
-      // when the whole file runs on a busy machine).
+      // the call's deadline ends it. Real etcd may answer first, with "request timed out" or with
+      // its proposal's context ending at the deadline it was sent (Unknown "context deadline
+      // exceeded", about one run in three).
       await expectDeadlineOr(
         client.unary(Cluster.MemberRemove, { ID: added.member!.ID }, { deadlineMs: 1_000 }),
         READ_TIMED_OUT,
+        PROPOSAL_TIMED_OUT,
       );
       expect((await membersSeenBy(only)).map((m) => m.name)).toEqual(['', only.name]);
     }, 60_000);
