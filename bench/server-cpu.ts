@@ -86,17 +86,27 @@ async function startEtcdkitServer(name = 'etcdkit-server', cli = CLI): Promise<S
   const endpoint = `http://127.0.0.1:${await freePort()}`;
   const child = spawn(
     process.execPath,
-    ['--conditions=etcdkit-source', '--import', 'tsx', cli, '--listen-client-urls', endpoint],
-    { cwd: REPO, stdio: 'ignore', env: { ...process.env, ...profileEnv() } },
+    [
+      ...profileFlags(),
+      // A built CLI (dist/cli.js) runs as installed; the sources through tsx.
+      ...(cli.endsWith('.ts') ? ['--conditions=etcdkit-source', '--import', 'tsx'] : []),
+      cli,
+      '--listen-client-urls',
+      endpoint,
+    ],
+    { cwd: REPO, stdio: 'ignore' },
   );
   await untilServing(endpoint, child);
   return { name, endpoint, pid: child.pid!, stop: stopper(child) };
 }
 
-/** ETCDKIT_BENCH_SERVER_PROFILE=dir: the etcdkit-server process writes a CPU profile there. */
-function profileEnv(): NodeJS.ProcessEnv {
+/**
+ * ETCDKIT_BENCH_SERVER_PROFILE=dir: the etcdkit-server process writes a CPU profile there (as node
+ * flags: Node 20 refuses --cpu-prof in NODE_OPTIONS).
+ */
+function profileFlags(): string[] {
   const dir = process.env.ETCDKIT_BENCH_SERVER_PROFILE;
-  return dir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` } : {};
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
 }
 
 async function startRealEtcd(): Promise<ServerProcess> {
