@@ -1,21 +1,18 @@
 // The embedded server: an in-process etcd member serving the etcd v3 gRPC API on 127.0.0.1.
 
-import type * as grpc from '@grpc/grpc-js';
 import type { AuthStore } from './auth/auth-store.js';
-import type { Clock, Timer } from './clock.js';
+import type { Clock } from './clock.js';
 import { type MemberIdentity, randomId } from './consensus/member-identity.js';
 import { EtcdServerError } from './errors.js';
 import type { FaultInjector } from './faults/fault-injector.js';
-import type { LeaseApplier } from './lease/lease-applier.js';
 import type { LeaseTable } from './lease/lease-table.js';
 import { createLogger, type LoggerOption, type ServerLogger } from './logger.js';
 import type { AutoCompactionOptions } from './maintenance/auto-compaction.js';
-import { assembleMember } from './member/member-assembly.js';
+import { ClusterCore } from './member/cluster-core.js';
+import type { Member } from './member/member.js';
 import { MemberServer } from './member/member-server.js';
 import type { ClockOption } from './member/member-services.js';
-import { createServerCore, renewLeases, startLeaderWork } from './member/server-core.js';
 import type { MvccStore } from './mvcc/store.js';
-import type { ClientListeners } from './net/client-listeners.js';
 import { formatClientUrl } from './net/client-urls.js';
 import type { ServerTlsOptions } from './net/server-tls.js';
 import { persistCoreState } from './persistence/core-state.js';
@@ -160,59 +157,40 @@ export class EmbeddedEtcd {
   readonly faults: FaultInjector;
   /** The data dir the state is kept in; undefined for a server purely in memory. */
   readonly dataDir: string | undefined;
-  private readonly server: grpc.Server;
+  // A cluster of one: the shared core, and its only member, which always leads.
+  private readonly cluster: ClusterCore;
+  private readonly self: Member;
   private readonly journal: DataDir | undefined;
-  private readonly closeWatchStreams: () => void;
-  // Ends the waits of Lock, Campaign and Observe without undoing anything (stop, restart).
-  private readonly dropWaits: () => void;
-  private readonly leaseApplier: LeaseApplier;
-  private readonly listeners: ClientListeners;
   private readonly logger: ServerLogger;
-  private readonly background: () => Timer[];
-  private timers: Timer[];
   // Restarts and the stop run one after the other, so a stop never races a listen.
   private lifecycle: Promise<void> = Promise.resolve();
   private stopped: Promise<void> | undefined;
 
   private constructor(init: {
-    server: grpc.Server;
-    listeners: ClientListeners;
+    cluster: ClusterCore;
+    self: Member;
     logger: ServerLogger;
-    background: () => Timer[];
-    version: string;
-    member: MemberIdentity;
-    store: MvccStore;
-    leases: LeaseTable;
-    watchable: WatchableStore;
-    auth: AuthStore;
-    closeWatchStreams: () => void;
-    dropWaits: () => void;
-    clock: Clock;
-    leaseApplier: LeaseApplier;
-    faults: FaultInjector;
     journal: DataDir | undefined;
   }) {
-    this.server = init.server;
-    this.listeners = init.listeners;
+    const { cluster, self } = init;
+    this.cluster = cluster;
+    this.self = self;
     this.logger = init.logger;
-    this.background = init.background;
-    this.version = init.version;
-    this.member = init.member;
-    this.store = init.store;
-    this.leases = init.leases;
-    this.watchable = init.watchable;
-    this.auth = init.auth;
-    this.closeWatchStreams = init.closeWatchStreams;
-    this.dropWaits = init.dropWaits;
-    this.clock = init.clock;
-    this.leaseApplier = init.leaseApplier;
-    this.faults = init.faults;
+    this.version = cluster.version;
+    this.member = self.identity;
+    this.store = cluster.core.store;
+    this.leases = cluster.core.leaseTable;
+    this.watchable = self.watchable;
+    this.auth = cluster.core.auth;
+    this.clock = cluster.core.clock;
+    this.faults = self.faults;
     this.journal = init.journal;
     this.dataDir = init.journal?.path;
-    this.endpoints = init.listeners.urls.map(formatClientUrl);
+    const urls = self.network.listeners.urls;
+    this.endpoints = urls.map(formatClientUrl);
     this.endpoint = this.endpoints[0]!;
-    this.port = init.listeners.urls[0]!.port;
-    this.timers = this.background();
+    this.port = urls[0]!.port;
+    cluster.startLeaderWork();
   }
 
   /** Starts a server with a fresh, empty store (revision 1). */
@@ -254,105 +232,51 @@ export class EmbeddedEtcd {
       peerUrls: ['http://localhost:2380'],
       clientUrls: network.advertisedUrls,
     };
-    const version = options.version ?? DEFAULT_ETCD_VERSION;
-    const core = createServerCore({
+    const cluster = new ClusterCore({
       ...options,
       member,
       maxRequestBytes,
       clientCertAuth: options.tls?.clientCertAuth === true,
+      version: options.version ?? DEFAULT_ETCD_VERSION,
+      logger,
     });
-    const { store, leaseTable: leases, proposals, clock, auth } = core;
-    const shared = core.services;
-    // Every state kept in the data dir registers with it (a StateJournal) before it recovers;
-    // without a data dir, states may register with inMemoryJournal, which keeps nothing.
-    const persisted =
-      dataDir === undefined
-        ? undefined
-        : persistCoreState(dataDir, {
-            store,
-            leases,
-            alarms: shared.alarms,
-            membership: shared.membership,
-            proposals,
-            clock,
-            auth,
-          });
-    if (dataDir !== undefined && persisted !== undefined) {
+    if (dataDir !== undefined) {
       try {
-        dataDir.recover();
+        recoverInto(dataDir, cluster, logger);
       } catch (error) {
-        await network.listeners.close();
-        network.server.forceShutdown();
+        await network.abandon();
         await dataDir.close();
         throw error;
       }
-      persisted.recovered();
       network.gate.setBarrier(() => dataDir.barrier());
-      logger.info('recovered the data dir', {
-        'data-dir': dataDir.path,
-        revision: store.revision,
-        'compact-revision': store.compactRevision,
-        leases: leases.size,
-        'replayed-records': dataDir.replayedRecords,
-      });
     }
-    // A cluster of one: the only member, always the leader; leadership can only "move" to itself.
-    const { served, faults } = assembleMember(
-      core,
-      member,
-      network,
-      {
-        leaderView: {
-          leader: () => member.memberId,
-          moveLeader: (targetId) => {
-            if (targetId !== member.memberId) throw new EtcdServerError('BAD_LEADER_TRANSFEREE');
-          },
+    // The only member always leads; leadership can only "move" to itself.
+    const self = cluster.assemble(member, network, {
+      leaderView: {
+        leader: () => member.memberId,
+        moveLeader: (targetId) => {
+          if (targetId !== member.memberId) throw new EtcdServerError('BAD_LEADER_TRANSFEREE');
         },
-        dropConnections: () => embedded.dropConnections(),
-        electLeader: () => persisted?.raft.electLeader() ?? proposals.electLeader(),
       },
-      { version, progressNotifyIntervalMs: options.watchProgressNotifyIntervalMs },
-    );
-    // Timers of the running member, started again by restart().
-    const background = (): Timer[] =>
-      startLeaderWork(core, {
-        leaseCheckIntervalMs: options.leaseCheckIntervalMs,
-        autoCompaction: options.autoCompaction,
-        logger,
-      });
+      dropConnections: () => embedded.dropConnections(),
+      electLeader: () => cluster.nextTerm(),
+    });
     logger.info('started etcd server', {
-      'etcd-version': version,
+      'etcd-version': cluster.version,
       name: member.name,
       'member-id': member.memberId.toString(16),
       'cluster-id': member.clusterId.toString(16),
       'listen-client-urls': network.listeners.urls.map(formatClientUrl),
       'advertise-client-urls': member.clientUrls,
     });
-    const embedded: EmbeddedEtcd = new EmbeddedEtcd({
-      server: network.server,
-      listeners: network.listeners,
-      logger,
-      background,
-      version,
-      member,
-      store,
-      leases,
-      watchable: served.watchable,
-      auth,
-      closeWatchStreams: served.closeWatchStreams,
-      dropWaits: served.dropWaits,
-      clock,
-      leaseApplier: shared.leases,
-      faults,
-      journal: dataDir,
-    });
+    const embedded: EmbeddedEtcd = new EmbeddedEtcd({ cluster, self, logger, journal: dataDir });
     logger.info('ready to serve client requests', { endpoints: embedded.endpoints });
     return embedded;
   }
 
   /** Connections from clients open now. */
   get connectionCount(): number {
-    return this.listeners.connectionCount;
+    return this.self.connectionCount;
   }
 
   /**
@@ -374,7 +298,7 @@ export class EmbeddedEtcd {
    * fail, streams end. Returns how many connections were dropped.
    */
   dropConnections(): number {
-    const dropped = this.listeners.dropConnections();
+    const dropped = this.self.dropConnections();
     this.logger.info('dropped client connections', { connections: dropped });
     return dropped;
   }
@@ -383,12 +307,8 @@ export class EmbeddedEtcd {
   stop(): Promise<void> {
     this.stopped ??= this.lifecycle.then(async () => {
       this.logger.info('stopping etcd server', { name: this.member.name });
-      for (const timer of this.timers) timer.cancel();
-      this.dropWaits();
-      this.closeWatchStreams();
-      this.watchable.close();
-      await this.listeners.close();
-      this.server.forceShutdown();
+      this.cluster.stopLeaderWork();
+      await this.self.close();
       // Last: what was acknowledged is on disk already; this flushes the rest and unlocks the dir.
       await this.journal?.close();
       this.logger.info('stopped etcd server', { name: this.member.name });
@@ -399,13 +319,8 @@ export class EmbeddedEtcd {
   private async restartNow(downtimeMs: number): Promise<void> {
     if (this.stopped !== undefined) return;
     this.logger.info('restarting etcd server', { 'downtime-ms': downtimeMs });
-    for (const timer of this.timers) timer.cancel();
-    this.timers = [];
-    // Before the connections close: their cancelled calls must not undo what they queued.
-    this.dropWaits();
-    await this.listeners.close();
-    // Their connections are gone; end the streams now rather than when the transport notices.
-    this.closeWatchStreams();
+    this.cluster.stopLeaderWork();
+    await this.self.stopListening();
     // A restarted etcd has forgotten its simple tokens (they live in memory only).
     this.auth.forgetTokens();
     if (downtimeMs > 0) await new Promise((resolve) => setTimeout(resolve, downtimeMs));
@@ -413,10 +328,9 @@ export class EmbeddedEtcd {
     // A restarted etcd member wins a new election (the raft term goes up by one) and, leader
     // again, gives every lease its full TTL (lessor Promote): nothing could have kept a lease
     // alive while the member was down.
-    this.faults.changeLeader();
-    renewLeases(this.leases, this.clock);
-    this.timers = this.background();
-    await this.listeners.listen();
+    this.cluster.electLeader();
+    this.cluster.startLeaderWork();
+    await this.self.listen();
     this.logger.info('ready to serve client requests', { endpoints: this.endpoints });
   }
 
@@ -425,11 +339,38 @@ export class EmbeddedEtcd {
    * their own, as if its TTL had run out. False when there is no such lease.
    */
   expireLease(leaseId: bigint): boolean {
-    return this.leaseApplier.expire(leaseId);
+    return this.cluster.core.services.leases.expire(leaseId);
   }
 
   /** Stops the server, for `await using server = await EmbeddedEtcd.start()`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop();
   }
+}
+
+/**
+ * Registers every state of the core with the data dir and reads it back; from then on the data dir
+ * logs every new term. Every state kept there registers (a StateJournal) before it recovers.
+ */
+function recoverInto(dataDir: DataDir, cluster: ClusterCore, logger: ServerLogger): void {
+  const { core } = cluster;
+  const persisted = persistCoreState(dataDir, {
+    store: core.store,
+    leases: core.leaseTable,
+    alarms: core.services.alarms,
+    membership: core.services.membership,
+    proposals: core.proposals,
+    clock: core.clock,
+    auth: core.auth,
+  });
+  dataDir.recover();
+  persisted.recovered();
+  cluster.recordTermsWith(() => persisted.raft.electLeader());
+  logger.info('recovered the data dir', {
+    'data-dir': dataDir.path,
+    revision: core.store.revision,
+    'compact-revision': core.store.compactRevision,
+    leases: core.leaseTable.size,
+    'replayed-records': dataDir.replayedRecords,
+  });
 }

@@ -2,10 +2,9 @@
 // the store the whole cluster shares. What a test does to a member (stop, start, partition, pause)
 // changes what it can reach; the cluster then decides who leads and what each member knows.
 
-import type { MemberIdentity } from '../consensus/member-identity.js';
 import type { FaultInjector } from '../faults/fault-injector.js';
 import type { ServerLogger } from '../logger.js';
-import type { MemberServer, ServedServices } from '../member/member-server.js';
+import type { Member } from '../member/member.js';
 import type { AppliedState } from '../services/context.js';
 import type { WatchableStore } from '../watch/watchable-store.js';
 import type { LeaderGate } from './leader-gate.js';
@@ -20,11 +19,9 @@ export interface MemberControl {
 
 /** @internal What the cluster builds a member from. */
 export interface ClusterMemberParts {
-  readonly identity: MemberIdentity;
-  readonly network: MemberServer;
-  readonly served: ServedServices;
+  /** The member serving, assembled over the cluster's core. */
+  readonly member: Member;
   readonly leaderGate: LeaderGate;
-  readonly faults: FaultInjector;
   readonly control: MemberControl;
   readonly logger: ServerLogger;
 }
@@ -52,8 +49,7 @@ export class EmbeddedClusterMember {
   readonly faults: FaultInjector;
   /** The watchers of this member's Watch service (tests may count them). */
   readonly watchable: WatchableStore;
-  private readonly network: MemberServer;
-  private readonly served: ServedServices;
+  private readonly member: Member;
   private readonly leaderGate: LeaderGate;
   private readonly control: MemberControl;
   private readonly logger: ServerLogger;
@@ -70,17 +66,17 @@ export class EmbeddedClusterMember {
 
   /** @internal Members are made by EmbeddedCluster.start(). */
   constructor(parts: ClusterMemberParts) {
-    this.name = parts.identity.name;
-    this.memberId = parts.identity.memberId;
-    this.network = parts.network;
-    this.served = parts.served;
+    const { member } = parts;
+    this.name = member.identity.name;
+    this.memberId = member.identity.memberId;
+    this.member = member;
     this.leaderGate = parts.leaderGate;
-    this.faults = parts.faults;
-    this.watchable = parts.served.watchable;
+    this.faults = member.faults;
+    this.watchable = member.watchable;
     this.control = parts.control;
     this.logger = parts.logger;
-    const url = parts.network.listeners.urls[0]!;
-    this.endpoint = parts.network.advertisedUrls[0] ?? `http://127.0.0.1:${url.port}`;
+    const url = member.network.listeners.urls[0]!;
+    this.endpoint = member.network.advertisedUrls[0] ?? `http://127.0.0.1:${url.port}`;
     this.port = url.port;
     let resolve = (): void => {};
     const promise = new Promise<void>((done) => {
@@ -136,7 +132,7 @@ export class EmbeddedClusterMember {
 
   /** Connections from clients open now. */
   get connectionCount(): number {
-    return this.network.listeners.connectionCount;
+    return this.member.connectionCount;
   }
 
   /**
@@ -201,7 +197,7 @@ export class EmbeddedClusterMember {
 
   /** Closes every client connection of this member (it keeps listening). Returns how many. */
   dropConnections(): number {
-    const dropped = this.network.listeners.dropConnections();
+    const dropped = this.member.dropConnections();
     this.logger.info('dropped client connections', { name: this.name, connections: dropped });
     return dropped;
   }
@@ -227,13 +223,13 @@ export class EmbeddedClusterMember {
       this.applied = applied;
       this.leaderGate.loseLeader();
       // Its watchers go on from what it applied: replays up to it, progress at it, nothing newer.
-      this.served.watchable.hold(applied);
+      this.watchable.hold(applied);
     } else {
       if (had === 0n) this.logger.info('member found a leader', { name: this.name });
       // Caught up with the cluster at once: it answers from the shared state again, and its
       // watchers catch up from the shared history (canceled if it was compacted past them).
       this.applied = undefined;
-      this.served.watchable.release();
+      this.watchable.release();
       this.leaderGate.regainLeader();
     }
   }
@@ -250,7 +246,7 @@ export class EmbeddedClusterMember {
       if (leaderId !== 0n && this.applied !== undefined && leaderId === this.knownLeader) {
         // Reached again by the leader it names: caught up at once.
         this.applied = undefined;
-        this.served.watchable.release();
+        this.watchable.release();
       }
       this.setLeader(leaderId);
       return;
@@ -259,7 +255,7 @@ export class EmbeddedClusterMember {
     this.logger.info('learner cut off from its leader', { name: this.name });
     const applied = this.control.capture();
     this.applied = applied;
-    this.served.watchable.hold(applied);
+    this.watchable.hold(applied);
   }
 
   /**
@@ -285,12 +281,7 @@ export class EmbeddedClusterMember {
     this.ended = true;
     await this.lifecycle;
     this.faults.clear();
-    this.served.dropWaits();
-    this.served.closeWatchStreams();
-    this.served.watchable.close();
-    await this.network.listeners.close();
-    this.leaderGate.abandonWaits();
-    this.network.server.forceShutdown();
+    await this.member.close();
     this.isRunning = false;
     this.exit.resolve();
   }
@@ -308,19 +299,14 @@ export class EmbeddedClusterMember {
   private async stopNow(): Promise<void> {
     if (!this.isRunning || this.ended) return;
     this.logger.info('stopping member', { name: this.name });
-    // Before the connections close: their cancelled calls must not undo what they queued.
-    this.served.dropWaits();
-    await this.network.listeners.close();
-    // Their connections are gone; what is still held is given up.
-    this.leaderGate.abandonWaits();
-    this.served.closeWatchStreams();
+    await this.member.stopListening();
     this.isRunning = false;
     this.control.reachChanged();
   }
 
   private async startNow(): Promise<void> {
     if (this.isRunning || this.ended) return;
-    await this.network.listeners.listen();
+    await this.member.listen();
     this.isRunning = true;
     this.logger.info('started member', { name: this.name, endpoint: this.endpoint });
     this.control.reachChanged();

@@ -4,7 +4,7 @@
 
 import { etcdserverpb_Cluster } from '@etcdkit/client/protocol';
 import type { AuthStore } from '../auth/auth-store.js';
-import type { Clock, Timer } from '../clock.js';
+import type { Clock } from '../clock.js';
 import { type MemberIdentity, randomId } from '../consensus/member-identity.js';
 import { type Membership, type MembershipState, quorumOf } from '../consensus/membership.js';
 import type { EmbeddedEtcdOptions } from '../embedded-etcd.js';
@@ -12,12 +12,7 @@ import { DEFAULT_ETCD_VERSION } from '../embedded-etcd.js';
 import { EtcdServerError } from '../errors.js';
 import type { LeaseTable } from '../lease/lease-table.js';
 import { createLogger, type ServerLogger } from '../logger.js';
-import {
-  createServerCore,
-  renewLeases,
-  type ServerCore,
-  startLeaderWork,
-} from '../member/server-core.js';
+import { ClusterCore } from '../member/cluster-core.js';
 import type { MvccStore } from '../mvcc/store.js';
 import type { VirtualClock } from '../virtual-clock.js';
 import type { EmbeddedClusterMember } from './cluster-member.js';
@@ -96,10 +91,10 @@ export class EmbeddedCluster {
   readonly clock: Clock;
   /** Users, roles, permissions and tokens (tokens are valid on every member, as in etcd). */
   readonly auth: AuthStore;
-  private readonly core: ServerCore;
+  /** The core every member serves, its elections and its leader's work. */
+  private readonly shared: ClusterCore;
   private readonly settings: MemberSettings;
   private readonly logger: ServerLogger;
-  private readonly leaderWork: () => Timer[];
   private readonly memberList: EmbeddedClusterMember[] = [];
   /** Members ever started, which default names count. */
   private started = 0;
@@ -109,25 +104,19 @@ export class EmbeddedCluster {
   private readonly leaving = new Set<EmbeddedClusterMember>();
   /** Learners out of reach, with the log index they had then (raft's Match for them). */
   private readonly learnerMatch = new Map<bigint, number>();
-  private timers: Timer[] = [];
   private currentLeader: EmbeddedClusterMember | undefined;
   private stopped: Promise<void> | undefined;
 
-  private constructor(init: {
-    settings: MemberSettings;
-    core: ServerCore;
-    leaderWork: () => Timer[];
-  }) {
-    this.settings = init.settings;
-    this.clusterId = init.settings.clusterId;
-    this.version = init.settings.version;
-    this.core = init.core;
-    this.store = init.core.store;
-    this.leases = init.core.leaseTable;
-    this.clock = init.core.clock;
-    this.auth = init.core.auth;
-    this.logger = init.settings.logger;
-    this.leaderWork = init.leaderWork;
+  private constructor(settings: MemberSettings, shared: ClusterCore) {
+    this.settings = settings;
+    this.clusterId = settings.clusterId;
+    this.version = settings.version;
+    this.shared = shared;
+    this.store = shared.core.store;
+    this.leases = shared.core.leaseTable;
+    this.clock = shared.core.clock;
+    this.auth = shared.core.auth;
+    this.logger = settings.logger;
   }
 
   /** Starts a cluster with a fresh, empty store (revision 1); the first member leads. */
@@ -172,10 +161,7 @@ export class EmbeddedCluster {
         );
       }
     } catch (error) {
-      for (const { network } of opened) {
-        await network.listeners.close();
-        network.server.forceShutdown();
-      }
+      for (const { network } of opened) await network.abandon();
       throw error;
     }
     const identities = opened.map(
@@ -188,23 +174,17 @@ export class EmbeddedCluster {
         clientUrls: network.advertisedUrls,
       }),
     );
-    const core = createServerCore({
+    const shared = new ClusterCore({
       ...options,
       member: identities[0]!,
       maxRequestBytes: settings.maxRequestBytes,
       clientCertAuth: options.tls?.clientCertAuth === true,
+      version: settings.version,
+      logger,
     });
-    for (const identity of identities.slice(1)) core.services.membership.addStarted(identity);
-    cluster = new EmbeddedCluster({
-      settings,
-      core,
-      leaderWork: () =>
-        startLeaderWork(core, {
-          leaseCheckIntervalMs: options.leaseCheckIntervalMs,
-          autoCompaction: options.autoCompaction,
-          logger,
-        }),
-    });
+    const { membership } = shared.core.services;
+    for (const identity of identities.slice(1)) membership.addStarted(identity);
+    cluster = new EmbeddedCluster(settings, shared);
     for (const [i, identity] of identities.entries()) {
       cluster.memberList.push(cluster.assemble(identity, opened[i]!));
     }
@@ -239,7 +219,7 @@ export class EmbeddedCluster {
 
   /** The raft term: it goes up by one with every election. */
   get term(): number {
-    return this.core.proposals.term;
+    return this.shared.core.proposals.term;
   }
 
   /**
@@ -281,8 +261,7 @@ export class EmbeddedCluster {
       isLearner: () => this.isLearner(id),
     });
     if (this.stopped !== undefined || this.membership.get(id) === undefined) {
-      await parts.network.listeners.close();
-      parts.network.server.forceShutdown();
+      await parts.network.abandon();
       throw new Error(`member ${id.toString(16)} was removed, or the cluster stopped, meanwhile`);
     }
     const member = this.assemble(
@@ -328,8 +307,7 @@ export class EmbeddedCluster {
   stop(): Promise<void> {
     this.stopped ??= (async () => {
       this.logger.info('stopping embedded cluster', {});
-      for (const timer of this.timers) timer.cancel();
-      this.timers = [];
+      this.shared.stopLeaderWork();
       const members = [...this.memberList, ...this.leaving];
       await Promise.all(members.map((member) => member.close()));
       this.logger.info('stopped embedded cluster', {});
@@ -377,8 +355,7 @@ export class EmbeddedCluster {
           reachable: reachable.map((member) => member.name),
         });
         this.currentLeader = undefined;
-        for (const timer of this.timers) timer.cancel();
-        this.timers = [];
+        this.shared.stopLeaderWork();
       }
       this.tellMembers();
       return;
@@ -401,7 +378,7 @@ export class EmbeddedCluster {
   }
 
   private get membership(): Membership {
-    return this.core.services.membership;
+    return this.shared.core.services.membership;
   }
 
   /**
@@ -461,7 +438,7 @@ export class EmbeddedCluster {
     const learner = this.member(id);
     if (this.currentLeader === undefined || learner === undefined) return false;
     if (this.unpublished.has(learner)) return false;
-    const index = this.core.proposals.index;
+    const index = this.shared.core.proposals.index;
     const match = learner.reachable ? index : (this.learnerMatch.get(id) ?? 0);
     return match >= LEARNER_READY_FRACTION * index;
   }
@@ -471,7 +448,8 @@ export class EmbeddedCluster {
     for (const member of this.memberList) {
       const id = member.memberId;
       if (member.reachable || !this.isLearner(id)) this.learnerMatch.delete(id);
-      else if (!this.learnerMatch.has(id)) this.learnerMatch.set(id, this.core.proposals.index);
+      else if (!this.learnerMatch.has(id))
+        this.learnerMatch.set(id, this.shared.core.proposals.index);
     }
   }
 
@@ -486,7 +464,7 @@ export class EmbeddedCluster {
 
   /** A member of this cluster, on its network and leader gate. */
   private assemble(identity: MemberIdentity, parts: OpenedMember): EmbeddedClusterMember {
-    return assembleClusterMember(this.core, this.settings, identity, parts, {
+    return assembleClusterMember(this.shared, this.settings, identity, parts, {
       moveLeader: (member, targetId, signal) => this.moveLeader(member, targetId, signal),
       elect: (member) => this.elect(member),
       reachChanged: () => this.reachChanged(),
@@ -498,13 +476,10 @@ export class EmbeddedCluster {
    * and the new leader gives every lease its full TTL again (etcd's lessor Promote).
    */
   private lead(member: EmbeddedClusterMember, options: { newTerm: boolean }): void {
-    if (options.newTerm) {
-      this.core.proposals.electLeader();
-      renewLeases(this.core.leaseTable, this.core.clock);
-    }
+    if (options.newTerm) this.shared.electLeader();
     const previous = this.currentLeader;
     this.currentLeader = member;
-    if (previous === undefined) this.timers = this.leaderWork();
+    if (previous === undefined) this.shared.startLeaderWork();
     if (previous !== member) {
       this.logger.info('elected leader', { name: member.name, term: this.term });
     }

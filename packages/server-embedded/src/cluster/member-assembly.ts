@@ -4,17 +4,16 @@
 import type { MemberIdentity } from '../consensus/member-identity.js';
 import type { EmbeddedEtcdOptions } from '../embedded-etcd.js';
 import type { ServerLogger } from '../logger.js';
-import { assembleMember } from '../member/member-assembly.js';
+import type { ClusterCore } from '../member/cluster-core.js';
 import { MemberServer } from '../member/member-server.js';
-import type { ServerCore } from '../member/server-core.js';
 import { MemberAppliedState } from './applied-state.js';
 import { EmbeddedClusterMember } from './cluster-member.js';
 import { type GateStatus, LeaderGate } from './leader-gate.js';
 
 /** What every member of a cluster is built with, also those started later. */
 export interface MemberSettings {
-  /** The cluster's options that every member serves with. */
-  readonly options: Pick<EmbeddedEtcdOptions, 'tls' | 'watchProgressNotifyIntervalMs'>;
+  /** The cluster's options that every member's port is opened with. */
+  readonly options: Pick<EmbeddedEtcdOptions, 'tls'>;
   readonly requestTimeoutMs: number;
   readonly maxRequestBytes: number;
   readonly clusterId: bigint;
@@ -68,45 +67,33 @@ export async function openMember(
 
 /** Serves the member's services on its port and makes the member object. */
 export function assembleClusterMember(
-  core: ServerCore,
+  cluster: ClusterCore,
   settings: MemberSettings,
   identity: MemberIdentity,
   parts: OpenedMember,
-  cluster: ClusterHooks,
+  hooks: ClusterHooks,
 ): EmbeddedClusterMember {
-  const { network } = parts;
   // Calls held for a leader time out on the cluster's clock: virtual time, when the cluster has it.
-  parts.gate.useClock(core.clock);
+  parts.gate.useClock(cluster.core.clock);
   let member: EmbeddedClusterMember | undefined;
-  const { served, faults } = assembleMember(
-    core,
-    identity,
-    network,
-    {
-      leaderView: {
-        leader: () => member?.leaderId ?? 0n,
-        moveLeader: (targetId, signal) => cluster.moveLeader(member!, targetId, signal),
-      },
-      // Cut off from the quorum, the member answers from what it had applied then.
-      appliedState: () => member?.appliedState,
-      dropConnections: () => member!.dropConnections(),
-      electLeader: () => cluster.elect(member!),
-      pauseChanged: () => cluster.reachChanged(),
+  const served = cluster.assemble(identity, parts.network, {
+    leaderView: {
+      leader: () => member?.leaderId ?? 0n,
+      moveLeader: (targetId, signal) => hooks.moveLeader(member!, targetId, signal),
     },
-    {
-      version: settings.version,
-      progressNotifyIntervalMs: settings.options.watchProgressNotifyIntervalMs,
-    },
-  );
+    // Cut off from the quorum, the member answers from what it had applied then.
+    appliedState: () => member?.appliedState,
+    dropConnections: () => member!.dropConnections(),
+    electLeader: () => hooks.elect(member!),
+    pauseChanged: () => hooks.reachChanged(),
+    abandonWaits: () => parts.gate.abandonWaits(),
+  });
   member = new EmbeddedClusterMember({
-    identity,
-    network,
-    served,
+    member: served,
     leaderGate: parts.gate,
-    faults,
     control: {
-      reachChanged: () => cluster.reachChanged(),
-      capture: () => MemberAppliedState.capture(core),
+      reachChanged: () => hooks.reachChanged(),
+      capture: () => MemberAppliedState.capture(cluster.core),
     },
     logger: settings.logger,
   });

@@ -96,6 +96,12 @@ export class MemberServer {
     }
   }
 
+  /** Closes a port that was opened but is not served (a start failing midway). */
+  async abandon(): Promise<void> {
+    await this.listeners.close();
+    this.server.forceShutdown();
+  }
+
   /** Registers every etcd v3 service over `context`. */
   serve(context: ServiceContext, options: { progressNotifyIntervalMs?: number }): ServedServices {
     const registry = new ServiceRegistry(this.server, this.fastPath);
