@@ -32,9 +32,7 @@ export interface MemberOptions {
 export class Member {
   readonly identity: MemberIdentity;
   readonly network: MemberServer;
-  /** The context its services answer from. */
-  readonly context: ServiceContext;
-  readonly served: ServedServices;
+  private readonly served: ServedServices;
   readonly faults: FaultInjector;
   private readonly host: MemberHost;
 
@@ -50,11 +48,11 @@ export class Member {
     this.network = network;
     this.host = host;
     const base = serviceContext(core, identity, options.version, host.leaderView);
-    this.context =
+    const context: ServiceContext =
       host.appliedState === undefined
         ? base
         : { ...base, appliedState: () => host.appliedState?.() };
-    this.served = network.serve(this.context, {
+    this.served = network.serve(context, {
       progressNotifyIntervalMs: options.progressNotifyIntervalMs,
     });
     this.faults = new FaultInjector(network.gate, {
