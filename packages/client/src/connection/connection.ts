@@ -6,7 +6,7 @@ import { etcdserverpb_Auth, type MethodDescriptor } from '../generated/methods.j
 import { selectTransport } from '../transport/select.js';
 import type { BidiStream, Metadata, ServerStream } from '../transport/types.js';
 import { TokenManager } from './auth.js';
-import { attemptFailure, staleAnswer, streamFailed, tooLargeError } from './call-failures.js';
+import { attemptFailure, staleAnswer, tooLargeError } from './call-failures.js';
 import { CallScope, raceAbort } from './call-scope.js';
 import { AttemptFailure, type CallState, newState, type PickedEndpoint } from './call-state.js';
 import { connect, pick, ready } from './dial.js';
@@ -20,9 +20,8 @@ import {
 } from './options.js';
 import { headerRevision, type OrderingGuard, orderingGuardOf } from './ordering.js';
 import { retrying } from './retry-loop.js';
+import { openBidiStream, openServerStream, type StreamHost } from './stream-calls.js';
 import type { CallOptions, RetryPolicy, Rpc } from './types.js';
-
-const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 
 /**
  * A connection to an etcd cluster: the `Rpc` services are built on.
@@ -55,6 +54,8 @@ export class Connection implements Rpc {
   /** The read-ordering guard, with the `ordering` option. */
   readonly #ordering: OrderingGuard | undefined;
   #closed: Promise<void> | undefined;
+  /** What the stream shapes (stream-calls.ts) use of this connection. */
+  readonly #streams: StreamHost;
 
   /**
    * Validates the options (throwing InvalidConfigError on a bad endpoint, scheme mix, half a TLS
@@ -97,6 +98,18 @@ export class Connection implements Rpc {
       : undefined;
     this.#baseMetadata = o.requireLeader ? { hasleader: 'true' } : {};
     this.#ordering = orderingGuardOf(options.ordering, (m) => new InvalidConfigError(m));
+    this.#streams = {
+      options: o,
+      pool: this.#pool,
+      closing: this.#closing.signal,
+      ordering: this.#ordering,
+      track: (promise) => this.#track(promise),
+      token: (scope, state) => this.#token(scope, state),
+      connect: (scope, state) => this.#connect(scope, state),
+      failure: (error, policy, scope, state, endpoint, token) =>
+        this.#failure(error, policy, scope, state, endpoint, token),
+      metadata: (token) => this.#metadata(token),
+    };
   }
 
   /**
@@ -170,110 +183,7 @@ export class Connection implements Rpc {
     retry: RetryPolicy,
     options?: CallOptions,
   ): ServerStream<Res> {
-    const scope = new CallScope(
-      options?.signal,
-      this.#closing.signal,
-      options?.timeoutMs ?? Number.POSITIVE_INFINITY,
-      true,
-    );
-    let inner: AsyncIterator<Res> | undefined;
-    /** The endpoint the open stream uses, until it is released. */
-    let held: PooledEndpoint | undefined;
-    /** `host:port` of the endpoint the stream is opening or open on; kept after it ends. */
-    let openedOn: string | undefined;
-    let started = false;
-    let opening: Promise<IteratorResult<Res>> | undefined;
-    let finished = false;
-    const release = () => {
-      if (held) this.#pool.release(held);
-      held = undefined;
-    };
-    // However the stream stops (cancel(), the caller's signal, close(), the end of the iteration),
-    // its endpoint is released at once, even if nobody reads the stream any more.
-    scope.signal.addEventListener('abort', release, { once: true });
-    const finish = () => {
-      if (finished) return;
-      finished = true;
-      // Stops an open still in flight, and the call below if it is still running.
-      scope.cancel();
-      scope.dispose();
-      void inner?.return?.();
-      release();
-    };
-    const open = async (): Promise<IteratorResult<Res>> => {
-      if (scope.aborted) throw scope.abortError();
-      const state = newState();
-      return retrying(this.#options, method.path, scope, state, async () => {
-        const token = await this.#token(scope, state);
-        const { endpoint, channel } = await this.#connect(scope, state);
-        let iterator: AsyncIterator<Res> | undefined;
-        try {
-          // Inside the try: a transport that throws at once must not keep the endpoint held.
-          const stream = channel.serverStream(method, request, {
-            metadata: this.#metadata(token),
-            deadline: scope.transportDeadline,
-            signal: scope.signal,
-          });
-          openedOn = endpoint.target;
-          iterator = stream[Symbol.asyncIterator]();
-          const first = await iterator.next();
-          this.#pool.succeeded(endpoint);
-          if (this.#ordering && !first.done) this.#ordering.observe(first.value);
-          inner = iterator;
-          held = endpoint;
-          if (finished || scope.aborted) release();
-          return first;
-        } catch (error) {
-          // The next attempt may open it elsewhere; until then no endpoint holds it.
-          openedOn = undefined;
-          void iterator?.return?.();
-          this.#pool.release(endpoint);
-          throw this.#failure(error, retry, scope, state, endpoint, token);
-        }
-      });
-    };
-    const next = async (): Promise<IteratorResult<Res>> => {
-      if (finished) return DONE;
-      try {
-        let result: IteratorResult<Res>;
-        if (!started) {
-          started = true;
-          opening = this.#track(open());
-          result = await opening;
-        } else {
-          // A next() issued while the stream is still opening waits for it.
-          if (!inner) await opening?.catch(() => undefined);
-          if (!inner || finished) return DONE;
-          result = await inner.next();
-          if (this.#ordering && !result.done) this.#ordering.observe(result.value);
-        }
-        if (result.done) finish();
-        return result;
-      } catch (error) {
-        // Failures while opening were judged by the retry loop; this one ended an open stream.
-        if (inner && held && !scope.aborted) streamFailed(this.#pool, error, held);
-        const typed = scope.aborted ? scope.abortError() : toEtcdError(error);
-        finish();
-        throw typed;
-      }
-    };
-    const iterator: AsyncIterator<Res> = {
-      next,
-      return: async () => {
-        finish();
-        return DONE;
-      },
-    };
-    return {
-      get endpoint() {
-        return openedOn;
-      },
-      cancel: () => {
-        scope.cancel();
-        if (!started) finish();
-      },
-      [Symbol.asyncIterator]: () => iterator,
-    };
+    return openServerStream(this.#streams, method, request, retry, options);
   }
 
   /**
@@ -293,7 +203,7 @@ export class Connection implements Rpc {
     method: MethodDescriptor<Req, Res, 'bidi-stream'>,
     options?: CallOptions,
   ): Promise<BidiStream<Req, Res>> {
-    return this.#track(this.#bidi(method, options));
+    return this.#track(openBidiStream(this.#streams, method, options));
   }
 
   /**
@@ -461,112 +371,6 @@ export class Connection implements Rpc {
         drained();
       }
     }
-  }
-
-  async #bidi<Req, Res>(
-    method: MethodDescriptor<Req, Res, 'bidi-stream'>,
-    options: CallOptions | undefined,
-  ): Promise<BidiStream<Req, Res>> {
-    if (this.closed) throw new ClientClosedError();
-    const scope = new CallScope(
-      options?.signal,
-      this.#closing.signal,
-      options?.timeoutMs ?? Number.POSITIVE_INFINITY,
-      true,
-    );
-    /** Set by the attempt that opened the stream; it holds `endpoint` until released. */
-    let opened:
-      | { stream: BidiStream<Req, Res>; inner: AsyncIterator<Res>; endpoint: PooledEndpoint }
-      | undefined;
-    const state = newState();
-    try {
-      await retrying(this.#options, method.path, scope, state, async () => {
-        const token = await this.#token(scope, state);
-        const { endpoint, channel } = await this.#connect(scope, state);
-        let stream: BidiStream<Req, Res> | undefined;
-        try {
-          stream = channel.bidiStream(method, {
-            metadata: this.#metadata(token),
-            deadline: scope.transportDeadline,
-            signal: scope.signal,
-          });
-          opened = { stream, inner: stream[Symbol.asyncIterator](), endpoint };
-        } catch (error) {
-          stream?.cancel();
-          this.#pool.release(endpoint);
-          throw error;
-        }
-      });
-    } catch (error) {
-      // The retry loop may give up (an abort) after the attempt opened the stream.
-      if (opened) {
-        opened.stream.cancel();
-        this.#pool.release(opened.endpoint);
-      }
-      scope.dispose();
-      throw error;
-    }
-    const { stream, inner, endpoint } = opened!;
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      this.#pool.release(endpoint);
-    };
-    // A stream cancelled (cancel(), the caller's signal, close()) lets go of its endpoint at once,
-    // even if nobody reads it: a dropped endpoint's channel then closes without waiting for a read.
-    if (scope.aborted) release();
-    else scope.signal.addEventListener('abort', release, { once: true });
-    let answered = false;
-    let finished = false;
-    const finish = () => {
-      if (finished) return;
-      finished = true;
-      scope.cancel();
-      scope.dispose();
-      void inner.return?.();
-      release();
-    };
-    const iterator: AsyncIterator<Res> = {
-      next: async () => {
-        if (finished) return DONE;
-        try {
-          const result = await inner.next();
-          if (this.#ordering && !result.done) this.#ordering.observe(result.value);
-          if (result.done) {
-            finish();
-          } else if (!answered) {
-            // The endpoint served this stream: its backoff ends, as after a unary answer.
-            answered = true;
-            this.#pool.succeeded(endpoint);
-          }
-          return result;
-        } catch (error) {
-          if (!scope.aborted) streamFailed(this.#pool, error, endpoint);
-          const typed = scope.aborted ? scope.abortError() : toEtcdError(error);
-          finish();
-          throw typed;
-        }
-      },
-      return: async () => {
-        finish();
-        return DONE;
-      },
-    };
-    return {
-      endpoint: endpoint.target,
-      write: (request: Req) => {
-        if (scope.aborted) throw scope.abortError();
-        try {
-          stream.write(request);
-        } catch (error) {
-          throw toEtcdError(error);
-        }
-      },
-      end: () => stream.end(),
-      cancel: () => scope.cancel(),
-      [Symbol.asyncIterator]: () => iterator,
-    };
   }
 
   /** The token for the next attempt (refreshing a rejected one), or undefined without auth. */
