@@ -25,18 +25,17 @@ export const CATEGORIES = [
       'client:transport/',
       'client:bytes.ts',
       'client:header.ts',
-      'client:acknowledged.ts',
     ],
   },
   {
     title: 'KV and txn',
     description: 'Reading, writing, deleting and scanning keys; transactions and their operations.',
-    rules: ['client:kv/', 'client:key-value.ts'],
+    rules: ['client:kv/', 'client:keys/', 'client:key-value.ts'],
   },
   {
     title: 'Watch',
     description: 'Watching keys: watchers, their events and options, and the informer.',
-    rules: ['client:watch/'],
+    rules: ['client:watch/', 'client:kv/informer.ts'],
   },
   {
     title: 'Lease',

@@ -1,4 +1,5 @@
-// The header etcd attaches to every response: who answered and at which revision.
+// The header etcd attaches to every response (who answered and at which revision), and the answer
+// of calls that return nothing else.
 import type { etcdserverpb } from './generated/protocol.js';
 
 /** Metadata of a response: which cluster and member answered, and the store revision it saw. */
@@ -27,4 +28,20 @@ export function toResponseHeader(
     revision: header?.revision ?? 0n,
     raftTerm: header?.raftTerm ?? 0n,
   };
+}
+
+/**
+ * The answer of calls whose only result is that they were applied (revoke, membership and auth
+ * changes, leader transfer): a call was applied; `header` says by which member and at which
+ * revision. An object, so fields can be added later.
+ */
+export interface Acknowledged {
+  readonly header: ResponseHeader;
+}
+
+/** Shapes a response that carries nothing but a header. */
+export function acknowledged(response: {
+  readonly header?: etcdserverpb.ResponseHeader.$Properties | null;
+}): Acknowledged {
+  return { header: toResponseHeader(response.header) };
 }

@@ -3,7 +3,7 @@
  *
  * @module @etcdkit/client
  */
-export type { Acknowledged } from './acknowledged.js';
+
 export * from './bytes.js';
 export * from './cluster/auth.js';
 export * from './cluster/cluster.js';
@@ -48,11 +48,18 @@ export { type LockAcquired, type LockCallOptions, LockClient, lockKey } from './
 export * from './error-table.js';
 export * from './errors.js';
 export { type ConnectionHooks, Etcd, type EtcdOptions } from './etcd.js';
-export type { ResponseHeader } from './header.js';
+export type { Acknowledged, ResponseHeader } from './header.js';
 export { KeyValue, type KeyValueFields } from './key-value.js';
+export type { KeyRange, KeySelector } from './keys/key-range.js';
 export { type Compare, type CompareOperator, type CompareTarget, cmp } from './kv/compare.js';
 export type { DeleteOptions, DeleteResponseBody, DeleteResult } from './kv/delete.js';
-export type { KeyRange, KeySelector } from './kv/key-range.js';
+export {
+  Informer,
+  type InformerEvents,
+  type InformerOptions,
+  type InformerRequest,
+  informer,
+} from './kv/informer.js';
 export { type CompactOptions, type CompactResult, type CountOptions, KV } from './kv/kv.js';
 export {
   type AnyOpResponse,
@@ -110,13 +117,6 @@ export { GrpcStatus, TransportError } from './transport/types.js';
 export type { LeaseRef } from './validate.js';
 export { WatchCompactedError } from './watch/errors.js';
 export { WATCH_STREAM_DEFAULTS } from './watch/hub.js';
-export {
-  Informer,
-  type InformerEvents,
-  type InformerOptions,
-  type InformerRequest,
-  informer,
-} from './watch/informer.js';
 export { DEFAULT_MAX_BUFFERED_EVENTS } from './watch/spec.js';
 export type {
   WatchBackpressureEvent,

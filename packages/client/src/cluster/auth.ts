@@ -1,12 +1,16 @@
 // Auth administration: enabling auth, users, roles and their key-range permissions.
 // `authenticate()` is for tools managing tokens themselves: the connection gets its own.
 
-import { type Acknowledged, acknowledged } from '../acknowledged.js';
 import { type Bytes, prefixEnd, toBytes } from '../bytes.js';
 import type { CallOptions, Rpc } from '../connection/types.js';
 import { etcdserverpb_Auth as methods } from '../generated/methods.js';
 import { authpb } from '../generated/protocol.js';
-import { type ResponseHeader, toResponseHeader } from '../header.js';
+import {
+  type Acknowledged,
+  acknowledged,
+  type ResponseHeader,
+  toResponseHeader,
+} from '../header.js';
 import { plainBytes } from '../plain-bytes.js';
 
 /** What a permission allows on its keys. */

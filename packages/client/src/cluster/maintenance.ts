@@ -1,11 +1,15 @@
 // Maintenance: status, alarms, defragmentation, hashes, snapshots and leader transfer. Most calls
 // are about the one member they reach: use a client with that member as its only endpoint.
 import { Readable } from 'node:stream';
-import { type Acknowledged, acknowledged } from '../acknowledged.js';
 import type { CallOptions, Rpc } from '../connection/types.js';
 import { etcdserverpb_Maintenance as methods } from '../generated/methods.js';
 import { etcdserverpb } from '../generated/protocol.js';
-import { type ResponseHeader, toResponseHeader } from '../header.js';
+import {
+  type Acknowledged,
+  acknowledged,
+  type ResponseHeader,
+  toResponseHeader,
+} from '../header.js';
 import { plainBytes } from '../plain-bytes.js';
 import { type SnapshotFile, verifySnapshot, writeSnapshotFile } from './snapshot.js';
 

@@ -1,11 +1,16 @@
 // The server-side Election service (`etcd.election`): the server runs the election, one call per
 // step; Go's key layout, so it shares elections with recipes' Election, Go and `etcdctl elect`.
-import { type Acknowledged, acknowledged } from '../acknowledged.js';
+
 import type { Bytes } from '../bytes.js';
 import type { CallOptions, Rpc } from '../connection/types.js';
 import { v3electionpb_Election as methods } from '../generated/methods.js';
 import type { v3electionpb } from '../generated/protocol.js';
-import { type ResponseHeader, toResponseHeader } from '../header.js';
+import {
+  type Acknowledged,
+  acknowledged,
+  type ResponseHeader,
+  toResponseHeader,
+} from '../header.js';
 import { type KeyValue, toKeyValue } from '../key-value.js';
 import { plainBytes } from '../plain-bytes.js';
 import { bytesArg, flagArg, type LeaseRef, leaseArg, objectArg, revisionArg } from '../validate.js';

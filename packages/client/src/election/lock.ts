@@ -1,10 +1,15 @@
 // The server-side Lock service (`etcd.lock`): the server runs the mutex, one call until held; Go's
 // key layout, so it contends with recipes' Mutex, Go services and `etcdctl lock`.
-import { type Acknowledged, acknowledged } from '../acknowledged.js';
+
 import type { Bytes } from '../bytes.js';
 import type { CallOptions, Rpc } from '../connection/types.js';
 import { v3lockpb_Lock as methods } from '../generated/methods.js';
-import { type ResponseHeader, toResponseHeader } from '../header.js';
+import {
+  type Acknowledged,
+  acknowledged,
+  type ResponseHeader,
+  toResponseHeader,
+} from '../header.js';
 import { plainBytes } from '../plain-bytes.js';
 import { bytesArg, type LeaseRef, leaseArg, objectArg } from '../validate.js';
 import { withServiceAnswers } from './service-answers.js';

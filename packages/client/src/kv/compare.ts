@@ -3,9 +3,9 @@
 import type { Bytes } from '../bytes.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { etcdserverpb } from '../generated/protocol.js';
+import { type Interval, type KeySelector, toInterval } from '../keys/key-range.js';
+import type { KeyPrefix } from '../keys/namespace.js';
 import { bytesArg, choiceArg, type LeaseRef, leaseArg } from '../validate.js';
-import { type Interval, type KeySelector, toInterval } from './key-range.js';
-import type { KeyPrefix } from './namespace.js';
 
 /** How a key's property is compared with the operand. Values compare as bytes. */
 export type CompareOperator = '==' | '!=' | '>' | '<';

@@ -2,9 +2,9 @@
 import type { etcdserverpb } from '../generated/protocol.js';
 import { type ResponseHeader, toResponseHeader } from '../header.js';
 import { type KeyValue, toKeyValue } from '../key-value.js';
+import { type Interval, toInterval } from '../keys/key-range.js';
+import type { KeyPrefix } from '../keys/namespace.js';
 import { flagArg, objectArg } from '../validate.js';
-import { type Interval, toInterval } from './key-range.js';
-import type { KeyPrefix } from './namespace.js';
 
 /** Options of a delete. */
 export interface DeleteOptions {

@@ -6,6 +6,8 @@ import { InvalidArgumentError } from '../errors.js';
 import { etcdserverpb_KV } from '../generated/methods.js';
 import { type ResponseHeader, toResponseHeader } from '../header.js';
 import { type KeyValue, toKeyValue } from '../key-value.js';
+import { type KeySelector, toInterval } from '../keys/key-range.js';
+import { KeyPrefix } from '../keys/namespace.js';
 import { bytesArg, flagArg, objectArg, revisionArg } from '../validate.js';
 import { watchHubOf } from '../watch/hub.js';
 import type { WatchRequest } from '../watch/types.js';
@@ -17,8 +19,6 @@ import {
   deleteSpec,
   encodeDelete,
 } from './delete.js';
-import { type KeySelector, toInterval } from './key-range.js';
-import { KeyPrefix } from './namespace.js';
 import { decodePut, encodePut, type PutOptions, type PutResult, putSpec } from './put.js';
 import {
   decodeRange,

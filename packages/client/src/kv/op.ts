@@ -3,6 +3,7 @@
 // the same op can be used through any namespace.
 import type { Bytes } from '../bytes.js';
 import { InvalidArgumentError } from '../errors.js';
+import type { KeySelector } from '../keys/key-range.js';
 import { Compare } from './compare.js';
 import {
   type DeleteOptions,
@@ -10,7 +11,6 @@ import {
   type DeleteSpec,
   deleteSpec,
 } from './delete.js';
-import type { KeySelector } from './key-range.js';
 import { type PutOptions, type PutResponseBody, type PutSpec, putSpec } from './put.js';
 import {
   type GetOptions,

@@ -2,8 +2,8 @@
 import type { etcdserverpb } from '../generated/protocol.js';
 import { type ResponseHeader, toResponseHeader } from '../header.js';
 import { type KeyValue, toKeyValue } from '../key-value.js';
+import type { KeyPrefix } from '../keys/namespace.js';
 import { bytesArg, flagArg, type LeaseRef, leaseArg, objectArg } from '../validate.js';
-import type { KeyPrefix } from './namespace.js';
 
 /** Options of a put. */
 export interface PutOptions {

@@ -2,9 +2,9 @@
 import type { etcdserverpb } from '../generated/protocol.js';
 import { type ResponseHeader, toResponseHeader } from '../header.js';
 import { type KeyValue, toKeyValue } from '../key-value.js';
+import { type Interval, type KeyRange, toInterval } from '../keys/key-range.js';
+import type { KeyPrefix } from '../keys/namespace.js';
 import { choiceArg, countArg, flagArg, objectArg, revisionArg } from '../validate.js';
-import { type Interval, type KeyRange, toInterval } from './key-range.js';
-import type { KeyPrefix } from './namespace.js';
 
 /** What a range is sorted by: the key, or one of its revisions, its version or its value. */
 export type SortTarget = 'key' | 'version' | 'create' | 'mod' | 'value';

@@ -7,9 +7,9 @@ import { AbortedError, EtcdError, InvalidArgumentError } from '../errors.js';
 import { etcdserverpb_KV } from '../generated/methods.js';
 import type { etcdserverpb } from '../generated/protocol.js';
 import { type KeyValue, toKeyValue } from '../key-value.js';
+import { type Interval, type KeyRange, toInterval } from '../keys/key-range.js';
+import type { KeyPrefix } from '../keys/namespace.js';
 import { countArg, flagArg, objectArg, revisionArg } from '../validate.js';
-import { type Interval, type KeyRange, toInterval } from './key-range.js';
-import type { KeyPrefix } from './namespace.js';
 
 /** Options of a scan. Sorting, limits, counting and revision filters are not available. */
 export interface ScanOptions extends CallOptions {

@@ -3,13 +3,17 @@
 
 import { setMaxListeners } from 'node:events';
 import { EventEmitter } from 'eventemitter3';
-import { type Acknowledged, acknowledged } from '../acknowledged.js';
 import { compareBytes } from '../bytes.js';
 import { callHook } from '../connection/hooks.js';
 import type { CallOptions, Rpc } from '../connection/types.js';
 import { type EtcdError, InvalidArgumentError } from '../errors.js';
 import { etcdserverpb_Lease as methods } from '../generated/methods.js';
-import { type ResponseHeader, toResponseHeader } from '../header.js';
+import {
+  type Acknowledged,
+  acknowledged,
+  type ResponseHeader,
+  toResponseHeader,
+} from '../header.js';
 import { plainBytes } from '../plain-bytes.js';
 import type {
   LeaseEvents,

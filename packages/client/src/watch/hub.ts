@@ -6,7 +6,7 @@ import { sleep } from '../connection/sleep.js';
 import type { Rpc } from '../connection/types.js';
 import { ClientClosedError, type EtcdError, InvalidConfigError, toEtcdError } from '../errors.js';
 import { etcdserverpb_Watch } from '../generated/methods.js';
-import type { KeyPrefix } from '../kv/namespace.js';
+import type { KeyPrefix } from '../keys/namespace.js';
 import {
   isAuthError,
   type SessionOwner,

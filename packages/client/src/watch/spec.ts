@@ -2,8 +2,8 @@
 // namespace applied), the filters and flags, the start revision and the buffering bound.
 import { EmptyKeyError, InvalidArgumentError } from '../errors.js';
 import { etcdserverpb } from '../generated/protocol.js';
-import { toInterval } from '../kv/key-range.js';
-import type { KeyPrefix } from '../kv/namespace.js';
+import { toInterval } from '../keys/key-range.js';
+import type { KeyPrefix } from '../keys/namespace.js';
 import { bytesArg, flagArg, objectArg, revisionArg } from '../validate.js';
 import type { WatchFilter, WatchRequest } from './types.js';
 

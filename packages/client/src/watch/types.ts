@@ -4,7 +4,7 @@ import type { Bytes } from '../bytes.js';
 import type { EtcdError } from '../errors.js';
 import type { ResponseHeader } from '../header.js';
 import type { KeyValue } from '../key-value.js';
-import type { KeyRange } from '../kv/key-range.js';
+import type { KeyRange } from '../keys/key-range.js';
 
 /** A server-side filter: `noPut` drops put events, `noDelete` drops delete events. */
 export type WatchFilter = 'noPut' | 'noDelete';

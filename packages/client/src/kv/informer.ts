@@ -5,11 +5,11 @@ import { type Bytes, toBytes } from '../bytes.js';
 import { sleep } from '../connection/sleep.js';
 import { AbortedError, type EtcdError, InvalidArgumentError, toEtcdError } from '../errors.js';
 import type { KeyValue } from '../key-value.js';
-import type { KeyRange } from '../kv/key-range.js';
-import type { KV } from '../kv/kv.js';
-import { WatchCompactedError } from './errors.js';
-import type { WatchBatch } from './types.js';
-import type { Watcher } from './watcher.js';
+import type { KeyRange } from '../keys/key-range.js';
+import { WatchCompactedError } from '../watch/errors.js';
+import type { WatchBatch } from '../watch/types.js';
+import type { Watcher } from '../watch/watcher.js';
+import type { KV } from './kv.js';
 
 /** How an informer runs. */
 export interface InformerOptions {

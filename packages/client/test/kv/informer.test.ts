@@ -4,8 +4,8 @@ import { describeEachBackend, startTcpProxy } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Etcd } from '../../src/etcd.js';
 import type { KeyValue } from '../../src/key-value.js';
-import { informer } from '../../src/watch/informer.js';
-import { streamLog, waitFor } from './watch-support.js';
+import { informer } from '../../src/kv/informer.js';
+import { streamLog, waitFor } from '../watch/watch-support.js';
 
 /** Records an informer's callbacks as `add k=v`, `update k=v (was w)`, `delete k (was w)`. */
 function changes() {
