@@ -99,3 +99,43 @@ export function judge(failure: TransportError, policy: RetryPolicy): Verdict {
   }
   return { retry: false, error: typed, endpointFailed, ambiguous };
 }
+
+/**
+ * What the owner of a long-lived stream (the watch, the lease keepalive, an observation) does after
+ * it failed: open a new one, refresh the auth token first (once), or give up.
+ */
+export type StreamFailure = 'resume' | 'token' | 'permanent';
+
+/** Failures a new stream would meet again: the client closed or the caller aborted, the caller's
+ * own input, a method the server lacks, credentials refused. */
+const PERMANENT_CODES = new Set<string>([
+  'CLIENT_CLOSED',
+  'ABORTED',
+  'INVALID_ARGUMENT',
+  'UNIMPLEMENTED',
+  'AUTH_FAILED',
+]);
+const PERMANENT_STATUSES = new Set<GrpcStatus>([
+  GrpcStatus.InvalidArgument,
+  GrpcStatus.Unimplemented,
+]);
+
+/** Refusals a fresh token may cure (etcd 3.4 answers an expired token with "permission denied"). */
+const TOKEN_CODES = new Set<string>([
+  'INVALID_AUTH_TOKEN',
+  'USER_EMPTY',
+  'PERMISSION_DENIED',
+  'AUTH_OLD_REVISION',
+]);
+const TOKEN_STATUSES = new Set<GrpcStatus>([
+  GrpcStatus.PermissionDenied,
+  GrpcStatus.Unauthenticated,
+]);
+
+/** The give-up predicate of every long-lived stream: how `error`, which ended one, is met. */
+export function streamFailure(error: EtcdError): StreamFailure {
+  if (PERMANENT_CODES.has(error.code)) return 'permanent';
+  if (TOKEN_CODES.has(error.code) || TOKEN_STATUSES.has(error.grpcStatus)) return 'token';
+  if (PERMANENT_STATUSES.has(error.grpcStatus)) return 'permanent';
+  return 'resume';
+}

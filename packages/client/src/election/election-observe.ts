@@ -1,8 +1,9 @@
 // ElectionClient.observe as a long-lived follower: it reopens the Observe stream when it breaks and
 // yields only what is later (leader key's create and mod revision) than what it yielded.
-import { backoffDelay } from '../connection/backoff.js';
 import { callHook } from '../connection/hooks.js';
 import { linkSignals } from '../connection/link-signals.js';
+import { ResumableStream } from '../connection/resumable-stream.js';
+import { streamFailure } from '../connection/retry.js';
 import type { Rpc } from '../connection/types.js';
 import {
   AbortedError,
@@ -14,7 +15,7 @@ import {
 import { v3electionpb_Election as methods } from '../generated/methods.js';
 import type { v3electionpb } from '../generated/protocol.js';
 import type { KeyValue } from '../key-value.js';
-import { GrpcStatus, type ServerStream } from '../transport/types.js';
+import type { ServerStream } from '../transport/types.js';
 import {
   ObserveLivenessCheck,
   type ObserveRuntime,
@@ -23,36 +24,6 @@ import {
 } from './election-observe-check.js';
 import type { ObserveResumed } from './election-observe-events.js';
 import { DEFAULT_OBSERVE_SETTINGS, type ObserveSettings } from './election-observe-options.js';
-
-/**
- * Codes that a new stream would meet again: the caller's own input, a method the server lacks,
- * credentials refused (the connection has already refreshed an expired token once), the client
- * closed, the caller aborted.
- */
-const FATAL_CODES = new Set<string>([
-  'CLIENT_CLOSED',
-  'ABORTED',
-  'INVALID_ARGUMENT',
-  'UNIMPLEMENTED',
-  'AUTH_FAILED',
-  'AUTH_OLD_REVISION',
-  'INVALID_AUTH_TOKEN',
-  'PERMISSION_DENIED',
-  'USER_EMPTY',
-]);
-
-/** gRPC statuses of the same kind, for errors known only by their status (request too large...). */
-const FATAL_STATUSES = new Set<GrpcStatus>([
-  GrpcStatus.InvalidArgument,
-  GrpcStatus.Unimplemented,
-  GrpcStatus.PermissionDenied,
-  GrpcStatus.Unauthenticated,
-]);
-
-/** True when reopening the stream after `error` cannot help. */
-function isFatalObserveError(error: EtcdError): boolean {
-  return FATAL_CODES.has(error.code) || FATAL_STATUSES.has(error.grpcStatus);
-}
 
 /** Wakes the followers of each connection that wait to reopen, so `close()` ends them at once. */
 const waiting = new WeakMap<Rpc, Set<AbortController>>();
@@ -119,13 +90,6 @@ function callListener<E>(listener: ((event: E) => void) | undefined, event: E): 
   }
 }
 
-/** A loss of the stream, from the failure to the first answer of a new stream. */
-interface Outage {
-  readonly since: number;
-  /** Streams opened since. */
-  attempts: number;
-}
-
 /**
  * Observe streams one after the other, each opened when the previous one broke, as one iteration:
  * see {@link ElectionClient.observe}.
@@ -146,13 +110,29 @@ export async function* observeResuming(
   controllers.add(closing);
   const name = request.name ?? new Uint8Array();
   let last: KeyValue | undefined;
-  let failures = 0;
-  let outage: Outage | undefined;
   /** The stream open now, and where it is, once it answered. */
   let call: ServerStream<v3electionpb.LeaderResponse> | undefined;
   let endpoint: string | undefined;
   /** Set when the liveness check replaced the stream: the failure to report. */
   let stale: EtcdError | undefined;
+  const resume = new ResumableStream(rpc, {
+    backoff: settings.backoff,
+    // A server stream's token was refreshed by the connection while it opened.
+    refreshesToken: false,
+    closed: () => rpc.closed === true || closing.signal.aborted,
+    onDisconnect: (error) => {
+      callHook(settings.hooks?.onObserveDisconnect, { name: name.slice(), error, endpoint });
+      callListener(settings.onDisconnected, error);
+    },
+    onResume: ({ disconnectedMs, attempts }) => {
+      const resumed: ObserveResumed = { name: name.slice(), endpoint, disconnectedMs, attempts };
+      callHook(settings.hooks?.onObserveResume, resumed);
+      callListener(settings.onResumed, resumed);
+    },
+    now: () => runtime.now(),
+    sleep: (ms, wake) => runtime.sleep(ms, wake),
+    random: () => runtime.random(),
+  });
   /**
    * Ends the open stream with `error`. `at`, the endpoint it is on, is redialled: its member may be
    * cut off or its connection half-open, so it goes into backoff and the new stream opens
@@ -161,13 +141,7 @@ export async function* observeResuming(
   const replace = (error: EtcdError, at: string | undefined): void => {
     if (call === undefined || stale !== undefined) return;
     stale = error;
-    if (at !== undefined) {
-      try {
-        rpc.redial?.(at);
-      } catch {
-        // Best effort: the new stream fails and is reopened if the connection is bad.
-      }
-    }
+    if (at !== undefined) resume.redial(at);
     call.cancel();
   };
   const intervalMs = settings.leaderCheckIntervalMs;
@@ -189,7 +163,7 @@ export async function* observeResuming(
               ),
             unreadable: (error) => {
               // No candidate is an answer; a refusal would refuse the stream too.
-              if (error.code === 'ELECTION_NO_LEADER' || isFatalObserveError(error)) return;
+              if (error.code === 'ELECTION_NO_LEADER' || streamFailure(error) !== 'resume') return;
               // The read went where calls go: only a stream on that endpoint is judged by it,
               // one still opening too (a cut-off etcd holds the first answer as well).
               const calls = currentEndpointOf(rpc);
@@ -208,7 +182,7 @@ export async function* observeResuming(
         );
   try {
     for (;;) {
-      if (outage !== undefined) outage.attempts++;
+      resume.opening();
       stale = undefined;
       endpoint = undefined;
       call = rpc.serverStream(methods.Observe, request, 'read', { signal });
@@ -232,17 +206,7 @@ export async function* observeResuming(
           if (!answered) {
             answered = true;
             endpoint = streamEndpoint(call, rpc);
-            if (outage !== undefined) {
-              const resumed: ObserveResumed = {
-                name: name.slice(),
-                endpoint,
-                disconnectedMs: runtime.now() - outage.since,
-                attempts: outage.attempts,
-              };
-              outage = undefined;
-              callHook(settings.hooks?.onObserveResume, resumed);
-              callListener(settings.onResumed, resumed);
-            }
+            resume.answered();
           }
           const kv = toLeaderValue(result.value);
           // A new stream starts over with the current leader: skip what was already yielded.
@@ -258,29 +222,16 @@ export async function* observeResuming(
       if (signal?.aborted) {
         throw failure?.code === 'ABORTED' ? failure : new AbortedError({ cause: signal.reason });
       }
-      if (failure !== undefined && isFatalObserveError(failure)) throw failure;
-      if (rpc.closed || closing.signal.aborted) throw new ClientClosedError();
-      if (outage === undefined) {
-        // Once per outage: reopens that fail in a row are part of it.
-        outage = { since: runtime.now(), attempts: 0 };
-        const error = failure ?? new UnavailableError({ message: 'the Observe stream ended' });
-        callHook(settings.hooks?.onObserveDisconnect, {
-          name: name.slice(),
-          error,
-          endpoint,
-        });
-        callListener(settings.onDisconnected, error);
-      }
-      // A stream that answered resets the backoff: its endpoint served, the next one may too.
-      failures = answered ? 1 : failures + 1;
+      // Reopens that fail in a row are part of one outage, reported once.
+      const stop = await resume.failed(
+        failure ?? new UnavailableError({ message: 'the Observe stream ended' }),
+      );
+      if (stop !== undefined) throw stop;
       // Linked only for the pause, and let go of after it: the caller's signal may outlive many
       // observations.
       const wake = signal ? linkSignals(signal, closing.signal) : undefined;
       try {
-        await runtime.sleep(
-          backoffDelay(failures, settings.backoff, runtime.random),
-          wake?.signal ?? closing.signal,
-        );
+        await resume.pause(wake?.signal ?? closing.signal);
       } finally {
         wake?.release();
       }

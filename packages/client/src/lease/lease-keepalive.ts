@@ -1,8 +1,8 @@
 // Lease keepalive: ONE LeaseKeepAlive bidi stream per connection carries every kept-alive lease
 // (not one stream per lease). Schedule, loss deadline and reconnects: docs/operations.md.
 
-import { backoffDelay } from '../connection/backoff.js';
 import { callHook } from '../connection/hooks.js';
+import { ResumableStream } from '../connection/resumable-stream.js';
 import type { Rpc } from '../connection/types.js';
 import {
   ClientClosedError,
@@ -42,8 +42,7 @@ export interface KeptLease {
 /** setTimeout fires at once for delays above 2^31 - 1 ms; longer waits are re-armed. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Reopen backoff after the first immediate retry: 50 ms doubling to 1 s, jittered. */
-const REOPEN_MIN_MS = 50;
-const REOPEN_MAX_MS = 1_000;
+const REOPEN_BACKOFF = { baseMs: 50, maxMs: 1_000 } as const;
 
 /** One kept-alive lease: its schedule and the keepalives in flight on the current stream. */
 class Entry {
@@ -79,9 +78,12 @@ export class LeaseKeeper {
   #running = false;
   #closed = false;
   #opening: AbortController | undefined;
-  #wake: (() => void) | undefined;
+  /** Ends a backoff pause early (the last lease left). */
+  #pausing: AbortController | undefined;
   /** The last stream failure since the last reply: the cause of a `timeout` loss. */
   #lastError: EtcdError | undefined;
+  /** The running loop's resume state. */
+  #resume: ResumableStream | undefined;
 
   private constructor(rpc: Rpc) {
     this.#rpc = rpc;
@@ -136,7 +138,7 @@ export class LeaseKeeper {
       // The last lease left: the stream closes, an open in progress or a backoff pause stops.
       this.#stream?.cancel();
       this.#opening?.abort();
-      this.#wake?.();
+      this.#pausing?.abort();
     }
   }
 
@@ -171,11 +173,7 @@ export class LeaseKeeper {
       if (stream && oldest !== undefined && now - oldest >= entry.intervalMs) {
         // A whole interval without an answer: the connection is stuck (half-open, frozen server).
         // Redial the stream's endpoint, or the next stream would sit on the same dead connection.
-        try {
-          this.#rpc.redial?.(stream.endpoint);
-        } catch {
-          // Best effort: a bad connection then fails the next open, which is retried.
-        }
+        this.#resume?.redial(stream.endpoint);
         this.#replace(
           new UnavailableError({
             message: `no lease keepalive reply for ${Math.round(now - oldest)} ms: the stream stalled`,
@@ -228,22 +226,26 @@ export class LeaseKeeper {
 
   /** Opens streams and serves them while any lease is kept alive. */
   async #run(): Promise<void> {
-    let failures = 0;
-    let staleToken = false;
+    // A kept-alive lease is lost at its deadline, not on a stream error: only closing stops this.
+    const resume = new ResumableStream(this.#rpc, {
+      backoff: REOPEN_BACKOFF,
+      immediateReopens: 1,
+      untilClosed: true,
+    });
+    this.#resume = resume;
     while (this.#entries.size > 0) {
-      if (failures > 1) await this.#pause(reopenDelayMs(failures));
+      const pausing = new AbortController();
+      this.#pausing = pausing;
+      await resume.pause(pausing.signal);
+      this.#pausing = undefined;
       if (this.#entries.size === 0) break;
       const opening = new AbortController();
       this.#opening = opening;
       let stream: KeepAliveStream;
       try {
-        if (staleToken) await this.#rpc.refreshToken?.();
-        staleToken = false;
         stream = await this.#rpc.bidiStream(methods.LeaseKeepAlive, { signal: opening.signal });
       } catch (error) {
-        if (!this.#failed(error)) break;
-        failures++;
-        staleToken ||= isAuthError(this.#lastError);
+        if (!(await this.#failed(resume, error))) break;
         continue;
       } finally {
         this.#opening = undefined;
@@ -252,12 +254,8 @@ export class LeaseKeeper {
         stream.cancel();
         break;
       }
-      const error = await this.#serve(stream, () => {
-        failures = 0;
-      });
-      if (!this.#failed(error)) break;
-      failures++;
-      staleToken = isAuthError(this.#lastError);
+      const error = await this.#serve(stream, () => resume.answered());
+      if (!(await this.#failed(resume, error))) break;
     }
   }
 
@@ -313,42 +311,19 @@ export class LeaseKeeper {
   }
 
   /** Records a stream failure; false when it means the client closed (every lease then ended). */
-  #failed(error: unknown): boolean {
+  async #failed(resume: ResumableStream, error: unknown): Promise<boolean> {
     const typed = toEtcdError(error);
-    if (typed.code === 'CLIENT_CLOSED') {
-      this.#closed = true;
-      this.#loseAll('client-closed', typed);
-      return false;
-    }
     // Our own cancellations (a stalled stream, the last lease leaving) keep the real reason.
-    if (typed.code !== 'ABORTED') this.#lastError = typed;
-    return true;
-  }
-
-  /** Waits `ms`, or until the last lease leaves. */
-  #pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#wake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.#wake = done;
-    });
+    if (typed.code !== 'ABORTED' && typed.code !== 'CLIENT_CLOSED') this.#lastError = typed;
+    const stop = await resume.failed(typed);
+    if (stop === undefined) return true;
+    this.#closed = true;
+    this.#loseAll('client-closed', stop);
+    return false;
   }
 }
 
 /** Ends every kept-alive lease of `rpc`'s connection with `client-closed`. */
 export function closeLeaseKeepAlives(rpc: Rpc): void {
   keepers.get(rpc)?.close();
-}
-
-/** The pause before reopening after `failures` failed streams in a row (the first reopens at once). */
-function reopenDelayMs(failures: number): number {
-  return backoffDelay(failures - 1, { baseMs: REOPEN_MIN_MS, maxMs: REOPEN_MAX_MS });
-}
-
-function isAuthError(error: EtcdError | undefined): boolean {
-  return error?.code === 'INVALID_AUTH_TOKEN' || error?.code === 'USER_EMPTY';
 }

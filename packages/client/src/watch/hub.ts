@@ -1,14 +1,13 @@
 // The one watch stream of a client: every watcher shares one hub and at most one Watch stream, and
 // after any failure every watcher resumes on a new stream from its last delivered revision + 1.
-import { backoffDelay } from '../connection/backoff.js';
 import { callHook } from '../connection/hooks.js';
-import { sleep } from '../connection/sleep.js';
+import { ResumableStream } from '../connection/resumable-stream.js';
+import { streamFailure } from '../connection/retry.js';
 import type { Rpc } from '../connection/types.js';
 import { ClientClosedError, type EtcdError, InvalidConfigError, toEtcdError } from '../errors.js';
 import { etcdserverpb_Watch } from '../generated/methods.js';
 import type { KeyPrefix } from '../keys/namespace.js';
 import {
-  isAuthError,
   type SessionOwner,
   type WatchBidiStream,
   WatchSession,
@@ -25,9 +24,6 @@ export const WATCH_STREAM_DEFAULTS = {
   stallTimeoutMs: 5_000,
   maxReconnectDelayMs: 5_000,
 } as const;
-
-/** Failures after which reopening the stream cannot help. */
-const FATAL_CODES = new Set(['CLIENT_CLOSED', 'UNIMPLEMENTED', 'INVALID_ARGUMENT', 'AUTH_FAILED']);
 
 const hubs = new WeakMap<Rpc, WatchHub>();
 
@@ -69,7 +65,8 @@ export class WatchHub implements WatcherHost, SessionOwner {
   /** Its optional `refreshToken` and `redial` are used when present. */
   readonly #rpc: Rpc;
   readonly #timing: StallTiming;
-  readonly #maxDelayMs: number;
+  /** When and whether the stream is reopened; its token refresh is once until a stream answers. */
+  readonly #resume: ResumableStream;
   readonly #watchers = new Set<Watcher>();
   /** Watchers that need a server-side watch now (not paused, not ended). */
   readonly #active = new Set<Watcher>();
@@ -77,7 +74,6 @@ export class WatchHub implements WatcherHost, SessionOwner {
   #running = false;
   #attempt: AbortController | undefined;
   #closed: EtcdError | undefined;
-  #streamAuthRetried = false;
 
   constructor(rpc: Rpc, options: WatchStreamOptions) {
     this.#rpc = rpc;
@@ -93,11 +89,12 @@ export class WatchHub implements WatcherHost, SessionOwner {
         WATCH_STREAM_DEFAULTS.stallTimeoutMs,
       ),
     };
-    this.#maxDelayMs = duration(
+    const maxMs = duration(
       'maxReconnectDelayMs',
       options.maxReconnectDelayMs,
       WATCH_STREAM_DEFAULTS.maxReconnectDelayMs,
     );
+    this.#resume = new ResumableStream(rpc, { backoff: { baseMs: 100, maxMs } });
     this.hooks = options.hooks ?? {};
   }
 
@@ -165,7 +162,7 @@ export class WatchHub implements WatcherHost, SessionOwner {
     const watcher = subscriber as Watcher;
     const session = this.#session;
     if (
-      isAuthError(error) &&
+      streamFailure(error) === 'token' &&
       this.#rpc.refreshToken !== undefined &&
       !watcher.authRetried &&
       session !== undefined &&
@@ -183,11 +180,7 @@ export class WatchHub implements WatcherHost, SessionOwner {
   stalled(_waitedMs: number, endpoint: string | undefined): void {
     // A stalled stream usually sits on a half-open connection the transport still calls ready:
     // redial the stream's own endpoint (calls may have moved to a healthy one since).
-    try {
-      this.#rpc.redial?.(endpoint);
-    } catch {
-      // Best effort: the reopened stream will fail and be retried if the connection is bad.
-    }
+    this.#resume.redial(endpoint);
   }
 
   #idle(reason: 'idle' | 'closed'): void {
@@ -206,16 +199,14 @@ export class WatchHub implements WatcherHost, SessionOwner {
   }
 
   async #run(): Promise<void> {
-    let failures = 0;
+    const resume = this.#resume;
+    resume.reset();
     try {
       while (!this.#closed && this.#active.size > 0) {
         const attempt = new AbortController();
         this.#attempt = attempt;
-        if (failures > 0) {
-          await sleep(
-            backoffDelay(failures, { baseMs: 100, maxMs: this.#maxDelayMs }),
-            attempt.signal,
-          );
+        if (resume.failures > 0) {
+          await resume.pause(attempt.signal);
           if (attempt.signal.aborted) continue;
         }
         let stream: WatchBidiStream;
@@ -224,9 +215,8 @@ export class WatchHub implements WatcherHost, SessionOwner {
         } catch (error) {
           if (attempt.signal.aborted) continue;
           const failure = toEtcdError(error);
-          if (!(await this.#shouldRetry(failure))) break;
+          if (!(await this.#resumes(failure))) break;
           for (const watcher of this.#active) watcher.disconnected(failure);
-          failures++;
           continue;
         }
         if (attempt.signal.aborted || this.#closed || this.#active.size === 0) {
@@ -244,25 +234,21 @@ export class WatchHub implements WatcherHost, SessionOwner {
           this.hooks.onStreamClose,
           end.error ? { reason: end.reason, error: end.error } : { reason: end.reason },
         );
-        if (end.answered) this.#streamAuthRetried = false;
+        if (end.answered) resume.answered();
         if (end.reason === 'idle' || end.reason === 'closed') {
-          failures = 0;
+          resume.reset();
           continue;
         }
         if (end.reason === 'auth') {
           // Everyone goes back with the fresh token; whoever is refused again fails.
           for (const watcher of this.#active) watcher.authRetried = true;
           if (!(await this.#refreshToken())) break;
-          failures = 0;
+          resume.reset();
           continue;
         }
-        if (end.reason === 'stall') {
-          failures = 1;
-          continue;
-        }
-        const failure = end.error ?? new ClientClosedError();
-        if (!(await this.#shouldRetry(failure))) break;
-        failures = end.answered ? 1 : failures + 1;
+        // A stalled stream is reopened after the first pause, answered or not.
+        if (end.reason === 'stall') resume.reset();
+        if (!(await this.#resumes(end.error ?? new ClientClosedError()))) break;
       }
     } finally {
       this.#running = false;
@@ -272,32 +258,20 @@ export class WatchHub implements WatcherHost, SessionOwner {
     }
   }
 
-  /**
-   * Whether reopening the stream after `error` can help. Auth failures refresh the token once;
-   * fatal failures end every watcher (and `false` is returned).
-   */
-  async #shouldRetry(error: EtcdError): Promise<boolean> {
-    if (isAuthError(error) && this.#rpc.refreshToken !== undefined && !this.#streamAuthRetried) {
-      this.#streamAuthRetried = true;
-      return this.#refreshToken();
-    }
-    if (FATAL_CODES.has(error.code) || isAuthError(error)) {
-      if (error.code === 'CLIENT_CLOSED') this.#closed ??= error;
-      this.#failAll(error);
-      return false;
-    }
-    return true;
+  /** Whether the stream is reopened after `error`; if not, every watcher ends (with the reason). */
+  async #resumes(error: EtcdError): Promise<boolean> {
+    const stop = await this.#resume.failed(error);
+    if (stop === undefined) return true;
+    if (stop.code === 'CLIENT_CLOSED') this.#closed ??= stop;
+    this.#failAll(stop);
+    return false;
   }
 
   async #refreshToken(): Promise<boolean> {
-    try {
-      await this.#rpc.refreshToken?.();
-      return true;
-    } catch (error) {
-      const failure = toEtcdError(error);
-      if (failure.code === 'CLIENT_CLOSED') this.#closed ??= failure;
-      this.#failAll(failure);
-      return false;
-    }
+    const failure = await this.#resume.refreshToken();
+    if (failure === undefined) return true;
+    if (failure.code === 'CLIENT_CLOSED') this.#closed ??= failure;
+    this.#failAll(failure);
+    return false;
   }
 }

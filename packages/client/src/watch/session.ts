@@ -101,19 +101,6 @@ class CreationQueue {
   }
 }
 
-/** Messages that mean the token behind the stream is no longer accepted. */
-const AUTH_CODES = new Set([
-  'INVALID_AUTH_TOKEN',
-  'USER_EMPTY',
-  'PERMISSION_DENIED',
-  'AUTH_OLD_REVISION',
-]);
-
-/** True when `error` may go away with a fresh auth token (see the hub's auth policy). */
-export function isAuthError(error: EtcdError): boolean {
-  return AUTH_CODES.has(error.code);
-}
-
 /** One Watch stream with the watches created on it. */
 export class WatchSession {
   readonly #stream: WatchBidiStream;
