@@ -74,8 +74,8 @@ export class ResumableStream {
     const outage = this.#outage;
     if (outage === undefined) return;
     this.#outage = undefined;
-    const now = this.#options.now ?? performance.now.bind(performance);
-    this.#options.onResume?.({ disconnectedMs: now() - outage.since, attempts: outage.attempts });
+    const disconnectedMs = this.#now() - outage.since;
+    this.#options.onResume?.({ disconnectedMs, attempts: outage.attempts });
   }
 
   /** The stream was closed on purpose (nothing to carry): the next one opens at once. */
@@ -105,8 +105,7 @@ export class ResumableStream {
     if (this.#options.closed?.() ?? this.#rpc.closed === true) return new ClientClosedError();
     this.#failures++;
     if (this.#outage === undefined) {
-      const now = this.#options.now ?? performance.now.bind(performance);
-      this.#outage = { since: now(), attempts: 0 };
+      this.#outage = { since: this.#now(), attempts: 0 };
       this.#options.onDisconnect?.(error);
     }
     return undefined;
@@ -147,5 +146,9 @@ export class ResumableStream {
     } catch {
       // Best effort: the new stream fails and is reopened if the connection is bad.
     }
+  }
+
+  #now(): number {
+    return this.#options.now?.() ?? performance.now();
   }
 }
