@@ -2,6 +2,8 @@
 // compaction the range is listed again and the differences are reported as changes.
 import { EventEmitter } from 'eventemitter3';
 import { type Bytes, toBytes } from '../bytes.js';
+import { backoffDelay } from '../connection/backoff.js';
+import { streamFailure } from '../connection/retry.js';
 import { sleep } from '../connection/sleep.js';
 import { AbortedError, type EtcdError, InvalidArgumentError, toEtcdError } from '../errors.js';
 import type { KeyValue } from '../key-value.js';
@@ -48,16 +50,8 @@ export interface InformerEvents {
   end: () => void;
 }
 
-/** Failures that listing again cannot fix. */
-const FATAL = new Set([
-  'CLIENT_CLOSED',
-  'ABORTED',
-  'INVALID_ARGUMENT',
-  'PERMISSION_DENIED',
-  'AUTH_FAILED',
-  'EMPTY_KEY',
-  'UNIMPLEMENTED',
-]);
+/** Waits between failed listings. */
+const RELIST_BACKOFF = { baseMs: 200, maxMs: 5_000 };
 
 const KEY_FIELDS = ['key', 'end', 'prefix', 'fromKey', 'all'] as const;
 const OPTION_FIELDS = new Set<string>([
@@ -196,12 +190,14 @@ export class Informer extends EventEmitter<InformerEvents> implements AsyncDispo
       } catch (error) {
         if (this.#ended) return;
         const failure = toEtcdError(error);
-        if (FATAL.has(failure.code)) {
+        // A listing is a unary call, whose token the connection has already refreshed: a token
+        // refusal left is as final as a permanent failure.
+        if (streamFailure(failure) !== 'resume') {
           this.#end(failure);
           return;
         }
         failures++;
-        await sleep(Math.min(5_000, 100 * 2 ** Math.min(failures, 6)), this.#stop.signal);
+        await sleep(backoffDelay(failures, RELIST_BACKOFF), this.#stop.signal);
         continue;
       }
       failures = 0;

@@ -2,9 +2,11 @@
 // resume point is compacted), with change callbacks.
 import { describeEachBackend, startTcpProxy } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { PermissionDeniedError } from '../../src/errors.js';
 import { Etcd } from '../../src/etcd.js';
 import type { KeyValue } from '../../src/key-value.js';
 import { informer } from '../../src/kv/informer.js';
+import { AUTH_BACKENDS, type AuthServer, enableAuth, startAuthServer } from '../auth-servers.js';
 import { streamLog, waitFor } from '../watch/watch-support.js';
 
 /** Records an informer's callbacks as `add k=v`, `update k=v (was w)`, `delete k (was w)`. */
@@ -155,3 +157,46 @@ describeEachBackend('informer', ({ backend, prefix }) => {
     }
   });
 });
+
+describeEachBackend(
+  'informer with auth',
+  ({ name }) => {
+    let server: AuthServer;
+
+    beforeAll(async () => {
+      server = await startAuthServer(name);
+      await enableAuth(server.endpoint);
+    });
+    afterAll(async () => {
+      await server?.stop();
+    });
+
+    it('a listing the user may not read ends it with PermissionDeniedError, then end, listing once', async () => {
+      const log = streamLog();
+      const etcd = new Etcd({
+        endpoints: [server.endpoint],
+        auth: { username: 'nobody', password: 'nobody-secret' },
+        watch: { hooks: log.hooks },
+      });
+      try {
+        const copy = informer(etcd, { prefix: 'secret/' });
+        const seen: string[] = [];
+        copy.on('error', (error) => seen.push(`error ${error.code}`));
+        copy.on('end', () => seen.push('end'));
+        const failure = await copy.synced.then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        expect(failure).toBeInstanceOf(PermissionDeniedError);
+        await waitFor(() => seen.length === 2, 5_000, 'error and end');
+        expect(seen).toEqual(['error PERMISSION_DENIED', 'end']);
+        expect(copy.closed).toBe(true);
+        // It never got as far as a watch.
+        expect(log.opened).toBe(0);
+      } finally {
+        await etcd.close();
+      }
+    });
+  },
+  { only: AUTH_BACKENDS },
+);
