@@ -11,6 +11,7 @@ export default defineConfig({
         find: /^@etcdkit\/client\/protocol$/,
         replacement: here('./packages/client/src/protocol.ts'),
       },
+      { find: /^@etcdkit\/client\/h2$/, replacement: here('./packages/client/src/h2.ts') },
       { find: /^@etcdkit\/otel$/, replacement: here('./packages/otel/src/index.ts') },
       { find: /^@etcdkit\/recipes$/, replacement: here('./packages/recipes/src/index.ts') },
       {

@@ -5,26 +5,25 @@
 import type { Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import {
+  cutFragment,
   DEFAULT_MAX_HEADER_LIST_SIZE,
   encodeLiterals,
-  HeaderBlockDecoder,
-  type HeaderField,
-  MisplacedTableSizeUpdateError,
-} from './hpack/header-block.js';
-import {
-  cutFragment,
   FLAG_END_HEADERS,
   FLAG_END_STREAM,
   FRAME_CONTINUATION,
   FRAME_HEADER_BYTES,
   FRAME_HEADERS,
+  HeaderBlockDecoder,
+  type HeaderField,
   headerFrames,
   headersFragment,
   MAX_FRAME_PAYLOAD,
+  MisplacedTableSizeUpdateError,
   type OpenBlock,
-} from './http2-frames.js';
+  PREFACE,
+} from '@etcdkit/client/h2';
 
-export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+export { PREFACE };
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 /** The characters nghttp2 lets an authority have (no `/`: a path is refused). */
 const AUTHORITY_CHARACTERS = /^[A-Za-z0-9\-._~!$&'()*+,;=:@[\]%]*$/;

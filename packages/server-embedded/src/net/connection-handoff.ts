@@ -4,20 +4,20 @@
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import {
+  FLAG_END_HEADERS,
+  FRAME_CONTINUATION,
+  FRAME_HEADER_BYTES,
+  FRAME_HEADERS,
+  HeaderBlockDecoder,
+  headersFragment,
+  MAX_FRAME_PAYLOAD,
+} from '@etcdkit/client/h2';
+import {
   acceptSchemeInAuthority,
   authorityNeedsRewrite,
   MAX_HEADER_BLOCK,
   PREFACE,
 } from './authority-rewriter.js';
-import { HeaderBlockDecoder } from './hpack/header-block.js';
-import {
-  FLAG_END_HEADERS,
-  FRAME_CONTINUATION,
-  FRAME_HEADER_BYTES,
-  FRAME_HEADERS,
-  headersFragment,
-  MAX_FRAME_PAYLOAD,
-} from './http2-frames.js';
 
 const FRAME_SETTINGS = 0x4;
 const FRAME_PING = 0x6;

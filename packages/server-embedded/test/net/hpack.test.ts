@@ -1,12 +1,13 @@
 // HPACK decoding (RFC 7541) as the authority rewriter needs it, checked with the RFC's examples.
-import { describe, expect, it } from 'vitest';
+
 import {
+  decodeHuffman,
   encodeLiterals,
   HeaderBlockDecoder,
   type HeaderField,
   MisplacedTableSizeUpdateError,
-} from '../../src/net/hpack/header-block.js';
-import { decodeHuffman } from '../../src/net/hpack/huffman.js';
+} from '@etcdkit/client/h2';
+import { describe, expect, it } from 'vitest';
 
 const hex = (text: string) => Buffer.from(text.replaceAll(' ', ''), 'hex');
 const pairs = (fields: readonly HeaderField[]) => fields.map((f) => `${f.name}: ${f.value}`);

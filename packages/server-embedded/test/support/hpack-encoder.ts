@@ -5,7 +5,7 @@
 // are sent as plain octets: Huffman-coded blocks come from Node's own HTTP/2 client in the
 // end-to-end properties. Also a strict decoder for what the rewriter re-encodes: literals that
 // neither use nor change a dynamic table.
-import { STATIC_TABLE } from '../../src/net/hpack/header-block.js';
+import { STATIC_TABLE } from '@etcdkit/client/h2';
 
 /** One header field as the fuzz tests see it: latin1 strings, one char per octet. */
 export interface Field {

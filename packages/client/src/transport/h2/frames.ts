@@ -1,6 +1,9 @@
-// HTTP/2 frames as the authority filter reads and writes them (RFC 9113 section 4 and 6.2, 6.10):
-// the header of every frame, the header block fragment inside a HEADERS or CONTINUATION frame, and
-// the frames that carry a re-encoded header block.
+// HTTP/2 frames (RFC 9113 section 4 and 6): the header of every frame, the header block fragment
+// inside a HEADERS or CONTINUATION frame, and the frames that carry a header block. The client's
+// own HTTP/2 transport (h2-connection.ts) and the embedded server's authority filter both use them.
+
+/** What a client sends before any frame (RFC 9113, 3.4). */
+export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
 /** Octets of every frame's header: length (3), type, flags, stream id (4). */
 export const FRAME_HEADER_BYTES = 9;

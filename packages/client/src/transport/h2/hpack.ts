@@ -1,8 +1,8 @@
 // HPACK header blocks (RFC 7541): a decoder that follows the peer's dynamic table, and an encoder
-// that writes literals only. Used on connections whose header blocks must be changed before
-// Node's HTTP/2 layer reads them (see authority-rewriter.ts): the blocks are decoded with the
-// client's table state and re-encoded without indexing, so the receiver's dynamic table stays
-// empty and never disagrees with what the client meant.
+// that writes literals only. The client's own HTTP/2 transport decodes the server's blocks with it
+// (grpc-go servers index their response headers); the embedded server's authority filter decodes
+// a client's blocks with the client's table state and re-encodes them without indexing, so the
+// receiver's dynamic table stays empty and never disagrees with what the client meant.
 import { decodeHuffman } from './huffman.js';
 
 /** One header field; names and values are bytes, held as latin1 strings (one char per byte). */

@@ -1,0 +1,12 @@
+/**
+ * HTTP/2 wire pieces shared by the client's own HTTP/2 transport (`'h2'`) and
+ * `@etcdkit/server-embedded`'s authority filter: HPACK decoding (dynamic table, Huffman) and
+ * encoding, and frame constants and helpers. Internal: exported as `@etcdkit/client/h2` only so
+ * the server package needs no copy of them; not part of the public API and may change.
+ *
+ * @internal
+ * @module h2
+ */
+export * from './transport/h2/frames.js';
+export * from './transport/h2/hpack.js';
+export * from './transport/h2/huffman.js';
