@@ -4,8 +4,7 @@
 // deadline, abort (RST_STREAM CANCEL), message size limits, a dropped connection.
 import * as http2 from 'node:http2';
 import type { MethodDescriptor } from '../generated/methods.js';
-import type { AbortWatch } from './abort-watch.js';
-import type { DeadlineWatch } from './deadline-watch.js';
+import type { CallHost, Sink, WireCall } from './channel-call.js';
 import { abortedFailure, failure, requestTooLargeFailure } from './failures.js';
 import { FrameDecoder, type FrameError } from './grpc-frame.js';
 import {
@@ -36,51 +35,19 @@ const OK_RECEIVED: ReceivedStatus = Object.freeze({
 /** The pending frames of a call whose stream exists or that ended: nothing is ever added to it. */
 const NO_FRAMES: Buffer[] = [];
 
-/** What the channel sees of a call. */
-export interface ChannelCall {
-  readonly done: boolean;
-  readonly sent: boolean;
-  begin(): void;
-  attach(link: Link): void;
-  fail(error: TransportError): void;
-  abort(error: TransportError): void;
-}
-
-/** Where a call's responses go. */
-export interface Sink<Res> {
-  /** One response. */
-  push(response: Res): void;
-  /** The final outcome: undefined for OK. Called once. */
-  end(error: TransportError | undefined): void;
-}
-
-/** What a call needs of its channel. */
-export interface CallHost {
-  /** The call wants a connection: the channel attaches one to it, or fails it. */
-  acquire(call: ChannelCall): void;
-  /** `link` can take no new streams: the next call connects afresh. */
-  detach(link: Link): void;
-  /** The call finished. */
-  forget(call: ChannelCall): void;
-  /** Aborts calls when their signal fires. */
-  readonly aborts: AbortWatch;
-  /** Fails calls whose deadline passed. */
-  readonly deadlines: DeadlineWatch;
-}
-
 /**
  * One call on an Http2Channel: waits for a connection, sends its request frames, decodes the
  * response frames and settles with the status from the trailers, or with a local failure
  * (deadline, abort, cancel, limits), which always wins over whatever the server still sends.
  */
-export class Call<Req, Res> implements ChannelCall {
-  readonly #channel: CallHost;
+export class Call<Req, Res> implements WireCall<Req, http2.ClientHttp2Session> {
+  readonly #channel: CallHost<http2.ClientHttp2Session>;
   readonly #method: MethodDescriptor<Req, Res>;
   readonly #options: ChannelCallOptions;
   readonly #sink: Sink<Res>;
   readonly #decoder: FrameDecoder;
   readonly #maxSendBytes: number;
-  #link: Link | undefined;
+  #link: Link<http2.ClientHttp2Session> | undefined;
   #stream: http2.ClientHttp2Stream | undefined;
   #headers: http2.IncomingHttpHeaders | undefined;
   #status: ReceivedStatus | undefined;
@@ -95,7 +62,7 @@ export class Call<Req, Res> implements ChannelCall {
   #watchingSignal = false;
 
   constructor(
-    channel: CallHost,
+    channel: CallHost<http2.ClientHttp2Session>,
     method: MethodDescriptor<Req, Res>,
     options: ChannelCallOptions,
     sink: Sink<Res>,
@@ -197,7 +164,7 @@ export class Call<Req, Res> implements ChannelCall {
   }
 
   /** The channel has a ready connection: opens the HTTP/2 stream on it. */
-  attach(link: Link): void {
+  attach(link: Link<http2.ClientHttp2Session>): void {
     if (this.#done) return;
     const headers: http2.OutgoingHttpHeaders = {
       ':method': 'POST',
@@ -314,7 +281,7 @@ export class Call<Req, Res> implements ChannelCall {
     stream.close(NGHTTP2_CANCEL);
   }
 
-  #onClose(stream: http2.ClientHttp2Stream, link: Link): void {
+  #onClose(stream: http2.ClientHttp2Stream, link: Link<http2.ClientHttp2Session>): void {
     link.callEnded();
     if (this.#done) return;
     const status = this.#status;
@@ -346,7 +313,7 @@ export class Call<Req, Res> implements ChannelCall {
   }
 
   /** The connection this call's stream uses, if it has one. */
-  get link(): Link | undefined {
+  get link(): Link<http2.ClientHttp2Session> | undefined {
     return this.#link;
   }
 }

@@ -5,15 +5,13 @@
 // call, not in the background: as grpc-js does, and because the connection layer chooses which
 // endpoint to dial next (it may fail over and leave this one alone); a stream that must go on (a
 // watch, a lease keepalive) reopens at once and so dials at once (docs/guarantees.md, Transports).
-import * as http2 from 'node:http2';
-import type { Duplex } from 'node:stream';
 import type { MethodDescriptor } from '../generated/methods.js';
 import { AbortWatch } from './abort-watch.js';
+import type { CallHost, ChannelCall, Endpoint, Sink, Wire, WireCall } from './channel-call.js';
 import { DeadlineWatch } from './deadline-watch.js';
 import { abortedFailure, failure } from './failures.js';
-import { Call, type CallHost, type ChannelCall, type Sink } from './http2-call.js';
-import { connectSession, type Endpoint, endpointOf } from './http2-connect.js';
-import { Link } from './http2-link.js';
+import { endpointOf } from './http2-connect.js';
+import { Link, type LinkSession } from './http2-link.js';
 import { bidiStreamCall, serverStreamCall, unaryCall } from './http2-streams.js';
 import {
   type BidiStream,
@@ -26,8 +24,6 @@ import {
   type TransportError,
 } from './types.js';
 
-const { NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
-
 /** Backoff of a channel whose connection attempt failed: `failed` this long, then `idle`. */
 const INITIAL_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 5_000;
@@ -39,32 +35,37 @@ function noConnection(error: string): TransportError {
   return failure(GrpcStatus.Unavailable, `No connection established. Last error: ${error}`, false);
 }
 
-/** One endpoint, one HTTP/2 connection at a time, redialled after it drops. */
-export class Http2Channel implements Channel, CallHost {
+/**
+ * One endpoint, one HTTP/2 connection at a time, redialled after it drops. `wire` makes the
+ * connections and the calls on them: node:http2's (Http2Transport) or the h2 transport's own.
+ */
+export class Http2Channel<S extends LinkSession> implements Channel, CallHost<S> {
   readonly target: string;
+  readonly #wire: Wire<S>;
   readonly #endpoint: Endpoint;
   readonly #maxReceiveBytes: number;
   readonly #maxSendBytes: number;
   #keepaliveMs: number;
   readonly #keepaliveTimeoutMs: number;
   #state: ChannelState = 'idle';
-  #link: Link | undefined;
-  #attempt: http2.ClientHttp2Session | undefined;
+  #link: Link<S> | undefined;
+  #attempt: { destroy(): void } | undefined;
   #lastError = '';
   #failures = 0;
   #backoffTimer: NodeJS.Timeout | undefined;
   /** Waiting for the connection attempt in progress: called with its link, or with its error. */
-  readonly #waiters = new Set<(link: Link | undefined, error: string) => void>();
+  readonly #waiters = new Set<(link: Link<S> | undefined, error: string) => void>();
   /** Calls not finished yet (waiting for a connection or with a stream). */
-  readonly #calls = new Set<ChannelCall>();
+  readonly #calls = new Set<ChannelCall<S>>();
   /** @internal Aborts this channel's calls when their signal fires. */
   readonly aborts = new AbortWatch();
   /** @internal Fails this channel's calls whose deadline passed, on one timer. */
   readonly deadlines = new DeadlineWatch();
 
   /** Prepares a channel to `options.target`; nothing connects until the first call or `ready()`. */
-  constructor(options: ChannelOptions) {
+  constructor(options: ChannelOptions, wire: Wire<S>) {
     this.target = options.target;
+    this.#wire = wire;
     this.#endpoint = endpointOf(options);
     this.#maxReceiveBytes = options.maxReceiveMessageBytes ?? 4 * 1024 * 1024;
     this.#maxSendBytes = options.maxSendMessageBytes ?? Number.POSITIVE_INFINITY;
@@ -110,7 +111,7 @@ export class Http2Channel implements Channel, CallHost {
         if (error) reject(error);
         else resolve();
       };
-      const waiter = (link: Link | undefined, error: string) =>
+      const waiter = (link: Link<S> | undefined, error: string) =>
         settle(link ? undefined : this.#cannotConnect(error));
       const onAbort = () => settle(abortedFailure(signal!, false));
       this.#waiters.add(waiter);
@@ -190,21 +191,21 @@ export class Http2Channel implements Channel, CallHost {
   #newCall<Req, Res>(
     method: MethodDescriptor<Req, Res>,
     options: ChannelCallOptions,
-  ): (sink: Sink<Res>) => Call<Req, Res> {
+  ): (sink: Sink<Res>) => WireCall<Req, S> {
     return (sink) =>
-      new Call(this, method, options, sink, this.#maxReceiveBytes, this.#maxSendBytes);
+      this.#wire.newCall(this, method, options, sink, this.#maxReceiveBytes, this.#maxSendBytes);
   }
 
-  readonly #openCall = (call: ChannelCall) => this.#open(call);
+  readonly #openCall = (call: ChannelCall<S>) => this.#open(call);
 
-  #open(call: ChannelCall): void {
+  #open(call: ChannelCall<S>): void {
     if (call.done) return;
     this.#calls.add(call);
     call.begin();
   }
 
   /** @internal A call wants a connection: now if ready, after the attempt if connecting. */
-  acquire(call: ChannelCall): void {
+  acquire(call: ChannelCall<S>): void {
     switch (this.#state) {
       case 'ready':
         call.attach(this.#link!);
@@ -221,7 +222,7 @@ export class Http2Channel implements Channel, CallHost {
       case 'connecting':
         break;
     }
-    const waiter = (link: Link | undefined, error: string) => {
+    const waiter = (link: Link<S> | undefined, error: string) => {
       this.#waiters.delete(waiter);
       if (call.done) return;
       if (link) call.attach(link);
@@ -231,12 +232,12 @@ export class Http2Channel implements Channel, CallHost {
   }
 
   /** @internal A call finished. */
-  forget(call: ChannelCall): void {
+  forget(call: ChannelCall<S>): void {
     this.#calls.delete(call);
   }
 
   /** @internal `link` can take no new streams: the next call connects afresh. */
-  detach(link: Link): void {
+  detach(link: Link<S>): void {
     if (this.#link !== link) return;
     this.#link = undefined;
     link.stop();
@@ -251,49 +252,40 @@ export class Http2Channel implements Channel, CallHost {
     );
   }
 
-  #notify(link: Link | undefined, error: string): void {
+  #notify(link: Link<S> | undefined, error: string): void {
     for (const waiter of [...this.#waiters]) waiter(link, error);
     this.#waiters.clear();
   }
 
   #connect(): void {
     this.#state = 'connecting';
-    const session = connectSession(
-      this.#endpoint,
-      (ready, socket) => {
-        if (this.#attempt !== session) return;
+    const attempt = this.#wire.connect(this.#endpoint, {
+      ready: (session) => {
+        if (this.#attempt !== attempt) return;
         this.#attempt = undefined;
-        this.#adopt(ready, socket);
+        this.#adopt(session);
       },
-      (reason) => {
-        if (this.#attempt !== session) return;
+      failed: (reason) => {
+        if (this.#attempt !== attempt) return;
         this.#attempt = undefined;
         this.#connectFailed(reason);
       },
-    );
-    this.#attempt = session;
+      lost: (session) => {
+        if (this.#link?.session === session) this.detach(this.#link);
+      },
+      // The server finds our pings too frequent: halve their rate for the next connections.
+      tooManyPings: () => {
+        this.#keepaliveMs *= 2;
+      },
+    });
+    this.#attempt = attempt;
   }
 
-  #adopt(session: http2.ClientHttp2Session, socket: Duplex): void {
+  #adopt(session: S): void {
     const link = new Link(session, this.#keepaliveMs, this.#keepaliveTimeoutMs);
     this.#link = link;
     this.#state = 'ready';
     this.#failures = 0;
-    // Errors end the session; its calls learn it from their streams' close.
-    session.on('error', () => {});
-    socket.on('error', (error) => session.destroy(error));
-    socket.once('close', () => {
-      session.destroy();
-      this.detach(link);
-    });
-    session.once('goaway', (code: number, _lastStreamId: number, data?: Buffer) => {
-      if (code === NGHTTP2_ENHANCE_YOUR_CALM && data?.toString() === 'too_many_pings') {
-        // The server finds our pings too frequent: halve their rate for the next connections.
-        this.#keepaliveMs *= 2;
-      }
-      this.detach(link);
-    });
-    session.once('close', () => this.detach(link));
     this.#notify(link, '');
   }
 

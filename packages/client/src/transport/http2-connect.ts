@@ -4,22 +4,14 @@ import * as http2 from 'node:http2';
 import { isIP, connect as netConnect } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
+import type { Endpoint } from './channel-call.js';
 import { serverIdentity } from './tls-identity.js';
-import type { ChannelOptions, TlsOptions } from './types.js';
+import type { ChannelOptions } from './types.js';
+
+export type { Endpoint };
 
 /** A connection attempt that has not completed its HTTP/2 handshake by then is abandoned. */
-const CONNECT_TIMEOUT_MS = 20_000;
-
-/** Where a channel connects, and how. */
-export interface Endpoint {
-  readonly host: string;
-  readonly port: number;
-  /** The socket file, for a unix target (then host and port are unused). */
-  readonly path?: string;
-  /** The session's authority as `http2.connect()` takes it: scheme, host (or TLS name), port. */
-  readonly authority: string;
-  readonly tls: TlsOptions | undefined;
-}
+export const CONNECT_TIMEOUT_MS = 20_000;
 
 /** The endpoint of a channel's options. */
 export function endpointOf(options: ChannelOptions): Endpoint {
@@ -61,7 +53,7 @@ function pem(value: Uint8Array | string | undefined): Buffer | string | undefine
  * Opens the TCP socket, or the TLS one (offering ALPN h2) when the endpoint has TLS settings, or
  * the unix socket of a unix endpoint.
  */
-function dial({ host, port, path, tls }: Endpoint): Duplex {
+export function dial({ host, port, path, tls }: Endpoint): Duplex {
   if (path !== undefined) return netConnect({ path });
   const socket = tls
     ? tlsConnect({

@@ -1,13 +1,25 @@
 // One HTTP/2 connection of an Http2Channel, with the calls open on it and its keepalive pings.
-import type * as http2 from 'node:http2';
+
+/**
+ * What a link needs of its connection: a node:http2 session, or the h2 transport's own
+ * H2Connection, which has the same surface.
+ */
+export interface LinkSession {
+  readonly destroyed: boolean;
+  destroy(error?: Error): void;
+  /** Sends a PING; `callback` runs with its answer (or the error that ended the wait). */
+  ping(callback: (error: Error | null) => void): boolean;
+  ref(): void;
+  unref(): void;
+}
 
 /**
  * One HTTP/2 connection of a channel, with its keepalive pings. Pings are sent only while calls
  * are open (etcd refuses pings on idle connections), one interval after the last answer; a ping
  * unanswered within the timeout destroys the connection, failing its calls with Unavailable.
  */
-export class Link {
-  readonly session: http2.ClientHttp2Session;
+export class Link<S extends LinkSession = LinkSession> {
+  readonly session: S;
   /** Calls with an HTTP/2 stream on this connection. */
   active = 0;
   readonly #intervalMs: number;
@@ -16,7 +28,7 @@ export class Link {
   /** The interval passed while no call was open: ping as soon as one starts. */
   #due = false;
 
-  constructor(session: http2.ClientHttp2Session, intervalMs: number, timeoutMs: number) {
+  constructor(session: S, intervalMs: number, timeoutMs: number) {
     this.session = session;
     this.#intervalMs = intervalMs;
     this.#timeoutMs = timeoutMs;

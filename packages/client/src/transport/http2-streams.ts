@@ -1,7 +1,8 @@
 // What the callers of an Http2Channel get for a call: the promise of a unary call, and the server
 // and bidirectional streams, whose responses are buffered (boundedly) in a ResponseQueue.
+
+import type { ChannelCall, Sink, WireCall } from './channel-call.js';
 import { failure, streamEndedFailure } from './failures.js';
-import type { Call, ChannelCall, Sink } from './http2-call.js';
 import { ResponseQueue } from './response-queue.js';
 import { type BidiStream, GrpcStatus, type ServerStream, type TransportError } from './types.js';
 
@@ -9,7 +10,7 @@ import { type BidiStream, GrpcStatus, type ServerStream, type TransportError } f
 const HIGH_WATER_MARK = 16;
 
 /** Makes a call of the method at hand on the channel, reporting to `sink`; not started yet. */
-type NewCall<Req, Res> = (sink: Sink<Res>) => Call<Req, Res>;
+type NewCall<Req, Res> = (sink: Sink<Res>) => WireCall<Req>;
 /** Starts a call on the channel. */
 type OpenCall = (call: ChannelCall) => void;
 
@@ -68,7 +69,7 @@ export function unaryCall<Req, Res>(
  * wait for the consumer; an iteration left early cancels the call.
  */
 function queuedCall<Req, Res>(newCall: NewCall<Req, Res>) {
-  let call: Call<Req, Res> | undefined;
+  let call: WireCall<Req> | undefined;
   const queue = new ResponseQueue<Res>(
     { pause: () => call?.pause(), resume: () => call?.resume() },
     () => {

@@ -3,14 +3,49 @@
 // cancellation, limits, TLS, keepalive pings while calls are open) with less CPU per call, because
 // it has no resolver, load balancer, interceptor or filter layers to go through.
 //
-// http2-channel.ts holds a channel's connection lifecycle, http2-connect.ts how it dials and
-// handshakes, http2-link.ts a connection's keepalive pings, http2-call.ts one call on an HTTP/2
-// stream, http2-streams.ts what callers get for a call (a promise, or a stream with bounded
-// buffering).
+// http2-channel.ts holds a channel's connection lifecycle (shared with the h2 transport),
+// http2-connect.ts how it dials and handshakes, http2-link.ts a connection's keepalive pings,
+// http2-call.ts one call on an HTTP/2 stream, http2-streams.ts what callers get for a call (a
+// promise, or a stream with bounded buffering).
+import * as http2 from 'node:http2';
+import type { Wire } from './channel-call.js';
+import { Call } from './http2-call.js';
 import { Http2Channel } from './http2-channel.js';
+import { connectSession } from './http2-connect.js';
 import type { Channel, ChannelOptions, Transport } from './types.js';
 
 export { Http2Channel };
+
+const { NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
+
+/** Connections are node:http2 sessions; calls are Calls on their streams. */
+const nodeHttp2Wire: Wire<http2.ClientHttp2Session> = {
+  connect(endpoint, events) {
+    return connectSession(
+      endpoint,
+      (session, socket) => {
+        // Errors end the session; its calls learn it from their streams' close.
+        session.on('error', () => {});
+        socket.on('error', (error) => session.destroy(error));
+        socket.once('close', () => {
+          session.destroy();
+          events.lost(session);
+        });
+        session.once('goaway', (code: number, _lastStreamId: number, data?: Buffer) => {
+          if (code === NGHTTP2_ENHANCE_YOUR_CALM && data?.toString() === 'too_many_pings') {
+            events.tooManyPings();
+          }
+          events.lost(session);
+        });
+        session.once('close', () => events.lost(session));
+        events.ready(session);
+      },
+      events.failed,
+    );
+  },
+  newCall: (host, method, options, sink, maxReceiveBytes, maxSendBytes) =>
+    new Call(host, method, options, sink, maxReceiveBytes, maxSendBytes),
+};
 
 /**
  * The default transport: gRPC framed directly over `node:http2`, one HTTP/2 connection per
@@ -25,6 +60,6 @@ export class Http2Transport implements Transport {
 
   /** Creates a channel to one endpoint; it connects lazily. */
   open(options: ChannelOptions): Channel {
-    return new Http2Channel(options);
+    return new Http2Channel(options, nodeHttp2Wire);
   }
 }

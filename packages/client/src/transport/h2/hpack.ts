@@ -220,7 +220,13 @@ export function encodeLiterals(fields: readonly HeaderField[]): Buffer {
   return Buffer.from(bytes);
 }
 
-function writeInteger(bytes: number[], flags: number, prefixBits: number, value: number): void {
+/** Appends an integer with an N-bit prefix (RFC 7541, 5.1), `flags` in the bits above it. */
+export function writeInteger(
+  bytes: number[],
+  flags: number,
+  prefixBits: number,
+  value: number,
+): void {
   const limit = 2 ** prefixBits - 1;
   if (value < limit) {
     bytes.push(flags | value);
