@@ -1,14 +1,16 @@
 // Which transport a connection uses: the `transport` option, by name or as an instance.
 import { InvalidConfigError } from '../errors.js';
 import { GrpcJsTransport } from './grpc-js.js';
+import { H2Transport } from './h2.js';
 import { Http2Transport } from './http2.js';
 import type { Transport } from './types.js';
 
 /**
  * The built-in transports by name: `'http2'` ({@link Http2Transport}, gRPC framed directly over
- * node:http2, the default) and `'grpc-js'` ({@link GrpcJsTransport}, @grpc/grpc-js).
+ * node:http2, the default), `'h2'` ({@link H2Transport}, gRPC over HTTP/2 spoken by the client
+ * itself over a socket) and `'grpc-js'` ({@link GrpcJsTransport}, @grpc/grpc-js).
  */
-export type TransportName = 'grpc-js' | 'http2';
+export type TransportName = 'grpc-js' | 'h2' | 'http2';
 
 /**
  * The transport for a `transport` option: the instance given, the one named, or the default,
@@ -17,11 +19,12 @@ export type TransportName = 'grpc-js' | 'http2';
  */
 export function selectTransport(choice: Transport | TransportName | undefined): Transport {
   if (choice === undefined || choice === 'http2') return new Http2Transport();
+  if (choice === 'h2') return new H2Transport();
   if (choice === 'grpc-js') return new GrpcJsTransport();
   if (typeof choice === 'object' && choice !== null && typeof choice.open === 'function') {
     return choice;
   }
   throw new InvalidConfigError(
-    `transport must be 'grpc-js', 'http2' or a Transport instance, got ${String(choice)}`,
+    `transport must be 'grpc-js', 'h2', 'http2' or a Transport instance, got ${String(choice)}`,
   );
 }

@@ -19,6 +19,7 @@ import {
   etcdserverpb_Watch,
 } from '../../src/generated/methods.js';
 import { GrpcJsTransport } from '../../src/transport/grpc-js.js';
+import { H2Transport } from '../../src/transport/h2.js';
 import { Http2Transport } from '../../src/transport/http2.js';
 import { selectTransport } from '../../src/transport/select.js';
 import { readableToAsyncIterator } from '../../src/transport/stream-reader.js';
@@ -29,6 +30,7 @@ const bytes = (s: string) => new TextEncoder().encode(s);
 const TRANSPORTS: ReadonlyArray<readonly [string, Transport]> = [
   ['grpc-js', new GrpcJsTransport()],
   ['http2', new Http2Transport()],
+  ['h2', new H2Transport()],
 ];
 const target = (endpoint: string) => new URL(endpoint).host;
 
@@ -706,6 +708,7 @@ describe('the transport option', () => {
     expect(selectTransport(undefined).name).toBe(process.env.ETCDKIT_TEST_TRANSPORT || 'http2');
     expect(selectTransport('grpc-js')).toBeInstanceOf(GrpcJsTransport);
     expect(selectTransport('http2')).toBeInstanceOf(Http2Transport);
+    expect(selectTransport('h2')).toBeInstanceOf(H2Transport);
     const own = new Http2Transport();
     expect(selectTransport(own)).toBe(own);
     expect(
