@@ -216,6 +216,8 @@ export class H2Connection {
     this.#events = events;
     socket.on('data', (chunk: Buffer) => this.#read(chunk));
     socket.on('error', (error: Error) => this.destroy(error));
+    // The server's end of the byte stream ends the connection: no frame can follow.
+    socket.on('end', () => this.destroy(new Error('the connection closed')));
     socket.on('close', () => this.destroy(new Error('the connection closed')));
     this.#send(PREFACE);
     this.#send(
@@ -291,10 +293,22 @@ export class H2Connection {
 
   /** Ends the connection at once: every stream is dropped with `error`. */
   destroy(error?: Error): void {
+    this.#teardown(error, undefined);
+  }
+
+  /**
+   * Ends the connection: the socket is destroyed, or with `last` ended after what is queued and
+   * `last` were written (a GOAWAY, or the frames of the streams that just finished).
+   */
+  #teardown(error: Error | undefined, last: Buffer | undefined): void {
     if (this.#destroyed) return;
+    if (last !== undefined) {
+      this.#out.push(last);
+      const out = Buffer.concat(this.#out);
+      this.#socket.end(out.length > 0 ? out : undefined, () => this.#socket.destroy());
+    } else this.#socket.destroy();
     this.#destroyed = true;
     this.#goingAway = true;
-    this.#socket.destroy();
     this.#out = [];
     const reason = error ?? new Error('the connection was closed');
     const streams = [...this.#streams.values()];
@@ -438,8 +452,7 @@ export class H2Connection {
     }
     // After a graceful GOAWAY, the connection ends with its last stream.
     if (this.#goingAway && this.streamCount === 0 && !this.#destroyed) {
-      this.#flush();
-      this.destroy();
+      this.#teardown(undefined, EMPTY);
     }
   }
 
@@ -486,12 +499,11 @@ export class H2Connection {
   #connectionError(error: unknown): void {
     const code = error instanceof ConnectionError ? error.code : PROTOCOL_ERROR;
     const reason = error instanceof Error ? error : new Error(String(error));
-    if (!this.#destroyed) {
-      this.#flush();
-      // Last stream 0: a client accepts no server-initiated streams.
-      this.#socket.end(goawayFrame(0, code, reason.message));
-    }
-    this.destroy(new Error(`HTTP/2 protocol error: ${reason.message}`));
+    // Last stream 0: a client accepts no server-initiated streams.
+    this.#teardown(
+      new Error(`HTTP/2 protocol error: ${reason.message}`),
+      goawayFrame(0, code, reason.message),
+    );
   }
 
   #frame(type: number, flags: number, streamId: number, payload: Buffer): void {
@@ -727,10 +739,9 @@ export class H2Connection {
     const gone = new Error(`the server sent GOAWAY with code ${code}`);
     for (const stream of waiting) this.#drop(stream, gone, true);
     if (code !== NO_ERROR) {
-      this.destroy(new Error(`Session closed with error code ${code}`));
+      this.#teardown(new Error(`Session closed with error code ${code}`), EMPTY);
     } else if (this.streamCount === 0) {
-      this.#flush();
-      this.destroy();
+      this.#teardown(undefined, EMPTY);
     }
   }
 
