@@ -74,6 +74,19 @@ describe.each(TRANSPORTS)('transport %s', (name, transport) => {
     }
   });
 
+  it('puts and reads back a value larger than the HTTP/2 windows (1.4 MiB)', async () => {
+    const channel = transport.open({ target: target(etcd.endpoint) });
+    try {
+      const value = Buffer.alloc(1_400_000, 'v');
+      value.write('end', value.length - 3);
+      await channel.unary(etcdserverpb_KV.Put, { key: bytes('big'), value }, {});
+      const res = await channel.unary(etcdserverpb_KV.Range, { key: bytes('big') }, {});
+      expect(Buffer.from(res.kvs[0]!.value).equals(value)).toBe(true);
+    } finally {
+      channel.close();
+    }
+  });
+
   it('marks failures before any connection as unsent', async () => {
     const channel = transport.open({ target: `127.0.0.1:${await freePort()}` });
     try {
