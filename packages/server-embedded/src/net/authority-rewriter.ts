@@ -24,6 +24,7 @@ import {
 } from '@etcdkit/client/h2';
 
 export { PREFACE };
+
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 /** The characters nghttp2 lets an authority have (no `/`: a path is refused). */
 const AUTHORITY_CHARACTERS = /^[A-Za-z0-9\-._~!$&'()*+,;=:@[\]%]*$/;
