@@ -32,7 +32,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     globalSetup: [here('./testkit/src/global-setup.ts')],
-    // ETCDKIT_TEST_TRANSPORT=http2 runs the suites over the node:http2 transport.
+    // ETCDKIT_TEST_TRANSPORT=http2 (or grpc-js) runs the suites over that transport.
     setupFiles: [here('./packages/client/test/transport-env-setup.ts')],
     reporters: ['default'],
   },

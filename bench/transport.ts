@@ -1,8 +1,8 @@
 // Client CPU per call of etcdkit beside the `etcd3` npm package (1.1.2, on @grpc/grpc-js): put,
 // get, txn and range, one call at a time and 64 in flight, on a real etcd (the `etcd` on PATH, or
 // ETCDKIT_ETCD_BIN, started by the benchmark) and on the embedded server. etcdkit runs on its
-// default transport (gRPC over node:http2), on h2 (HTTP/2 spoken by the client itself over a
-// socket) and on grpc-js. The embedded server runs in a child
+// default transport h2 (HTTP/2 spoken by the client itself over a socket), on http2 (gRPC framed
+// over node:http2) and on grpc-js. The embedded server runs in a child
 // process, and real etcd is a process of its own, so the CPU measured (process.cpuUsage of this
 // process) is the client's alone. Each row runs a fixed number of calls after a warm-up round that
 // is not reported; every round rotates the clients' order so all see the same machine load, and each
@@ -256,8 +256,8 @@ const scenarios: ReadonlyArray<readonly [string, Scenario]> = [
 ];
 
 const clients: readonly ContenderKind[] = [
-  etcdkit('etcdkit (default: http2)', undefined),
-  etcdkit('etcdkit h2', 'h2'),
+  etcdkit('etcdkit (default: h2)', undefined),
+  etcdkit('etcdkit http2', 'http2'),
   etcdkit('etcdkit grpc-js', 'grpc-js'),
   etcd3,
 ];
@@ -354,6 +354,6 @@ async function report() {
 
 export const transportSuite = {
   name: 'transport',
-  description: `client CPU per call, etcdkit (default http2 transport, h2 and grpc-js) vs etcd3 1.1.2: put, get, txn, range at 1 and ${IN_FLIGHT} in flight, on real etcd and the embedded server (child process); medians of ${ROUNDS} rounds in rotated order`,
+  description: `client CPU per call, etcdkit (default h2 transport, http2 and grpc-js) vs etcd3 1.1.2: put, get, txn, range at 1 and ${IN_FLIGHT} in flight, on real etcd and the embedded server (child process); medians of ${ROUNDS} rounds in rotated order`,
   report,
 };

@@ -135,9 +135,10 @@ export interface ConnectionOptions {
   /** Retry budget; see docs/guarantees.md for what is retried. */
   readonly retry?: RetryOptions;
   /**
-   * How channels are opened: `'http2'` (default, {@link Http2Transport}: gRPC framed directly over
-   * node:http2, the least client CPU per call; see docs/guarantees.md#transports), `'grpc-js'`
-   * ({@link GrpcJsTransport}, over @grpc/grpc-js), or any {@link Transport} instance.
+   * How channels are opened: `'h2'` (default, {@link H2Transport}: gRPC over HTTP/2 spoken by the
+   * client itself, the least client CPU per call; see docs/guarantees.md#transports), `'http2'`
+   * ({@link Http2Transport}, gRPC framed over node:http2), `'grpc-js'` ({@link GrpcJsTransport},
+   * over @grpc/grpc-js), or any {@link Transport} instance.
    */
   readonly transport?: Transport | TransportName;
   /** HTTP/2 keepalive pings. */

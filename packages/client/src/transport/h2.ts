@@ -68,11 +68,12 @@ const h2Wire: Wire<H2Connection> = {
 };
 
 /**
- * gRPC over HTTP/2 spoken by the client itself over a TCP, TLS (ALPN h2) or unix socket, without
- * node:http2: the same contract as {@link Http2Transport} (connectivity states, the `sent` flag,
+ * The default transport: gRPC over HTTP/2 spoken by the client itself over a TCP, TLS (ALPN h2) or
+ * unix socket, without node:http2, one HTTP/2 connection per channel. It honours the same contract
+ * as {@link Http2Transport} and {@link GrpcJsTransport} (connectivity states, the `sent` flag,
  * deadlines, cancellation, message size limits, TLS with client certificates, keepalive pings
- * while calls are open), with the least client CPU per call (docs/guarantees.md#transports).
- * Selected with `transport: 'h2'`.
+ * while calls are open) with the least client CPU per call (docs/guarantees.md#transports). A
+ * client without a `transport` option uses it; `transport: 'http2'` or `'grpc-js'` selects another.
  */
 export class H2Transport implements Transport {
   /** Identifies the implementation in logs and tests. */

@@ -48,11 +48,11 @@ const nodeHttp2Wire: Wire<http2.ClientHttp2Session> = {
 };
 
 /**
- * The default transport: gRPC framed directly over `node:http2`, one HTTP/2 connection per
- * channel. It honours the same contract as {@link GrpcJsTransport} (connectivity states, the `sent`
- * flag, deadlines, cancellation, message size limits, TLS with client certificates, keepalive pings
- * while calls are open) with less client CPU per call (docs/guarantees.md#transports). A client
- * without a `transport` option uses it; `transport: 'grpc-js'` selects @grpc/grpc-js instead.
+ * gRPC framed directly over `node:http2`, one HTTP/2 connection per channel. It honours the same
+ * contract as {@link H2Transport}, the default, and {@link GrpcJsTransport} (connectivity states,
+ * the `sent` flag, deadlines, cancellation, message size limits, TLS with client certificates,
+ * keepalive pings while calls are open), with less client CPU per call than grpc-js and more than
+ * h2 (docs/guarantees.md#transports). Selected with `transport: 'http2'`.
  */
 export class Http2Transport implements Transport {
   /** Identifies the implementation in logs and tests. */

@@ -6,20 +6,20 @@ import { Http2Transport } from './http2.js';
 import type { Transport } from './types.js';
 
 /**
- * The built-in transports by name: `'http2'` ({@link Http2Transport}, gRPC framed directly over
- * node:http2, the default), `'h2'` ({@link H2Transport}, gRPC over HTTP/2 spoken by the client
- * itself over a socket) and `'grpc-js'` ({@link GrpcJsTransport}, @grpc/grpc-js).
+ * The built-in transports by name: `'h2'` ({@link H2Transport}, gRPC over HTTP/2 spoken by the
+ * client itself over a socket, the default), `'http2'` ({@link Http2Transport}, gRPC framed
+ * directly over node:http2) and `'grpc-js'` ({@link GrpcJsTransport}, @grpc/grpc-js).
  */
 export type TransportName = 'grpc-js' | 'h2' | 'http2';
 
 /**
  * The transport for a `transport` option: the instance given, the one named, or the default,
- * `'http2'` (the built-in transport with the least client CPU per call that passes every suite).
+ * `'h2'` (the built-in transport with the least client CPU per call that passes every suite).
  * Throws InvalidConfigError for anything else.
  */
 export function selectTransport(choice: Transport | TransportName | undefined): Transport {
-  if (choice === undefined || choice === 'http2') return new Http2Transport();
-  if (choice === 'h2') return new H2Transport();
+  if (choice === undefined || choice === 'h2') return new H2Transport();
+  if (choice === 'http2') return new Http2Transport();
   if (choice === 'grpc-js') return new GrpcJsTransport();
   if (typeof choice === 'object' && choice !== null && typeof choice.open === 'function') {
     return choice;

@@ -166,7 +166,7 @@ export interface ChannelOptions {
   readonly keepaliveTimeoutMs?: number;
 }
 
-/** A way to open channels. The node:http2 one (`'http2'`, `Http2Transport`) is the default. */
+/** A way to open channels. The client's own HTTP/2 (`'h2'`, `H2Transport`) is the default. */
 export interface Transport {
   readonly name: string;
   open(options: ChannelOptions): Channel;
