@@ -5,7 +5,15 @@ import { LockLostError, LockNotHeldError, SessionExpiredError } from './errors.j
 import { GuardedTxn, type Ownership } from './fencing.js';
 import { deleteIfCreatedAt, type QueueEntry, sessionEnded } from './queue-key.js';
 import type { Session } from './session.js';
-import { waitForDeleteOf, waitInQueue } from './wait.js';
+import { TurnWatch } from './turn-watch.js';
+import {
+  type OwnKey,
+  ownKeyDeleted,
+  type PredecessorWait,
+  readQueue,
+  waitForDeleteOf,
+  waitInQueue,
+} from './wait.js';
 
 /**
  * The shared mechanics of a held key. The public handles (Lock, Permit, Leadership) wrap one.
@@ -22,14 +30,25 @@ export class Holding {
   readonly #controller = new AbortController();
   readonly #stopWatch = new AbortController();
   #releasing = false;
-  #deletedWhileReleasing: LockLostError | undefined;
+  /** The revision our own key's delete was seen at while releasing (an error only if it fails). */
+  #deletedWhileReleasing: bigint | undefined;
+  #stopping = false;
   readonly #onSessionDone: () => void;
 
-  constructor(session: Session, entry: QueueEntry, what: string) {
+  readonly #what: string;
+  readonly #seenAt: bigint;
+
+  /**
+   * With `watchKey` false the key is not watched yet: the wait's {@link TurnWatch} is
+   * {@link adopt}ed once it holds, or {@link watchKey} starts the key's own watch.
+   */
+  constructor(session: Session, entry: QueueEntry, what: string, watchKey = true) {
     this.#session = session;
     this.key = entry.key;
     this.createRevision = entry.createRevision;
     this.#header = entry.header;
+    this.#what = what;
+    this.#seenAt = entry.header.revision;
     this.#onSessionDone = () =>
       this.#lose(
         new LockLostError(
@@ -44,37 +63,63 @@ export class Holding {
       return;
     }
     session.signal.addEventListener('abort', this.#onSessionDone, { once: true });
+    if (watchKey) this.watchKey();
+  }
+
+  /** @internal Watches the key from the revision it was seen at, for its loss. */
+  watchKey(): void {
+    if (this.#stopping) return;
     // Not `live`: a loss is rare, and the read that ends a wait checks the key anyway; a watch
     // from now and a read for every acquisition under contention would cost more than it saves.
     waitForDeleteOf(
-      session.etcd,
+      this.#session.etcd,
       this.key,
-      entry.header.revision,
-      { createRevision: entry.createRevision, signal: this.#stopWatch.signal },
+      this.#seenAt,
+      { createRevision: this.createRevision, signal: this.#stopWatch.signal },
       false,
     ).then(
-      (revision) => {
-        const lost = new LockLostError(
-          this.key,
-          this.createRevision,
-          `${what} ${this.key} was lost: the key was deleted at revision ${revision}`,
-        );
-        // Our own release's delete is often seen before its answer: that is no loss, unless the
-        // release then fails.
-        if (this.#releasing) this.#deletedWhileReleasing = lost;
-        else this.#lose(lost);
-      },
-      (error: unknown) => {
-        if (this.#stopWatch.signal.aborted) return;
-        this.#lose(
-          new LockLostError(
-            this.key,
-            this.createRevision,
-            `${what} ${this.key} may be lost: its key can no longer be watched`,
-            { cause: error },
-          ),
-        );
-      },
+      (revision) => this.#deleted(revision),
+      (error: unknown) => this.#unwatchable(error),
+    );
+  }
+
+  /** @internal Takes over the watch that found the turn as the key's loss watch. */
+  adopt(watch: TurnWatch): void {
+    if (this.#stopping) {
+      watch.close();
+      return;
+    }
+    this.#stopWatch.signal.addEventListener('abort', () => watch.close(), { once: true });
+    watch.onLoss({
+      lost: (revision) => this.#deleted(revision),
+      failed: (error) => this.#unwatchable(error),
+    });
+  }
+
+  #deleted(revision: bigint): void {
+    // Our own release's delete is often seen before its answer: that is no loss, unless the
+    // release then fails.
+    if (this.#releasing) this.#deletedWhileReleasing = revision;
+    else this.#lose(this.#deletedAt(revision));
+  }
+
+  #deletedAt(revision: bigint): LockLostError {
+    return new LockLostError(
+      this.key,
+      this.createRevision,
+      `${this.#what} ${this.key} was lost: the key was deleted at revision ${revision}`,
+    );
+  }
+
+  #unwatchable(error: unknown): void {
+    if (this.#stopping) return;
+    this.#lose(
+      new LockLostError(
+        this.key,
+        this.createRevision,
+        `${this.#what} ${this.key} may be lost: its key can no longer be watched`,
+        { cause: error },
+      ),
     );
   }
 
@@ -107,7 +152,8 @@ export class Holding {
       deleted = await deleteIfCreatedAt(this.#session, this.key, this.createRevision);
     } catch (error) {
       this.#releasing = false;
-      if (this.#deletedWhileReleasing) this.#lose(this.#deletedWhileReleasing);
+      const deletedAt = this.#deletedWhileReleasing;
+      if (deletedAt !== undefined) this.#lose(this.#deletedAt(deletedAt));
       throw error;
     }
     if (!deleted) {
@@ -134,9 +180,13 @@ export class Holding {
   }
 
   #lose(reason: Error): void {
-    this.#stopWatch.abort();
     this.#session.signal.removeEventListener('abort', this.#onSessionDone);
     if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+    if (this.#stopping) return;
+    this.#stopping = true;
+    // The watch's teardown (a cancel, maybe the stream's close) waits for the next turn of the
+    // event loop: the handoff's other side, often read in the same turn, goes first.
+    setImmediate(() => this.#stopWatch.abort());
   }
 }
 
@@ -166,24 +216,27 @@ export interface Turn {
  */
 export async function waitToHold(session: Session, turn: Turn): Promise<Holding> {
   const { entry, signal } = turn;
-  const holding = new Holding(session, entry, turn.what);
+  const slots = turn.slots ?? 1;
+  const last = slots === 1 ? lastAhead(entry, turn.prefix) : undefined;
+  const holding = new Holding(session, entry, turn.what, last === undefined);
   // Linked by hand, and let go of at the end: the caller's signal outlives the wait.
   const both = linkSignals(signal, holding.signal);
+  const ownKey = {
+    key: entry.key,
+    createRevision: entry.createRevision,
+    seenAt: entry.header.revision,
+  };
+  const wait = { prefix: turn.prefix, createRevision: entry.createRevision, ownKey };
   try {
-    const slots = turn.slots ?? 1;
+    if (last !== undefined) {
+      if (await holdOnTurn(session, holding, wait, last, both.signal)) return holding;
+      // The watch's start was compacted: the key's own watch, and the queue read again.
+      holding.watchKey();
+    }
     const header = await waitInQueue(
       session.etcd,
-      {
-        prefix: turn.prefix,
-        createRevision: entry.createRevision,
-        ownKey: {
-          key: entry.key,
-          createRevision: entry.createRevision,
-          seenAt: entry.header.revision,
-        },
-        // What the creating txn read is the newest predecessor only: enough for one slot.
-        ahead: slots === 1 ? entry.ahead : undefined,
-      },
+      // What the creating txn read is the newest predecessor only: enough for one slot.
+      { ...wait, ahead: slots === 1 && last === undefined ? entry.ahead : undefined },
       slots,
       both.signal,
     );
@@ -196,6 +249,60 @@ export async function waitToHold(session: Session, turn: Turn): Promise<Holding>
   } finally {
     both.release();
   }
+}
+
+/** The only key ahead, when the txn that queued the entry read the whole line ahead of it. */
+function lastAhead(entry: QueueEntry, prefix: string): LastAhead | undefined {
+  const ahead = entry.ahead;
+  const predecessor = ahead?.predecessors[0];
+  if (!ahead?.complete || ahead.predecessors.length !== 1 || predecessor === undefined) {
+    return undefined;
+  }
+  // One range over both keys needs the own key in the same line (not so for an RWMutex reader).
+  if (!entry.key.startsWith(prefix)) return undefined;
+  return { key: predecessor.key, revision: ahead.header.revision };
+}
+
+interface LastAhead {
+  readonly key: Uint8Array;
+  /** The revision it was read at (the own key existed then too). */
+  readonly revision: bigint;
+}
+
+/**
+ * Waits for the turn with ONE watch over the key ahead and the own key (see {@link TurnWatch}),
+ * which then stays as the hold's loss watch: true once held, false when the watch's start was
+ * compacted (nothing held yet). Rejects with SessionExpiredError when the own key went first.
+ */
+async function holdOnTurn(
+  session: Session,
+  holding: Holding,
+  wait: PredecessorWait & { readonly ownKey: OwnKey },
+  last: LastAhead,
+  signal: AbortSignal,
+): Promise<boolean> {
+  const kv = session.etcd;
+  const watch = new TurnWatch(
+    kv,
+    { own: wait.ownKey.key, ahead: last.key },
+    last.revision + 1n,
+    async (stop) => {
+      // The watch started behind the store: a queue read (which checks our key) tells instead.
+      const read = await readQueue(kv, wait, 1, stop);
+      const held = read.predecessors.length === 0 ? read.header : undefined;
+      return { held, revision: read.header.revision };
+    },
+    signal,
+  );
+  const outcome = await watch.turn;
+  if ('held' in outcome) {
+    holding.established(outcome.held);
+    holding.adopt(watch);
+    return true;
+  }
+  watch.close();
+  if ('lostAt' in outcome) throw ownKeyDeleted(wait.ownKey.key, outcome.lostAt);
+  return false;
 }
 
 /** The error a wait ended by the loss of its key (or session) reports. */

@@ -384,8 +384,8 @@ function queueLine(
   };
 }
 
-/** The failure of a wait whose own key was deleted at `revision`. */
-function ownKeyDeleted(key: string | undefined, revision: bigint): SessionExpiredError {
+/** @internal The failure of a wait whose own key was deleted at `revision`. */
+export function ownKeyDeleted(key: string | undefined, revision: bigint): SessionExpiredError {
   return new SessionExpiredError(
     `${String(key)} was deleted at revision ${revision} while waiting (its lease expired or was revoked, or it was deleted)`,
     { key },
@@ -454,10 +454,10 @@ type Turn = { readonly held: ResponseHeader } | { readonly lostAt: bigint };
 const ZERO = Buffer.from([0]);
 
 /**
- * Reads the predecessors (with one slot only the newest) and, with `ownKey`, checks in the same
- * txn that the own key is still the incarnation that queued: one round trip.
+ * @internal Reads the predecessors (with one slot only the newest) and, with `ownKey`, checks in
+ * the same txn that the own key is still the incarnation that queued: one round trip.
  */
-async function readQueue(
+export async function readQueue(
   kv: KV,
   wait: PredecessorWait,
   slots: number,

@@ -216,6 +216,28 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       await next.unlock();
     });
 
+    it('sees its own key deleted between its read (the acquire txn) and its watch: no success', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      // The waiter's own key goes right after the txn that queued it, then the holder's: the watch,
+      // from just after the txn, sees its own delete first (or a read finds the key gone).
+      let mine = '';
+      const racy = withHookAfterCommit(fixture.client(), async (commit) => {
+        if (commit === 1) {
+          await admin.delete(mine);
+          await lock.unlock();
+        }
+      });
+      const waiter = await fixture.session({}, racy);
+      const mutex = new Mutex(waiter, name);
+      mine = mutex.key;
+      const error = await rejection(mutex.lock({ signal: AbortSignal.timeout(5_000) }));
+      expect(error).toBeInstanceOf(SessionExpiredError);
+      expect((error as SessionExpiredError).key).toBe(mine);
+      expect(await keysUnder(name)).toEqual([]);
+    });
+
     it('sees the next predecessor deleted between its confirming read and its watch', async () => {
       const name = `${prefix()}lock`;
       const holder = await fixture.session();
@@ -485,6 +507,57 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       expect(lockB.signal.aborted).toBe(true);
       expect(lockB.signal.reason).toBeInstanceOf(LockLostError);
       await admin.lease.revoke(b.leaseId);
+    });
+
+    it('a lock taken over from its holder keeps watching with the watch that waited: one watch, its loss seen', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lockA = await new Mutex(holder, name).lock();
+      const { etcd, watches } = recording(fixture.client());
+      const waiter = await Session.create(etcd, {});
+      try {
+        const mutex = new Mutex(waiter, name);
+        const { locked } = await queue(mutex);
+        await eventually(() => watches.length >= 1);
+        await lockA.unlock();
+        const lockB = await locked;
+        // The only key ahead: one range watch over both keys, for the wait and then the hold.
+        expect(watches).toHaveLength(1);
+        expect(watches[0]?.range).toBeDefined();
+        // A later waiter (its key may sort between the two) coming and going is no loss.
+        const later = await fixture.session();
+        const { locked: third } = await queue(new Mutex(later, name));
+        await later.close();
+        expect(await rejection(third)).toBeInstanceOf(SessionExpiredError);
+        expect(lockB.signal.aborted).toBe(false);
+        // Our key deleted while held: the signal says lost, with the revision of the delete.
+        const deleted = await admin.delete(lockB.key);
+        await eventually(() => lockB.signal.aborted);
+        const reason = lockB.signal.reason as LockLostError;
+        expect(reason).toBeInstanceOf(LockLostError);
+        expect(reason.message).toContain(`deleted at revision ${deleted.header.revision}`);
+        expect(await rejection(lockB.unlock())).toBeInstanceOf(LockLostError);
+      } finally {
+        await waiter.close();
+      }
+    });
+
+    it('a lock taken over from its holder: unlock releases it, and its own delete is no loss', async () => {
+      const name = `${prefix()}lock`;
+      const sessions = [await fixture.session(), await fixture.session()];
+      let held = await new Mutex(sessions[0]!, name).lock();
+      for (let i = 1; i <= 6; i++) {
+        const next = new Mutex(sessions[i % 2]!, name);
+        const { locked } = await queue(next);
+        await held.unlock();
+        expect(held.signal.reason).toBeInstanceOf(LockNotHeldError);
+        held = await locked;
+        expect(held.key).toBe(next.key);
+        expect(held.header.revision).toBeGreaterThan(held.fencingToken);
+      }
+      await held.unlock();
+      expect(held.signal.reason).toBeInstanceOf(LockNotHeldError);
+      expect(await keysUnder(name)).toEqual([]);
     });
 
     it('lock() on a session whose lease was revoked elsewhere fails with SessionExpiredError', async () => {
