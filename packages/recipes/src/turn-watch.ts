@@ -41,9 +41,11 @@ const ZERO = Buffer.from([0]);
  * between are later waiters, ignored). After the turn the same watch reports the own key's delete
  * to the hold ({@link onLoss}).
  *
- * A watch created behind the store (it changed since the read) is served by etcd from its 100 ms
- * catch-up loop: then a watch from now is added and `recheck` reads the queue; the live watch's
- * events count from the read's revision on. The first watch alone stays for the loss.
+ * A watch created behind the store (it changed since the read, or while the watch was created) is
+ * served by etcd from its 100 ms catch-up loop. A second watch, from now, is opened with it: when
+ * the two show the store moved, `recheck` reads the queue and the live watch's events count from
+ * the read's revision on; otherwise the live one is closed at once. The first watch alone stays
+ * for the loss.
  */
 export class TurnWatch {
   /** Settles once: the outcome, or the failure of the watch, of a read, or the abort of `signal`. */
@@ -103,13 +105,63 @@ export class TurnWatch {
     const first = open(from);
     first.on('batch', (batch) => this.#apply(batch));
     first.on('error', (error) => this.#fail(error));
-    first.ready().then(
-      (createdAt) => {
-        // Created below the start revision: etcd counts it synced, nothing to catch up.
-        if (createdAt >= from && !this.#settled) void this.#behind(open, recheck);
-      },
-      () => undefined,
-    );
+    // Right behind it on the stream, a watch from now: etcd creates the two in order, so its
+    // created revision is read after the first one was registered.
+    const live = open(0n);
+    this.#live = live;
+    live.on('batch', (batch) => {
+      if (this.#liveFrom === undefined) this.#liveHeld?.push(batch);
+      else if (batch.revision > this.#liveFrom) this.#apply(batch);
+    });
+    // The first watch sees everything anyway, later: the live one's failure is not the wait's.
+    live.on('error', () => undefined);
+    void this.#created(first, live, from, recheck);
+  }
+
+  /**
+   * Once both watches exist: a first one created below its start revision, with nothing committed
+   * until the live one was created, is synced (etcd reports the revision it read BEFORE it
+   * registers a watch, v3rpc/watch.go, so the first one's answer alone does not prove it); the
+   * live one then goes. Otherwise the first one may wait for etcd's catch-up loop: a read of the
+   * queue, and the live watch's events after it, tell sooner.
+   */
+  async #created(first: Watcher, live: Watcher, from: bigint, recheck: TurnRecheck): Promise<void> {
+    let createdAt: bigint;
+    let liveFrom: bigint | undefined;
+    try {
+      createdAt = await first.ready();
+      // A live watch that fails leaves the first one to tell.
+      liveFrom = await live.ready().catch(() => undefined);
+    } catch {
+      return;
+    }
+    if (this.#settled) return;
+    if (liveFrom === undefined || (createdAt < from && liveFrom === createdAt)) {
+      this.#dropLive();
+      return;
+    }
+    try {
+      const read = await recheck(this.#stop.signal);
+      // No key ahead any more: held, whatever the live watch will tell.
+      if (this.#takeRead(read)) return;
+      // A read answered before the live watch existed: a change in between is only in the first
+      // watch's catch-up, so read once more.
+      const covered = liveFrom <= read.revision ? read : await recheck(this.#stop.signal);
+      if (this.#takeRead(covered)) return;
+      this.#liveFrom = covered.revision;
+      const held = this.#liveHeld ?? [];
+      this.#liveHeld = undefined;
+      for (const batch of held) if (batch.revision > covered.revision) this.#apply(batch);
+    } catch (error) {
+      // A read that found the own key gone fails the wait (SessionExpiredError).
+      if (!this.#stop.signal.aborted) this.#fail(error);
+    }
+  }
+
+  #dropLive(): void {
+    this.#live?.close();
+    this.#live = undefined;
+    this.#liveHeld = undefined;
   }
 
   /** Where the own key's loss goes once held; a loss seen before is reported at once. */
@@ -127,38 +179,6 @@ export class TurnWatch {
     // Stopped first: a close after the turn is no loss.
     this.#stop.abort();
     this.#fail(new AbortedError({ message: 'the turn watch was closed' }));
-  }
-
-  /** The first watch started behind the store: a watch from now, and a read of the queue. */
-  async #behind(open: (startRevision: bigint) => Watcher, recheck: TurnRecheck): Promise<void> {
-    const live = open(0n);
-    this.#live = live;
-    live.on('batch', (batch) => {
-      if (this.#liveFrom === undefined) this.#liveHeld?.push(batch);
-      else if (batch.revision > this.#liveFrom) this.#apply(batch);
-    });
-    // The first watch sees everything anyway, later: the live one's failure is not the wait's.
-    live.on('error', () => undefined);
-    try {
-      // A live watch that fails leaves the first one to tell.
-      const ready = live.ready().catch(() => undefined);
-      const read = await recheck(this.#stop.signal);
-      // No key ahead any more: held, whatever the live watch will tell.
-      if (this.#takeRead(read)) return;
-      // A read answered before the live watch existed: a change in between is only in the first
-      // watch's catch-up, so read once more.
-      const liveFrom = await ready;
-      if (liveFrom === undefined) return;
-      const covered = liveFrom <= read.revision ? read : await recheck(this.#stop.signal);
-      if (this.#takeRead(covered)) return;
-      this.#liveFrom = covered.revision;
-      const held = this.#liveHeld ?? [];
-      this.#liveHeld = undefined;
-      for (const batch of held) if (batch.revision > covered.revision) this.#apply(batch);
-    } catch (error) {
-      // A read that found the own key gone fails the wait (SessionExpiredError).
-      if (!this.#stop.signal.aborted) this.#fail(error);
-    }
   }
 
   /** True when the wait is over (a read found no key ahead, or it ended meanwhile). */
@@ -201,9 +221,7 @@ export class TurnWatch {
     this.#settled = true;
     this.#signal.removeEventListener('abort', this.#onAbort);
     // The live watch only helped find the turn; the first one watches for the loss.
-    this.#live?.close();
-    this.#live = undefined;
-    this.#liveHeld = undefined;
+    this.#dropLive();
     if (!this.#held) this.#stop.abort();
     this.#resolve(outcome);
   }
