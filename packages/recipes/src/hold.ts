@@ -28,7 +28,8 @@ export class Holding {
   #header: ResponseHeader;
   readonly #session: Session;
   readonly #controller = new AbortController();
-  readonly #stopWatch = new AbortController();
+  /** Stops the key's loss watch now running. */
+  #watch: AbortController | undefined;
   #releasing = false;
   /** The revision our own key's delete was seen at while releasing (an error only if it fails). */
   #deletedWhileReleasing: bigint | undefined;
@@ -69,17 +70,21 @@ export class Holding {
   /** @internal Watches the key from the revision it was seen at, for its loss. */
   watchKey(): void {
     if (this.#stopping) return;
+    const stop = new AbortController();
+    this.#watch = stop;
     // Not `live`: a loss is rare, and the read that ends a wait checks the key anyway; a watch
     // from now and a read for every acquisition under contention would cost more than it saves.
     waitForDeleteOf(
       this.#session.etcd,
       this.key,
       this.#seenAt,
-      { createRevision: this.createRevision, signal: this.#stopWatch.signal },
+      { createRevision: this.createRevision, signal: stop.signal },
       false,
     ).then(
       (revision) => this.#deleted(revision),
-      (error: unknown) => this.#unwatchable(error),
+      (error: unknown) => {
+        if (!stop.signal.aborted) this.#unwatchable(error);
+      },
     );
   }
 
@@ -89,7 +94,9 @@ export class Holding {
       watch.close();
       return;
     }
-    this.#stopWatch.signal.addEventListener('abort', () => watch.close(), { once: true });
+    const stop = new AbortController();
+    this.#watch = stop;
+    stop.signal.addEventListener('abort', () => watch.close(), { once: true });
     watch.onLoss({
       lost: (revision) => this.#deleted(revision),
       failed: (error) => this.#unwatchable(error),
@@ -186,7 +193,9 @@ export class Holding {
     this.#stopping = true;
     // The watch's teardown (a cancel, maybe the stream's close) waits for the next turn of the
     // event loop: the handoff's other side, often read in the same turn, goes first.
-    setImmediate(() => this.#stopWatch.abort());
+    const watch = this.#watch;
+    this.#watch = undefined;
+    if (watch) setImmediate(() => watch.abort());
   }
 }
 

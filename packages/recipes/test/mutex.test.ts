@@ -592,6 +592,32 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       }
     });
 
+    it('an unlock that fails goes on watching the key: its loss is still seen', async () => {
+      const name = `${prefix()}lock`;
+      let failNext = false;
+      const failing = withHookAfterCommit(fixture.client(), async () => {
+        if (failNext) {
+          failNext = false;
+          throw new Error('the unlock call failed');
+        }
+      });
+      const holder = await fixture.session();
+      const first = await new Mutex(holder, name).lock();
+      const session = await fixture.session({}, failing);
+      const { locked } = await queue(new Mutex(session, name));
+      await first.unlock();
+      const lock = await locked;
+      // The call fails after the delete applied (an unknown outcome): the delete its watch saw
+      // meanwhile is then the loss.
+      failNext = true;
+      expect(await rejection(lock.unlock())).toEqual(
+        expect.objectContaining({ message: 'the unlock call failed' }),
+      );
+      await eventually(() => lock.signal.aborted);
+      expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+      expect(await keysUnder(name)).toEqual([]);
+    });
+
     it('a lock taken over from its holder: unlock releases it, and its own delete is no loss', async () => {
       const name = `${prefix()}lock`;
       const sessions = [await fixture.session(), await fixture.session()];
