@@ -178,7 +178,8 @@ export class TurnWatch {
   close(): void {
     // Stopped first: a close after the turn is no loss.
     this.#stop.abort();
-    this.#fail(new AbortedError({ message: 'the turn watch was closed' }));
+    // An error only for a turn still awaited: a close after it is the hot path of every release.
+    if (!this.#settled) this.#fail(new AbortedError({ message: 'the turn watch was closed' }));
   }
 
   /** True when the wait is over (a read found no key ahead, or it ended meanwhile). */
