@@ -186,6 +186,30 @@ describeEachBackend('Election', ({ backend, prefix }) => {
       expect(leadership.signal.reason).toBeInstanceOf(LockLostError);
     });
 
+    it("a leadership won on a resign keeps the watch that waited: its key's delete fires the signal, a resign is no loss", async () => {
+      const name = `${prefix()}election`;
+      const [a, b] = [
+        new Election(await fixture.session(), name),
+        new Election(await fixture.session(), name),
+      ];
+      let leader = await a.campaign('a');
+      for (const next of [b, a, b]) {
+        const { won } = await enter(next, 'x');
+        await leader.resign();
+        expect(leader.signal.aborted).toBe(true);
+        expect(leader.signal.reason).not.toBeInstanceOf(LockLostError);
+        leader = await won;
+        expect(leader.key).toBe(next.key);
+        expect(leader.signal.aborted).toBe(false);
+      }
+      const deleted = await admin.delete(leader.key);
+      await eventually(() => leader.signal.aborted);
+      expect(leader.signal.reason).toBeInstanceOf(LockLostError);
+      expect((leader.signal.reason as LockLostError).message).toContain(
+        `deleted at revision ${deleted.header.revision}`,
+      );
+    });
+
     it('await using resigns', async () => {
       const name = `${prefix()}election`;
       const election = new Election(await fixture.session(), name);
