@@ -11,7 +11,10 @@ export default defineConfig({
         find: /^@etcdkit\/client\/protocol$/,
         replacement: here('./packages/client/src/protocol.ts'),
       },
-      { find: /^@etcdkit\/client\/h2$/, replacement: here('./packages/client/src/h2.ts') },
+      {
+        find: /^@etcdkit\/client\/h2$/,
+        replacement: here('./packages/client/src/transport/h2/index.ts'),
+      },
       { find: /^@etcdkit\/otel$/, replacement: here('./packages/otel/src/index.ts') },
       { find: /^@etcdkit\/recipes$/, replacement: here('./packages/recipes/src/index.ts') },
       {

@@ -28,7 +28,7 @@ import {
   SETTINGS_MAX_CONCURRENT_STREAMS,
   settingsFrame,
   windowUpdateFrame,
-} from '../../src/h2.js';
+} from '../../src/transport/h2/index.js';
 import {
   CONNECTION_WINDOW,
   H2Connection,

@@ -7,6 +7,6 @@
  * @internal
  * @module h2
  */
-export * from './transport/h2/frames.js';
-export * from './transport/h2/hpack.js';
-export * from './transport/h2/huffman.js';
+export * from './frames.js';
+export * from './hpack.js';
+export * from './huffman.js';
