@@ -53,4 +53,27 @@ describe('HTML report', () => {
     expect(html).toContain('&quot;expectRevision&quot;:&quot;2n&quot;');
     expect(html).not.toContain('<z>');
   });
+
+  it('draws a history of 300,000 operations (too many to spread as arguments)', () => {
+    const count = 300_000;
+    const ops = history<RegisterInput, RegisterOutput>(
+      Array.from({ length: count }, (_, i) => ({
+        p: i % 6,
+        start: i,
+        end: i + 0.5,
+        input: { type: 'get', key: 'x' },
+        output: { type: 'get', value: 'a', modRevision: 2n },
+      })),
+    );
+    const html = renderReport({
+      workload: 'register',
+      target: 'hand-built',
+      valid: true,
+      history: ops,
+      anomalies: [],
+      faults: [],
+    });
+    expect(html).toContain(`<title>${count} operations of 6 processes over 300000 ms</title>`);
+    expect(html.match(/class="ok"/g)).toHaveLength(count);
+  });
 });

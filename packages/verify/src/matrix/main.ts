@@ -71,6 +71,8 @@ for (const [i, cell] of cells.entries()) {
       await writeFile(join(reports, `${i}.html`), renderReport(result));
     }
   } catch (error) {
+    // The row keeps the first line; the stack goes to stderr so a CI log shows where it broke.
+    console.error(error instanceof Error ? error.stack : error);
     failures++;
     row = resultRow(cell, error instanceof Error ? error : new Error(String(error)));
   }

@@ -37,9 +37,15 @@ export function timelineSvg(
   if (ops.length === 0) return '<p>no operations</p>';
   const processes = [...new Set(ops.map((op) => op.process))].sort((a, b) => a - b);
   const lane = new Map(processes.map((p, i) => [p, i]));
-  const t0 = Math.min(...ops.map((op) => op.start));
-  const finite = ops.map((op) => (Number.isFinite(op.end) ? op.end : op.start));
-  const t1 = Math.max(...finite, t0 + 1);
+  // Loops, not Math.min(...spread): a fast run's hundreds of thousands of operations overflow the
+  // stack as arguments.
+  let t0 = Number.POSITIVE_INFINITY;
+  let t1 = Number.NEGATIVE_INFINITY;
+  for (const op of ops) {
+    t0 = Math.min(t0, op.start);
+    t1 = Math.max(t1, Number.isFinite(op.end) ? op.end : op.start);
+  }
+  t1 = Math.max(t1, t0 + 1);
   const x = (t: number) => LEFT + ((Math.min(t, t1) - t0) / (t1 - t0)) * (WIDTH - LEFT - 10);
   const height = processes.length * LANE + 24;
   const parts: string[] = [];
@@ -70,8 +76,12 @@ export function renderReport(input: ReportInput): string {
   const marked = new Set(input.anomalies.flatMap((a) => a.ops.map((op) => op.id)));
   const sections = input.anomalies.map((anomaly, i) => {
     const ids = new Set(anomaly.ops.map((op) => op.id));
-    const from = Math.min(...anomaly.ops.map((op) => op.start));
-    const to = Math.max(...anomaly.ops.map((op) => (Number.isFinite(op.end) ? op.end : op.start)));
+    let from = Number.POSITIVE_INFINITY;
+    let to = Number.NEGATIVE_INFINITY;
+    for (const op of anomaly.ops) {
+      from = Math.min(from, op.start);
+      to = Math.max(to, Number.isFinite(op.end) ? op.end : op.start);
+    }
     const context = input.history.filter(
       (op) => ids.has(op.id) || (op.status !== 'fail' && op.start <= to && op.end >= from),
     );
