@@ -718,7 +718,7 @@ describe.each(TRANSPORTS)('transport %s over TLS', (_name, transport) => {
 describe('the transport option', () => {
   it('picks a transport by name, takes an instance, and refuses anything else', () => {
     // The default, unless ETCDKIT_TEST_TRANSPORT switched it for this run.
-    expect(selectTransport(undefined).name).toBe(process.env.ETCDKIT_TEST_TRANSPORT || 'http2');
+    expect(selectTransport(undefined).name).toBe(process.env.ETCDKIT_TEST_TRANSPORT || 'h2');
     expect(selectTransport('grpc-js')).toBeInstanceOf(GrpcJsTransport);
     expect(selectTransport('http2')).toBeInstanceOf(Http2Transport);
     expect(selectTransport('h2')).toBeInstanceOf(H2Transport);
