@@ -29,12 +29,20 @@ const OK_RECEIVED: ReceivedStatus = Object.freeze({
   details: '',
   metadata: NO_METADATA,
 });
+/** What a call does with its stream, alike on node:http2's streams and the h2 transport's. */
+export interface CallStream {
+  write(frame: Buffer): unknown;
+  end(): unknown;
+  pause(): unknown;
+  resume(): unknown;
+}
+
 /** The pending frames of a call whose stream exists or that ended: nothing is ever added to it. */
 export const NO_FRAMES: Buffer[] = [];
 
 /**
- * A call's transport-independent half. A subclass opens the HTTP/2 stream (`attach`), writes the
- * frames (`sendFrame`, `endStream`) and feeds back what the stream receives (`headersReceived`,
+ * A call's transport-independent half. A subclass opens the HTTP/2 stream (`attach`), shows it
+ * (`stream`: frames are written, the request side ended and reading paused on it) and feeds back what the stream receives (`headersReceived`,
  * `trailersReceived`, `received`, `settleWith...`). A local failure (deadline, abort, cancel,
  * limits) always wins over whatever the server still sends.
  */
@@ -78,14 +86,17 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
   abstract get sent(): boolean;
   abstract attach(link: Link<S>): void;
   abstract abort(error: TransportError): void;
-  abstract pause(): void;
-  abstract resume(): void;
-  /** Sends one request frame on the stream, which exists. */
-  protected abstract sendFrame(frame: Buffer): void;
-  /** Half-closes the stream, if it exists. */
-  protected abstract endStream(): void;
-  /** Whether the stream exists. */
-  protected abstract get streaming(): boolean;
+  /** The call's HTTP/2 stream, once it exists. */
+  protected abstract get stream(): CallStream | undefined;
+
+  /** Pauses reading responses (the consumer lags): HTTP/2 flow control holds the server back. */
+  pause(): void {
+    this.stream?.pause();
+  }
+
+  resume(): void {
+    this.stream?.resume();
+  }
 
   get done(): boolean {
     return this.#done;
@@ -131,7 +142,8 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
       this.abort(requestTooLargeFailure(frame.byteLength - 5, this.#maxSendBytes, this.sent));
       return;
     }
-    if (this.streaming) this.sendFrame(frame);
+    const stream = this.stream;
+    if (stream) stream.write(frame);
     else this.pending.push(frame);
   }
 
@@ -139,7 +151,7 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
   end(): void {
     if (this.halfClosed) return;
     this.halfClosed = true;
-    this.endStream();
+    this.stream?.end();
   }
 
   /** The channel has no connection for this call: it fails unsent. */

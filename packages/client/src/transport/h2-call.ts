@@ -20,16 +20,8 @@ export class H2Call<Req, Res> extends CallBase<Req, Res, H2Connection> implement
     return this.#stream?.opened ?? false;
   }
 
-  protected get streaming(): boolean {
-    return this.#stream !== undefined;
-  }
-
-  protected sendFrame(frame: Buffer): void {
-    this.#stream!.write(frame);
-  }
-
-  protected endStream(): void {
-    this.#stream?.end();
+  protected get stream(): H2Stream | undefined {
+    return this.#stream;
   }
 
   /** Ends the call now with `error`, resetting its stream (RST_STREAM CANCEL). */
@@ -38,14 +30,6 @@ export class H2Call<Req, Res> extends CallBase<Req, Res, H2Connection> implement
     this.finish(error);
     this.#stream?.cancel(CANCEL);
     this.#ended();
-  }
-
-  pause(): void {
-    this.#stream?.pause();
-  }
-
-  resume(): void {
-    this.#stream?.resume();
   }
 
   /** The channel has a ready connection: opens the stream, the request frames on it. */

@@ -28,16 +28,8 @@ export class Call<Req, Res> extends CallBase<Req, Res, Session> {
     return this.#stream !== undefined;
   }
 
-  protected get streaming(): boolean {
-    return this.#stream !== undefined;
-  }
-
-  protected sendFrame(frame: Buffer): void {
-    this.#stream!.write(frame);
-  }
-
-  protected endStream(): void {
-    this.#stream?.end();
+  protected get stream(): http2.ClientHttp2Stream | undefined {
+    return this.#stream;
   }
 
   /** Ends the call now with `error`, resetting its stream (RST_STREAM CANCEL). */
@@ -50,15 +42,6 @@ export class Call<Req, Res> extends CallBase<Req, Res, Session> {
       // Drain what is buffered so the stream can close even while it was paused.
       stream.resume();
     }
-  }
-
-  /** Pauses reading responses (the consumer lags): HTTP/2 flow control holds the server back. */
-  pause(): void {
-    this.#stream?.pause();
-  }
-
-  resume(): void {
-    this.#stream?.resume();
   }
 
   /** The channel has a ready connection: opens the HTTP/2 stream on it. */
