@@ -136,11 +136,14 @@ async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 15
 
 /**
  * Status of every member in `members` once they all name the same leader (one of `among`, when
- * given) in the same term.
+ * given) in the same term, above `laterThan` when given. etcd's Status shows the term of the last
+ * entry applied (etcdserver/server.go, apply), so a new leader is named a moment before its term
+ * shows (seen under CI load): a test of a later term waits for it.
  */
 async function agreedStatus(
   members: readonly TestClusterMember[],
   among: (leader: bigint) => boolean = () => true,
+  laterThan?: bigint,
 ) {
   return eventually(async () => {
     const answers = await Promise.all(
@@ -152,6 +155,7 @@ async function agreedStatus(
     const terms = new Set(answers.map((answer) => answer.raftTerm));
     const leader = answers[0]!.leader;
     if (leaders.size !== 1 || terms.size !== 1 || leader === 0n || !among(leader)) return undefined;
+    if (laterThan !== undefined && answers[0]!.raftTerm! <= laterThan) return undefined;
     return { leader: answers[0]!.leader, term: answers[0]!.raftTerm, answers };
   });
 }
@@ -311,7 +315,7 @@ describeConformance('cluster conformance: the leader stopped', ({ cluster }) => 
     const others = c.members.filter((m) => m !== oldLeader);
     await oldLeader.kill();
 
-    const after = await agreedStatus(others, (leader) => leader !== before.leader);
+    const after = await agreedStatus(others, (leader) => leader !== before.leader, before.term);
     const newLeader = names.get(after.leader);
     expect(others.map((m) => m.name)).toContain(newLeader);
     // Real etcd 3.4 runs without pre-vote: the first follower to time out campaigns in the next
@@ -518,7 +522,7 @@ describeConformance('cluster conformance: a member that lost its quorum', ({ clu
 
     // A quorum again: a leader in a later term, and writes go through.
     await gone[0]!.start();
-    const back = await agreedStatus([survivor, gone[0]!]);
+    const back = await agreedStatus([survivor, gone[0]!], undefined, before.term);
     // etcd 3.4 without pre-vote: the lone member raised its raft term at every election it
     // started, and the new leader's term is above all of them, so the term jumps by as many;
     // the embedded cluster elects in the next term. Only "later" is common to both.
@@ -704,7 +708,7 @@ describeConformance('cluster conformance: removing members', ({ cluster }) => {
     // The leader removed, asked of the other member: the leader's process ends, and the member
     // left, a quorum alone, leads in a later term.
     await onceHealthy(() => clientOf(running).unary(Cluster.MemberRemove, { ID: idOf(leader) }));
-    const after = await agreedStatus([running], (id) => id === idOf(running));
+    const after = await agreedStatus([running], (id) => id === idOf(running), before.term);
     expect(after.term).toBeGreaterThan(before.term);
     await eventually(async () => {
       const gone = await outcome(
