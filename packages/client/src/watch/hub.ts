@@ -23,6 +23,7 @@ export const WATCH_STREAM_DEFAULTS = {
   progressIntervalMs: 10_000,
   stallTimeoutMs: 5_000,
   maxReconnectDelayMs: 5_000,
+  idleStreamMs: 2_000,
 } as const;
 
 const hubs = new WeakMap<Rpc, WatchHub>();
@@ -58,6 +59,12 @@ function duration(name: string, value: unknown, fallback: number): number {
   );
 }
 
+function nonNegative(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return value;
+  throw new InvalidConfigError(`watch.${name} must be a number of ms >= 0, got ${String(value)}`);
+}
+
 /** One connection's watch stream and its watchers. */
 export class WatchHub implements WatcherHost, SessionOwner {
   /** Observability callbacks. */
@@ -74,6 +81,9 @@ export class WatchHub implements WatcherHost, SessionOwner {
   #running = false;
   #attempt: AbortController | undefined;
   #closed: EtcdError | undefined;
+  readonly #idleStreamMs: number;
+  /** Closes the stream once it has had no watcher for `idleStreamMs`; unset while it has one. */
+  #linger: NodeJS.Timeout | undefined;
 
   constructor(rpc: Rpc, options: WatchStreamOptions) {
     this.#rpc = rpc;
@@ -96,6 +106,11 @@ export class WatchHub implements WatcherHost, SessionOwner {
     );
     this.#resume = new ResumableStream(rpc, { backoff: { baseMs: 100, maxMs } });
     this.hooks = options.hooks ?? {};
+    this.#idleStreamMs = nonNegative(
+      'idleStreamMs',
+      options.idleStreamMs,
+      WATCH_STREAM_DEFAULTS.idleStreamMs,
+    );
   }
 
   /** Watchers alive on this hub. */
@@ -124,6 +139,7 @@ export class WatchHub implements WatcherHost, SessionOwner {
   /** Ends every watcher with `error` and keeps refusing new ones (the client closed). */
   close(error: EtcdError): void {
     this.#closed ??= error;
+    this.#stopLinger();
     this.#idle('closed');
     this.#failAll(error);
   }
@@ -132,6 +148,7 @@ export class WatchHub implements WatcherHost, SessionOwner {
   request(watcher: Watcher): void {
     if (!watcher.wantsStream || this.#closed) return;
     this.#active.add(watcher);
+    this.#stopLinger();
     const session = this.#session;
     if (session && !session.ended) session.create(watcher);
     else this.#ensureRunning();
@@ -141,7 +158,7 @@ export class WatchHub implements WatcherHost, SessionOwner {
   pause(watcher: Watcher): void {
     this.#active.delete(watcher);
     this.#session?.cancel(watcher, true);
-    if (this.#active.size === 0) this.#idle('idle');
+    if (this.#active.size === 0) this.#lingerOrIdle();
   }
 
   /** @internal */
@@ -149,7 +166,7 @@ export class WatchHub implements WatcherHost, SessionOwner {
     this.#watchers.delete(watcher);
     this.#active.delete(watcher);
     this.#session?.cancel(watcher, false);
-    if (this.#active.size === 0) this.#idle('idle');
+    if (this.#active.size === 0) this.#lingerOrIdle();
   }
 
   /** @internal */
@@ -181,6 +198,30 @@ export class WatchHub implements WatcherHost, SessionOwner {
     // A stalled stream usually sits on a half-open connection the transport still calls ready:
     // redial the stream's own endpoint (calls may have moved to a healthy one since).
     this.#resume.redial(endpoint);
+  }
+
+  /**
+   * The last watcher went: an open stream stays for `idleStreamMs` so that the next watcher's
+   * create goes on it (no new stream); a stream still opening is abandoned at once.
+   */
+  #lingerOrIdle(): void {
+    const session = this.#session;
+    if (this.#idleStreamMs === 0 || session === undefined || session.ended) {
+      this.#idle('idle');
+      return;
+    }
+    if (this.#linger !== undefined) return;
+    this.#linger = setTimeout(() => {
+      this.#linger = undefined;
+      if (this.#active.size === 0) this.#idle('idle');
+    }, this.#idleStreamMs);
+    // A stream with no watcher must not keep the process alive.
+    this.#linger.unref();
+  }
+
+  #stopLinger(): void {
+    if (this.#linger !== undefined) clearTimeout(this.#linger);
+    this.#linger = undefined;
   }
 
   #idle(reason: 'idle' | 'closed'): void {
@@ -230,12 +271,19 @@ export class WatchHub implements WatcherHost, SessionOwner {
         callHook(this.hooks.onStreamOpen, undefined);
         const end = await session.run();
         if (this.#session === session) this.#session = undefined;
+        this.#stopLinger();
         callHook(
           this.hooks.onStreamClose,
           end.error ? { reason: end.reason, error: end.error } : { reason: end.reason },
         );
         if (end.answered) resume.answered();
         if (end.reason === 'idle' || end.reason === 'closed') {
+          resume.reset();
+          continue;
+        }
+        // A stream that failed while lingering (no watcher) is just dropped: the next watcher
+        // opens a new one, and a paused watcher must not fail for a stream it did not use.
+        if (this.#active.size === 0) {
           resume.reset();
           continue;
         }

@@ -185,6 +185,16 @@ export interface WatchStreamOptions {
   readonly stallTimeoutMs?: number;
   /** Largest delay between two attempts to reopen a failed stream, in ms. Default 5_000. */
   readonly maxReconnectDelayMs?: number;
+  /**
+   * How long, in ms, the stream stays open after its last watcher closed or paused. A watcher
+   * started within that time has its create sent on the open stream instead of waiting about half
+   * a round trip for a new one (a lock or election handoff opens a watch right after closing one).
+   * The stream then closes with reason 'idle'; `client.close()` closes it at once. A lingering
+   * stream that fails is dropped, not reopened. `0` closes it with the last watcher. Default
+   * 2_000: longer than the gap between two acquisitions of a busy lock, short enough that an idle
+   * client soon holds no stream on the server.
+   */
+  readonly idleStreamMs?: number;
   /** Observability callbacks. */
   readonly hooks?: WatchHooks;
 }

@@ -317,10 +317,13 @@ describeEachBackend('watch', ({ backend, prefix }) => {
     expect(watcher.eventNames()).toEqual([]);
   });
 
-  it('close() ends iteration; the stream closes with the last watcher and reopens for the next', async () => {
+  it('close() ends iteration; with idleStreamMs 0 the stream closes with the last watcher and reopens for the next', async () => {
     const p = prefix();
     const log = streamLog();
-    const client = new Etcd({ endpoints: backend().endpoints, watch: { hooks: log.hooks } });
+    const client = new Etcd({
+      endpoints: backend().endpoints,
+      watch: { idleStreamMs: 0, hooks: log.hooks },
+    });
     try {
       const first = client.watch({ key: `${p}a` });
       const second = client.watch({ key: `${p}b` });
@@ -357,6 +360,71 @@ describeEachBackend('watch', ({ backend, prefix }) => {
     } finally {
       await client.close();
     }
+  });
+
+  it('by default the stream lingers after its last watcher: the next watcher reuses it', async () => {
+    const p = prefix();
+    const log = streamLog();
+    const client = new Etcd({ endpoints: backend().endpoints, watch: { hooks: log.hooks } });
+    try {
+      const first = client.watch({ key: `${p}a` });
+      await first.ready();
+      await first.close();
+      const second = client.watch({ key: `${p}b` });
+      const created = await second.ready();
+      const r1 = (await client.put(`${p}b`, 'one')).header.revision;
+      const r2 = (await client.put(`${p}b`, 'two')).header.revision;
+      expect(created).toBe(r1 - 1n);
+      expect(describeEvents(await takeEvents(second[Symbol.asyncIterator](), 2))).toEqual([
+        `${r1} put ${p}b=one`,
+        `${r2} put ${p}b=two`,
+      ]);
+      expect(log.opened).toBe(1);
+      expect(log.closed).toBe(0);
+      await second.close();
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a lingering stream closes with reason idle after idleStreamMs', async () => {
+    const p = prefix();
+    const log = streamLog();
+    const client = new Etcd({
+      endpoints: backend().endpoints,
+      watch: { idleStreamMs: 50, hooks: log.hooks },
+    });
+    try {
+      const watcher = client.watch({ key: `${p}a` });
+      await watcher.ready();
+      await watcher.close();
+      await waitFor(() => log.closed === 1, 5_000, 'the lingering stream to close');
+      expect(log.opened).toBe(1);
+      expect(log.reasons).toEqual(['idle']);
+      const next = client.watch({ key: `${p}b` });
+      await next.ready();
+      expect(log.opened).toBe(2);
+      await next.close();
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('client.close() during the linger closes the stream at once with reason closed', async () => {
+    const p = prefix();
+    const log = streamLog();
+    const client = new Etcd({
+      endpoints: backend().endpoints,
+      watch: { idleStreamMs: 60_000, hooks: log.hooks },
+    });
+    const watcher = client.watch({ key: `${p}a` });
+    await watcher.ready();
+    await watcher.close();
+    expect(log.open()).toBe(1);
+    await client.close();
+    await waitFor(() => log.closed === 1, 5_000, 'the stream to close');
+    expect(log.opened).toBe(1);
+    expect(log.reasons).toEqual(['closed']);
   });
 
   it('after close nothing is left: no stream, no watch timer, no listener', async () => {
@@ -546,7 +614,10 @@ describeEachBackend('watch: many watchers', ({ backend, prefix }) => {
   it(`${count} watchers on one client share one stream`, async () => {
     const p = prefix();
     const log = streamLog();
-    const etcd = new Etcd({ endpoints: backend().endpoints, watch: { hooks: log.hooks } });
+    const etcd = new Etcd({
+      endpoints: backend().endpoints,
+      watch: { idleStreamMs: 0, hooks: log.hooks },
+    });
     try {
       const received = new Map<number, string>();
       const watchers = Array.from({ length: count }, (_, i) => {
