@@ -17,7 +17,7 @@ describeEachBackend('Barrier', ({ backend, prefix }) => {
   beforeAll(() => {
     etcd = new Etcd({
       endpoints: backend().endpoints,
-      watch: { hooks: streams.hooks },
+      watch: { idleStreamMs: 0, hooks: streams.hooks },
     });
   });
   afterAll(async () => {
@@ -84,7 +84,10 @@ describeEachBackend('DoubleBarrier', ({ backend, prefix }) => {
   const sessions: Session[] = [];
 
   beforeAll(() => {
-    etcd = new Etcd({ endpoints: backend().endpoints, watch: { hooks: streams.hooks } });
+    etcd = new Etcd({
+      endpoints: backend().endpoints,
+      watch: { idleStreamMs: 0, hooks: streams.hooks },
+    });
   });
   afterAll(async () => {
     await etcd?.close();

@@ -39,7 +39,10 @@ describeEachBackend('Queue', ({ backend, prefix }) => {
   const streams = new StreamCounter();
 
   beforeAll(() => {
-    etcd = new Etcd({ endpoints: backend().endpoints, watch: { hooks: streams.hooks } });
+    etcd = new Etcd({
+      endpoints: backend().endpoints,
+      watch: { idleStreamMs: 0, hooks: streams.hooks },
+    });
   });
   afterAll(async () => {
     await etcd?.close();
@@ -145,7 +148,10 @@ describeEachBackend('PriorityQueue', ({ backend, prefix }) => {
   const streams = new StreamCounter();
 
   beforeAll(() => {
-    etcd = new Etcd({ endpoints: backend().endpoints, watch: { hooks: streams.hooks } });
+    etcd = new Etcd({
+      endpoints: backend().endpoints,
+      watch: { idleStreamMs: 0, hooks: streams.hooks },
+    });
   });
   afterAll(async () => {
     await etcd?.close();

@@ -2,8 +2,8 @@
 import { expect } from 'vitest';
 
 /**
- * Pass `hooks` as a client's watch hooks: `open` counts its watch streams. The client closes its
- * one stream when no watcher is left, so 0 means every watcher was closed.
+ * Pass `hooks` as a client's watch hooks, with `idleStreamMs: 0`: `open` counts its watch streams.
+ * The client then closes its one stream when no watcher is left, so 0 means every watcher closed.
  */
 export class StreamCounter {
   open = 0;
