@@ -98,6 +98,7 @@ export type {
   LeaseKeepAliveOptions,
 } from './lease/lease-events.js';
 export { LeaseLostError, type LeaseLostReason } from './lease/lease-lost.js';
+export { type BackoffOptions, backoffDelay } from './transport/backoff.js';
 export { GrpcJsTransport } from './transport/grpc-js.js';
 export { H2Transport } from './transport/h2.js';
 export { Http2Transport } from './transport/http2.js';

@@ -1,6 +1,6 @@
 // The pause between two STM attempts: exponential, fully jittered (conflicting transactions retry
 // in lockstep otherwise), cancellable.
-import { AbortedError } from '@etcdkit/client';
+import { AbortedError, backoffDelay as clientBackoffDelay } from '@etcdkit/client';
 
 /** How long to wait between STM attempts. */
 export interface StmBackoff {
@@ -15,11 +15,15 @@ export const DEFAULT_STM_BACKOFF: Required<StmBackoff> = { minDelayMs: 5, maxDel
 
 /**
  * @internal The pause before retry number `retry` (1 for the first): uniformly random between 0
- * and min(maxDelayMs, minDelayMs * 2^(retry - 1)).
+ * and min(maxDelayMs, minDelayMs * 2^(retry - 1)): the client's formula, fully jittered.
  */
-export function backoffDelay(retry: number, backoff: Required<StmBackoff>): number {
-  const ceiling = Math.min(backoff.maxDelayMs, backoff.minDelayMs * 2 ** (retry - 1));
-  return Math.random() * ceiling;
+export function backoffDelay(
+  retry: number,
+  backoff: Required<StmBackoff>,
+  random: () => number = Math.random,
+): number {
+  const shape = { baseMs: backoff.minDelayMs, maxMs: backoff.maxDelayMs, jitter: 'full' } as const;
+  return clientBackoffDelay(retry, shape, random);
 }
 
 /** @internal Waits `ms`; rejects with AbortedError as soon as `signal` aborts. No timer is left. */

@@ -1,7 +1,8 @@
 // Endpoint selection with failover: a failing endpoint goes into backoff and calls move on; the
 // list can be replaced while calls run (docs/guarantees.md and docs/real-cluster.md).
+
+import { type BackoffOptions, backoffDelay } from '../transport/backoff.js';
 import type { Channel, ChannelOptions, Transport } from '../transport/types.js';
-import { type BackoffOptions, backoffDelay } from './backoff.js';
 import type { EndpointSwitchEvent } from './options.js';
 
 /** One endpoint and its state. */

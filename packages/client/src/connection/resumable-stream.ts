@@ -1,7 +1,7 @@
 // Reopening a long-lived stream after it broke (the watch, the lease keepalive, an observation):
 // one place decides whether to go on, refreshes the token, paces the reopens and reports outages.
 import { ClientClosedError, type EtcdError, toEtcdError } from '../errors.js';
-import { type BackoffOptions, backoffDelay } from './backoff.js';
+import { type BackoffOptions, backoffDelay } from '../transport/backoff.js';
 import { streamFailure } from './retry.js';
 import { sleep } from './sleep.js';
 import type { Rpc } from './types.js';

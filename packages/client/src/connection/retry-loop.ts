@@ -1,7 +1,7 @@
 // A call's retry loop: attempts until one succeeds or a failure ends the call, the backoff between
 // them, and the final error in the client's words.
 import { DeadlineExceededError, OutcomeUnknownError, toEtcdError } from '../errors.js';
-import { backoffDelay } from './backoff.js';
+import { backoffDelay } from '../transport/backoff.js';
 import { deadlineError, outcomeUnknown } from './call-failures.js';
 import type { CallScope } from './call-scope.js';
 import { AttemptFailure, type CallState } from './call-state.js';

@@ -1,7 +1,8 @@
 // The options of ElectionClient.observe(), checked once when observe() is called, as the settings
 // a resuming observation runs with.
-import type { BackoffOptions } from '../connection/backoff.js';
+
 import { type EtcdError, InvalidArgumentError } from '../errors.js';
+import type { BackoffOptions } from '../transport/backoff.js';
 import type { ElectionHooks, ObserveResumed } from './election-observe-events.js';
 
 /** Options of {@link ElectionClient.observe}. */

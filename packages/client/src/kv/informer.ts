@@ -2,12 +2,12 @@
 // compaction the range is listed again and the differences are reported as changes.
 import { EventEmitter } from 'eventemitter3';
 import { type Bytes, toBytes } from '../bytes.js';
-import { backoffDelay } from '../connection/backoff.js';
 import { streamFailure } from '../connection/retry.js';
 import { sleep } from '../connection/sleep.js';
 import { AbortedError, type EtcdError, InvalidArgumentError, toEtcdError } from '../errors.js';
 import type { KeyValue } from '../key-value.js';
 import type { KeyRange } from '../keys/key-range.js';
+import { backoffDelay } from '../transport/backoff.js';
 import { WatchCompactedError } from '../watch/errors.js';
 import type { WatchBatch } from '../watch/types.js';
 import type { Watcher } from '../watch/watcher.js';

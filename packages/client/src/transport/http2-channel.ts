@@ -7,6 +7,7 @@
 // watch, a lease keepalive) reopens at once and so dials at once (docs/guarantees.md, Transports).
 import type { MethodDescriptor } from '../generated/methods.js';
 import { AbortWatch } from './abort-watch.js';
+import { type BackoffOptions, backoffDelay } from './backoff.js';
 import type { CallHost, ChannelCall, Endpoint, Sink, Wire, WireCall } from './channel-call.js';
 import { DeadlineWatch } from './deadline-watch.js';
 import { abortedFailure, failure } from './failures.js';
@@ -24,9 +25,11 @@ import {
   type TransportError,
 } from './types.js';
 
-/** Backoff of a channel whose connection attempt failed: `failed` this long, then `idle`. */
-const INITIAL_BACKOFF_MS = 250;
-const MAX_BACKOFF_MS = 5_000;
+/**
+ * @internal Backoff of a channel whose connection attempt failed: `failed` this long, then `idle`;
+ * 250 ms doubling to 5 s, unjittered (the delays the channel has always had; tests expect them).
+ */
+export const RECONNECT_BACKOFF: BackoffOptions = { baseMs: 250, maxMs: 5_000, jitter: false };
 /** Keepalive ping answer timeout when the options give none. */
 const DEFAULT_KEEPALIVE_TIMEOUT_MS = 20_000;
 
@@ -294,7 +297,7 @@ export class Http2Channel<S extends LinkSession> implements Channel, CallHost<S>
     if (this.#state === 'closed') return;
     this.#state = 'failed';
     this.#failures++;
-    const backoff = Math.min(MAX_BACKOFF_MS, INITIAL_BACKOFF_MS * 2 ** (this.#failures - 1));
+    const backoff = backoffDelay(this.#failures, RECONNECT_BACKOFF);
     this.#backoffTimer = setTimeout(() => {
       if (this.#state === 'failed') this.#state = 'idle';
     }, backoff);

@@ -1,7 +1,6 @@
 // Connection behaviour against a scripted in-memory transport: retry policy, failover order,
 // auth single flight, aborts, hooks. No server involved, so every branch is deterministic.
 import { describe, expect, it } from 'vitest';
-import { backoffDelay } from '../../src/connection/backoff.js';
 import { Connection } from '../../src/connection/connection.js';
 import type { ConnectionOptions } from '../../src/connection/options.js';
 import { judge } from '../../src/connection/retry.js';
@@ -226,30 +225,6 @@ describe('retry policy (judge)', () => {
       expect(verdict.retry).toBe(false);
       expect(verdict.error.code).toBe(etcdCode);
     }
-  });
-});
-
-describe('backoff', () => {
-  it('grows exponentially, is capped, and jitters within [d/2, d)', () => {
-    const shape = { baseMs: 100, maxMs: 1000, jitter: false };
-    expect([1, 2, 3, 4, 5, 9].map((n) => backoffDelay(n, shape))).toEqual([
-      100, 200, 400, 800, 1000, 1000,
-    ]);
-    expect(backoffDelay(0, shape)).toBe(0);
-    expect(backoffDelay(3, { ...shape, jitter: true }, () => 0)).toBe(200);
-    expect(backoffDelay(3, { ...shape, jitter: true }, () => 0.999)).toBeLessThan(400);
-  });
-
-  it("jitters a call's retries above the delay, [d, 2d), then caps and rounds it", () => {
-    const shape = { baseMs: 100, maxMs: 1000, jitter: 'above' } as const;
-    expect([1, 2, 3, 4, 5].map((n) => backoffDelay(n, shape, () => 0))).toEqual([
-      100, 200, 400, 800, 1000,
-    ]);
-    expect([1, 2, 3].map((n) => backoffDelay(n, shape, () => 0.5))).toEqual([150, 300, 600]);
-    expect(backoffDelay(3, shape, () => 0.999)).toBe(800);
-    expect(backoffDelay(4, shape, () => 0.5)).toBe(1000);
-    expect(backoffDelay(1, { baseMs: 0.3, maxMs: 10, jitter: 'above' }, () => 0.5)).toBe(0);
-    expect(backoffDelay(0, shape, () => 0.5)).toBe(0);
   });
 });
 
