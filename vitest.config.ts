@@ -22,6 +22,7 @@ export default defineConfig({
         replacement: here('./packages/server-embedded/src/index.ts'),
       },
       { find: /^@etcdkit\/testkit$/, replacement: here('./testkit/src/index.ts') },
+      { find: /^@etcdkit\/testkit\/layers$/, replacement: here('./testkit/src/layers.ts') },
       { find: /^@etcdkit\/verify$/, replacement: here('./packages/verify/src/index.ts') },
     ],
   },
