@@ -51,18 +51,14 @@ export function closeWatchHub(rpc: Rpc): void {
   hubs.get(rpc)?.close(new ClientClosedError());
 }
 
-function duration(name: string, value: unknown, fallback: number): number {
+/** A duration option in ms: `fallback` when unset; above 0, or at least 0 when `zero` is allowed. */
+function duration(name: string, value: unknown, fallback: number, zero = false): number {
   if (value === undefined) return fallback;
-  if (typeof value === 'number' && Number.isFinite(value) && value > 0) return value;
-  throw new InvalidConfigError(
-    `watch.${name} must be a positive number of ms, got ${String(value)}`,
-  );
-}
-
-function nonNegative(name: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return value;
-  throw new InvalidConfigError(`watch.${name} must be a number of ms >= 0, got ${String(value)}`);
+  if (typeof value === 'number' && Number.isFinite(value) && (value > 0 || (zero && value === 0))) {
+    return value;
+  }
+  const wanted = zero ? 'a number of ms >= 0' : 'a positive number of ms';
+  throw new InvalidConfigError(`watch.${name} must be ${wanted}, got ${String(value)}`);
 }
 
 /** One connection's watch stream and its watchers. */
@@ -106,10 +102,11 @@ export class WatchHub implements WatcherHost, SessionOwner {
     );
     this.#resume = new ResumableStream(rpc, { backoff: { baseMs: 100, maxMs } });
     this.hooks = options.hooks ?? {};
-    this.#idleStreamMs = nonNegative(
+    this.#idleStreamMs = duration(
       'idleStreamMs',
       options.idleStreamMs,
       WATCH_STREAM_DEFAULTS.idleStreamMs,
+      true,
     );
   }
 
