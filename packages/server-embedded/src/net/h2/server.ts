@@ -121,11 +121,15 @@ export class H2GrpcServer {
     await Promise.all([...stopped, ...closed]);
   }
 
-  /** Closes every connection at once; open calls are cancelled. */
-  destroy(): void {
+  /** Closes every connection at once (open calls are cancelled) and stops listening. */
+  async destroy(): Promise<void> {
     this.#closing = true;
-    for (const server of this.#listeners) server.close();
-    for (const connection of this.#connections) connection.destroy();
+    for (const connection of [...this.#connections]) connection.destroy();
+    await Promise.all(
+      this.#listeners.map(
+        (server) => new Promise<void>((resolve) => server.close(() => resolve())),
+      ),
+    );
   }
 
   #open(connection: H2ServerConnection, stream: H2Stream, fields: HeaderField[]): void {
