@@ -1,0 +1,153 @@
+// The server's own HTTP/2 connection driven frame by frame over a raw socket: the preface,
+// SETTINGS and PING, padding and CONTINUATION, and connection errors answered with GOAWAY.
+import { connect, type Socket } from 'node:net';
+import {
+  encodeLiterals,
+  FLAG_ACK,
+  FLAG_END_HEADERS,
+  FLAG_END_STREAM,
+  FLAG_PADDED,
+  FRAME_CONTINUATION,
+  FRAME_DATA,
+  FRAME_GOAWAY,
+  FRAME_HEADERS,
+  FRAME_PING,
+  FRAME_SETTINGS,
+  frameOf,
+  HeaderBlockDecoder,
+  PREFACE,
+  PROTOCOL_ERROR,
+  settingsFrame,
+} from '@etcdkit/client/h2';
+import { afterEach, describe, expect, it } from 'vitest';
+import { grpcFrame, grpcMessages, startToy, until } from './toy-service.js';
+
+interface Frame {
+  type: number;
+  flags: number;
+  streamId: number;
+  payload: Buffer;
+}
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A raw socket to the toy service, and the frames it received so far. */
+async function open() {
+  const toy = await startToy();
+  cleanups.push(toy.stop);
+  const socket: Socket = connect(toy.port, '127.0.0.1');
+  cleanups.push(() => socket.destroy());
+  const frames: Frame[] = [];
+  let rest = Buffer.alloc(0);
+  let closed = false;
+  socket.on('data', (chunk: Buffer) => {
+    rest = Buffer.concat([rest, chunk]);
+    while (rest.length >= 9 && rest.length >= 9 + rest.readUIntBE(0, 3)) {
+      const length = rest.readUIntBE(0, 3);
+      frames.push({
+        type: rest[3]!,
+        flags: rest[4]!,
+        streamId: rest.readUInt32BE(5),
+        payload: rest.subarray(9, 9 + length),
+      });
+      rest = rest.subarray(9 + length);
+    }
+  });
+  socket.on('error', () => {});
+  socket.on('close', () => {
+    closed = true;
+  });
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  return { socket, frames, isClosed: () => closed };
+}
+
+const REQUEST = encodeLiterals(
+  [
+    [':method', 'POST'],
+    [':scheme', 'http'],
+    [':path', '/toy.Echo/Unary'],
+    [':authority', 'localhost'],
+    ['content-type', 'application/grpc'],
+  ].map(([name, value]) => ({ name: name!, value: value!, sensitive: false })),
+);
+
+describe('H2ServerConnection on a raw socket', () => {
+  it('closes the socket on a malformed preface, with GOAWAY PROTOCOL_ERROR', async () => {
+    const { socket, frames, isClosed } = await open();
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await until(isClosed);
+    const goaway = frames.find((f) => f.type === FRAME_GOAWAY);
+    expect(goaway?.payload.readUInt32BE(4)).toBe(PROTOCOL_ERROR);
+  });
+
+  it("sends SETTINGS, ACKs the client's and answers PING", async () => {
+    const { socket, frames } = await open();
+    socket.write(
+      Buffer.concat([
+        PREFACE,
+        settingsFrame([]),
+        frameOf(FRAME_PING, 0, 0, Buffer.from('12345678')),
+      ]),
+    );
+    await until(() => frames.some((f) => f.type === FRAME_PING));
+    expect(frames[0]).toMatchObject({ type: FRAME_SETTINGS, flags: 0 });
+    expect(frames.some((f) => f.type === FRAME_SETTINGS && f.flags === FLAG_ACK)).toBe(true);
+    const pong = frames.find((f) => f.type === FRAME_PING)!;
+    expect(pong.flags).toBe(FLAG_ACK);
+    expect(pong.payload.toString()).toBe('12345678');
+  });
+
+  it('reads a padded HEADERS with CONTINUATION and padded DATA', async () => {
+    const { socket, frames } = await open();
+    const half = Math.floor(REQUEST.length / 2);
+    const padded = Buffer.concat([Buffer.from([3]), REQUEST.subarray(0, half), Buffer.alloc(3)]);
+    const body = grpcFrame(Buffer.from('padded'));
+    const data = Buffer.concat([Buffer.from([5]), body, Buffer.alloc(5)]);
+    socket.write(
+      Buffer.concat([
+        PREFACE,
+        settingsFrame([]),
+        frameOf(FRAME_HEADERS, FLAG_PADDED, 1, padded),
+        frameOf(FRAME_CONTINUATION, FLAG_END_HEADERS, 1, REQUEST.subarray(half)),
+        frameOf(FRAME_DATA, FLAG_PADDED | FLAG_END_STREAM, 1, data),
+      ]),
+    );
+    await until(() => frames.some((f) => f.type === FRAME_HEADERS && f.flags & FLAG_END_STREAM));
+    const decoder = new HeaderBlockDecoder();
+    const blocks = frames
+      .filter((f) => f.type === FRAME_HEADERS)
+      .map((f) => decoder.decode(f.payload));
+    expect(blocks[0]!.map((f) => [f.name, f.value])).toEqual([
+      [':status', '200'],
+      ['content-type', 'application/grpc+proto'],
+      ['grpc-accept-encoding', 'identity,deflate,gzip'],
+      ['grpc-encoding', 'identity'],
+    ]);
+    expect(blocks[1]!.map((f) => [f.name, f.value])).toEqual([
+      ['grpc-status', '0'],
+      ['grpc-message', 'OK'],
+    ]);
+    const payload = Buffer.concat(
+      frames.filter((f) => f.type === FRAME_DATA).map((f) => f.payload),
+    );
+    expect(grpcMessages(payload).map(String)).toEqual(['padded']);
+  });
+
+  it('answers a frame interrupting a header block with GOAWAY PROTOCOL_ERROR', async () => {
+    const { socket, frames, isClosed } = await open();
+    socket.write(
+      Buffer.concat([
+        PREFACE,
+        settingsFrame([]),
+        frameOf(FRAME_HEADERS, 0, 1, REQUEST.subarray(0, 4)),
+        frameOf(FRAME_PING, 0, 0, Buffer.alloc(8)),
+      ]),
+    );
+    await until(isClosed);
+    const goaway = frames.find((f) => f.type === FRAME_GOAWAY);
+    expect(goaway?.payload.readUInt32BE(4)).toBe(PROTOCOL_ERROR);
+  });
+});
