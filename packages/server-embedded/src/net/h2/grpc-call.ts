@@ -322,5 +322,7 @@ export class GrpcCall implements StreamSink, BidiCall {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
+    // A handler waiting for room wakes up to find the call over (its writes now return false).
+    this.streamDrain();
   }
 }

@@ -3,6 +3,7 @@
 // its route. Listening is optional: `handle` takes any accepted socket (TCP, or TLS after ALPN
 // h2), so the embedded server's own listeners can hand connections over.
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
 import type { HeaderField } from '@etcdkit/client/h2';
 import { GrpcCode } from '../../errors.js';
 import { type ConnectionOptions, H2ServerConnection } from './connection.js';
@@ -60,7 +61,7 @@ export class H2GrpcServer {
   readonly #options: H2GrpcServerOptions;
   readonly #maxReceiveBytes: number;
   readonly #connections = new Set<H2ServerConnection>();
-  readonly #listeners: Server[] = [];
+  readonly #listeners: (Server | ReturnType<typeof createTlsServer>)[] = [];
   #closing = false;
 
   constructor(options: H2GrpcServerOptions) {
@@ -91,6 +92,25 @@ export class H2GrpcServer {
   /** Listens on `host:port` (0: an ephemeral port) for plaintext HTTP/2. */
   listen(port: number, host: string): Promise<AddressInfo> {
     const server = createServer((socket) => this.handle(socket));
+    this.#listeners.push(server);
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve(server.address() as AddressInfo);
+      });
+    });
+  }
+
+  /**
+   * Listens on `host:port` for HTTP/2 over TLS: ALPN offers h2 only, and a client that did not
+   * choose it is disconnected. `options.requestCert` makes client certificates visible to calls.
+   */
+  listenTls(port: number, host: string, options: TlsOptions): Promise<AddressInfo> {
+    const server = createTlsServer({ ...options, ALPNProtocols: ['h2'] }, (socket: TLSSocket) => {
+      if (socket.alpnProtocol !== 'h2') socket.destroy();
+      else this.handle(socket);
+    });
     this.#listeners.push(server);
     return new Promise((resolve, reject) => {
       server.once('error', reject);

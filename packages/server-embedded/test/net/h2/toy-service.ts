@@ -24,6 +24,9 @@ export function toyRoutes(seen: Seen): Routes {
       seen.whoami.push({ token: call.metadata.get('token'), peer: call.peer });
       return Buffer.from(String(call.metadata.get('token')[0] ?? ''));
     })
+    .unary('/toy.Echo/Subject', (_request, call) =>
+      Buffer.from(String(call.peerCertificate?.subject.CN ?? 'none')),
+    )
     .unary('/toy.Echo/Fail', (request) => {
       throw new StatusError(GrpcCode.FAILED_PRECONDITION, request.toString('utf8'));
     })
