@@ -12,12 +12,17 @@ import {
   FRAME_GOAWAY,
   FRAME_HEADERS,
   FRAME_PING,
+  FRAME_RST_STREAM,
   FRAME_SETTINGS,
+  FRAME_WINDOW_UPDATE,
   frameOf,
+  goawayFrame,
   HeaderBlockDecoder,
   PREFACE,
   PROTOCOL_ERROR,
+  SETTINGS_INITIAL_WINDOW_SIZE,
   settingsFrame,
+  windowUpdateFrame,
 } from '@etcdkit/client/h2';
 import { afterEach, describe, expect, it } from 'vitest';
 import { grpcFrame, grpcMessages, startToy, until } from './toy-service.js';
@@ -35,8 +40,8 @@ afterEach(async () => {
 });
 
 /** A raw socket to the toy service, and the frames it received so far. */
-async function open() {
-  const toy = await startToy();
+async function open(options: Parameters<typeof startToy>[0] = {}) {
+  const toy = await startToy(options);
   cleanups.push(toy.stop);
   const socket: Socket = connect(toy.port, '127.0.0.1');
   cleanups.push(() => socket.destroy());
@@ -149,5 +154,56 @@ describe('H2ServerConnection on a raw socket', () => {
     await until(isClosed);
     const goaway = frames.find((f) => f.type === FRAME_GOAWAY);
     expect(goaway?.payload.readUInt32BE(4)).toBe(PROTOCOL_ERROR);
+  });
+
+  it("sends no more DATA than the peer's stream window, and the rest after WINDOW_UPDATE", async () => {
+    const { socket, frames } = await open();
+    const body = grpcFrame(Buffer.alloc(40, 0x61));
+    socket.write(
+      Buffer.concat([
+        PREFACE,
+        settingsFrame([[SETTINGS_INITIAL_WINDOW_SIZE, 10]]),
+        frameOf(FRAME_HEADERS, FLAG_END_HEADERS, 1, REQUEST),
+        frameOf(FRAME_DATA, FLAG_END_STREAM, 1, body),
+      ]),
+    );
+    await until(() => frames.some((f) => f.type === FRAME_DATA));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const sizes = () => frames.filter((f) => f.type === FRAME_DATA).map((f) => f.payload.length);
+    expect(sizes()).toEqual([10]);
+    expect(frames.filter((f) => f.type === FRAME_HEADERS)).toHaveLength(1);
+    socket.write(windowUpdateFrame(1, 100));
+    await until(() => frames.filter((f) => f.type === FRAME_HEADERS).length === 2);
+    expect(sizes()).toEqual([10, 35]);
+    const last = frames.filter((f) => f.type === FRAME_HEADERS)[1]!;
+    expect(last.flags & FLAG_END_STREAM).toBe(FLAG_END_STREAM);
+    // The request's 45 octets were under half of the default window: no WINDOW_UPDATE for them.
+    expect(frames.some((f) => f.type === FRAME_WINDOW_UPDATE)).toBe(false);
+  });
+
+  it("ends the connection after the client's GOAWAY once no stream is open", async () => {
+    const { socket, isClosed } = await open();
+    socket.write(Buffer.concat([PREFACE, settingsFrame([]), goawayFrame(0, 0)]));
+    await until(isClosed);
+  });
+
+  it('answers DATA beyond the stream window with RST_STREAM FLOW_CONTROL_ERROR', async () => {
+    // The server announces 1,000-octet stream windows; the client sends 2,000 octets at once.
+    const { socket, frames } = await open({ streamWindow: 1000 });
+    socket.write(
+      Buffer.concat([
+        PREFACE,
+        settingsFrame([]),
+        frameOf(FRAME_HEADERS, FLAG_END_HEADERS, 1, REQUEST),
+        frameOf(FRAME_DATA, 0, 1, Buffer.alloc(2000)),
+      ]),
+    );
+    await until(() => frames.some((f) => f.type === FRAME_RST_STREAM));
+    const settings = frames.find((f) => f.type === FRAME_SETTINGS && f.flags === 0)!;
+    expect(settings.payload.readUInt16BE(6)).toBe(SETTINGS_INITIAL_WINDOW_SIZE);
+    expect(settings.payload.readUInt32BE(8)).toBe(1000);
+    const reset = frames.find((f) => f.type === FRAME_RST_STREAM)!;
+    expect(reset.streamId).toBe(1);
+    expect(reset.payload.readUInt32BE(0)).toBe(0x3);
   });
 });
