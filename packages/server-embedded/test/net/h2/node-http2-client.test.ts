@@ -236,4 +236,32 @@ describe('H2GrpcServer reached by node:http2', () => {
       Array.from({ length: 200 }, (_, i) => `call ${i}`),
     );
   });
+
+  it('echoes bidi messages as they come, and ends after the half-close', async () => {
+    const { session } = await setup();
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': '/toy.Echo/Chat',
+      'content-type': 'application/grpc',
+    });
+    let body = Buffer.alloc(0);
+    let trailers: IncomingHttpHeaders | undefined;
+    stream.on('data', (chunk: Buffer) => {
+      body = Buffer.concat([body, chunk]);
+    });
+    stream.on('trailers', (t) => {
+      trailers = t;
+    });
+    const closed = new Promise<void>((resolve) => stream.on('close', () => resolve()));
+    stream.write(grpcFrame(Buffer.from('first')));
+    // The echo comes back while the client's side is still open.
+    await until(() => grpcMessages(body).length === 1);
+    expect(String(grpcMessages(body)[0])).toBe('echo:first');
+    stream.write(grpcFrame(Buffer.from('second')));
+    await until(() => grpcMessages(body).length === 2);
+    stream.end();
+    await closed;
+    expect(grpcMessages(body).map(String)).toEqual(['echo:first', 'echo:second', 'bye after 2']);
+    expect(trailers).toMatchObject({ 'grpc-status': '0', 'grpc-message': 'OK' });
+  });
 });
