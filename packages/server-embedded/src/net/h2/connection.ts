@@ -37,6 +37,7 @@ import {
   NO_ERROR,
   PREFACE,
   PROTOCOL_ERROR,
+  REFUSED_STREAM,
   rstStreamFrame,
   SETTINGS_ENABLE_PUSH,
   SETTINGS_INITIAL_WINDOW_SIZE,
@@ -96,6 +97,8 @@ export class H2ServerConnection implements StreamLink {
   #rest: Buffer = EMPTY;
   #prefaceSeen = false;
   #settingsSeen = false;
+  /** The peer acknowledged this side's SETTINGS: its stream window is in force. */
+  #settingsAcked = false;
   #block: OpenBlock | undefined;
   #lastStreamId = 0;
   /** Set once this side sent GOAWAY: streams above it are not served. */
@@ -484,13 +487,19 @@ export class H2ServerConnection implements StreamLink {
     }
     // Headers on a stream already over (answered or reset here) are the peer's late trailers.
     if (streamId <= this.#lastStreamId) return;
-    // After GOAWAY, streams the peer opened before it saw it are ignored (RFC 9113, 6.8).
+    // Counted as seen even when refused: its DATA is then ignored, not a protocol error.
+    this.#lastStreamId = streamId;
+    // After GOAWAY, streams the peer opened before it saw it are refused (RFC 9113, 6.8): the
+    // client may retry them elsewhere.
     if (this.#goawayLastId !== undefined || this.#peerGoaway) {
-      this.queue(rstStreamFrame(streamId, 0x7));
+      this.queue(rstStreamFrame(streamId, REFUSED_STREAM));
       return;
     }
-    this.#lastStreamId = streamId;
-    const stream = new H2Stream(streamId, this, this.#peerStreamWindow, this.#streamWindow);
+    // Until the peer ACKs our SETTINGS it may still count on the default window (6.5.3).
+    const receiveWindow = this.#settingsAcked
+      ? this.#streamWindow
+      : Math.max(this.#streamWindow, DEFAULT_WINDOW);
+    const stream = new H2Stream(streamId, this, this.#peerStreamWindow, receiveWindow);
     this.#streams.set(streamId, stream);
     if (endStream) stream.remoteEnded = true;
     this.#events.stream(stream, fields, endStream);
@@ -520,6 +529,7 @@ export class H2ServerConnection implements StreamLink {
     }
     if (flags & FLAG_ACK) {
       if (payload.length !== 0) this.#fail(FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload');
+      else this.#settingsAcked = true;
       return;
     }
     if (payload.length % 6 !== 0) {

@@ -188,12 +188,14 @@ describe('H2ServerConnection on a raw socket', () => {
   });
 
   it('answers DATA beyond the stream window with RST_STREAM FLOW_CONTROL_ERROR', async () => {
-    // The server announces 1,000-octet stream windows; the client sends 2,000 octets at once.
+    // The server announces 1,000-octet stream windows; the client sends 2,000 octets after its ACK.
     const { socket, frames } = await open({ streamWindow: 1000 });
     socket.write(
       Buffer.concat([
         PREFACE,
         settingsFrame([]),
+        // The window is in force once acknowledged.
+        frameOf(FRAME_SETTINGS, FLAG_ACK, 0, Buffer.alloc(0)),
         frameOf(FRAME_HEADERS, FLAG_END_HEADERS, 1, REQUEST),
         frameOf(FRAME_DATA, 0, 1, Buffer.alloc(2000)),
       ]),
