@@ -25,7 +25,7 @@ import {
   windowUpdateFrame,
 } from '@etcdkit/client/h2';
 import { afterEach, describe, expect, it } from 'vitest';
-import { grpcFrame, grpcMessages, startToy, until } from './toy-service.js';
+import { grpcFrame, grpcMessages, release, startToy, until } from './toy-service.js';
 
 interface Frame {
   type: number;
@@ -66,7 +66,7 @@ async function open(options: Parameters<typeof startToy>[0] = {}) {
     closed = true;
   });
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-  return { socket, frames, isClosed: () => closed };
+  return { toy, socket, frames, isClosed: () => closed };
 }
 
 const REQUEST = encodeLiterals(
@@ -207,5 +207,49 @@ describe('H2ServerConnection on a raw socket', () => {
     const reset = frames.find((f) => f.type === FRAME_RST_STREAM)!;
     expect(reset.streamId).toBe(1);
     expect(reset.payload.readUInt32BE(0)).toBe(0x3);
+  });
+
+  it('refuses a stream opened after its GOAWAY and still finishes the open one', async () => {
+    const { toy, socket, frames, isClosed } = await open();
+    const hold = encodeLiterals(
+      [
+        [':method', 'POST'],
+        [':scheme', 'http'],
+        [':path', '/toy.Echo/Hold'],
+        [':authority', 'localhost'],
+        ['content-type', 'application/grpc'],
+      ].map(([name, value]) => ({ name: name!, value: value!, sensitive: false })),
+    );
+    const body = grpcFrame(Buffer.from('x'));
+    socket.write(
+      Buffer.concat([
+        PREFACE,
+        settingsFrame([]),
+        frameOf(FRAME_HEADERS, FLAG_END_HEADERS, 1, hold),
+        frameOf(FRAME_DATA, FLAG_END_STREAM, 1, body),
+      ]),
+    );
+    await until(() => toy.seen.held.length === 1);
+    const closing = toy.server.close();
+    await until(() => frames.some((f) => f.type === FRAME_GOAWAY));
+    expect(frames.find((f) => f.type === FRAME_GOAWAY)!.payload.readUInt32BE(0)).toBe(1);
+    // A stream the client opened before it saw the GOAWAY.
+    socket.write(
+      Buffer.concat([
+        frameOf(FRAME_HEADERS, FLAG_END_HEADERS, 3, REQUEST),
+        frameOf(FRAME_DATA, FLAG_END_STREAM, 3, body),
+      ]),
+    );
+    await until(() => frames.some((f) => f.type === FRAME_RST_STREAM && f.streamId === 3));
+    const refused = frames.find((f) => f.type === FRAME_RST_STREAM && f.streamId === 3)!;
+    expect(refused.payload.readUInt32BE(0)).toBe(0x7);
+    release(toy.seen.held[0]!);
+    await until(isClosed);
+    await closing;
+    expect(frames.filter((f) => f.type === FRAME_GOAWAY)).toHaveLength(1);
+    const data = frames.filter((f) => f.type === FRAME_DATA && f.streamId === 1);
+    expect(grpcMessages(Buffer.concat(data.map((f) => f.payload))).map(String)).toEqual([
+      'released',
+    ]);
   });
 });
