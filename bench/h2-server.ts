@@ -1,17 +1,19 @@
 // Server CPU per unary call: the embedded server's own HTTP/2 layer (net/h2) against a plain
-// node:http2 server answering the same bytes the way unary-fast-path.ts does. Each server runs in
-// a child process whose process.cpuUsage() is read before and after a round; the client (etcdkit's
-// h2 transport, the cheapest client) runs here. Rounds alternate the order; medians are printed.
-// Not part of bench/run.ts. Run: node --conditions=etcdkit-source --import tsx bench/h2-server.ts
+// node:http2 server answering the same bytes the way unary-fast-path.ts does, and grpc-js's
+// server. Each server runs in a child process whose process.cpuUsage() is read before and after
+// a round; the client (etcdkit's h2 transport, the cheapest client) runs here. The order rotates
+// every round; medians are printed. Not part of bench/run.ts.
+// Run: node --conditions=etcdkit-source --import tsx bench/h2-server.ts (ROUNDS=n to change 5)
 import { type ChildProcess, fork } from 'node:child_process';
 import { constants, createServer as createHttp2Server, type ServerHttp2Stream } from 'node:http2';
 import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
 import { type Channel, H2Transport } from '../packages/client/src/index.js';
 import type { MethodDescriptor } from '../packages/client/src/protocol.js';
 import { Routes } from '../packages/server-embedded/src/net/h2/routes.js';
 import { H2GrpcServer } from '../packages/server-embedded/src/net/h2/server.js';
 
-type Kind = 'h2' | 'node-http2';
+type Kind = 'h2' | 'node-http2' | 'grpc-js';
 const PATH = '/bench.Echo/Put';
 /** About the size of a PutResponse with its header. */
 const RESPONSE = Buffer.alloc(24, 1);
@@ -29,6 +31,23 @@ async function serve(kind: Kind): Promise<void> {
       connectionWindow: 1 << 20,
     });
     port = (await server.listen(0, '127.0.0.1')).port;
+  } else if (kind === 'grpc-js') {
+    // grpc-js's own server, for scale: what the embedded server runs on without its fast path.
+    const server = new grpc.Server();
+    const raw = (bytes: Buffer): Buffer => bytes;
+    server.register(
+      PATH,
+      (_call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) =>
+        callback(null, RESPONSE),
+      raw,
+      raw,
+      'unary',
+    );
+    port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      ),
+    );
   } else {
     const framed = Buffer.alloc(5 + RESPONSE.length);
     framed.writeUInt32BE(RESPONSE.length, 1);
@@ -99,7 +118,7 @@ function median(values: number[]): number {
 
 async function main(): Promise<void> {
   const file = fileURLToPath(import.meta.url);
-  const kinds: Kind[] = ['h2', 'node-http2'];
+  const kinds: Kind[] = ['h2', 'node-http2', 'grpc-js'];
   const servers = new Map<Kind, { child: ChildProcess; channel: Channel }>();
   for (const kind of kinds) {
     const child = fork(file, ['serve', kind], {
@@ -115,7 +134,8 @@ async function main(): Promise<void> {
   for (const inFlight of [1, 64]) {
     const perCall = new Map<Kind, number[]>(kinds.map((k) => [k, []]));
     for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? kinds : [...kinds].reverse();
+      // Rotated: each server goes first, in the middle and last in turn.
+      const order = kinds.map((_, i) => kinds[(i + round) % kinds.length]!);
       for (const kind of order) {
         const { child, channel } = servers.get(kind)!;
         const calls = CALLS[inFlight]!;
@@ -127,9 +147,11 @@ async function main(): Promise<void> {
     }
     const own = median(perCall.get('h2')!);
     const node = median(perCall.get('node-http2')!);
+    const grpcJs = median(perCall.get('grpc-js')!);
     console.log(
       `in flight ${inFlight}: server CPU per call: net/h2 ${own.toFixed(2)} µs, ` +
-        `node:http2 ${node.toFixed(2)} µs, ratio ${(own / node).toFixed(2)} ` +
+        `node:http2 ${node.toFixed(2)} µs, grpc-js ${grpcJs.toFixed(2)} µs; ` +
+        `net/h2 / node:http2 ${(own / node).toFixed(2)}, net/h2 / grpc-js ${(own / grpcJs).toFixed(2)} ` +
         `(medians of ${ROUNDS} rounds)`,
     );
   }
