@@ -16,26 +16,8 @@ import * as grpc from '@grpc/grpc-js';
 import { GrpcCode } from '../errors.js';
 import type { CallGate, InjectedStatus } from '../faults/call-gate.js';
 import { type CallInfo, toStatus, type UnaryHandler } from '../services/registry.js';
+import { grpcTimeoutMs, NOT_METADATA, PRINTABLE_ASCII } from './grpc-request.js';
 
-/** The request headers grpc-js keeps out of a call's metadata. */
-const NOT_METADATA = [
-  'grpc-timeout',
-  'grpc-encoding',
-  'grpc-accept-encoding',
-  'accept-encoding',
-  'te',
-  'content-type',
-];
-const PRINTABLE_ASCII = /^[ -~]*$/;
-const TIMEOUT = /(\d{1,8})\s*([HMSmun])/;
-const TIMEOUT_UNIT_MS: Record<string, number> = {
-  H: 3_600_000,
-  M: 60_000,
-  S: 1000,
-  m: 1,
-  u: 0.001,
-  n: 0.000_001,
-};
 /** The response headers grpc-js's server sends. */
 const RESPONSE_HEADERS = {
   [constants.HTTP2_HEADER_STATUS]: constants.HTTP_STATUS_OK,
@@ -99,9 +81,8 @@ export class UnaryFastPath {
     let timeoutMs: number | undefined;
     const timeout = headers['grpc-timeout'];
     if (timeout !== undefined) {
-      const match = TIMEOUT.exec(String(timeout));
-      if (match === null) return false;
-      timeoutMs = (Number(match[1]) * TIMEOUT_UNIT_MS[match[2]!]!) | 0;
+      timeoutMs = grpcTimeoutMs(String(timeout));
+      if (timeoutMs === undefined) return false;
     }
     new FastUnaryCall(stream, headers, route, this.gate, this.maxReceiveBytes, timeoutMs);
     return true;
@@ -171,7 +152,7 @@ class FastUnaryCall implements CallInfo {
 
   get(key: string): grpc.MetadataValue[] {
     const name = key.toLowerCase();
-    if (name.endsWith('-bin') || name.startsWith(':') || NOT_METADATA.includes(name)) {
+    if (name.endsWith('-bin') || name.startsWith(':') || NOT_METADATA.has(name)) {
       return this.fullMetadata().get(name);
     }
     const value = this.headers[name];

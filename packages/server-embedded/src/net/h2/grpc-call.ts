@@ -6,6 +6,7 @@ import type { Socket } from 'node:net';
 import { type PeerCertificate, TLSSocket } from 'node:tls';
 import type { HeaderField } from '@etcdkit/client/h2';
 import { GrpcCode } from '../../errors.js';
+import { NOT_METADATA, PRINTABLE_ASCII } from '../grpc-request.js';
 import { MESSAGE_HEADER_BYTES, MessageError, MessageReader } from './message-reader.js';
 import { RESPONSE_HEADERS_BLOCK, trailersBlock, trailersOnlyBlock } from './response-headers.js';
 import {
@@ -16,17 +17,6 @@ import {
   statusOfFailure,
 } from './routes.js';
 import type { H2Stream, StreamSink } from './stream.js';
-
-/** The request headers grpc-js keeps out of a call's metadata. */
-const NOT_METADATA = new Set([
-  'grpc-timeout',
-  'grpc-encoding',
-  'grpc-accept-encoding',
-  'accept-encoding',
-  'te',
-  'content-type',
-]);
-const PRINTABLE_ASCII = /^[ -~]*$/;
 
 /** The request as the server read it from the stream's headers. */
 export interface CallStart {

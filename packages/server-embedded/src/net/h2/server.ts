@@ -6,6 +6,7 @@ import { type AddressInfo, createServer, type Server, type Socket } from 'node:n
 import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
 import type { HeaderField } from '@etcdkit/client/h2';
 import { GrpcCode } from '../../errors.js';
+import { grpcTimeoutMs } from '../grpc-request.js';
 import { type ConnectionOptions, H2ServerConnection } from './connection.js';
 import { GrpcCall } from './grpc-call.js';
 import { httpStatusBlock, trailersOnlyBlock } from './response-headers.js';
@@ -14,15 +15,6 @@ import type { H2Stream } from './stream.js';
 
 /** grpc-js's default max_receive_message_length. */
 const DEFAULT_MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
-const TIMEOUT = /(\d{1,8})\s*([HMSmun])/;
-const TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = {
-  H: 3_600_000,
-  M: 60_000,
-  S: 1000,
-  m: 1,
-  u: 0.001,
-  n: 0.000_001,
-};
 const UNSUPPORTED_MEDIA_TYPE = 415;
 
 /** How the server serves. */
@@ -172,15 +164,14 @@ export class H2GrpcServer {
     }
     let timeoutMs: number | undefined;
     if (request.timeout !== undefined) {
-      const match = TIMEOUT.exec(request.timeout);
-      if (match === null) {
+      timeoutMs = grpcTimeoutMs(request.timeout);
+      if (timeoutMs === undefined) {
         stream.respond(
           trailersOnlyBlock(GrpcCode.INTERNAL, `Invalid grpc-timeout value "${request.timeout}"`),
           true,
         );
         return;
       }
-      timeoutMs = (Number(match[1]) * TIMEOUT_UNIT_MS[match[2]!]!) | 0;
     }
     new GrpcCall(stream, {
       path,
