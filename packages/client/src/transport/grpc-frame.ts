@@ -1,6 +1,7 @@
 // gRPC message framing (the "Length-Prefixed-Message" of the gRPC over HTTP/2 protocol): each
 // message is a 1-byte compressed flag, a 4-byte big-endian length and the protobuf bytes. Only
 // uncompressed messages are sent and accepted (no `grpc-encoding` is ever negotiated).
+import { ChunkQueue } from './h2/chunk-queue.js';
 import { GrpcStatus } from './types.js';
 
 /** Bytes before each message: the compressed flag and the length. */
@@ -32,9 +33,7 @@ export function encodeFrame(message: Uint8Array): Buffer {
  */
 export class FrameDecoder {
   readonly #maxMessageBytes: number;
-  readonly #chunks: Buffer[] = [];
-  /** Bytes held in #chunks. */
-  #buffered = 0;
+  readonly #queue = new ChunkQueue();
   /** Length of the message being read, or -1 while its header is not complete. */
   #length = -1;
 
@@ -49,15 +48,12 @@ export class FrameDecoder {
    * decoder must not be used after that.
    */
   push(chunk: Buffer): Buffer[] {
-    if (chunk.byteLength > 0) {
-      this.#chunks.push(chunk);
-      this.#buffered += chunk.byteLength;
-    }
+    this.#queue.push(chunk);
     const messages: Buffer[] = [];
     for (;;) {
       if (this.#length < 0) {
-        if (this.#buffered < FRAME_HEADER_BYTES) return messages;
-        const header = this.#take(FRAME_HEADER_BYTES);
+        if (this.#queue.length < FRAME_HEADER_BYTES) return messages;
+        const header = this.#queue.take(FRAME_HEADER_BYTES);
         const length = header.readUInt32BE(1);
         if (header[0] !== 0) {
           throw new FrameError(
@@ -73,42 +69,14 @@ export class FrameDecoder {
         }
         this.#length = length;
       }
-      if (this.#buffered < this.#length) return messages;
-      messages.push(this.#take(this.#length));
+      if (this.#queue.length < this.#length) return messages;
+      messages.push(this.#queue.take(this.#length));
       this.#length = -1;
     }
   }
 
   /** True when bytes of an unfinished message are held (a response cut short). */
   get partial(): boolean {
-    return this.#buffered > 0 || this.#length >= 0;
-  }
-
-  /** Removes the first `n` buffered bytes (n <= #buffered), copying only across chunks. */
-  #take(n: number): Buffer {
-    this.#buffered -= n;
-    const first = this.#chunks[0];
-    if (n === 0) return Buffer.alloc(0);
-    if (first !== undefined && first.byteLength >= n) {
-      if (first.byteLength === n) this.#chunks.shift();
-      else this.#chunks[0] = first.subarray(n);
-      return first.subarray(0, n);
-    }
-    const out = Buffer.allocUnsafe(n);
-    let filled = 0;
-    while (filled < n) {
-      const chunk = this.#chunks[0]!;
-      const wanted = n - filled;
-      if (chunk.byteLength <= wanted) {
-        out.set(chunk, filled);
-        filled += chunk.byteLength;
-        this.#chunks.shift();
-      } else {
-        out.set(chunk.subarray(0, wanted), filled);
-        this.#chunks[0] = chunk.subarray(wanted);
-        filled = n;
-      }
-    }
-    return out;
+    return this.#queue.length > 0 || this.#length >= 0;
   }
 }

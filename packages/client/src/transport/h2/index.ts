@@ -7,6 +7,7 @@
  * @internal
  * @module h2
  */
+export * from './chunk-queue.js';
 export * from './frames.js';
 export * from './hpack.js';
 export * from './huffman.js';

@@ -2,6 +2,7 @@
 // limits and words of grpc-js's server: a length over the receive limit is refused as soon as the
 // prefix arrives, a compressed message is inflated with the call's grpc-encoding.
 import { gunzipSync, inflateSync } from 'node:zlib';
+import { ChunkQueue } from '@etcdkit/client/h2';
 import { GrpcCode } from '../../errors.js';
 
 /** Octets before each message: the compressed flag and the length. */
@@ -22,8 +23,7 @@ export class MessageError extends Error {
 export class MessageReader {
   readonly #maxBytes: number;
   readonly #encoding: string;
-  readonly #chunks: Buffer[] = [];
-  #buffered = 0;
+  readonly #queue = new ChunkQueue();
   /** The length of the message being read; -1 while its prefix is incomplete. */
   #length = -1;
   #compressed = false;
@@ -35,18 +35,17 @@ export class MessageReader {
 
   /** True while part of a message is held: the request ended in the middle of one. */
   get partial(): boolean {
-    return this.#buffered > 0 || this.#length >= 0;
+    return this.#queue.length > 0 || this.#length >= 0;
   }
 
   /** Adds a chunk; the messages it completes, in order. Throws MessageError. */
   push(chunk: Buffer): Buffer[] {
-    this.#chunks.push(chunk);
-    this.#buffered += chunk.length;
+    this.#queue.push(chunk);
     const messages: Buffer[] = [];
     for (;;) {
       if (this.#length < 0) {
-        if (this.#buffered < MESSAGE_HEADER_BYTES) return messages;
-        const prefix = this.#take(MESSAGE_HEADER_BYTES);
+        if (this.#queue.length < MESSAGE_HEADER_BYTES) return messages;
+        const prefix = this.#queue.take(MESSAGE_HEADER_BYTES);
         const length = prefix.readUInt32BE(1);
         if (length > this.#maxBytes) {
           throw new MessageError(
@@ -57,8 +56,8 @@ export class MessageReader {
         this.#compressed = prefix[0] !== 0;
         this.#length = length;
       }
-      if (this.#buffered < this.#length) return messages;
-      const bytes = this.#take(this.#length);
+      if (this.#queue.length < this.#length) return messages;
+      const bytes = this.#queue.take(this.#length);
       this.#length = -1;
       messages.push(this.#compressed ? this.#inflate(bytes) : bytes);
     }
@@ -85,33 +84,6 @@ export class MessageReader {
         );
       }
       throw new MessageError(GrpcCode.INTERNAL, 'Failed to decompress message');
-    }
-    return out;
-  }
-
-  /** Removes the first `n` buffered octets (n <= buffered), copying only across chunks. */
-  #take(n: number): Buffer {
-    this.#buffered -= n;
-    const first = this.#chunks[0];
-    if (first !== undefined && first.length >= n) {
-      if (first.length === n) this.#chunks.shift();
-      else this.#chunks[0] = first.subarray(n);
-      return first.subarray(0, n);
-    }
-    const out = Buffer.allocUnsafe(n);
-    let filled = 0;
-    while (filled < n) {
-      const chunk = this.#chunks[0]!;
-      const wanted = n - filled;
-      if (chunk.length <= wanted) {
-        out.set(chunk, filled);
-        filled += chunk.length;
-        this.#chunks.shift();
-      } else {
-        out.set(chunk.subarray(0, wanted), filled);
-        this.#chunks[0] = chunk.subarray(wanted);
-        filled = n;
-      }
     }
     return out;
   }
