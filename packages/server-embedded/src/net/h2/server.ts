@@ -84,14 +84,7 @@ export class H2GrpcServer {
   /** Listens on `host:port` (0: an ephemeral port) for plaintext HTTP/2. */
   listen(port: number, host: string): Promise<AddressInfo> {
     const server = createServer((socket) => this.handle(socket));
-    this.#listeners.push(server);
-    return new Promise((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve(server.address() as AddressInfo);
-      });
-    });
+    return this.#listen(server, port, host);
   }
 
   /**
@@ -103,6 +96,10 @@ export class H2GrpcServer {
       if (socket.alpnProtocol !== 'h2') socket.destroy();
       else this.handle(socket);
     });
+    return this.#listen(server, port, host);
+  }
+
+  #listen(server: Server, port: number, host: string): Promise<AddressInfo> {
     this.#listeners.push(server);
     return new Promise((resolve, reject) => {
       server.once('error', reject);
