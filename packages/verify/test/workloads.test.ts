@@ -56,16 +56,21 @@ describe('the checker catches what it must', () => {
   it('serializable reads from a partitioned member of the embedded cluster', {
     timeout: TIMEOUT,
   }, async () => {
-    const result = await verify({
-      workload: 'register',
-      target: { kind: 'embedded', members: 3 },
-      serializable: true,
-      faults: ['partition'],
-      durationMs: 5_000,
-      clients: 6,
-      faultIntervalMs: 300,
-      faultDurationMs: 2_000,
-    });
+    // A partition makes a stale read possible, not certain: a loaded machine may run too few
+    // reads on the cut-off member in one run (seen in CI), so up to three runs look for one.
+    const run = () =>
+      verify({
+        workload: 'register',
+        target: { kind: 'embedded', members: 3 },
+        serializable: true,
+        faults: ['partition'],
+        durationMs: 5_000,
+        clients: 6,
+        faultIntervalMs: 300,
+        faultDurationMs: 2_000,
+      });
+    let result = await run();
+    for (let attempt = 1; attempt < 3 && result.valid; attempt++) result = await run();
     expect(result.valid).toBe(false);
     expect(result.anomalies.length).toBeGreaterThan(0);
     // A stale read: some get saw a value older than a write that had finished before it began.
