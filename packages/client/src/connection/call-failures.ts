@@ -153,16 +153,18 @@ export function deadlineError(
  * deadline the client sent (grpc-timeout) runs out on the server. On a busy client that answer can
  * be read before the client's own timer fires. Once the call's deadline has passed it is that
  * deadline's doing, so it is reported as DeadlineExceeded; before, it is etcd's own request
- * timeout (a proposal without a leader), as `toEtcdError` types it.
+ * timeout (a proposal without a leader), as `toEtcdError` types it. So is a call never sent for
+ * want of a connection once its deadline has passed.
  */
 function ownDeadline(error: TransportError, scope: CallScope): TransportError {
-  if (
-    error.code !== GrpcStatus.Unknown ||
-    error.details !== etcdErrorVariants.PROPOSAL_TIMEOUT.message ||
-    Date.now() < scope.deadline
-  ) {
-    return error;
-  }
+  if (Date.now() < scope.deadline) return error;
+  // The channel's wait for a connection ends at the call's deadline too, with Unavailable; on a
+  // loaded client its timer can fire before the call's own.
+  const unconnected = error.code === GrpcStatus.Unavailable && !error.sent;
+  const proposalTimeout =
+    error.code === GrpcStatus.Unknown &&
+    error.details === etcdErrorVariants.PROPOSAL_TIMEOUT.message;
+  if (!unconnected && !proposalTimeout) return error;
   return new TransportError({
     code: GrpcStatus.DeadlineExceeded,
     details: error.details,
