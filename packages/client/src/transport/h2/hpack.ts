@@ -286,3 +286,20 @@ class BlockReader {
     return this.block[this.offset++]!;
   }
 }
+
+/** An HPACK string literal, not Huffman-coded. */
+export function writeString(bytes: number[], text: string): void {
+  const raw = Buffer.from(text, 'utf8');
+  writeInteger(bytes, 0x00, 7, raw.length);
+  for (const byte of raw) bytes.push(byte);
+}
+
+/** A literal field without indexing (0000), its name a static table index or spelled out. */
+export function writeLiteral(bytes: number[], name: number | string, value: string): void {
+  if (typeof name === 'number') writeInteger(bytes, 0x00, 4, name);
+  else {
+    bytes.push(0x00);
+    writeString(bytes, name);
+  }
+  writeString(bytes, value);
+}

@@ -1,7 +1,7 @@
 // The HPACK header block of a gRPC request, as the h2 transport sends it: static-table entries and
 // literals without indexing only, so the block never depends on (nor changes) the server's dynamic
 // table and the part every call of a method shares can be encoded once per connection.
-import { writeInteger } from './hpack.js';
+import { writeInteger, writeLiteral } from './hpack.js';
 
 /** Static table indexes (RFC 7541, Appendix A) the request block uses. */
 const METHOD_POST = 3;
@@ -11,23 +11,6 @@ const NAME_AUTHORITY = 1;
 const NAME_PATH = 4;
 const NAME_CONTENT_TYPE = 31;
 const NAME_USER_AGENT = 58;
-
-/** Appends a string literal without Huffman coding: UTF-8 bytes of `text`. */
-function writeString(bytes: number[], text: string): void {
-  const raw = Buffer.from(text, 'utf8');
-  writeInteger(bytes, 0x00, 7, raw.length);
-  for (const byte of raw) bytes.push(byte);
-}
-
-/** A literal field without indexing (0000), its name from the static table or spelled out. */
-function writeLiteral(bytes: number[], name: number | string, value: string): void {
-  if (typeof name === 'number') writeInteger(bytes, 0x00, 4, name);
-  else {
-    bytes.push(0x00);
-    writeString(bytes, name);
-  }
-  writeString(bytes, value);
-}
 
 /** What every request of one connection says alike. */
 export interface RequestTemplate {

@@ -2,7 +2,7 @@
 // only, so no block depends on (or changes) the client's dynamic table, and the blocks every call
 // shares (the response headers, OK trailers) are encoded once per process. The fields are those
 // grpc-js's server sends (unary-fast-path.ts, RESPONSE_HEADERS).
-import { writeInteger } from '@etcdkit/client/h2';
+import { writeInteger, writeLiteral } from '@etcdkit/client/h2';
 
 /** Static table indexes (RFC 7541, Appendix A). */
 const STATUS_200 = 8;
@@ -16,22 +16,6 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 
 /** A header field: a static table name index, or a lower-case name. */
 type Name = number | string;
-
-function writeString(bytes: number[], text: string): void {
-  const raw = Buffer.from(text, 'utf8');
-  writeInteger(bytes, 0x00, 7, raw.length);
-  for (const byte of raw) bytes.push(byte);
-}
-
-/** A literal field without indexing (0000). */
-function writeLiteral(bytes: number[], name: Name, value: string): void {
-  if (typeof name === 'number') writeInteger(bytes, 0x00, 4, name);
-  else {
-    bytes.push(0x00);
-    writeString(bytes, name);
-  }
-  writeString(bytes, value);
-}
 
 /** Encodes `:status` and `fields` (the status as an indexed 200 when it is 200). */
 export function encodeResponseBlock(
