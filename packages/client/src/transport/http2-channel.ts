@@ -119,19 +119,23 @@ export class Http2Channel<S extends LinkSession> implements Channel, CallHost<S>
       const onAbort = () => settle(abortedFailure(signal!, false));
       this.#waiters.add(waiter);
       signal?.addEventListener('abort', onAbort, { once: true });
-      if (Number.isFinite(deadline)) {
-        timer = setTimeout(
-          () =>
-            settle(
-              failure(
-                GrpcStatus.Unavailable,
-                `no connection to ${this.target} within ${Date.now() - started} ms`,
-                false,
-              ),
-            ),
-          Math.max(0, deadline - Date.now()),
+      // A timer can fire a millisecond before Date.now() reaches its time (libuv measures from
+      // the loop's cached clock): the wait ends only once the deadline has passed by Date.now().
+      const expire = () => {
+        const left = deadline - Date.now();
+        if (left > 0) {
+          timer = setTimeout(expire, left);
+          return;
+        }
+        settle(
+          failure(
+            GrpcStatus.Unavailable,
+            `no connection to ${this.target} within ${Date.now() - started} ms`,
+            false,
+          ),
         );
-      }
+      };
+      if (Number.isFinite(deadline)) timer = setTimeout(expire, Math.max(0, deadline - Date.now()));
     });
   }
 
