@@ -117,80 +117,22 @@ export class CallGate {
     path: string,
     call: grpc.ServerInterceptingCallInterface,
   ): grpc.ServerInterceptingCall {
-    const inbound = new OrderedSteps();
-    const outbound = new OrderedSteps();
-    let refused = false;
-    let replacement: InjectedStatus | undefined;
-    const answer = (status: InjectedStatus): void => {
-      refused = true;
+    const gated = new GatedCall(this, path, (status) =>
       call.sendStatus({
         code: status.code,
         details: status.details,
         metadata: new grpc.Metadata(),
-      });
-    };
-    const outboundGate = (): Promise<void> | undefined => this.outbound();
-    const onOutboundFailure = (): void => answer(DURABILITY_FAILED);
+      }),
+    );
     const listener: grpc.ServerListener = {
-      onReceiveMetadata: (metadata, next) => {
-        let admission: Admission | undefined;
-        inbound.run(
-          () =>
-            this.admissionGate((decided) => {
-              admission = decided;
-            }, path),
-          () => {
-            if (admission?.refuse !== undefined) {
-              answer(admission.refuse);
-              return;
-            }
-            replacement = admission?.replaceResponse;
-            next(metadata);
-          },
-        );
-      },
-      onReceiveMessage: (message, next) => {
-        inbound.run(
-          () => this.whilePaused(),
-          () => {
-            if (!refused) next(message);
-          },
-        );
-      },
-      onReceiveHalfClose: (next) => {
-        inbound.run(
-          () => this.whilePaused(),
-          () => {
-            if (!refused) next();
-          },
-        );
-      },
+      onReceiveMetadata: (metadata, next) => gated.arrive(() => next(metadata)),
+      onReceiveMessage: (message, next) => gated.receive(() => next(message)),
+      onReceiveHalfClose: (next) => gated.receive(next),
     };
     const responder: grpc.Responder = {
       start: (next) => next(listener),
-      sendMessage: (message, next) => {
-        outbound.run(
-          outboundGate,
-          () => {
-            if (refused) return;
-            if (replacement !== undefined) {
-              answer(replacement);
-              return;
-            }
-            next(message);
-          },
-          onOutboundFailure,
-        );
-      },
-      sendStatus: (status, next) => {
-        outbound.run(
-          outboundGate,
-          () => {
-            if (!refused) next(status);
-          },
-          onOutboundFailure,
-        );
-      },
+      sendMessage: (message, next) => gated.sendMessage(() => next(message)),
+      sendStatus: (status, next) => gated.sendStatus(() => next(status)),
     };
     return new grpc.ServerInterceptingCall(call, responder);
   }
@@ -199,10 +141,7 @@ export class CallGate {
    * Holds an arriving call through a pause and its delay, then hands the policy's decision to
    * `decided`; undefined (pass at once) when there is nothing to wait for.
    */
-  private admissionGate(
-    decided: (admission: Admission) => void,
-    path: string,
-  ): Promise<void> | undefined {
+  admissionGate(decided: (admission: Admission) => void, path: string): Promise<void> | undefined {
     const paused = this.whilePaused();
     if (paused === undefined) {
       const admission = this.policy.admit(path);
@@ -212,6 +151,89 @@ export class CallGate {
       return sleep(admission.delayMs).then(() => this.whilePaused());
     }
     return paused.then(() => this.admissionGate(decided, path));
+  }
+}
+
+/**
+ * The gate's steps for one call, whichever server serves it (grpc-js's through the interceptor,
+ * net/h2's through its registry): the arrival, each later request message, each response message
+ * and the status, each passed on in order once the gate lets it.
+ */
+export class GatedCall {
+  private readonly inbound = new OrderedSteps();
+  private readonly outbound = new OrderedSteps();
+  /** The gate answered the call itself: nothing else passes either way. */
+  private refused = false;
+  private replacement: InjectedStatus | undefined;
+  private readonly outboundGate = (): Promise<void> | undefined => this.gate.outbound();
+  private readonly onOutboundFailure = (): void => this.refuse(DURABILITY_FAILED);
+
+  constructor(
+    private readonly gate: CallGate,
+    private readonly path: string,
+    /** Ends the call with `status` (a refusal, a replaced response, a failed disk). */
+    private readonly answer: (status: InjectedStatus) => void,
+  ) {}
+
+  /** Runs `next` once the call is admitted; a refused call is answered instead. */
+  arrive(next: () => void): void {
+    let admission: Admission | undefined;
+    this.inbound.run(
+      () =>
+        this.gate.admissionGate((decided) => {
+          admission = decided;
+        }, this.path),
+      () => {
+        if (admission?.refuse !== undefined) {
+          this.refuse(admission.refuse);
+          return;
+        }
+        this.replacement = admission?.replaceResponse;
+        next();
+      },
+    );
+  }
+
+  /** Passes a request message or the half-close on, after any pause. */
+  receive(next: () => void): void {
+    this.inbound.run(
+      () => this.gate.whilePaused(),
+      () => {
+        if (!this.refused) next();
+      },
+    );
+  }
+
+  /** Sends a response message once responses may leave (or the injected replacement instead). */
+  sendMessage(next: () => void): void {
+    this.outbound.run(
+      this.outboundGate,
+      () => {
+        if (this.refused) return;
+        if (this.replacement !== undefined) {
+          this.refuse(this.replacement);
+          return;
+        }
+        next();
+      },
+      this.onOutboundFailure,
+    );
+  }
+
+  /** Sends the call's status once responses may leave. */
+  sendStatus(next: () => void): void {
+    this.outbound.run(
+      this.outboundGate,
+      () => {
+        if (!this.refused) next();
+      },
+      this.onOutboundFailure,
+    );
+  }
+
+  private refuse(status: InjectedStatus): void {
+    this.refused = true;
+    this.answer(status);
   }
 }
 

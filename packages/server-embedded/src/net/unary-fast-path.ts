@@ -182,10 +182,7 @@ class FastUnaryCall implements CallInfo {
     const socket = this.stream.session?.socket;
     if (!(socket instanceof TLSSocket) || !socket.authorized) return {};
     const certificate = socket.getPeerCertificate();
-    return {
-      transportSecurityType: 'ssl',
-      sslPeerCertificate: certificate.raw ? certificate : undefined,
-    };
+    return { sslPeerCertificate: certificate.raw ? certificate : undefined };
   }
 
   receive(chunk: Buffer): void {

@@ -8,8 +8,9 @@ import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EtcdServerError } from '../../src/errors.js';
 import { CallGate } from '../../src/faults/call-gate.js';
+import { GrpcJsRegistry } from '../../src/net/grpc-js-registry.js';
 import { UnaryFastPath } from '../../src/net/unary-fast-path.js';
-import { type CallInfo, ServiceRegistry } from '../../src/services/registry.js';
+import type { CallInfo } from '../../src/services/registry.js';
 
 const MAX_RECEIVE = 1024;
 
@@ -31,7 +32,7 @@ async function startServer(options: { fastPath: boolean; idleGate?: boolean }) {
   const fastPath = options.fastPath ? new UnaryFastPath(gate, MAX_RECEIVE) : undefined;
   const diverted = fastPath?.divert(server);
   const calls: CallInfo[] = [];
-  const registry = new ServiceRegistry(server, fastPath);
+  const registry = new GrpcJsRegistry(server, fastPath);
   registry.unary(KV.Range, (request, _size, call) => {
     calls.push(call);
     const token = call.metadata.get('token')[0];
