@@ -1,11 +1,12 @@
-// Server CPU per operation and throughput: the etcdkit-server process against a real etcd process
-// (/usr/bin/etcd: raft, WAL, fsync), both answering the same client (etcdkit over its node:http2
-// transport, in this process). A server's CPU is read from /proc (every thread's schedstat run
-// time, in ns), before and after a fixed number of put, get or txn calls, so it is that process's
-// alone. Each round runs every row on both servers back to back, the servers' order alternating
-// between rounds; the table gives the medians over the rounds, and etcdkit / etcd as the median of
-// the rounds' ratios (each pair ran under the same machine load). In-process start is the time of
-// the first EmbeddedEtcd.start() in this process and the median of the next seven. ETCDKIT_BENCH_SCALE multiplies the operation counts.
+// Server CPU per operation and throughput: the etcdkit-server process (on its own HTTP/2, and on
+// grpc-js's server) against a real etcd process (/usr/bin/etcd: raft, WAL, fsync), all answering
+// the same client (etcdkit over its node:http2 transport, in this process). A server's CPU is read
+// from /proc (every thread's schedstat run time, in ns), before and after a fixed number of put,
+// get or txn calls, so it is that process's alone. Each round runs every row on every server back
+// to back, the order reversed every other round; the table gives the medians over the rounds, and
+// server / etcd as the median of the rounds' ratios (each ran under the same machine load).
+// In-process start is the time of the first EmbeddedEtcd.start() in this process and the median of
+// the next seven. ETCDKIT_BENCH_SCALE multiplies the operation counts.
 // Reports numbers; asserts nothing. Skipped (with a line saying so) where /usr/bin/etcd is missing.
 
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -81,8 +82,13 @@ function stopper(child: ChildProcess, cleanup: () => void = () => {}): () => Pro
  * too, as 'baseline', for a before/after comparison in the same run.
  */
 const BASELINE_CLI = process.env.ETCDKIT_BENCH_BASELINE_CLI;
+const GRPC_JS = 'etcdkit-server (grpc-js)';
 
-async function startEtcdkitServer(name = 'etcdkit-server', cli = CLI): Promise<ServerProcess> {
+async function startEtcdkitServer(
+  name = 'etcdkit-server',
+  cli = CLI,
+  extraArgs: readonly string[] = [],
+): Promise<ServerProcess> {
   const endpoint = `http://127.0.0.1:${await freePort()}`;
   const child = spawn(
     process.execPath,
@@ -93,6 +99,7 @@ async function startEtcdkitServer(name = 'etcdkit-server', cli = CLI): Promise<S
       cli,
       '--listen-client-urls',
       endpoint,
+      ...extraArgs,
     ],
     { cwd: REPO, stdio: 'ignore' },
   );
@@ -220,7 +227,12 @@ async function inProcessStartMs(): Promise<{ first: number; median: number }> {
 
 async function report() {
   if (!existsSync(ETCD)) return [{ row: `skipped: ${ETCD} is not installed` }];
-  const servers = [await startEtcdkitServer(), await startRealEtcd()];
+  const servers = [
+    await startEtcdkitServer(),
+    await startRealEtcd(),
+    // The same server on grpc-js's gRPC server instead of its own HTTP/2 (the default).
+    await startEtcdkitServer(GRPC_JS, CLI, ['--grpc-transport', 'grpc-js']),
+  ];
   if (BASELINE_CLI) servers.push(await startEtcdkitServer('baseline', BASELINE_CLI));
   const others = servers.filter((server) => server.name !== 'etcd');
   const samples = new Map<string, Sample[]>();
@@ -260,10 +272,12 @@ async function report() {
     }
     for (const { name } of others) {
       const ratio = median(ratios.get(`${row.name}\u0000${name}`) ?? []);
-      if (name !== 'baseline') chart.push({ label: `server CPU, ${row.name}`, ratio, goal: 0.5 });
+      if (name === 'etcdkit-server') {
+        chart.push({ label: `server CPU, ${row.name}`, ratio, goal: 0.5 });
+      }
       table.push({
         row: row.name,
-        server: `${name === 'baseline' ? 'baseline' : 'etcdkit'} / etcd`,
+        server: `${name === 'etcdkit-server' ? 'etcdkit' : name} / etcd`,
         'server CPU µs/op': `${(ratio * 100).toFixed(0)} %`,
         'ops/s': '',
       });
@@ -281,6 +295,6 @@ async function report() {
 
 export const serverCpuSuite = {
   name: 'server-cpu',
-  description: `server CPU per put, get and txn (from /proc) and ops/s, etcdkit-server vs real etcd, same client (etcdkit over node:http2); medians of ${ROUNDS} rounds, each row run on both servers back to back in alternating order; the ratio is the median of the rounds' ratios`,
+  description: `server CPU per put, get and txn (from /proc) and ops/s, etcdkit-server (its own HTTP/2, and on grpc-js) vs real etcd, same client (etcdkit over node:http2); medians of ${ROUNDS} rounds, each row run on every server back to back, the order reversed every other round; the ratio is the median of the rounds' ratios`,
   report,
 };

@@ -1,13 +1,18 @@
-// The network side of one member: a grpc-js server behind the call gate, listening on the member's
-// client URLs, with every etcd v3 service registered over a ServiceContext. The state it serves
+// The network side of one member: a gRPC server (net/grpc-engine.ts) behind the call gate,
+// listening on the member's client URLs, with every etcd v3 service registered over a ServiceContext. The state it serves
 // (the ServerCore) is built apart, so a simulated cluster can serve one core from several members.
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { LocalClient } from '../concurrency/local-client.js';
 import { CallGate } from '../faults/call-gate.js';
 import type { ServerLogger } from '../logger.js';
 import type { ClientListeners } from '../net/client-listeners.js';
 import { type ClientPortOptions, openClientPort } from '../net/client-port.js';
-import { UnaryFastPath } from '../net/unary-fast-path.js';
+import {
+  type GrpcEngine,
+  grpcJsEngine,
+  h2Engine,
+  type ServerTransport,
+} from '../net/grpc-engine.js';
 import { registerAuthService } from '../services/auth-service.js';
 import { registerClusterService } from '../services/cluster-service.js';
 import type { ServiceContext } from '../services/context.js';
@@ -17,7 +22,6 @@ import { registerKvService } from '../services/kv-service.js';
 import { registerLeaseService } from '../services/lease-service.js';
 import { registerLockService } from '../services/lock-service.js';
 import { registerMaintenanceService } from '../services/maintenance-service.js';
-import { ServiceRegistry } from '../services/registry.js';
 import { SERVED_SERVICES } from '../services/served-services.js';
 import { registerWatchService } from '../services/watch-service.js';
 import { WatchableStore } from '../watch/watchable-store.js';
@@ -33,6 +37,8 @@ export interface MemberServerOptions extends ClientPortOptions {
    * paused member holds a call before they see it.
    */
   readonly interceptors?: readonly grpc.ServerInterceptor[];
+  /** Which gRPC server serves the calls; default `'grpc-js'`. */
+  readonly transport?: ServerTransport;
 }
 
 /** What serving the services started, for the member's stop and restart. */
@@ -45,28 +51,25 @@ export interface ServedServices {
   dropWaits(): void;
 }
 
-/** A member's grpc-js server and client listeners. */
+/** A member's gRPC server and client listeners. */
 export class MemberServer {
-  readonly server: grpc.Server;
+  /** The gRPC server. */
+  readonly engine: GrpcEngine;
   /** Fault injection and durability: every call passes it. */
   readonly gate: CallGate;
   readonly listeners: ClientListeners;
   /** The URLs MemberList reports for the member. */
   readonly advertisedUrls: readonly string[];
-  /** Where unary calls are served without grpc-js; undefined when interceptors must see them. */
-  readonly fastPath: UnaryFastPath | undefined;
 
   private constructor(
-    server: grpc.Server,
+    engine: GrpcEngine,
     gate: CallGate,
     port: { listeners: ClientListeners; advertisedUrls: readonly string[] },
-    fastPath: UnaryFastPath | undefined,
   ) {
-    this.server = server;
+    this.engine = engine;
     this.gate = gate;
     this.listeners = port.listeners;
     this.advertisedUrls = port.advertisedUrls;
-    this.fastPath = fastPath;
   }
 
   /**
@@ -75,23 +78,18 @@ export class MemberServer {
    */
   static async open(options: MemberServerOptions, logger: ServerLogger): Promise<MemberServer> {
     const gate = new CallGate();
-    const maxReceiveBytes = options.maxRequestBytes + GRPC_OVERHEAD_BYTES;
-    const server = new grpc.Server({
-      'grpc.max_receive_message_length': maxReceiveBytes,
-      'grpc.max_send_message_length': -1,
-      interceptors: [gate.interceptor(), ...(options.interceptors ?? [])],
-    });
+    const engineOptions = {
+      gate,
+      maxReceiveBytes: options.maxRequestBytes + GRPC_OVERHEAD_BYTES,
+      interceptors: options.interceptors,
+    };
+    const engine =
+      options.transport === 'h2' ? h2Engine(engineOptions) : grpcJsEngine(engineOptions);
     try {
-      const port = await openClientPort(server, options, logger);
-      // Interceptors other than the gate (a simulated cluster's leader gate) see every call.
-      let fastPath: UnaryFastPath | undefined;
-      if ((options.interceptors ?? []).length === 0) {
-        fastPath = new UnaryFastPath(gate, maxReceiveBytes);
-        if (!fastPath.divert(server)) fastPath = undefined;
-      }
-      return new MemberServer(server, gate, port, fastPath);
+      const port = await openClientPort(engine.acceptor, options, logger);
+      return new MemberServer(engine, gate, port);
     } catch (error) {
-      server.forceShutdown();
+      engine.shutdown();
       throw error;
     }
   }
@@ -99,12 +97,12 @@ export class MemberServer {
   /** Closes a port that was opened but is not served (a start failing midway). */
   async abandon(): Promise<void> {
     await this.listeners.close();
-    this.server.forceShutdown();
+    this.engine.shutdown();
   }
 
   /** Registers every etcd v3 service over `context`. */
   serve(context: ServiceContext, options: { progressNotifyIntervalMs?: number }): ServedServices {
-    const registry = new ServiceRegistry(this.server, this.fastPath);
+    const registry = this.engine.registry();
     registerKvService(registry, context);
     registerMaintenanceService(registry, context);
     registerClusterService(registry, context);

@@ -98,13 +98,13 @@ export class Member {
     return this.network.listeners.listen();
   }
 
-  /** Ends the member for good: waits, streams, watchers, listeners and the grpc-js server. */
+  /** Ends the member for good: waits, streams, watchers, listeners and the gRPC server. */
   async close(): Promise<void> {
     this.served.dropWaits();
     this.served.closeWatchStreams();
     this.served.watchable.close();
     await this.network.listeners.close();
     this.host.abandonWaits?.();
-    this.network.server.forceShutdown();
+    this.network.engine.shutdown();
   }
 }

@@ -29,6 +29,11 @@ export interface ClientListenersOptions {
   readonly tls: TlsOptions | undefined;
   /** Takes over a connection (after the TLS handshake, for https): the gRPC server. */
   readonly accept: (connection: Duplex) => void;
+  /**
+   * Whether plain connections go through the authority check of connection-handoff.ts (node:http2
+   * refuses a scheme in :authority) or straight to `accept` (net/h2 takes it). Default true.
+   */
+  readonly plainHandoff?: boolean;
   readonly logger: ServerLogger;
 }
 
@@ -41,6 +46,7 @@ export class ClientListeners {
   private readonly connections = new Set<Socket>();
   private readonly tls: TlsOptions | undefined;
   private readonly accept: (connection: Duplex) => void;
+  private readonly plainHandoff: boolean;
   private readonly logger: ServerLogger;
 
   constructor(options: ClientListenersOptions) {
@@ -55,6 +61,7 @@ export class ClientListeners {
     this.bound = [...options.urls];
     this.tls = options.tls;
     this.accept = options.accept;
+    this.plainHandoff = options.plainHandoff ?? true;
     this.logger = options.logger;
   }
 
@@ -159,7 +166,8 @@ export class ClientListeners {
         onConnection(socket);
         // Only plain connections can be read on their way in; over TLS the HTTP/2 server gets the
         // TLS socket itself, which grpc-js needs to show calls the client's certificate.
-        acceptPlainConnection(socket, this.accept);
+        if (this.plainHandoff) acceptPlainConnection(socket, this.accept);
+        else this.accept(socket);
       });
       return server;
     }

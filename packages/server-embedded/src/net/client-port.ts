@@ -1,9 +1,8 @@
-// Opens the client port of a grpc-js server from the server options: which URLs to listen on and
-// advertise, and TLS. grpc-js never binds a port itself here: connections come from our own
-// listeners through its connection injector (see client-listeners.ts for why).
-import * as grpc from '@grpc/grpc-js';
+// Opens the client port of a gRPC server from the server options: which URLs to listen on and
+// advertise, and TLS. The gRPC server never binds a port itself: connections come from our own
+// listeners (see client-listeners.ts for why), handed to its acceptor.
 import type { ServerLogger } from '../logger.js';
-import { ClientListeners } from './client-listeners.js';
+import { ClientListeners, type ClientListenersOptions } from './client-listeners.js';
 import {
   type ClientUrl,
   ClientUrlError,
@@ -28,9 +27,15 @@ export interface ClientPort {
   readonly advertisedUrls: readonly string[];
 }
 
-/** Validates the options, listens on every URL and hands connections to `server`. */
+/** Where the listeners hand connections: a gRPC server's connection acceptor. */
+export interface ConnectionAcceptor {
+  readonly accept: ClientListenersOptions['accept'];
+  readonly plainHandoff: boolean;
+}
+
+/** Validates the options, listens on every URL and hands connections to `acceptor`. */
 export async function openClientPort(
-  server: grpc.Server,
+  acceptor: ConnectionAcceptor,
   options: ClientPortOptions,
   logger: ServerLogger,
 ): Promise<ClientPort> {
@@ -45,11 +50,11 @@ export async function openClientPort(
   const advertised = (options.advertiseClientUrls ?? []).map((url) =>
     formatClientUrl(parseClientUrl(url)),
   );
-  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   const listeners = new ClientListeners({
     urls,
     tls: options.tls === undefined ? undefined : tlsServerOptions(options.tls),
-    accept: (connection) => injector.injectConnection(connection),
+    accept: acceptor.accept,
+    plainHandoff: acceptor.plainHandoff,
     logger,
   });
   await listeners.listen();

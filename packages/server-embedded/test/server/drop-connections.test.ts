@@ -40,6 +40,8 @@ describe('EmbeddedEtcd.dropConnections()', () => {
 
   it('ends a raw TCP connection that has not spoken HTTP/2 yet', async () => {
     const socket = createConnection({ host: '127.0.0.1', port: server.port });
+    // Read what the server sends (its SETTINGS): an unread socket never reports its close.
+    socket.resume();
     await new Promise((resolve) => socket.once('connect', resolve));
     await waitFor(() => server.connectionCount === 1, 2_000, 'the server to see the connection');
     const closed = new Promise((resolve) => socket.once('close', resolve));

@@ -49,6 +49,8 @@ describe('EmbeddedEtcd.restart()', () => {
     await etcd.put('a', '1');
     expect(server.connectionCount).toBe(1);
     const raw = createConnection({ host: '127.0.0.1', port: server.port });
+    // Read what the server sends (its SETTINGS): an unread socket never reports its close.
+    raw.resume();
     await new Promise((resolve) => raw.once('connect', resolve));
     const closed = new Promise((resolve) => raw.once('close', resolve));
 

@@ -1,0 +1,127 @@
+// A bidirectional net/h2 call as the services' BidiStream: requests decoded and passed through the
+// call gate as 'data' events, responses encoded and gated on their way out, with the events
+// grpc-js's ServerDuplexStream emits ('end', 'cancelled', 'close', 'drain', 'error').
+import { EventEmitter } from 'node:events';
+import type { MethodDescriptor } from '@etcdkit/client/protocol';
+import type * as grpc from '@grpc/grpc-js';
+import { GrpcCode } from '../errors.js';
+import type { GatedCall } from '../faults/call-gate.js';
+import type { BidiStream, CallInfo, ResponseOf } from '../services/registry.js';
+import type { BidiCall } from './h2/routes.js';
+import { H2CallInfo } from './h2-call-info.js';
+
+/** One bidirectional call, from its handler's side. */
+export class H2BidiStream<Req, Res> extends EventEmitter implements BidiStream<Req, Res> {
+  readonly #call: BidiCall;
+  readonly #method: MethodDescriptor<Req, Res, 'bidi-stream'>;
+  readonly #gated: GatedCall;
+  readonly #info: H2CallInfo;
+  /** Requests received while paused, delivered on resume. */
+  #held: Buffer[] = [];
+  #paused = false;
+  #closed = false;
+
+  constructor(call: BidiCall, method: MethodDescriptor<Req, Res, 'bidi-stream'>, gated: GatedCall) {
+    super();
+    this.#call = call;
+    this.#method = method;
+    this.#gated = gated;
+    this.#info = new H2CallInfo(call);
+    // Listeners are added by the handler after this returns: events start on a later tick.
+    queueMicrotask(() => {
+      call.onMessage((message) => {
+        if (this.#paused) this.#held.push(message);
+        else this.#deliver(message);
+      });
+      call.onHalfClose(() => this.#gated.receive(() => this.emit('end')));
+      if (call.signal.aborted) this.#cancelled();
+      else call.signal.addEventListener('abort', () => this.#cancelled(), { once: true });
+    });
+  }
+
+  get cancelled(): boolean {
+    return this.#call.signal.aborted;
+  }
+
+  get metadata(): CallInfo['metadata'] {
+    return this.#info.metadata;
+  }
+
+  getAuthContext(): ReturnType<CallInfo['getAuthContext']> {
+    return this.#info.getAuthContext();
+  }
+
+  getPeer(): string {
+    return this.#info.getPeer();
+  }
+
+  write(message: ResponseOf<Res>): boolean {
+    if (this.#call.ended) return false;
+    const frame = this.#method.response.encode(message as Res).finish();
+    let written = true;
+    this.#gated.sendMessage(() => {
+      written = this.#call.write(frame);
+      if (!written) this.#call.onDrain(() => this.emit('drain'));
+    });
+    return written;
+  }
+
+  end(): void {
+    this.#gated.sendStatus(() => {
+      this.#call.end();
+      this.#close();
+    });
+  }
+
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
+    if (event !== 'error') return super.emit(event, ...args);
+    // As on grpc-js's call: an 'error' emitted by the handler ends the call with its status.
+    const status = args[0] as grpc.ServerErrorResponse;
+    this.#gated.sendStatus(() => {
+      this.#call.end(
+        (status.code ?? GrpcCode.UNKNOWN) as GrpcCode,
+        status.details ?? status.message,
+      );
+      this.#close();
+    });
+    return this.listenerCount('error') > 0 ? super.emit('error', status) : false;
+  }
+
+  pause(): void {
+    this.#paused = true;
+  }
+
+  resume(): void {
+    this.#paused = false;
+    const held = this.#held;
+    this.#held = [];
+    for (const message of held) {
+      if (this.#paused) this.#held.push(message);
+      else this.#deliver(message);
+    }
+  }
+
+  #deliver(message: Buffer): void {
+    let request: Req;
+    try {
+      request = this.#method.request.decode(message);
+    } catch {
+      this.#call.end(GrpcCode.INTERNAL, 'Error deserializing request');
+      this.#close();
+      return;
+    }
+    this.#gated.receive(() => this.emit('data', request));
+  }
+
+  #cancelled(): void {
+    if (this.#closed) return;
+    this.emit('cancelled');
+    this.#close();
+  }
+
+  #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    queueMicrotask(() => super.emit('close'));
+  }
+}

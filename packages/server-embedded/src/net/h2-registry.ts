@@ -1,0 +1,223 @@
+// The service registry on the server's own HTTP/2 layer (net/h2): each handler becomes a route
+// that decodes the request with the generated codec, passes the call gate and answers as grpc-js's
+// server does. A unary call arriving while the gate holds nothing skips the gate's bookkeeping.
+import type { MethodDescriptor } from '@etcdkit/client/protocol';
+import { GrpcCode } from '../errors.js';
+import { type CallGate, GatedCall, type InjectedStatus } from '../faults/call-gate.js';
+import {
+  type BidiHandler,
+  type ServerStreamHandler,
+  type ServiceRegistry,
+  type StreamSend,
+  toStatus,
+  type UnaryHandler,
+  unimplementedStatus,
+  type WaitingUnaryHandler,
+} from '../services/registry.js';
+import { type Routes, type ServerCall, StatusError } from './h2/routes.js';
+import { H2BidiStream } from './h2-bidi-stream.js';
+import { H2CallInfo } from './h2-call-info.js';
+
+/** A handler's failure as the status its call ends with (what grpc-js sends for it). */
+export function failureStatus(error: unknown): StatusError {
+  if (error instanceof StatusError) return error;
+  const status = toStatus(error);
+  return new StatusError((status.code ?? GrpcCode.UNKNOWN) as GrpcCode, status.details ?? '');
+}
+
+function statusError(status: InjectedStatus): StatusError {
+  return new StatusError(status.code, status.details);
+}
+
+/** Decodes a request as grpc-js's deserializer would fail it. */
+function decode<Req>(method: MethodDescriptor<Req, unknown>, bytes: Buffer): Req {
+  try {
+    return method.request.decode(bytes);
+  } catch {
+    throw new StatusError(GrpcCode.INTERNAL, 'Error deserializing request');
+  }
+}
+
+function encode<Res>(method: MethodDescriptor<unknown, Res>, response: unknown): Uint8Array {
+  try {
+    return method.response.encode(response as Res).finish();
+  } catch {
+    throw new StatusError(GrpcCode.INTERNAL, 'Error serializing response');
+  }
+}
+
+/** Handler registration on one table of net/h2 routes, behind `gate`. */
+export class H2Registry implements ServiceRegistry {
+  readonly #routes: Routes;
+  readonly #gate: CallGate;
+  readonly #registered = new Set<string>();
+
+  constructor(routes: Routes, gate: CallGate) {
+    this.#routes = routes;
+    this.#gate = gate;
+  }
+
+  unary<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'unary'>,
+    handler: UnaryHandler<Req, Res>,
+  ): void {
+    this.#answerOnce(method, (request, bytes, call) =>
+      handler(request, bytes, new H2CallInfo(call)),
+    );
+  }
+
+  waitingUnary<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'unary'>,
+    handler: WaitingUnaryHandler<Req, Res>,
+  ): void {
+    this.#answerOnce(method, (request, bytes, call) =>
+      handler(request, bytes, call.signal, new H2CallInfo(call)),
+    );
+  }
+
+  serverStream<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'server-stream'>,
+    handler: ServerStreamHandler<Req, Res>,
+  ): void {
+    this.#registered.add(method.path);
+    this.#routes.serverStream(method.path, (bytes, call) => {
+      const gated = this.#gated(method.path, call);
+      gated.arrive(() => {
+        const send: StreamSend<Res> = (message) =>
+          new Promise((resolve, reject) => {
+            const frame = encode(method, message);
+            gated.sendMessage(() => {
+              if (call.ended) reject(new Error('stream cancelled'));
+              else if (call.write(frame)) resolve();
+              else
+                call.onDrain(() =>
+                  call.ended ? reject(new Error('stream cancelled')) : resolve(),
+                );
+            });
+          });
+        let running: Promise<void>;
+        try {
+          running = handler(decode(method, bytes), send, new H2CallInfo(call), call.signal);
+        } catch (error) {
+          running = Promise.reject(error);
+        }
+        running.then(
+          () => gated.sendStatus(() => call.end()),
+          (error: unknown) => {
+            if (call.ended) return;
+            const status = failureStatus(error);
+            gated.sendStatus(() => call.end(status.code, status.details));
+          },
+        );
+      });
+    });
+  }
+
+  bidi<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'bidi-stream'>,
+    handler: BidiHandler<Req, Res>,
+  ): void {
+    this.#registered.add(method.path);
+    this.#routes.bidi(method.path, (call) => {
+      const gated = this.#gated(method.path, call);
+      gated.arrive(() => handler(new H2BidiStream(call, method, gated)));
+    });
+  }
+
+  unimplemented(service: Record<string, MethodDescriptor<unknown, unknown>>): void {
+    for (const method of Object.values(service)) {
+      if (this.#registered.has(method.path)) continue;
+      const { code, details } = unimplementedStatus(method.path);
+      const refuse = (call: ServerCall): void => {
+        const gated = this.#gated(method.path, call);
+        gated.arrive(() => gated.sendStatus(() => call.end(code, details)));
+      };
+      if (method.kind === 'unary')
+        this.#routes.unary(method.path, (_bytes, call) => this.#refused(call, code, details));
+      else if (method.kind === 'server-stream')
+        this.#routes.serverStream(method.path, (_bytes, call) => refuse(call));
+      else this.#routes.bidi(method.path, refuse);
+    }
+  }
+
+  #refused(call: ServerCall, code: GrpcCode, details: string): Promise<Uint8Array> {
+    return new Promise((_resolve, reject) => {
+      const gated = this.#gated(call.path, call);
+      gated.arrive(() => gated.sendStatus(() => reject(new StatusError(code, details))));
+    });
+  }
+
+  /** The gate's steps for `call`; what the gate answers itself ends the call. */
+  #gated(path: string, call: ServerCall): GatedCall {
+    return new GatedCall(this.#gate, path, (status) => call.end(status.code, status.details));
+  }
+
+  /** A unary route: decode, the gate, the handler, the response or its failure as a status. */
+  #answerOnce<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'unary'>,
+    serve: (request: Req, bytes: number, call: ServerCall) => unknown,
+  ): void {
+    this.#registered.add(method.path);
+    const gate = this.#gate;
+    this.#routes.unary(method.path, (bytes, call) => {
+      if (!gate.admitsAtOnce()) return this.#answerGated(method, serve, bytes, call);
+      let result: unknown;
+      try {
+        result = serve(decode(method, bytes), bytes.length, call);
+      } catch (error) {
+        throw failureStatus(error);
+      }
+      if (result instanceof Promise) {
+        return result.then(
+          (response: unknown) => this.#leave(encode(method, response)),
+          (error: unknown) => Promise.reject(failureStatus(error)),
+        );
+      }
+      return this.#leave(encode(method, result));
+    });
+  }
+
+  /** The response, once the gate lets responses out (the data dir's barrier). */
+  #leave(frame: Uint8Array): Uint8Array | Promise<Uint8Array> {
+    const wait = this.#gate.outbound();
+    if (wait === undefined) return frame;
+    return wait.then(
+      () => frame,
+      () => Promise.reject(statusError(this.#gate.durabilityFailed)),
+    );
+  }
+
+  #answerGated<Req, Res>(
+    method: MethodDescriptor<Req, Res, 'unary'>,
+    serve: (request: Req, bytes: number, call: ServerCall) => unknown,
+    bytes: Buffer,
+    call: ServerCall,
+  ): Promise<Uint8Array> {
+    return new Promise((resolve, reject) => {
+      const gated = new GatedCall(this.#gate, method.path, (status) => reject(statusError(status)));
+      const fail = (error: unknown): void => {
+        const status = failureStatus(error);
+        gated.sendStatus(() => reject(status));
+      };
+      gated.arrive(() => {
+        let result: unknown;
+        try {
+          result = serve(decode(method, bytes), bytes.length, call);
+        } catch (error) {
+          fail(error);
+          return;
+        }
+        Promise.resolve(result).then((response) => {
+          let frame: Uint8Array;
+          try {
+            frame = encode(method, response);
+          } catch (error) {
+            fail(error);
+            return;
+          }
+          gated.sendMessage(() => resolve(frame));
+        }, fail);
+      });
+    });
+  }
+}
