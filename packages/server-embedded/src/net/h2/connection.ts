@@ -171,6 +171,16 @@ export class H2ServerConnection implements StreamLink {
     this.#endIfIdle();
   }
 
+  giveBack(stream: H2Stream): void {
+    // One WINDOW_UPDATE per half window, not per frame; none while the stream's owner is paused
+    // (the connection window is still given back above: other streams go on).
+    if (stream.receivePaused || stream.remoteEnded || stream.closed) return;
+    if (stream.unacknowledged < this.#streamWindow / 2) return;
+    this.queue(windowUpdateFrame(stream.id, stream.unacknowledged));
+    stream.receiveWindow += stream.unacknowledged;
+    stream.unacknowledged = 0;
+  }
+
   queue(bytes: Buffer): void {
     if (this.#destroyed) return;
     this.#out.push(bytes);
@@ -406,11 +416,7 @@ export class H2ServerConnection implements StreamLink {
     const endStream = (flags & FLAG_END_STREAM) !== 0;
     if (!endStream) {
       stream.unacknowledged += length;
-      if (stream.unacknowledged >= this.#streamWindow / 2) {
-        this.queue(windowUpdateFrame(streamId, stream.unacknowledged));
-        stream.receiveWindow += stream.unacknowledged;
-        stream.unacknowledged = 0;
-      }
+      this.giveBack(stream);
     }
     if (data.length > 0) stream.sink?.streamData(data);
     if (endStream && !stream.closed) {

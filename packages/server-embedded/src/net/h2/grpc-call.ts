@@ -58,7 +58,11 @@ export class GrpcCall implements StreamSink, BidiCall {
   readonly deadline: number | undefined;
   #ended = false;
   #headersSent = false;
+  /** The client's half-close, as reported to the handler (after every message before it). */
   #halfClosed = false;
+  /** The client ended its side; reported once nothing received before it is held. */
+  #remoteEnded = false;
+  #paused = false;
   #started = false;
   #request: Buffer | undefined;
   #abort: AbortController | undefined;
@@ -69,7 +73,7 @@ export class GrpcCall implements StreamSink, BidiCall {
   #drainListeners: (() => void)[] = [];
   #messageListener: ((message: Buffer) => void) | undefined;
   #halfCloseListeners: (() => void)[] = [];
-  /** Messages a bidi call received before its handler listened. */
+  /** Messages a bidi call received before its handler listened, or while it is paused. */
   #inbox: Buffer[] = [];
   readonly #stream: H2Stream;
   readonly #start: CallStart;
@@ -150,9 +154,21 @@ export class GrpcCall implements StreamSink, BidiCall {
 
   onMessage(listener: (message: Buffer) => void): void {
     this.#messageListener = listener;
-    const queued = this.#inbox;
-    this.#inbox = [];
-    for (const message of queued) listener(message);
+    this.#flushInbox();
+  }
+
+  pause(): void {
+    if (this.#paused) return;
+    this.#paused = true;
+    this.#stream.pauseReceive();
+  }
+
+  resume(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.#flushInbox();
+    // A listener may have paused again: then the window stays withheld.
+    if (!this.#paused) this.#stream.resumeReceive();
   }
 
   onHalfClose(listener: () => void): void {
@@ -218,10 +234,8 @@ export class GrpcCall implements StreamSink, BidiCall {
 
   streamEnd(): void {
     if (this.#start.route.kind === 'bidi') {
-      this.#halfClosed = true;
-      const listeners = this.#halfCloseListeners;
-      this.#halfCloseListeners = [];
-      for (const listener of listeners) listener();
+      this.#remoteEnded = true;
+      this.#reportHalfClose();
       return;
     }
     if (this.#ended) return;
@@ -249,8 +263,26 @@ export class GrpcCall implements StreamSink, BidiCall {
   }
 
   #deliver(message: Buffer): void {
-    if (this.#messageListener !== undefined) this.#messageListener(message);
+    if (this.#messageListener !== undefined && !this.#paused) this.#messageListener(message);
     else this.#inbox.push(message);
+  }
+
+  /** Delivers held messages in order, stopping if the listener pauses; then a held half-close. */
+  #flushInbox(): void {
+    const listener = this.#messageListener;
+    if (listener === undefined) return;
+    while (!this.#paused && this.#inbox.length > 0) listener(this.#inbox.shift()!);
+    this.#reportHalfClose();
+  }
+
+  /** The half-close reaches the handler behind every message before it, and not while paused. */
+  #reportHalfClose(): void {
+    if (!this.#remoteEnded || this.#halfClosed || this.#paused) return;
+    if (this.#messageListener !== undefined && this.#inbox.length > 0) return;
+    this.#halfClosed = true;
+    const listeners = this.#halfCloseListeners;
+    this.#halfCloseListeners = [];
+    for (const listener of listeners) listener();
   }
 
   #run(): void {

@@ -39,7 +39,15 @@ export interface ServerCall {
 export interface BidiCall extends ServerCall, AsyncIterable<Buffer> {
   /** Every message, in order (those received before the listener was set first). */
   onMessage(listener: (message: Buffer) => void): void;
-  /** The client ended its side. */
+  /**
+   * Stops delivering: messages (and the half-close) received meanwhile are held, and the stream's
+   * HTTP/2 receive window is not given back, so a client that keeps writing is stopped by flow
+   * control once the window is used (what is held is bounded by it). Other streams go on.
+   */
+  pause(): void;
+  /** Delivers what was held, in order, gives back the withheld window and goes on. */
+  resume(): void;
+  /** The client ended its side (reported after every message it sent before). */
   onHalfClose(listener: () => void): void;
   /** True once the client ended its side. */
   readonly halfClosed: boolean;

@@ -42,6 +42,8 @@ export interface StreamLink {
   blocked(stream: H2Stream): void;
   /** The stream is over: to be forgotten. */
   closed(stream: H2Stream): void;
+  /** Gives back the stream's received octets with a WINDOW_UPDATE if they are due. */
+  giveBack(stream: H2Stream): void;
 }
 
 /** One stream the peer opened, from the server's side. */
@@ -54,6 +56,8 @@ export class H2Stream {
   receiveWindow: number;
   /** Octets received and not yet given back with a WINDOW_UPDATE. */
   unacknowledged = 0;
+  /** The owner holds what it received: the window is not given back until it resumes. */
+  receivePaused = false;
   /** The peer sent END_STREAM. */
   remoteEnded = false;
   /** This side sent END_STREAM (or reset the stream). */
@@ -165,6 +169,21 @@ export class H2Stream {
       this.#trailers = undefined;
       this.#ended();
     }
+  }
+
+  /**
+   * Stops giving back the receive window: a peer that keeps sending stops at the window's end,
+   * which bounds what the owner holds meanwhile.
+   */
+  pauseReceive(): void {
+    this.receivePaused = true;
+  }
+
+  /** Gives back what was withheld and goes on doing so as data comes. */
+  resumeReceive(): void {
+    if (!this.receivePaused) return;
+    this.receivePaused = false;
+    this.#link.giveBack(this);
   }
 
   /** The peer ended its side. */

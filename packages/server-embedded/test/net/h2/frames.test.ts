@@ -69,15 +69,32 @@ async function open(options: Parameters<typeof startToy>[0] = {}) {
   return { toy, socket, frames, isClosed: () => closed };
 }
 
-const REQUEST = encodeLiterals(
-  [
-    [':method', 'POST'],
-    [':scheme', 'http'],
-    [':path', '/toy.Echo/Unary'],
-    [':authority', 'localhost'],
-    ['content-type', 'application/grpc'],
-  ].map(([name, value]) => ({ name: name!, value: value!, sensitive: false })),
-);
+/** A request header block for `path`. */
+function request(path: string): Buffer {
+  return encodeLiterals(
+    [
+      [':method', 'POST'],
+      [':scheme', 'http'],
+      [':path', path],
+      [':authority', 'localhost'],
+      ['content-type', 'application/grpc'],
+    ].map(([name, value]) => ({ name: name!, value: value!, sensitive: false })),
+  );
+}
+
+const REQUEST = request('/toy.Echo/Unary');
+
+/** `body` as DATA frames on `streamId` of at most 16,384 octets each. */
+function dataFrames(streamId: number, body: Buffer, flags = 0): Buffer[] {
+  const frames: Buffer[] = [];
+  for (let offset = 0; offset < body.length; offset += 16_384) {
+    const end = Math.min(offset + 16_384, body.length);
+    frames.push(
+      frameOf(FRAME_DATA, end === body.length ? flags : 0, streamId, body.subarray(offset, end)),
+    );
+  }
+  return frames;
+}
 
 describe('H2ServerConnection on a raw socket', () => {
   it('closes the socket on a malformed preface, with GOAWAY PROTOCOL_ERROR', async () => {
@@ -250,6 +267,83 @@ describe('H2ServerConnection on a raw socket', () => {
     const data = frames.filter((f) => f.type === FRAME_DATA && f.streamId === 1);
     expect(grpcMessages(Buffer.concat(data.map((f) => f.payload))).map(String)).toEqual([
       'released',
+    ]);
+  });
+
+  it("withholds a paused call's stream window, not the connection's, until it resumes", async () => {
+    const { toy, socket, frames } = await open();
+    // Five messages of 13,107 octets with their prefixes: the whole default stream window.
+    const messages = Array.from({ length: 5 }, (_, i) => Buffer.alloc(13_102, 0x61 + i));
+    const body = Buffer.concat(messages.map(grpcFrame));
+    expect(body.length).toBe(65_535);
+    socket.write(
+      Buffer.concat([
+        PREFACE,
+        settingsFrame([]),
+        frameOf(FRAME_SETTINGS, FLAG_ACK, 0, Buffer.alloc(0)),
+        frameOf(FRAME_HEADERS, FLAG_END_HEADERS, 1, request('/toy.Echo/Paused')),
+        ...dataFrames(1, body),
+        // Another stream on the same connection is served meanwhile.
+        frameOf(FRAME_HEADERS, FLAG_END_HEADERS, 3, REQUEST),
+        frameOf(FRAME_DATA, FLAG_END_STREAM, 3, grpcFrame(Buffer.from('other'))),
+      ]),
+    );
+    const ended = (id: number) =>
+      frames.some(
+        (f) => f.type === FRAME_HEADERS && f.streamId === id && f.flags & FLAG_END_STREAM,
+      );
+    await until(() => ended(3));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const updates = (id: number) =>
+      frames
+        .filter((f) => f.type === FRAME_WINDOW_UPDATE && f.streamId === id)
+        .map((f) => f.payload.readUInt32BE(0));
+    const other = frames.filter((f) => f.type === FRAME_DATA && f.streamId === 3);
+    expect(grpcMessages(Buffer.concat(other.map((f) => f.payload))).map(String)).toEqual(['other']);
+    // The connection window is given back per half window: after stream 1's first two frames,
+    // then once stream 3's 10 octets bring the rest (32,767) past half.
+    expect(updates(0)).toEqual([32_768, 32_777]);
+    expect(updates(1)).toEqual([]);
+    expect(toy.seen.paused).toHaveLength(1);
+    expect(toy.seen.delivered).toEqual([]);
+
+    toy.seen.paused[0]!.resume();
+    await until(() => updates(1).length === 1);
+    expect(updates(1)).toEqual([65_535]);
+    expect(toy.seen.delivered).toEqual(messages);
+    socket.write(frameOf(FRAME_DATA, FLAG_END_STREAM, 1, grpcFrame(Buffer.from('last'))));
+    await until(() => ended(1));
+    const answer = frames.filter((f) => f.type === FRAME_DATA && f.streamId === 1);
+    expect(grpcMessages(Buffer.concat(answer.map((f) => f.payload))).map(String)).toEqual([
+      'got 6',
+    ]);
+    expect(toy.seen.delivered.at(-1)?.toString()).toBe('last');
+  });
+
+  it('holds the half-close of a paused call behind its held messages', async () => {
+    const { toy, socket, frames } = await open();
+    socket.write(
+      Buffer.concat([
+        PREFACE,
+        settingsFrame([]),
+        frameOf(FRAME_HEADERS, FLAG_END_HEADERS, 1, request('/toy.Echo/Paused')),
+        frameOf(
+          FRAME_DATA,
+          FLAG_END_STREAM,
+          1,
+          Buffer.concat([grpcFrame(Buffer.from('a')), grpcFrame(Buffer.from('b'))]),
+        ),
+      ]),
+    );
+    await until(() => toy.seen.paused.length === 1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(toy.seen.paused[0]!.halfClosed).toBe(false);
+    expect(frames.some((f) => f.type === FRAME_HEADERS)).toBe(false);
+    toy.seen.paused[0]!.resume();
+    await until(() => frames.some((f) => f.type === FRAME_HEADERS && f.flags & FLAG_END_STREAM));
+    const answer = frames.filter((f) => f.type === FRAME_DATA && f.streamId === 1);
+    expect(grpcMessages(Buffer.concat(answer.map((f) => f.payload))).map(String)).toEqual([
+      'got 2',
     ]);
   });
 });

@@ -1,6 +1,7 @@
 // The server's own HTTP/2 layer reached by @grpc/grpc-js's client with raw serializers: what a
 // grpc-js client sees (statuses, messages, streams, cancellation, deadlines) is what it would see
 // of grpc-js's server.
+import { createServer, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NON_ASCII_MESSAGE, startToy, until } from './toy-service.js';
@@ -103,5 +104,39 @@ describe('H2GrpcServer reached by grpc-js', () => {
     });
     expect(error?.code).toBe(grpc.status.DEADLINE_EXCEEDED);
     await until(() => toy.seen.aborts.length === 1);
+  });
+
+  it('stops a client writing to a paused call by flow control, and delivers all on resume', async () => {
+    const toy = await startToy();
+    cleanups.push(toy.stop);
+    // Served through `handle` to see how much the server's socket read.
+    const sockets: Socket[] = [];
+    const listener = createServer((socket) => {
+      sockets.push(socket);
+      toy.server.handle(socket);
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise((resolve) => listener.close(resolve)));
+    const { port } = listener.address() as { port: number };
+    const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    cleanups.push(() => client.close());
+    const call = client.makeBidiStreamRequest('/toy.Echo/Paused', raw, raw);
+    const received: string[] = [];
+    const status = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
+    call.on('data', (message: Buffer) => received.push(String(message)));
+    // 1,000 messages of 1,000 octets: 1,005,000 octets of DATA against a 65,535-octet window.
+    const sent = Array.from({ length: 1000 }, (_, i) => Buffer.alloc(1000, String(i)));
+    for (const message of sent) call.write(message);
+    call.end();
+    await until(() => toy.seen.paused.length === 1 && sockets[0]!.bytesRead > 65_535);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The stream window and the request's headers and SETTINGS, nothing more.
+    expect(sockets[0]!.bytesRead).toBeLessThan(65_535 + 1024);
+    expect(toy.seen.delivered).toEqual([]);
+    toy.seen.paused[0]!.resume();
+    expect((await status).code).toBe(grpc.status.OK);
+    expect(received).toEqual(['got 1000']);
+    expect(toy.seen.delivered).toEqual(sent);
+    expect(sockets[0]!.bytesRead).toBeGreaterThan(1_005_000);
   });
 });

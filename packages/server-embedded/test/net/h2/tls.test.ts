@@ -4,7 +4,7 @@ import { makeTestCertificates, type TestCertificates } from '@etcdkit/testkit';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { H2GrpcServer } from '../../../src/net/h2/server.js';
-import { toyRoutes } from './toy-service.js';
+import { newSeen, toyRoutes } from './toy-service.js';
 
 let certs: TestCertificates;
 beforeAll(async () => {
@@ -16,7 +16,7 @@ afterAll(async () => {
 
 describe('H2GrpcServer over TLS', () => {
   it('serves a call and shows the client certificate to the handler', async () => {
-    const server = new H2GrpcServer({ routes: toyRoutes({ aborts: [], held: [], whoami: [] }) });
+    const server = new H2GrpcServer({ routes: toyRoutes(newSeen()) });
     const { port } = await server.listenTls(0, '127.0.0.1', {
       cert: certs.server.cert,
       key: certs.server.key,

@@ -1,7 +1,7 @@
 // A toy service on the server's own HTTP/2 layer, on 127.0.0.1 and an ephemeral port, for the
 // tests that reach it with node:http2, grpc-js and etcdkit's own transport.
 import { GrpcCode } from '../../../src/errors.js';
-import { Routes, type ServerCall, StatusError } from '../../../src/net/h2/routes.js';
+import { type BidiCall, Routes, type ServerCall, StatusError } from '../../../src/net/h2/routes.js';
 import { H2GrpcServer, type H2GrpcServerOptions } from '../../../src/net/h2/server.js';
 
 /** What the handlers saw, for the tests to assert on. */
@@ -12,6 +12,15 @@ export interface Seen {
   held: ServerCall[];
   /** The `token` metadata and peer of each Whoami call. */
   whoami: { token: (string | Buffer)[]; peer: string }[];
+  /** Calls to Paused, paused from their start until the test resumes them. */
+  paused: BidiCall[];
+  /** The messages Paused delivered to its handler, in order. */
+  delivered: Buffer[];
+}
+
+/** Nothing seen yet. */
+export function newSeen(): Seen {
+  return { aborts: [], held: [], whoami: [], paused: [], delivered: [] };
 }
 
 export const NON_ASCII_MESSAGE = 'schlüssel ✓ 键 100% {ok}';
@@ -53,6 +62,15 @@ export function toyRoutes(seen: Seen): Routes {
       }
       call.end();
     })
+    .bidi('/toy.Echo/Paused', (call) => {
+      call.pause();
+      seen.paused.push(call);
+      call.onMessage((message) => seen.delivered.push(message));
+      call.onHalfClose(() => {
+        call.write(Buffer.from(`got ${seen.delivered.length}`));
+        call.end();
+      });
+    })
     .bidi('/toy.Echo/Chat', async (call) => {
       let count = 0;
       for await (const message of call) {
@@ -71,7 +89,7 @@ export function release(call: ServerCall): void {
 
 /** Starts the toy service; `stop` closes it and every connection. */
 export async function startToy(options: Partial<H2GrpcServerOptions> = {}) {
-  const seen: Seen = { aborts: [], held: [], whoami: [] };
+  const seen = newSeen();
   const server = new H2GrpcServer({ routes: toyRoutes(seen), ...options });
   const { port } = await server.listen(0, '127.0.0.1');
   return {
