@@ -7,6 +7,7 @@ import type { Socket } from 'node:net';
 import {
   CANCEL,
   COMPRESSION_ERROR,
+  DEFAULT_HEADER_TABLE_SIZE,
   DEFAULT_WINDOW,
   ENHANCE_YOUR_CALM,
   FLAG_ACK,
@@ -32,6 +33,7 @@ import {
   type HeaderField,
   HpackError,
   headersFragment,
+  INTERNAL_ERROR,
   MAX_FRAME_PAYLOAD,
   MAX_WINDOW,
   NO_ERROR,
@@ -45,14 +47,18 @@ import {
   settingsFrame,
   windowUpdateFrame,
 } from '@etcdkit/client/h2';
+import {
+  hasOversizedString,
+  MAX_CONTINUATIONS,
+  MAX_DECODED_LIST,
+  MAX_HEADER_PAIRS,
+} from './header-limits.js';
 import { H2Stream, type StreamLink } from './stream.js';
 
 /** STREAM_CLOSED (RFC 9113, 7): a frame for a stream the peer already ended. */
 const STREAM_CLOSED = 0x5;
 /** The largest SETTINGS_MAX_FRAME_SIZE a peer may announce. */
 const LARGEST_FRAME = 16_777_215;
-/** A header block may not grow past this while CONTINUATION frames keep coming. */
-const MAX_HEADER_BLOCK = 256 * 1024;
 /** Writes larger than this are corked chunk by chunk rather than concatenated. */
 const CONCAT_LIMIT = 64 * 1024;
 /** How long a connection ended with GOAWAY waits for the peer to close before it is destroyed. */
@@ -84,6 +90,7 @@ interface OpenBlock {
   readonly endStream: boolean;
   readonly fragments: Buffer[];
   length: number;
+  continuations: number;
 }
 
 /** The server side of one HTTP/2 connection. */
@@ -91,7 +98,7 @@ export class H2ServerConnection implements StreamLink {
   readonly #socket: Socket;
   readonly #events: ConnectionEvents;
   readonly #streams = new Map<number, H2Stream>();
-  readonly #decoder = new HeaderBlockDecoder();
+  readonly #decoder = new HeaderBlockDecoder(DEFAULT_HEADER_TABLE_SIZE, MAX_DECODED_LIST);
   readonly #streamWindow: number;
   readonly #connectionWindow: number;
   #rest: Buffer = EMPTY;
@@ -442,9 +449,23 @@ export class H2ServerConnection implements StreamLink {
       endStream: (flags & FLAG_END_STREAM) !== 0,
       fragments: [fragment],
       length: fragment.length,
+      continuations: 0,
     };
-    if (flags & FLAG_END_HEADERS) this.#headerBlock(block, fragment);
+    // nghttp2 decodes as frames come: an oversized string fails before the block is complete.
+    if (hasOversizedString(fragment)) this.#failBlock(block, COMPRESSION_ERROR);
+    else if (flags & FLAG_END_HEADERS) this.#headerBlock(block, fragment);
     else this.#block = block;
+  }
+
+  /**
+   * A connection error for a header block, as nghttp2 raises it: its stream already counts as
+   * received, so GOAWAY names it as the last stream, with no debug data (as node sends it).
+   */
+  #failBlock(block: OpenBlock, code: number): void {
+    this.#block = undefined;
+    const { streamId } = block;
+    if (streamId % 2 === 1 && streamId > this.#lastStreamId) this.#lastStreamId = streamId;
+    this.#fail(code, '');
   }
 
   #continuation(flags: number, payload: Buffer): void {
@@ -455,13 +476,20 @@ export class H2ServerConnection implements StreamLink {
     }
     block.fragments.push(payload);
     block.length += payload.length;
-    if (block.length > MAX_HEADER_BLOCK) {
-      this.#fail(ENHANCE_YOUR_CALM, 'header block too large');
+    block.continuations++;
+    // At most 9 frames are held: what a block can make the server buffer is bounded.
+    const bytes = Buffer.concat(block.fragments, block.length);
+    if (hasOversizedString(bytes)) {
+      this.#failBlock(block, COMPRESSION_ERROR);
+      return;
+    }
+    if (block.continuations > MAX_CONTINUATIONS) {
+      this.#failBlock(block, INTERNAL_ERROR);
       return;
     }
     if (flags & FLAG_END_HEADERS) {
       this.#block = undefined;
-      this.#headerBlock(block, Buffer.concat(block.fragments, block.length));
+      this.#headerBlock(block, bytes);
     }
   }
 
@@ -477,6 +505,14 @@ export class H2ServerConnection implements StreamLink {
     }
     const { streamId, endStream } = block;
     const open = this.#streams.get(streamId);
+    if (fields.length > MAX_HEADER_PAIRS) {
+      // node:http2 resets the stream for too many fields; the connection goes on.
+      if (open === undefined && streamId % 2 === 1 && streamId > this.#lastStreamId) {
+        this.#lastStreamId = streamId;
+      }
+      this.#streamError(streamId, ENHANCE_YOUR_CALM);
+      return;
+    }
     if (open !== undefined) {
       // Trailers: they must end the stream (RFC 9113, 8.1); gRPC requests carry none anyway.
       if (!endStream || open.remoteEnded) {
