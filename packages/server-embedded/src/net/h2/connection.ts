@@ -61,6 +61,11 @@ const STREAM_CLOSED = 0x5;
 const LARGEST_FRAME = 16_777_215;
 /** Writes larger than this are corked chunk by chunk rather than concatenated. */
 const CONCAT_LIMIT = 64 * 1024;
+/**
+ * Most PING and SETTINGS ACKs waiting to go out (nghttp2's default max_outbound_ack, under
+ * grpc-js's server): one more is a flood, ended with GOAWAY INTERNAL_ERROR as node ends it.
+ */
+const MAX_OUTBOUND_ACKS = 1000;
 /** How long a connection ended with GOAWAY waits for the peer to close before it is destroyed. */
 const LINGER_MS = 1000;
 const EMPTY = Buffer.alloc(0);
@@ -123,6 +128,10 @@ export class H2ServerConnection implements StreamLink {
   #out: Buffer[] = [];
   #outBytes = 0;
   #flushing = false;
+  /** ACKs queued for the next write. */
+  #queuedAcks = 0;
+  /** ACKs in socket writes not yet done (the peer is not reading, or the socket is backed up). */
+  #unwrittenAcks = 0;
 
   constructor(socket: Socket, events: ConnectionEvents, options: ConnectionOptions = {}) {
     this.#socket = socket;
@@ -222,14 +231,39 @@ export class H2ServerConnection implements StreamLink {
     this.#out = [];
     const bytes = this.#outBytes;
     this.#outBytes = 0;
-    if (out.length === 1) this.#socket.write(out[0]!);
-    else if (bytes <= CONCAT_LIMIT) this.#socket.write(Buffer.concat(out, bytes));
+    // ACKs count until their write is done, as they count in nghttp2's queue until node's write
+    // in progress is done.
+    const acks = this.#queuedAcks;
+    this.#queuedAcks = 0;
+    this.#unwrittenAcks += acks;
+    const done = acks === 0 ? undefined : () => (this.#unwrittenAcks -= acks);
+    if (out.length === 1) this.#socket.write(out[0]!, done);
+    else if (bytes <= CONCAT_LIMIT) this.#socket.write(Buffer.concat(out, bytes), done);
     else {
       this.#socket.cork();
-      for (const chunk of out) this.#socket.write(chunk);
+      for (let i = 0; i < out.length; i++) {
+        this.#socket.write(out[i]!, i === out.length - 1 ? done : undefined);
+      }
       this.#socket.uncork();
     }
   };
+
+  /**
+   * Queues a PING or SETTINGS ACK, unless too many wait to go out: a peer that sends PINGs and
+   * reads nothing would otherwise have every ACK buffered here.
+   */
+  #ack(frame: Buffer): void {
+    if (this.#queuedAcks + this.#unwrittenAcks >= MAX_OUTBOUND_ACKS) {
+      // As nghttp2 does on a flood: what was queued is dropped, GOAWAY alone goes out.
+      this.#out = [];
+      this.#outBytes = 0;
+      this.#queuedAcks = 0;
+      this.#fail(INTERNAL_ERROR, '');
+      return;
+    }
+    this.#queuedAcks++;
+    this.queue(frame);
+  }
 
   /** Ends the socket once GOAWAY went either way and no stream is open. */
   #endIfIdle(): void {
@@ -349,7 +383,10 @@ export class H2ServerConnection implements StreamLink {
       case FRAME_PING:
         if (streamId !== 0) this.#fail(PROTOCOL_ERROR, 'PING on a stream');
         else if (payload.length !== 8) this.#fail(FRAME_SIZE_ERROR, 'PING is not 8 octets');
-        else if ((flags & FLAG_ACK) === 0) this.queue(frameOf(FRAME_PING, FLAG_ACK, 0, payload));
+        else if ((flags & FLAG_ACK) === 0) this.#ack(frameOf(FRAME_PING, FLAG_ACK, 0, payload));
+        // This side sends no PING (grpc-js's server keeps no keepalive by default): an ACK is
+        // unsolicited, which node:http2 takes for a connection error.
+        else this.#fail(INTERNAL_ERROR, '');
         return;
       case FRAME_GOAWAY:
         if (streamId !== 0) this.#fail(PROTOCOL_ERROR, 'GOAWAY on a stream');
@@ -601,7 +638,7 @@ export class H2ServerConnection implements StreamLink {
       }
       // The header table size needs nothing: responses never use the dynamic table.
     }
-    this.queue(frameOf(FRAME_SETTINGS, FLAG_ACK, 0, EMPTY));
+    this.#ack(frameOf(FRAME_SETTINGS, FLAG_ACK, 0, EMPTY));
     if (windowDelta !== 0) {
       // A new initial window changes every open stream's window by the difference (6.9.2).
       for (const stream of this.#streams.values()) {
