@@ -143,8 +143,10 @@ export class H2ServerConnection implements StreamLink {
     socket.on('data', (chunk: Buffer) => this.#read(chunk));
     socket.on('error', (error: Error) => this.#lost(error));
     socket.on('close', () => this.#lost(undefined));
-    // The server's preface: SETTINGS, then the connection window if it is not the default.
-    const settings: [number, number][] = [[SETTINGS_ENABLE_PUSH, 0]];
+    // The server's preface: SETTINGS, then the connection window if it is not the default. At
+    // the defaults the SETTINGS frame is empty, as node:http2 sends it under grpc-js's server
+    // (a server's SETTINGS_ENABLE_PUSH means nothing to a client).
+    const settings: [number, number][] = [];
     if (this.#streamWindow !== DEFAULT_WINDOW) {
       settings.push([SETTINGS_INITIAL_WINDOW_SIZE, this.#streamWindow]);
     }

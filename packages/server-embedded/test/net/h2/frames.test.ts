@@ -219,8 +219,9 @@ describe('H2ServerConnection on a raw socket', () => {
     );
     await until(() => frames.some((f) => f.type === FRAME_RST_STREAM));
     const settings = frames.find((f) => f.type === FRAME_SETTINGS && f.flags === 0)!;
-    expect(settings.payload.readUInt16BE(6)).toBe(SETTINGS_INITIAL_WINDOW_SIZE);
-    expect(settings.payload.readUInt32BE(8)).toBe(1000);
+    expect(settings.payload.length).toBe(6);
+    expect(settings.payload.readUInt16BE(0)).toBe(SETTINGS_INITIAL_WINDOW_SIZE);
+    expect(settings.payload.readUInt32BE(2)).toBe(1000);
     const reset = frames.find((f) => f.type === FRAME_RST_STREAM)!;
     expect(reset.streamId).toBe(1);
     expect(reset.payload.readUInt32BE(0)).toBe(0x3);
