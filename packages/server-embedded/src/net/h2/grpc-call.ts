@@ -344,6 +344,8 @@ export class GrpcCall implements StreamSink, BidiCall {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
+    // Messages held for a paused handler are not delivered once the call is over.
+    this.#inbox = [];
     // A handler waiting for room wakes up to find the call over (its writes now return false).
     this.streamDrain();
   }

@@ -347,4 +347,22 @@ describe('H2ServerConnection on a raw socket', () => {
       'got 2',
     ]);
   });
+
+  it('drops what a paused call held once it is over', async () => {
+    const { toy, socket, frames } = await open();
+    socket.write(
+      Buffer.concat([
+        PREFACE,
+        settingsFrame([]),
+        frameOf(FRAME_HEADERS, FLAG_END_HEADERS, 1, request('/toy.Echo/Paused')),
+        frameOf(FRAME_DATA, 0, 1, grpcFrame(Buffer.from('held'))),
+      ]),
+    );
+    await until(() => toy.seen.paused.length === 1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    toy.seen.paused[0]!.end();
+    toy.seen.paused[0]!.resume();
+    await until(() => frames.some((f) => f.type === FRAME_HEADERS && f.flags & FLAG_END_STREAM));
+    expect(toy.seen.delivered).toEqual([]);
+  });
 });
