@@ -16,9 +16,6 @@ export class H2BidiStream<Req, Res> extends EventEmitter implements BidiStream<R
   readonly #method: MethodDescriptor<Req, Res, 'bidi-stream'>;
   readonly #gated: GatedCall;
   readonly #info: H2CallInfo;
-  /** Requests received while paused, delivered on resume. */
-  #held: Buffer[] = [];
-  #paused = false;
   #closed = false;
 
   constructor(call: BidiCall, method: MethodDescriptor<Req, Res, 'bidi-stream'>, gated: GatedCall) {
@@ -29,10 +26,7 @@ export class H2BidiStream<Req, Res> extends EventEmitter implements BidiStream<R
     this.#info = new H2CallInfo(call);
     // Listeners are added by the handler after this returns: events start on a later tick.
     queueMicrotask(() => {
-      call.onMessage((message) => {
-        if (this.#paused) this.#held.push(message);
-        else this.#deliver(message);
-      });
+      call.onMessage((message) => this.#deliver(message));
       call.onHalfClose(() => this.#gated.receive(() => this.emit('end')));
       if (call.signal.aborted) this.#cancelled();
       else call.signal.addEventListener('abort', () => this.#cancelled(), { once: true });
@@ -87,18 +81,13 @@ export class H2BidiStream<Req, Res> extends EventEmitter implements BidiStream<R
     return this.listenerCount('error') > 0 ? super.emit('error', status) : false;
   }
 
+  /** Held by the call itself: its stream's receive window stays closed meanwhile. */
   pause(): void {
-    this.#paused = true;
+    this.#call.pause();
   }
 
   resume(): void {
-    this.#paused = false;
-    const held = this.#held;
-    this.#held = [];
-    for (const message of held) {
-      if (this.#paused) this.#held.push(message);
-      else this.#deliver(message);
-    }
+    this.#call.resume();
   }
 
   #deliver(message: Buffer): void {
