@@ -15,7 +15,8 @@
 //   about the TTL (both servers look for expired leases every 500 ms).
 // Rounds alternate the contenders' order; rows give medians and p99 over all rounds. Env:
 // ETCDKIT_BENCH_ROUNDS (default 3), ETCDKIT_BENCH_SAMPLES (handoffs per contender and round,
-// default 30). Reports numbers; asserts nothing.
+// default 30), ETCDKIT_BENCH_MEASURES (a comma list of handoff, resign, cycles, death: only those
+// rows; default all). Reports numbers; asserts nothing.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '../packages/client/src/index.js';
@@ -27,6 +28,9 @@ import type { ChartBar } from './report.js';
 
 const ROUNDS = Number(process.env.ETCDKIT_BENCH_ROUNDS ?? '3') || 3;
 const SAMPLES = Number(process.env.ETCDKIT_BENCH_SAMPLES ?? '30') || 30;
+const MEASURES = new Set(
+  (process.env.ETCDKIT_BENCH_MEASURES ?? 'handoff,resign,cycles,death').split(','),
+);
 const GAP_MS = 5;
 const PUTS = 100;
 const CONTENDERS = [2, 8, 32];
@@ -326,17 +330,24 @@ async function measureServer(
     puts.push(...trips.paused);
     backToBack.push(...trips.backToBack);
     const order = round % 2 === 0 ? active : [...active].reverse();
-    for (const c of order)
+    for (const c of order) {
+      if (!MEASURES.has('handoff')) break;
       add(`${c.name}|handoff`, await c.handoffs(server.endpoint, name('lock')));
-    for (const c of order) add(`${c.name}|resign`, await c.resigns(server.endpoint, name('elect')));
+    }
+    for (const c of order) {
+      if (!MEASURES.has('resign')) break;
+      add(`${c.name}|resign`, await c.resigns(server.endpoint, name('elect')));
+    }
     for (const n of CONTENDERS) {
       for (const c of order) {
+        if (!MEASURES.has('cycles')) break;
         add(`${c.name}|cycles${n}`, [await c.cycles(server.endpoint, name('cycles'), n)]);
       }
     }
     // One death per contender and round: each waits for a lease to expire. A candidate that led
     // before the kill (the leader's lease ran out under load) is no sample; counted apart.
     for (const c of order) {
+      if (!MEASURES.has('death')) break;
       const took = await c.death(server.endpoint, name('die'), server.leaderTtl);
       if (took === undefined) early.set(c.name, (early.get(c.name) ?? 0) + 1);
       else add(`${c.name}|death`, [took]);
@@ -400,6 +411,7 @@ async function measureServer(
     }
   }
   for (const [key, measure, format] of measures) {
+    if (!MEASURES.has(key.replace(/\d+$/, ''))) continue;
     for (const c of contenders) {
       const base = { server: server.name, measure, contender: c.name };
       if (c.skipped !== undefined) {
