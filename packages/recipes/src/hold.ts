@@ -10,6 +10,7 @@ import {
   type OwnKey,
   ownKeyDeleted,
   type PredecessorWait,
+  type QueueRead,
   readQueue,
   waitForDeleteOf,
   waitInQueue,
@@ -226,8 +227,8 @@ export interface Turn {
 export async function waitToHold(session: Session, turn: Turn): Promise<Holding> {
   const { entry, signal } = turn;
   const slots = turn.slots ?? 1;
-  const last = slots === 1 ? lastAhead(entry, turn.prefix) : undefined;
-  const holding = new Holding(session, entry, turn.what, last === undefined);
+  const ahead = slots === 1 ? rangeAhead(entry, turn.prefix) : undefined;
+  const holding = new Holding(session, entry, turn.what, ahead === undefined);
   // Linked by hand, and let go of at the end: the caller's signal outlives the wait.
   const both = linkSignals(signal, holding.signal);
   const ownKey = {
@@ -237,15 +238,15 @@ export async function waitToHold(session: Session, turn: Turn): Promise<Holding>
   };
   const wait = { prefix: turn.prefix, createRevision: entry.createRevision, ownKey };
   try {
-    if (last !== undefined) {
-      if (await holdOnTurn(session, holding, wait, last, both.signal)) return holding;
+    if (ahead !== undefined) {
+      if (await holdOnTurn(session, holding, wait, ahead, both.signal)) return holding;
       // The watch's start was compacted: the key's own watch, and the queue read again.
       holding.watchKey();
     }
     const header = await waitInQueue(
       session.etcd,
       // What the creating txn read is the newest predecessor only: enough for one slot.
-      { ...wait, ahead: slots === 1 && last === undefined ? entry.ahead : undefined },
+      { ...wait, ahead: slots === 1 && ahead === undefined ? entry.ahead : undefined },
       slots,
       both.signal,
     );
@@ -260,58 +261,63 @@ export async function waitToHold(session: Session, turn: Turn): Promise<Holding>
   }
 }
 
-/** The only key ahead, when the txn that queued the entry read the whole line ahead of it. */
-function lastAhead(entry: QueueEntry, prefix: string): LastAhead | undefined {
+/**
+ * The line ahead as the txn that queued the entry read it (its newest key at least), when one
+ * range over the key ahead and the own key can wait for the turn: the own key is in the same line
+ * (not so for an RWMutex reader) and was created by that txn (a key found existing has no read).
+ */
+function rangeAhead(entry: QueueEntry, prefix: string): QueueRead | undefined {
   const ahead = entry.ahead;
-  const predecessor = ahead?.predecessors[0];
-  if (!ahead?.complete || ahead.predecessors.length !== 1 || predecessor === undefined) {
-    return undefined;
-  }
-  // One range over both keys needs the own key in the same line (not so for an RWMutex reader).
-  if (!entry.key.startsWith(prefix)) return undefined;
-  return { key: predecessor.key, revision: ahead.header.revision };
-}
-
-interface LastAhead {
-  readonly key: Uint8Array;
-  /** The revision it was read at (the own key existed then too). */
-  readonly revision: bigint;
+  if (ahead?.predecessors[0] === undefined || !entry.key.startsWith(prefix)) return undefined;
+  return ahead;
 }
 
 /**
- * Waits for the turn with ONE watch over the key ahead and the own key (see {@link TurnWatch}),
- * which then stays as the hold's loss watch: true once held, false when the watch's start was
- * compacted (nothing held yet). Rejects with SessionExpiredError when the own key went first.
+ * Waits for the turn with ONE watch over the newest key ahead and the own key (see
+ * {@link TurnWatch}), which then stays as the hold's loss watch: true once held, false when the
+ * watch's start was compacted (nothing held yet). When the key ahead goes and a read finds another
+ * one ahead, that watch is closed and one over the next key ahead takes over (from just after the
+ * read, which checked the own key). Rejects with SessionExpiredError when the own key went first.
  */
 async function holdOnTurn(
   session: Session,
   holding: Holding,
   wait: PredecessorWait & { readonly ownKey: OwnKey },
-  last: LastAhead,
+  first: QueueRead,
   signal: AbortSignal,
 ): Promise<boolean> {
   const kv = session.etcd;
-  const watch = new TurnWatch(
-    kv,
-    { own: wait.ownKey.key, ahead: last.key },
-    last.revision + 1n,
-    async (stop) => {
-      // The watch started behind the store: a queue read (which checks our key) tells instead.
-      const read = await readQueue(kv, wait, 1, stop);
-      const held = read.predecessors.length === 0 ? read.header : undefined;
-      return { held, revision: read.header.revision };
-    },
-    signal,
-  );
-  const outcome = await watch.turn;
-  if ('held' in outcome) {
-    holding.established(outcome.held);
-    holding.adopt(watch);
-    return true;
+  // A read of the queue (which checks our key): after the key ahead went, or when the watch
+  // started behind the store.
+  const recheck = (stop: AbortSignal) => readQueue(kv, wait, 1, stop);
+  let read = first;
+  for (;;) {
+    const ahead = read.predecessors[0];
+    if (ahead === undefined) {
+      // Only a read after the first one finds the line empty (the queuing txn's would hold).
+      holding.established(read.header);
+      holding.watchKey();
+      return true;
+    }
+    const last = read.complete === true && read.predecessors.length === 1;
+    const watch = new TurnWatch(
+      kv,
+      { own: wait.ownKey.key, ahead: ahead.key, last },
+      read.header.revision + 1n,
+      recheck,
+      signal,
+    );
+    const outcome = await watch.turn;
+    if ('held' in outcome) {
+      holding.established(outcome.held);
+      holding.adopt(watch);
+      return true;
+    }
+    watch.close();
+    if ('lostAt' in outcome) throw ownKeyDeleted(wait.ownKey.key, outcome.lostAt);
+    if ('compacted' in outcome) return false;
+    read = outcome.next;
   }
-  watch.close();
-  if ('lostAt' in outcome) throw ownKeyDeleted(wait.ownKey.key, outcome.lostAt);
-  return false;
 }
 
 /** The error a wait ended by the loss of its key (or session) reports. */

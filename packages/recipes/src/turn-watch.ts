@@ -1,5 +1,6 @@
-// The one watch of a waiter with exactly one key ahead, kept as the hold's loss watch once the turn
-// comes: one watch per contended acquisition, and the turn is taken on the delete event itself.
+// The one watch of a waiting key, over the newest key ahead of it and itself, kept as the hold's
+// loss watch once the turn comes: one watch per contended acquisition. With the only key ahead
+// known the turn is taken on the delete event itself; otherwise the event is confirmed by a read.
 import {
   AbortedError,
   type Bytes,
@@ -9,20 +10,24 @@ import {
   type WatchBatch,
   type Watcher,
 } from '@etcdkit/client';
+import type { QueueRead } from './wait.js';
 
 /** How the wait of a {@link TurnWatch} ended. */
 export type TurnOutcome =
-  /** The key ahead was deleted (before the own key): held at that revision. */
+  /** No key ahead any more (before the own key went): held at that revision. */
   | { readonly held: ResponseHeader }
   /** The own key was deleted first (or by the same txn), at `lostAt`. */
   | { readonly lostAt: bigint }
+  /** The key ahead went and this read found another one ahead: the caller waits for that one. */
+  | { readonly next: QueueRead }
   /** The start revision was compacted: the caller reads the queue again. */
   | { readonly compacted: true };
 
-/** A read of the queue (checking the own key): `held` when no key is ahead any more. */
-export type TurnRecheck = (
-  signal: AbortSignal,
-) => Promise<{ readonly held: ResponseHeader | undefined; readonly revision: bigint }>;
+/**
+ * A read of the queue ahead of the own key, newest first (at least the newest), rejecting when
+ * the own key is gone: held when no key is ahead any more.
+ */
+export type TurnRecheck = (signal: AbortSignal) => Promise<QueueRead>;
 
 /** Where a held key's loss is reported, once the turn came. */
 export interface LossListener {
@@ -37,21 +42,25 @@ const ZERO = Buffer.from([0]);
 /**
  * Watches the key range from the lower of the own key and the key ahead to the higher, for
  * deletes, from just after the revision both were read at. A watcher's events come in revision
- * order, so the delete of the key ahead seen before any delete of the own key is the turn (keys in
- * between are later waiters, ignored). After the turn the same watch reports the own key's delete
- * to the hold ({@link onLoss}).
+ * order, so the delete of the key ahead seen before any delete of the own key is the turn when it
+ * was the only key ahead (`last`); otherwise `recheck` reads the queue then, and no key ahead is
+ * the turn, another one is the next to wait for (keys in between are other waiters, ignored).
+ * After the turn the same watch reports the own key's delete to the hold ({@link onLoss}).
  *
  * A watch created behind the store (it changed since the read, or while the watch was created) is
- * served by etcd from its 100 ms catch-up loop. A second watch, from now, is opened with it: when
- * the two show the store moved, `recheck` reads the queue and the live watch's events count from
- * the read's revision on; otherwise the live one is closed at once. The first watch alone stays
- * for the loss.
+ * served by etcd from its 100 ms catch-up loop. With `last` a second watch, from now, is opened
+ * with it: when the two show the store moved, `recheck` reads the queue and the live watch's
+ * events count from the read's revision on; otherwise the live one is closed at once. Without
+ * `last` (a longer wait) the second watch is opened only when the first one's creation shows the
+ * store past its start, as waitForChange (wait.ts) does. The first watch alone stays for the loss.
  */
 export class TurnWatch {
   /** Settles once: the outcome, or the failure of the watch, of a read, or the abort of `signal`. */
   readonly turn: Promise<TurnOutcome>;
   readonly #own: Buffer;
   readonly #ahead: Buffer;
+  /** The key ahead is the only one: its delete is the turn. */
+  readonly #last: boolean;
   readonly #stop = new AbortController();
   readonly #signal: AbortSignal;
   readonly #onAbort: () => void;
@@ -59,6 +68,8 @@ export class TurnWatch {
   #reject!: (error: unknown) => void;
   #settled = false;
   #held = false;
+  /** The key ahead was deleted: a read of the queue (`recheck`) tells whether it is the turn. */
+  #confirming = false;
   /** The highest revision decided on, from either watch. */
   #seen: bigint;
   #live: Watcher | undefined;
@@ -69,9 +80,11 @@ export class TurnWatch {
   /** A loss seen after the turn and before {@link onLoss}. */
   #early: { readonly revision: bigint } | { readonly error: unknown } | undefined;
 
+  readonly #recheck: TurnRecheck;
+
   constructor(
     kv: KV,
-    keys: { readonly own: string; readonly ahead: Bytes },
+    keys: { readonly own: string; readonly ahead: Bytes; readonly last: boolean },
     from: bigint,
     recheck: TurnRecheck,
     signal: AbortSignal,
@@ -82,7 +95,9 @@ export class TurnWatch {
     });
     this.#own = Buffer.from(keys.own);
     this.#ahead = Buffer.from(keys.ahead);
+    this.#last = keys.last;
     this.#seen = from - 1n;
+    this.#recheck = recheck;
     this.#signal = signal;
     this.#onAbort = () => this.#fail(new AbortedError({ cause: signal.reason }));
     if (signal.aborted) {
@@ -105,17 +120,21 @@ export class TurnWatch {
     const first = open(from);
     first.on('batch', (batch) => this.#apply(batch));
     first.on('error', (error) => this.#fail(error));
+    const openLive = () => {
+      const live = open(0n);
+      this.#live = live;
+      live.on('batch', (batch) => {
+        if (this.#liveFrom === undefined) this.#liveHeld?.push(batch);
+        else if (batch.revision > this.#liveFrom) this.#apply(batch);
+      });
+      // The first watch sees everything anyway, later: the live one's failure is not the wait's.
+      live.on('error', () => undefined);
+      return live;
+    };
     // Right behind it on the stream, a watch from now: etcd creates the two in order, so its
     // created revision is read after the first one was registered.
-    const live = open(0n);
-    this.#live = live;
-    live.on('batch', (batch) => {
-      if (this.#liveFrom === undefined) this.#liveHeld?.push(batch);
-      else if (batch.revision > this.#liveFrom) this.#apply(batch);
-    });
-    // The first watch sees everything anyway, later: the live one's failure is not the wait's.
-    live.on('error', () => undefined);
-    void this.#created(first, live, from, recheck);
+    const live = keys.last ? openLive() : undefined;
+    void this.#created(first, live ?? openLive, from);
   }
 
   /**
@@ -123,13 +142,19 @@ export class TurnWatch {
    * until the live one was created, is synced (etcd reports the revision it read BEFORE it
    * registers a watch, v3rpc/watch.go, so the first one's answer alone does not prove it); the
    * live one then goes. Otherwise the first one may wait for etcd's catch-up loop: a read of the
-   * queue, and the live watch's events after it, tell sooner.
+   * queue, and the live watch's events after it, tell sooner. Given `openLive` instead of a live
+   * watch, a first one created below its start is taken as synced, and only otherwise is the live
+   * one opened.
    */
-  async #created(first: Watcher, live: Watcher, from: bigint, recheck: TurnRecheck): Promise<void> {
+  async #created(first: Watcher, live: Watcher | (() => Watcher), from: bigint): Promise<void> {
     let createdAt: bigint;
     let liveFrom: bigint | undefined;
     try {
       createdAt = await first.ready();
+      if (typeof live === 'function') {
+        if (createdAt < from || this.#settled) return;
+        live = live();
+      } else if (this.#settled) return;
       // A live watch that fails leaves the first one to tell.
       liveFrom = await live.ready().catch(() => undefined);
     } catch {
@@ -141,17 +166,18 @@ export class TurnWatch {
       return;
     }
     try {
-      const read = await recheck(this.#stop.signal);
+      const read = await this.#recheck(this.#stop.signal);
       // No key ahead any more: held, whatever the live watch will tell.
       if (this.#takeRead(read)) return;
       // A read answered before the live watch existed: a change in between is only in the first
       // watch's catch-up, so read once more.
-      const covered = liveFrom <= read.revision ? read : await recheck(this.#stop.signal);
+      const covered =
+        liveFrom <= read.header.revision ? read : await this.#recheck(this.#stop.signal);
       if (this.#takeRead(covered)) return;
-      this.#liveFrom = covered.revision;
+      this.#liveFrom = covered.header.revision;
       const held = this.#liveHeld ?? [];
       this.#liveHeld = undefined;
-      for (const batch of held) if (batch.revision > covered.revision) this.#apply(batch);
+      for (const batch of held) if (batch.revision > covered.header.revision) this.#apply(batch);
     } catch (error) {
       // A read that found the own key gone fails the wait (SessionExpiredError).
       if (!this.#stop.signal.aborted) this.#fail(error);
@@ -182,14 +208,47 @@ export class TurnWatch {
     if (!this.#settled) this.#fail(new AbortedError({ message: 'the turn watch was closed' }));
   }
 
-  /** True when the wait is over (a read found no key ahead, or it ended meanwhile). */
-  #takeRead(read: Awaited<ReturnType<TurnRecheck>>): boolean {
-    if (this.#settled) return true;
-    if (read.held === undefined) return false;
-    // The read checked the own key too; events up to its revision are decided by it.
-    if (read.revision > this.#seen) this.#seen = read.revision;
-    this.#take(read.held);
-    return true;
+  /**
+   * True when the wait is over or decided elsewhere: a read found no key ahead (held), or another
+   * key than the one watched (the next to wait for), the wait ended meanwhile, or the delete of
+   * the key ahead is being confirmed by a read of its own.
+   */
+  #takeRead(read: QueueRead): boolean {
+    if (this.#settled || this.#confirming) return true;
+    const newest = read.predecessors[0];
+    if (newest === undefined) {
+      // The read checked the own key too; events up to its revision are decided by it.
+      if (read.header.revision > this.#seen) this.#seen = read.header.revision;
+      this.#take(read.header);
+      return true;
+    }
+    // The key watched went before the read: wait for the one it found.
+    if (!this.#ahead.equals(newest.key)) {
+      this.#settle({ next: read });
+      return true;
+    }
+    return false;
+  }
+
+  /** The key ahead (not known to be the last) was deleted: a read of the queue decides. */
+  async #confirm(): Promise<void> {
+    this.#confirming = true;
+    let read: QueueRead;
+    try {
+      read = await this.#recheck(this.#stop.signal);
+    } catch (error) {
+      // A read that found the own key gone fails the wait (SessionExpiredError).
+      if (!this.#stop.signal.aborted) this.#fail(error);
+      return;
+    }
+    if (this.#settled) return;
+    const newest = read.predecessors[0];
+    if (newest !== undefined) {
+      this.#settle({ next: read });
+      return;
+    }
+    if (read.header.revision > this.#seen) this.#seen = read.header.revision;
+    this.#take(read.header);
   }
 
   #apply(batch: WatchBatch): void {
@@ -198,15 +257,17 @@ export class TurnWatch {
     for (const event of batch.events) {
       if (event.type !== 'delete') continue;
       if (this.#own.equals(event.kv.key)) {
+        // While a read confirms the turn, the own key's delete ends the wait at once, as before.
         if (this.#held) this.#lost({ revision: event.kv.modRevision });
         else this.#settle({ lostAt: event.kv.modRevision });
         return;
       }
-      if (!this.#held && this.#ahead.equals(event.kv.key)) {
+      if (!this.#held && !this.#confirming && this.#ahead.equals(event.kv.key)) {
         // Both deleted by one txn: the own key is gone at that revision too.
         const alsoOwn = batch.events.some((other) => this.#own.equals(other.kv.key));
         if (alsoOwn) this.#settle({ lostAt: event.kv.modRevision });
-        else this.#take({ ...batch.header, revision: event.kv.modRevision });
+        else if (this.#last) this.#take({ ...batch.header, revision: event.kv.modRevision });
+        else void this.#confirm();
         return;
       }
     }

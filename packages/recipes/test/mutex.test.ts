@@ -16,6 +16,7 @@ import {
   Fixture,
   recording,
   rejection,
+  sleep,
   stillPending,
   withHookAfterCommit,
 } from './recipes-support.js';
@@ -94,7 +95,7 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       expect(await keysUnder(name)).toEqual([]);
     });
 
-    it('each waiter watches exactly one other key: the newest one ahead of it (and its own)', async () => {
+    it('each waiter watches one range: from the newest key ahead of it to its own', async () => {
       const name = `${prefix()}lock`;
       const holder = await fixture.session();
       const lock = await new Mutex(holder, name).lock();
@@ -106,19 +107,116 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
         const mutex = new Mutex(third, name);
         const thirdQueued = mutex.lock();
         thirdQueued.catch(() => {});
-        await eventually(() => watches.length >= 2);
-        const keys = watches.map((w) => ('key' in w ? text(w.key) : `prefix:${text(w.prefix)}`));
-        expect(keys.sort()).toEqual([mutex.key, new Mutex(second, name).key].sort());
+        await eventually(() => watches.length >= 1);
+        // Over both keys (the holder's is not watched for: only the newest key ahead is), from
+        // just after the txn that queued it; beside it, a watch from now only when that one was
+        // created behind the store.
+        const ends = [new Mutex(second, name).key, mutex.key].sort();
+        const range = { start: text(ends[0]), end: `${ends[1]}\0` };
+        const fromRead = () => watches.filter((w) => (w.startRevision ?? 0n) > 0n);
+        expect(fromRead()).toHaveLength(1);
+        for (const w of watches) {
+          expect({ start: text(w.range?.start), end: text(w.range?.end) }).toEqual(range);
+        }
         await lock.unlock();
         const secondLock = await secondQueued.locked;
         expect(await stillPending(thirdQueued, 100)).toBe(true);
         await secondLock.unlock();
         const thirdLock = await thirdQueued;
         expect(thirdLock.key).toBe(mutex.key);
+        // The same watch waited and now watches the held key.
+        expect(fromRead()).toHaveLength(1);
         await thirdLock.unlock();
+        expect(thirdLock.signal.reason).toBeInstanceOf(LockNotHeldError);
       } finally {
         await third.close();
       }
+    });
+
+    it("a waiter with two keys ahead keeps its one watch as the hold's: other keys in its range are ignored, its loss is seen", async () => {
+      const name = `${prefix()}lock`;
+      // Leases with chosen ids, so the keys sort second < later < holder < waiter and the
+      // waiter's range (from the second's key to its own) covers the others.
+      const base = BigInt(Math.floor(Math.random() * 2 ** 40) + 2 ** 40) << 12n;
+      const leased = async (offset: bigint, etcd?: Etcd) => {
+        const id = base + offset;
+        await admin.lease.grant(60, { id });
+        return fixture.session({ lease: id }, etcd);
+      };
+      const holder = await leased(0x400n);
+      const lock = await new Mutex(holder, name).lock();
+      const second = await leased(0x100n);
+      const secondQueued = await queue(new Mutex(second, name));
+      const { etcd, watches } = recording(fixture.client());
+      const waiter = await leased(0x500n, etcd);
+      const mutex = new Mutex(waiter, name);
+      const { locked } = await queue(mutex);
+      const fromRead = () => watches.filter((w) => (w.startRevision ?? 0n) > 0n);
+      await eventually(() => fromRead().length >= 1);
+      // The holder's delete is in the range: not the turn (the second's key is still ahead).
+      await lock.unlock();
+      const secondLock = await secondQueued.locked;
+      expect(await stillPending(locked, 100)).toBe(true);
+      // A later waiter in the range, coming and going, is not the turn either.
+      const early = await leased(0x300n);
+      const { locked: gone } = await queue(new Mutex(early, name));
+      await early.close();
+      expect(await rejection(gone)).toBeInstanceOf(SessionExpiredError);
+      expect(await stillPending(locked, 100)).toBe(true);
+      await secondLock.unlock();
+      const held = await locked;
+      expect(held.key).toBe(mutex.key);
+      // Held at the read that confirmed the turn, after the second's delete.
+      expect(held.header.revision).toBeGreaterThan(held.fencingToken);
+      expect(fromRead()).toHaveLength(1);
+      // Held: a later waiter in the range coming and going is no loss.
+      const later = await leased(0x200n);
+      const { locked: third } = await queue(new Mutex(later, name));
+      await later.close();
+      expect(await rejection(third)).toBeInstanceOf(SessionExpiredError);
+      // Its delete has reached the watch by now.
+      await sleep(100);
+      expect(held.signal.aborted).toBe(false);
+      // Our key deleted while held: the signal says lost, with the revision of the delete.
+      const deleted = await admin.delete(held.key);
+      await eventually(() => held.signal.aborted);
+      const reason = held.signal.reason as LockLostError;
+      expect(reason).toBeInstanceOf(LockLostError);
+      expect(reason.message).toContain(`deleted at revision ${deleted.header.revision}`);
+      expect(await rejection(held.unlock())).toBeInstanceOf(LockLostError);
+      expect(fromRead()).toHaveLength(1);
+      await waiter.close();
+    });
+
+    it('handoffs down a line of three: each unlock is no loss, in FIFO order', async () => {
+      const name = `${prefix()}lock`;
+      const sessions = [await fixture.session(), await fixture.session(), await fixture.session()];
+      let held = await new Mutex(sessions[0]!, name).lock();
+      const line: Array<{ key: string; locked: Promise<Lock> }> = [];
+      for (const session of sessions.slice(1)) {
+        const mutex = new Mutex(session, name);
+        line.push({ key: mutex.key, ...(await queue(mutex)) });
+      }
+      for (let i = 3; i <= 9; i++) {
+        // The one queued next has two keys ahead of it.
+        const mutex = new Mutex(sessions[i % 3]!, name);
+        const next = line.shift()!;
+        await held.unlock();
+        expect(held.signal.reason).toBeInstanceOf(LockNotHeldError);
+        held = await next.locked;
+        expect(held.key).toBe(next.key);
+        expect(held.signal.aborted).toBe(false);
+        line.push({ key: mutex.key, ...(await queue(mutex)) });
+      }
+      for (const next of line) {
+        await held.unlock();
+        expect(held.signal.reason).toBeInstanceOf(LockNotHeldError);
+        held = await next.locked;
+        expect(held.key).toBe(next.key);
+      }
+      await held.unlock();
+      expect(held.signal.reason).toBeInstanceOf(LockNotHeldError);
+      expect(await keysUnder(name)).toEqual([]);
     });
 
     it('re-locking on the same session returns the same key and fencing token', async () => {
