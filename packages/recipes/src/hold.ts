@@ -30,7 +30,7 @@ export class Holding {
   readonly #session: Session;
   readonly #controller = new AbortController();
   /** Stops the key's loss watch now running. */
-  #watch: AbortController | undefined;
+  #stopWatch: (() => void) | undefined;
   #releasing = false;
   /** The revision our own key's delete was seen at while releasing (an error only if it fails). */
   #deletedWhileReleasing: bigint | undefined;
@@ -72,7 +72,7 @@ export class Holding {
   watchKey(): void {
     if (this.#stopping) return;
     const stop = new AbortController();
-    this.#watch = stop;
+    this.#stopWatch = () => stop.abort();
     // Not `live`: a loss is rare, and the read that ends a wait checks the key anyway; a watch
     // from now and a read for every acquisition under contention would cost more than it saves.
     waitForDeleteOf(
@@ -95,9 +95,8 @@ export class Holding {
       watch.close();
       return;
     }
-    const stop = new AbortController();
-    this.#watch = stop;
-    stop.signal.addEventListener('abort', () => watch.close(), { once: true });
+    // Closed, not aborted: a closed turn watch reports nothing more (no controller per hold).
+    this.#stopWatch = () => watch.close();
     watch.onLoss({
       lost: (revision) => this.#deleted(revision),
       failed: (error) => this.#unwatchable(error),
@@ -194,9 +193,9 @@ export class Holding {
     this.#stopping = true;
     // The watch's teardown (a cancel, maybe the stream's close) waits for the next turn of the
     // event loop: the handoff's other side, often read in the same turn, goes first.
-    const watch = this.#watch;
-    this.#watch = undefined;
-    if (watch) setImmediate(() => watch.abort());
+    const stop = this.#stopWatch;
+    this.#stopWatch = undefined;
+    if (stop) setImmediate(stop);
   }
 }
 
@@ -229,8 +228,10 @@ export async function waitToHold(session: Session, turn: Turn): Promise<Holding>
   const slots = turn.slots ?? 1;
   const ahead = slots === 1 ? rangeAhead(entry, turn.prefix) : undefined;
   const holding = new Holding(session, entry, turn.what, ahead === undefined);
-  // Linked by hand, and let go of at the end: the caller's signal outlives the wait.
-  const both = linkSignals(signal, holding.signal);
+  // Linked by hand, and let go of at the end: the caller's signal outlives the wait. Without one,
+  // the holding's own signal serves (a link would only follow it, with the same reason).
+  const both =
+    signal === undefined ? unlinked(holding.signal) : linkSignals(signal, holding.signal);
   const ownKey = {
     key: entry.key,
     createRevision: entry.createRevision,
@@ -259,6 +260,13 @@ export async function waitToHold(session: Session, turn: Turn): Promise<Holding>
   } finally {
     both.release();
   }
+}
+
+const noRelease = (): void => {};
+
+/** A signal used as it is, in the shape of a link. */
+function unlinked(signal: AbortSignal): { readonly signal: AbortSignal; release(): void } {
+  return { signal, release: noRelease };
 }
 
 /**

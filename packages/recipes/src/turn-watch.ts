@@ -40,6 +40,12 @@ export interface LossListener {
 const ZERO = Buffer.from([0]);
 
 /**
+ * The reason the watch's own stop aborts with: never seen outside (the watchers and reads it ends
+ * are awaited by nobody then), and given so that no DOMException is built for every acquisition.
+ */
+const STOPPED = 'the turn watch stopped';
+
+/**
  * Watches the key range from the lower of the own key and the key ahead to the higher, for
  * deletes, from just after the revision both were read at. A watcher's events come in revision
  * order, so the delete of the key ahead seen before any delete of the own key is the turn when it
@@ -203,7 +209,7 @@ export class TurnWatch {
   /** Ends the watch (every watcher closes); the turn, if still open, rejects with AbortedError. */
   close(): void {
     // Stopped first: a close after the turn is no loss.
-    this.#stop.abort();
+    this.#stop.abort(STOPPED);
     // An error only for a turn still awaited: a close after it is the hot path of every release.
     if (!this.#settled) this.#fail(new AbortedError({ message: 'the turn watch was closed' }));
   }
@@ -284,7 +290,7 @@ export class TurnWatch {
     this.#signal.removeEventListener('abort', this.#onAbort);
     // The live watch only helped find the turn; the first one watches for the loss.
     this.#dropLive();
-    if (!this.#held) this.#stop.abort();
+    if (!this.#held) this.#stop.abort(STOPPED);
     this.#resolve(outcome);
   }
 
@@ -300,7 +306,7 @@ export class TurnWatch {
     if (this.#settled) return;
     this.#settled = true;
     this.#signal.removeEventListener('abort', this.#onAbort);
-    this.#stop.abort();
+    this.#stop.abort(STOPPED);
     this.#reject(error);
   }
 
