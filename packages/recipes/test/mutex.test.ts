@@ -188,6 +188,64 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       await waiter.close();
     });
 
+    it('with two keys ahead, its own key deleted while waiting fails the wait at once, never success', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      const second = await fixture.session();
+      const { locked: secondLocked } = await queue(new Mutex(second, name));
+      const waiter = await fixture.session();
+      const mutex = new Mutex(waiter, name);
+      const { locked } = await queue(mutex);
+      await sleep(50);
+      await admin.delete(mutex.key);
+      const error = await rejection(locked);
+      expect(error).toBeInstanceOf(SessionExpiredError);
+      expect((error as SessionExpiredError).key).toBe(mutex.key);
+      // The line goes on without it.
+      await lock.unlock();
+      await (await secondLocked).unlock();
+      expect(await keysUnder(name)).toEqual([]);
+    });
+
+    it('with two keys ahead, its own key deleted right after the read that confirms the turn: a failed wait or a lost lock, never a lock still held', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      const second = await fixture.session();
+      const { locked: secondLocked } = await queue(new Mutex(second, name));
+      let armed = false;
+      let mine = '';
+      const racy = withHookAfterCommit(fixture.client(), async () => {
+        if (!armed) return;
+        armed = false;
+        await admin.delete(mine);
+      });
+      const waiter = await fixture.session({}, racy);
+      const mutex = new Mutex(waiter, name);
+      mine = mutex.key;
+      const { locked } = await queue(mutex);
+      await lock.unlock();
+      const secondLock = await secondLocked;
+      await sleep(50);
+      // The waiter's next txn is the read after the second's delete.
+      armed = true;
+      await secondLock.unlock();
+      const outcome = await locked.then(
+        (held) => held,
+        (error: unknown) => error,
+      );
+      if (outcome instanceof SessionExpiredError) {
+        expect(outcome.key).toBe(mine);
+      } else {
+        const held = outcome as Lock;
+        await eventually(() => held.signal.aborted);
+        expect(held.signal.reason).toBeInstanceOf(LockLostError);
+      }
+      expect(armed).toBe(false);
+      expect(await keysUnder(name)).toEqual([]);
+    });
+
     it('handoffs down a line of three: each unlock is no loss, in FIFO order', async () => {
       const name = `${prefix()}lock`;
       const sessions = [await fixture.session(), await fixture.session(), await fixture.session()];
