@@ -15,8 +15,8 @@
 //   about the TTL (both servers look for expired leases every 500 ms).
 // Rounds alternate the contenders' order; rows give medians and p99 over all rounds. Env:
 // ETCDKIT_BENCH_ROUNDS (default 3), ETCDKIT_BENCH_SAMPLES (handoffs per contender and round,
-// default 30), ETCDKIT_BENCH_MEASURES (a comma list of handoff, resign, cycles, death: only those
-// rows; default all). Reports numbers; asserts nothing.
+// default 100: enough for p99 not to be the slowest sample), ETCDKIT_BENCH_MEASURES (a comma list
+// of handoff, resign, cycles, death: only those rows; default all). Reports numbers; asserts nothing.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '../packages/client/src/index.js';
@@ -27,7 +27,7 @@ import { buildGoProgram, GoProcess, type GoProgram, goSamples } from './recipes-
 import type { ChartBar } from './report.js';
 
 const ROUNDS = Number(process.env.ETCDKIT_BENCH_ROUNDS ?? '3') || 3;
-const SAMPLES = Number(process.env.ETCDKIT_BENCH_SAMPLES ?? '30') || 30;
+const SAMPLES = Number(process.env.ETCDKIT_BENCH_SAMPLES ?? '100') || 100;
 const MEASURES = new Set(
   (process.env.ETCDKIT_BENCH_MEASURES ?? 'handoff,resign,cycles,death').split(','),
 );
