@@ -39,7 +39,7 @@ async function batched<T>(count: number, make: (i: number) => Promise<T>): Promi
 
 /** One way of waiting: `prepare` makes what a waiter needs, `wait` starts waiting on a lock. */
 interface Waiters {
-  /** Server watchers a waiting call has: the key ahead, and its own key (to notice its loss). */
+  /** Server watchers a waiting call has (Mutex: one range watch over the key ahead and its own). */
   readonly watchersPerWaiter: number;
   prepare(count: number): Promise<void>;
   /** Starts waiter `i` of the prepared ones on lock `name`; the promise settles when it stops. */
@@ -49,7 +49,7 @@ interface Waiters {
 function mutexWaiters(etcd: Etcd): Waiters {
   let sessions: Session[] = [];
   return {
-    watchersPerWaiter: 2,
+    watchersPerWaiter: 1,
     async prepare(count) {
       sessions = await batched(count, () => Session.create(etcd, { ttl: 600 }));
     },
