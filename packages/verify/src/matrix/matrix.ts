@@ -153,6 +153,9 @@ export function matrixCells(size: MatrixSize, short: boolean): MatrixCell[] {
     name: 'register on an in-memory etcdkit-server, kill -9',
     options: {
       ...catches,
+      // Two clients: the server on its own HTTP/2 made six write 850,000 operations in 40 s, more
+      // than the checker decides in its budget; the loss shows in any read after a restart.
+      clients: 2,
       durationMs: 40_000,
       target: { kind: 'etcdkit-server' },
       faults: ['kill'],
