@@ -1,6 +1,5 @@
 // The server's own HTTP/2 connection driven frame by frame over a raw socket: the preface,
 // SETTINGS and PING, padding and CONTINUATION, and connection errors answered with GOAWAY.
-import { connect, type Socket } from 'node:net';
 import {
   encodeLiterals,
   FLAG_ACK,
@@ -25,14 +24,8 @@ import {
   windowUpdateFrame,
 } from '@etcdkit/client/h2';
 import { afterEach, describe, expect, it } from 'vitest';
+import { rawConnect } from './raw-socket.js';
 import { grpcFrame, grpcMessages, release, startToy, until } from './toy-service.js';
-
-interface Frame {
-  type: number;
-  flags: number;
-  streamId: number;
-  payload: Buffer;
-}
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -43,30 +36,9 @@ afterEach(async () => {
 async function open(options: Parameters<typeof startToy>[0] = {}) {
   const toy = await startToy(options);
   cleanups.push(toy.stop);
-  const socket: Socket = connect(toy.port, '127.0.0.1');
-  cleanups.push(() => socket.destroy());
-  const frames: Frame[] = [];
-  let rest = Buffer.alloc(0);
-  let closed = false;
-  socket.on('data', (chunk: Buffer) => {
-    rest = Buffer.concat([rest, chunk]);
-    while (rest.length >= 9 && rest.length >= 9 + rest.readUIntBE(0, 3)) {
-      const length = rest.readUIntBE(0, 3);
-      frames.push({
-        type: rest[3]!,
-        flags: rest[4]!,
-        streamId: rest.readUInt32BE(5),
-        payload: rest.subarray(9, 9 + length),
-      });
-      rest = rest.subarray(9 + length);
-    }
-  });
-  socket.on('error', () => {});
-  socket.on('close', () => {
-    closed = true;
-  });
-  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-  return { toy, socket, frames, isClosed: () => closed };
+  const raw = await rawConnect(toy.port);
+  cleanups.push(() => raw.socket.destroy());
+  return { toy, ...raw };
 }
 
 /** A request header block for `path`. */
