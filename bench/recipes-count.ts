@@ -1,5 +1,5 @@
 // Counts, per contended lock cycle, what the recipes send: watch creations (from a revision, from
-// now) and unary calls by method, with N contenders (each its own client and session) locking and
+// now), the watch events they are sent, and unary calls by method, with N contenders (each its own client and session) locking and
 // unlocking one mutex, against real etcd 3.4 and the embedded server in its own process. A count
 // is not noisy the way a timing is on a shared machine. Run it with
 // `node --conditions=etcdkit-source --import tsx bench/recipes-count.ts [contenders] [cycles]`.
@@ -16,10 +16,18 @@ interface Counts {
   readonly calls: Map<string, number>;
   watchesFrom: number;
   watchesNow: number;
+  /** Watch events delivered to the recipes' watchers (deletes of keys in their ranges). */
+  events: number;
 }
 
 async function count(endpoint: string): Promise<{ cycles: number; counts: Counts }> {
-  const counts: Counts = { counting: false, calls: new Map(), watchesFrom: 0, watchesNow: 0 };
+  const counts: Counts = {
+    counting: false,
+    calls: new Map(),
+    watchesFrom: 0,
+    watchesNow: 0,
+    events: 0,
+  };
   const clients: Etcd[] = [];
   const sessions: Session[] = [];
   for (let i = 0; i < CONTENDERS; i++) {
@@ -39,7 +47,11 @@ async function count(endpoint: string): Promise<{ cycles: number; counts: Counts
         if ((request.startRevision ?? 0n) > 0n) counts.watchesFrom++;
         else counts.watchesNow++;
       }
-      return watch(request);
+      const watcher = watch(request);
+      watcher.on('batch', (batch) => {
+        if (counts.counting) counts.events += batch.events.length;
+      });
+      return watcher;
     };
     clients.push(etcd);
     sessions.push(await Session.create(etcd, { ttl: 60 }));
@@ -71,7 +83,8 @@ function report(server: string, { cycles, counts }: { cycles: number; counts: Co
   const unary = calls.reduce((sum, [, n]) => sum + n, 0);
   console.log(
     `${server}: ${cycles} cycles, ${CONTENDERS} contenders; per cycle: watches from a revision ` +
-      `${per(counts.watchesFrom)}, from now ${per(counts.watchesNow)}; unary ${per(unary)} (` +
+      `${per(counts.watchesFrom)}, from now ${per(counts.watchesNow)}; events ${per(counts.events)}; ` +
+      `unary ${per(unary)} (` +
       `${calls.map(([method, n]) => `${method} ${per(n)}`).join(', ')})`,
   );
 }

@@ -16,7 +16,9 @@
 // Rounds alternate the contenders' order; rows give medians and p99 over all rounds. Env:
 // ETCDKIT_BENCH_ROUNDS (default 3), ETCDKIT_BENCH_SAMPLES (handoffs per contender and round,
 // default 100: enough for p99 not to be the slowest sample), ETCDKIT_BENCH_MEASURES (a comma list
-// of handoff, resign, cycles, death: only those rows; default all). Reports numbers; asserts nothing.
+// of handoff, resign, cycles, death: only those rows; default all), ETCDKIT_BENCH_WARMUP_MS (how
+// long puts, then gapless handoffs of each kind, run before the rounds; default 3000; 0: none). Reports numbers; asserts
+// nothing.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '../packages/client/src/index.js';
@@ -33,6 +35,8 @@ const MEASURES = new Set(
 );
 const GAP_MS = 5;
 const PUTS = 100;
+// Before the rounds, this long of back-to-back puts, then of gapless handoffs of each kind: warmUp.
+const WARMUP_MS = Number(process.env.ETCDKIT_BENCH_WARMUP_MS ?? '3000');
 const CONTENDERS = [2, 8, 32];
 const CYCLE_MS = 1_000;
 const leaderScript = fileURLToPath(new URL('./recipes-leader.ts', import.meta.url));
@@ -121,6 +125,16 @@ async function putRoundTrips(
   }
 }
 
+/** How a run of handoffs goes: how many, and how long the waiter queues before the release. */
+interface Pace {
+  readonly count: number;
+  readonly gapMs: number;
+  /** No more handoffs start after this time (performance.now()). */
+  readonly until?: number;
+}
+
+const MEASURED: Pace = { count: SAMPLES, gapMs: GAP_MS };
+
 /**
  * Two sessions take turns holding something: each sample times the holder's `release` until the
  * other, which called `acquire` GAP_MS before, holds.
@@ -129,19 +143,20 @@ async function handoffs<H>(
   endpoint: string,
   acquire: (session: Session) => Promise<H>,
   release: (held: H) => Promise<void>,
+  pace: Pace = MEASURED,
 ): Promise<number[]> {
   const opened = await Sessions.open(endpoint, 2);
   const sessions = opened.sessions;
   const samples: number[] = [];
   try {
     let held = await acquire(sessions[0]!);
-    for (let i = 0; i < SAMPLES; i++) {
+    for (let i = 0; i < pace.count && now() < (pace.until ?? Infinity); i++) {
       let heldAt = 0;
       const waiting = acquire(sessions[(i + 1) % 2]!).then((next) => {
         heldAt = now();
         return next;
       });
-      await sleep(GAP_MS);
+      if (pace.gapMs > 0) await sleep(pace.gapMs);
       const started = now();
       await release(held);
       held = await waiting;
@@ -155,20 +170,47 @@ async function handoffs<H>(
   }
 }
 
+/**
+ * Runs what the rounds measure, back to back and unmeasured, on the etcdkit client and the server.
+ * A cold V8 process tiers its hot functions up for thousands of calls, and on two cores each
+ * optimizing compile job it starts takes the main thread's core for 1-4 ms (docs/benchmarks.md):
+ * without this the p99 rows show the JIT, not the wire. The Go program needs no warm-up; the
+ * embedded server it talks to is warmed by this too.
+ */
+async function warmUp(endpoint: string): Promise<void> {
+  if (!(WARMUP_MS > 0)) return;
+  const etcd = new Etcd({ endpoints: [endpoint] });
+  try {
+    const until = now() + WARMUP_MS;
+    for (let i = 0; now() < until; i++) await etcd.put('bench/warm', String(i));
+  } finally {
+    await etcd.close();
+  }
+  const pace = () => ({ count: Infinity, gapMs: 0, until: now() + WARMUP_MS });
+  if (MEASURES.has('handoff') || MEASURES.has('cycles')) {
+    await mutexHandoffs(endpoint, 'bench/warm/lock', pace());
+  }
+  if (MEASURES.has('resign') || MEASURES.has('death')) {
+    await resignFailovers(endpoint, 'bench/warm/elect', pace());
+  }
+}
+
 /** From A's unlock() until B, which called lock() GAP_MS before, holds. */
-const mutexHandoffs = (endpoint: string, name: string) =>
+const mutexHandoffs = (endpoint: string, name: string, pace?: Pace) =>
   handoffs(
     endpoint,
     (session) => new Mutex(session, name).lock(),
     (lock: Lock) => lock.unlock(),
+    pace,
   );
 
 /** From the leader's resign() until the candidate that campaigned GAP_MS before leads. */
-const resignFailovers = (endpoint: string, name: string) =>
+const resignFailovers = (endpoint: string, name: string, pace?: Pace) =>
   handoffs(
     endpoint,
     (session) => new Election(session, name).campaign('candidate'),
     (leadership) => leadership.resign(),
+    pace,
   );
 
 /** Lock/unlock cycles per second of `contenders` sessions on one mutex. */
@@ -325,6 +367,7 @@ async function measureServer(
   let unique = 0;
   const name = (what: string) => `bench/${what}/${unique++}`;
   const active = contenders.filter((c) => c.skipped === undefined);
+  await warmUp(server.endpoint);
   for (let round = 0; round < ROUNDS; round++) {
     const trips = await putRoundTrips(server.endpoint);
     puts.push(...trips.paused);
