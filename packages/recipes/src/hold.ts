@@ -16,6 +16,24 @@ import {
   waitInQueue,
 } from './wait.js';
 
+/** Why a loss watch was stopped: a string, so that no DOMException is built for every hold. */
+const WATCH_STOPPED = 'the hold ended';
+
+const stackLimitWritable =
+  Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit')?.writable === true;
+
+/** Makes an error without capturing a stack (the costly part of making one). */
+function withoutStack<E extends Error>(make: () => E): E {
+  if (!stackLimitWritable) return make();
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return make();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 /**
  * The shared mechanics of a held key. The public handles (Lock, Permit, Leadership) wrap one.
  *
@@ -72,7 +90,7 @@ export class Holding {
   watchKey(): void {
     if (this.#stopping) return;
     const stop = new AbortController();
-    this.#stopWatch = () => stop.abort();
+    this.#stopWatch = () => stop.abort(WATCH_STOPPED);
     // Not `live`: a loss is rare, and the read that ends a wait checks the key anyway; a watch
     // from now and a read for every acquisition under contention would cost more than it saves.
     waitForDeleteOf(
@@ -168,7 +186,8 @@ export class Holding {
       this.#lose(lost);
       throw lost;
     }
-    this.#lose(new LockNotHeldError(this.key));
+    // The signal's reason, never thrown from here: every release makes one.
+    this.#lose(withoutStack(() => new LockNotHeldError(this.key)));
   }
 
   /** @internal The read that found the turn: the hold is established at its revision. */

@@ -211,11 +211,14 @@ export async function waitForChange<T>(
   } finally {
     // Stopping ends every watch at once (a watcher closes on its signal). The losers then reject
     // with AbortedError; they are not waited for: a read still in flight would hold up the winner.
-    stop.abort();
+    stop.abort(SETTLED);
     linked?.release();
     for (const attempt of attempts) attempt.catch(() => undefined);
   }
 }
+
+/** Why a wait's own watches stop: a string, so that no DOMException is built for every wait. */
+const SETTLED = 'the wait settled';
 
 /** Picks the first event of `type` in a batch. */
 function firstOf(type: WatchEvent['type']): (batch: WatchBatch) => WatchEvent | undefined {

@@ -21,6 +21,7 @@ export interface WatcherHost {
 }
 
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+const closedBeforeReady = () => new AbortedError({ message: 'the watcher was closed' });
 
 interface Waiter {
   resolve(result: IteratorResult<WatchBatch>): void;
@@ -78,9 +79,9 @@ export class Watcher
     if (spec.startRevision > 0n) this.#lastDelivered = spec.startRevision - 1n;
     const signal = spec.signal;
     if (signal?.aborted) {
-      this.#end(undefined, new AbortedError({ cause: signal.reason }));
+      this.#end(undefined, () => new AbortedError({ cause: signal.reason }));
     } else if (signal) {
-      this.#onAbort = () => this.#end(undefined, new AbortedError({ cause: signal.reason }));
+      this.#onAbort = () => this.#end(undefined, () => new AbortedError({ cause: signal.reason }));
       signal.addEventListener('abort', this.#onAbort, { once: true });
     }
   }
@@ -127,7 +128,7 @@ export class Watcher
    * batches are dropped, 'end' is emitted and every listener removed. Idempotent.
    */
   close(): Promise<void> {
-    this.#end(undefined, new AbortedError({ message: 'the watcher was closed' }));
+    this.#end(undefined, closedBeforeReady);
     return Promise.resolve();
   }
 
@@ -228,7 +229,7 @@ export class Watcher
 
   /** @internal */
   fail(error: EtcdError): void {
-    this.#end(error, error);
+    this.#end(error, () => error);
   }
 
   #hasEventListeners(): boolean {
@@ -268,9 +269,10 @@ export class Watcher
 
   /**
    * Ends the watcher. `error` is the failure to report (undefined for a close or an abort);
-   * `readyError` rejects a pending ready().
+   * `readyError` makes what a pending or later ready() rejects with, only when the watch was never
+   * created: a close after it is the hot path of every lock release, and builds no error.
    */
-  #end(error: EtcdError | undefined, readyError: EtcdError): void {
+  #end(error: EtcdError | undefined, readyError: () => EtcdError): void {
     if (this.#ended) return;
     this.#ended = true;
     this.#error = error;
@@ -278,8 +280,9 @@ export class Watcher
     this.#onAbort = undefined;
     this.#host.detach(this);
     if (this.#createdRevision === undefined) {
-      this.#readyFailure = readyError;
-      this.#readyWaiter?.reject(readyError);
+      const failure = readyError();
+      this.#readyFailure = failure;
+      this.#readyWaiter?.reject(failure);
       this.#readyWaiter = undefined;
       this.#readyPromise = undefined;
     }

@@ -37,7 +37,7 @@ describe('delivery order across watchers', () => {
     expect(order).toEqual(['observer', 'waiter', 'holder', 'observer', 'waiter', 'holder']);
     // Each watcher still gets every revision, in revision order.
     for (const { call } of [holder, waiter, observer]) {
-      const events = call.take().map((r) => r.events?.map((e) => `${e.type} ${e.kv.key}`));
+      const events = call.take().map((r) => r.events?.map((e) => `${e.type} ${e.kv?.key}`));
       expect(events).toEqual([undefined, ['PUT lock/b'], ['DELETE lock/b']]);
     }
     harness.close();
