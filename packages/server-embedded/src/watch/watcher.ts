@@ -67,10 +67,10 @@ export interface WatcherOptions {
   readonly progressNotify: boolean;
 }
 
-/** A watch registered in the watchable store. */
 /** Counts watchers as they are made: {@link Watcher.sequence}. */
 let made = 0;
 
+/** A watch registered in the watchable store. */
 export class Watcher {
   readonly id: bigint;
   /** Order of creation in this process (ids are per stream): newer watchers have higher ones. */
