@@ -205,7 +205,7 @@ export class WatchableStore {
         else list.push(event);
       });
     }
-    for (const [watcher, matched] of matches.size > 1 ? newestFirst(matches) : matches) {
+    for (const [watcher, matched] of matches) {
       watcher.minRevision = revision + 1;
       const visible = watcher.filter(matched);
       // Nothing is sent when the filters drop every event of the revision.
@@ -324,15 +324,4 @@ export class WatchableStore {
       if (batch.full) onFull();
     });
   }
-}
-
-/**
- * A revision's watchers, newest first. Each connection writes in the order it was first given
- * something in a tick, so the waiter on a released lock (which began watching after its holder
- * did) is written to before the holder's own watch and the holder's response: on one host the
- * first write also pays for waking the reader, and the handoff is the waiter's (docs/benchmarks.md).
- * etcd gives no order across watchers (it iterates a Go map).
- */
-function newestFirst<T>(matches: Map<Watcher, T>): [Watcher, T][] {
-  return [...matches].sort(([a], [b]) => b.sequence - a.sequence);
 }

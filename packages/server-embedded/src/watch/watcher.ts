@@ -67,14 +67,9 @@ export interface WatcherOptions {
   readonly progressNotify: boolean;
 }
 
-/** Counts watchers as they are made: {@link Watcher.sequence}. */
-let made = 0;
-
 /** A watch registered in the watchable store. */
 export class Watcher {
   readonly id: bigint;
-  /** Order of creation in this process (ids are per stream): newer watchers have higher ones. */
-  readonly sequence = ++made;
   readonly keys: WatchedKeys;
   readonly startRevision: number;
   readonly options: WatcherOptions;
