@@ -17,8 +17,8 @@
 // ETCDKIT_BENCH_ROUNDS (default 3), ETCDKIT_BENCH_SAMPLES (handoffs per contender and round,
 // default 100: enough for p99 not to be the slowest sample), ETCDKIT_BENCH_MEASURES (a comma list
 // of handoff, resign, cycles, death: only those rows; default all), ETCDKIT_BENCH_WARMUP_MS (how
-// long puts, then gapless handoffs of each kind, run before the rounds; default 3000; 0: none). Reports numbers; asserts
-// nothing.
+// long puts, then gapless handoffs of each kind, run before the rounds; default 3000; 0: none).
+// Reports numbers; asserts nothing.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '../packages/client/src/index.js';

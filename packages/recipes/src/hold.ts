@@ -12,12 +12,10 @@ import {
   type PredecessorWait,
   type QueueRead,
   readQueue,
+  STOPPED,
   waitForDeleteOf,
   waitInQueue,
 } from './wait.js';
-
-/** Why a loss watch was stopped: a string, so that no DOMException is built for every hold. */
-const WATCH_STOPPED = 'the hold ended';
 
 const stackLimitWritable =
   Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit')?.writable === true;
@@ -90,7 +88,7 @@ export class Holding {
   watchKey(): void {
     if (this.#stopping) return;
     const stop = new AbortController();
-    this.#stopWatch = () => stop.abort(WATCH_STOPPED);
+    this.#stopWatch = () => stop.abort(STOPPED);
     // Not `live`: a loss is rare, and the read that ends a wait checks the key anyway; a watch
     // from now and a read for every acquisition under contention would cost more than it saves.
     waitForDeleteOf(

@@ -10,7 +10,7 @@ import {
   type WatchBatch,
   type Watcher,
 } from '@etcdkit/client';
-import type { QueueRead } from './wait.js';
+import { type QueueRead, STOPPED } from './wait.js';
 
 /** How the wait of a {@link TurnWatch} ended. */
 export type TurnOutcome =
@@ -38,12 +38,6 @@ export interface LossListener {
 }
 
 const ZERO = Buffer.from([0]);
-
-/**
- * The reason the watch's own stop aborts with: never seen outside (the watchers and reads it ends
- * are awaited by nobody then), and given so that no DOMException is built for every acquisition.
- */
-const STOPPED = 'the turn watch stopped';
 
 /**
  * Watches the key range from the lower of the own key and the key ahead to the higher, for

@@ -211,14 +211,17 @@ export async function waitForChange<T>(
   } finally {
     // Stopping ends every watch at once (a watcher closes on its signal). The losers then reject
     // with AbortedError; they are not waited for: a read still in flight would hold up the winner.
-    stop.abort(SETTLED);
+    stop.abort(STOPPED);
     linked?.release();
     for (const attempt of attempts) attempt.catch(() => undefined);
   }
 }
 
-/** Why a wait's own watches stop: a string, so that no DOMException is built for every wait. */
-const SETTLED = 'the wait settled';
+/**
+ * @internal The reason the recipes' own stops abort with (a wait settled, a hold ended): never seen
+ * outside, and a string, so that no DOMException is built for every acquisition.
+ */
+export const STOPPED = 'stopped by the recipe';
 
 /** Picks the first event of `type` in a batch. */
 function firstOf(type: WatchEvent['type']): (batch: WatchBatch) => WatchEvent | undefined {
