@@ -54,6 +54,7 @@ import {
   MAX_HEADER_PAIRS,
 } from './header-limits.js';
 import { H2Stream, type StreamLink } from './stream.js';
+import type { Flushable, WriteOrder } from './write-order.js';
 
 /** STREAM_CLOSED (RFC 9113, 7): a frame for a stream the peer already ended. */
 const STREAM_CLOSED = 0x5;
@@ -99,7 +100,7 @@ interface OpenBlock {
 }
 
 /** The server side of one HTTP/2 connection. */
-export class H2ServerConnection implements StreamLink {
+export class H2ServerConnection implements StreamLink, Flushable {
   readonly #socket: Socket;
   readonly #events: ConnectionEvents;
   readonly #streams = new Map<number, H2Stream>();
@@ -128,13 +129,26 @@ export class H2ServerConnection implements StreamLink {
   #out: Buffer[] = [];
   #outBytes = 0;
   #flushing = false;
+  /** Frames of the peer are being handled: what is queued now answers them. */
+  #reading = false;
+  readonly #writeOrder: WriteOrder | undefined;
   /** ACKs queued for the next write. */
   #queuedAcks = 0;
   /** ACKs in socket writes not yet done (the peer is not reading, or the socket is backed up). */
   #unwrittenAcks = 0;
 
-  constructor(socket: Socket, events: ConnectionEvents, options: ConnectionOptions = {}) {
+  /**
+   * `writeOrder`: the server's order of writes across its connections; without it, this one
+   * writes at the end of each tick in which frames were queued.
+   */
+  constructor(
+    socket: Socket,
+    events: ConnectionEvents,
+    options: ConnectionOptions = {},
+    writeOrder?: WriteOrder,
+  ) {
     this.#socket = socket;
+    this.#writeOrder = writeOrder;
     this.#events = events;
     this.#streamWindow = options.streamWindow ?? DEFAULT_WINDOW;
     this.#connectionWindow = options.connectionWindow ?? DEFAULT_WINDOW;
@@ -205,7 +219,8 @@ export class H2ServerConnection implements StreamLink {
     this.#outBytes += bytes.length;
     if (!this.#flushing) {
       this.#flushing = true;
-      process.nextTick(this.#flush);
+      if (this.#writeOrder === undefined) process.nextTick(this.#flush);
+      else this.#writeOrder.schedule(this, this.#reading);
     }
   }
 
@@ -224,6 +239,11 @@ export class H2ServerConnection implements StreamLink {
   destroy(): void {
     this.#socket.destroy();
     this.#lost(undefined);
+  }
+
+  /** Writes what is queued now (the server's {@link WriteOrder} calls it at the end of a tick). */
+  flush(): void {
+    this.#flush();
   }
 
   readonly #flush = (): void => {
@@ -306,6 +326,15 @@ export class H2ServerConnection implements StreamLink {
 
   #read(chunk: Buffer): void {
     if (this.#destroyed) return;
+    this.#reading = true;
+    try {
+      this.#readFrames(chunk);
+    } finally {
+      this.#reading = false;
+    }
+  }
+
+  #readFrames(chunk: Buffer): void {
     let buffer = this.#rest.length > 0 ? Buffer.concat([this.#rest, chunk]) : chunk;
     let offset = 0;
     if (!this.#prefaceSeen) {

@@ -12,6 +12,7 @@ import { GrpcCall } from './grpc-call.js';
 import { httpStatusBlock, trailersOnlyBlock } from './response-headers.js';
 import type { Routes } from './routes.js';
 import type { H2Stream } from './stream.js';
+import { WriteOrder } from './write-order.js';
 
 /** grpc-js's default max_receive_message_length. */
 const DEFAULT_MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
@@ -54,6 +55,8 @@ export class H2GrpcServer {
   readonly #maxReceiveBytes: number;
   readonly #connections = new Set<H2ServerConnection>();
   readonly #listeners: (Server | ReturnType<typeof createTlsServer>)[] = [];
+  /** One order of writes for every connection of this server (write-order.ts). */
+  readonly #writeOrder = new WriteOrder();
   #closing = false;
 
   constructor(options: H2GrpcServerOptions) {
@@ -75,6 +78,7 @@ export class H2GrpcServer {
         close: () => this.#connections.delete(connection),
       },
       this.#options,
+      this.#writeOrder,
     );
     this.#connections.add(connection);
     if (this.#closing) connection.close();
