@@ -3,8 +3,10 @@
 // 3.4's Go concurrency package beside etcdkit in the same run (see recipes-go.ts). The embedded
 // server runs in a child process (memory.ts' ServerProcess), as etcd does: in this process it would
 // share the etcdkit contender's event loop, a cost the Go program does not pay.
+// - the machine's floor: one byte echoed by another Node process over loopback TCP, GAP_MS apart.
 // - put round trip: one put issued GAP_MS after the previous one, the unit every other row is
-//   counted in (same server, same run), as a handoff's release is; back-to-back puts beside it.
+//   counted in (same server, same run, measured before each block of handoffs), as a handoff's
+//   release is; back-to-back puts beside it.
 // - mutex handoff: A holds, B calls lock() GAP_MS before A unlocks; from A's unlock() call until
 //   B holds. Election failover after resign: the same with campaign() and resign().
 // - contended lock cycles/s: N contenders (each its own client and session) lock and unlock one
@@ -15,7 +17,7 @@
 //   about the TTL (both servers look for expired leases every 500 ms).
 // Rounds alternate the contenders' order; rows give medians and p99 over all rounds. Env:
 // ETCDKIT_BENCH_ROUNDS (default 3), ETCDKIT_BENCH_SAMPLES (handoffs per contender and round,
-// default 100: enough for p99 not to be the slowest sample), ETCDKIT_BENCH_MEASURES (a comma list
+// default 300: p99 is then the ninth slowest of 900), ETCDKIT_BENCH_MEASURES (a comma list
 // of handoff, resign, cycles, death: only those rows; default all), ETCDKIT_BENCH_WARMUP_MS (how
 // long puts, then gapless handoffs of each kind, run before the rounds; default 3000; 0: none).
 // Reports numbers; asserts nothing.
@@ -24,12 +26,13 @@ import { fileURLToPath } from 'node:url';
 import { Etcd } from '../packages/client/src/index.js';
 import { Election, type Lock, Mutex, Session } from '../packages/recipes/src/index.js';
 import { startEtcd } from '../testkit/src/index.js';
+import { LoopbackEcho } from './loopback.js';
 import { ServerProcess } from './memory.js';
 import { buildGoProgram, GoProcess, type GoProgram, goSamples } from './recipes-go.js';
 import type { ChartBar } from './report.js';
 
 const ROUNDS = Number(process.env.ETCDKIT_BENCH_ROUNDS ?? '3') || 3;
-const SAMPLES = Number(process.env.ETCDKIT_BENCH_SAMPLES ?? '100') || 100;
+const SAMPLES = Number(process.env.ETCDKIT_BENCH_SAMPLES ?? '300') || 300;
 const MEASURES = new Set(
   (process.env.ETCDKIT_BENCH_MEASURES ?? 'handoff,resign,cycles,death').split(','),
 );
@@ -366,35 +369,47 @@ async function measureServer(
   const early = new Map<string, number>();
   let unique = 0;
   const name = (what: string) => `bench/${what}/${unique++}`;
+  const floor: number[] = [];
   const active = contenders.filter((c) => c.skipped === undefined);
-  await warmUp(server.endpoint);
-  for (let round = 0; round < ROUNDS; round++) {
+  // The unit is measured before each block of handoffs, so that it sees the machine as they do.
+  const measurePuts = async () => {
     const trips = await putRoundTrips(server.endpoint);
     puts.push(...trips.paused);
     backToBack.push(...trips.backToBack);
-    const order = round % 2 === 0 ? active : [...active].reverse();
-    for (const c of order) {
-      if (!MEASURES.has('handoff')) break;
-      add(`${c.name}|handoff`, await c.handoffs(server.endpoint, name('lock')));
-    }
-    for (const c of order) {
-      if (!MEASURES.has('resign')) break;
-      add(`${c.name}|resign`, await c.resigns(server.endpoint, name('elect')));
-    }
-    for (const n of CONTENDERS) {
+  };
+  await warmUp(server.endpoint);
+  const echo = await LoopbackEcho.start();
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      floor.push(...(await echo.roundTrips(PUTS, GAP_MS)));
+      await measurePuts();
+      const order = round % 2 === 0 ? active : [...active].reverse();
       for (const c of order) {
-        if (!MEASURES.has('cycles')) break;
-        add(`${c.name}|cycles${n}`, [await c.cycles(server.endpoint, name('cycles'), n)]);
+        if (!MEASURES.has('handoff')) break;
+        add(`${c.name}|handoff`, await c.handoffs(server.endpoint, name('lock')));
+      }
+      if (MEASURES.has('resign') && MEASURES.has('handoff')) await measurePuts();
+      for (const c of order) {
+        if (!MEASURES.has('resign')) break;
+        add(`${c.name}|resign`, await c.resigns(server.endpoint, name('elect')));
+      }
+      for (const n of CONTENDERS) {
+        for (const c of order) {
+          if (!MEASURES.has('cycles')) break;
+          add(`${c.name}|cycles${n}`, [await c.cycles(server.endpoint, name('cycles'), n)]);
+        }
+      }
+      // One death per contender and round: each waits for a lease to expire. A candidate that led
+      // before the kill (the leader's lease ran out under load) is no sample; counted apart.
+      for (const c of order) {
+        if (!MEASURES.has('death')) break;
+        const took = await c.death(server.endpoint, name('die'), server.leaderTtl);
+        if (took === undefined) early.set(c.name, (early.get(c.name) ?? 0) + 1);
+        else add(`${c.name}|death`, [took]);
       }
     }
-    // One death per contender and round: each waits for a lease to expire. A candidate that led
-    // before the kill (the leader's lease ran out under load) is no sample; counted apart.
-    for (const c of order) {
-      if (!MEASURES.has('death')) break;
-      const took = await c.death(server.endpoint, name('die'), server.leaderTtl);
-      if (took === undefined) early.set(c.name, (early.get(c.name) ?? 0) + 1);
-      else add(`${c.name}|death`, [took]);
-    }
+  } finally {
+    await echo.stop();
   }
   const rt = quantile(puts, 0.5);
   const busyRt = quantile(backToBack, 0.5);
@@ -406,8 +421,17 @@ async function measureServer(
     p99: `${quantile(values, 0.99).toFixed(3)} ms`,
     samples: values.length,
   });
+  const unitRow = putRow(`put round trip after a ${GAP_MS} ms pause (the unit)`, puts);
   const rows: Row[] = [
-    putRow(`put round trip after a ${GAP_MS} ms pause (the unit)`, puts),
+    {
+      server: server.name,
+      measure: `one byte echoed by another Node process over loopback TCP, after a ${GAP_MS} ms pause (the machine's floor)`,
+      contender: 'node:net',
+      median: `${quantile(floor, 0.5).toFixed(3)} ms`,
+      p99: `${quantile(floor, 0.99).toFixed(3)} ms (${(quantile(floor, 0.99) / quantile(floor, 0.5)).toFixed(1)}x its median)`,
+      samples: floor.length,
+    },
+    { ...unitRow, p99: `${unitRow.p99} (${(quantile(puts, 0.99) / rt).toFixed(1)} RT)` },
     putRow('put round trip, back to back', backToBack),
   ];
   // In the unit, then in back-to-back round trips.
