@@ -4,6 +4,7 @@
 import { acquireHold } from './acquire.js';
 import { LockedError } from './errors.js';
 import { Hold, type Holding } from './hold.js';
+import { nextTurn, turnNow } from './local-turns.js';
 import { acquireSessionKey } from './queue-key.js';
 import { recipeName } from './recipe-name.js';
 import type { Session } from './session.js';
@@ -21,9 +22,10 @@ export interface LockOptions extends WaitOptions {}
  * oldest create revision; the others wait in create-revision order (FIFO), each watching only the
  * key just ahead of it.
  *
- * Ownership belongs to the session: two Mutex objects on one session and name share the key, and
- * locking again on the same session returns the same key and fencing token (not a re-entrant
- * count: one unlock releases it for both).
+ * The lock excludes the calls of one process too, whatever session and Mutex object they use: a
+ * second `lock()` on a session whose key holds or waits for the lock waits until that hold ends
+ * (in call order), then queues with a new incarnation of the key and gets its own fencing token.
+ * (Go's Mutex returns at once there, with the same key, and one unlock frees the lock for both.)
  *
  * A lock is only as safe as what it protects checks: a paused process can keep running after its
  * lease expired and another holder took over. Guard writes with
@@ -70,7 +72,9 @@ export class Mutex {
 
   /**
    * Acquires the lock only if no one else holds it; otherwise deletes the key it queued with and
-   * fails with {@link LockedError}, leaving nothing behind.
+   * fails with {@link LockedError}, leaving nothing behind. While another call of this process
+   * holds or waits for the lock with this session's key, it fails at once, with that key as the
+   * holder's.
    */
   async tryLock(options: LockOptions = {}): Promise<Lock> {
     return this.#acquire(options, true);
@@ -97,23 +101,36 @@ export class Mutex {
     return result;
   }
 
-  #acquire(options: LockOptions, tryOnly: boolean): Promise<Lock> {
+  async #acquire(options: LockOptions, tryOnly: boolean): Promise<Lock> {
     const { session, prefix } = this;
-    return acquireHold({
-      session,
-      signal: options.signal,
-      what: 'lock',
-      blockers: prefix,
-      sharedKey: this.key,
-      take: () => acquireSessionKey(session, prefix, ''),
-      atHead: (entry) => entry.oldest?.createRevision === entry.createRevision,
-      refuse: (entry) => {
-        if (tryOnly) {
-          throw new LockedError(this.name, entry.oldest?.keyText() ?? '(unknown holder)');
-        }
-      },
-      wrap: (holding, release) => new Lock(session, holding, release),
-    });
+    const key = this.key;
+    // One call of this process at a time holds or waits with the session's key (local-turns.ts).
+    const pass = tryOnly ? turnNow(session, key) : await nextTurn(session, key, options.signal);
+    if (pass === undefined) throw new LockedError(this.name, key);
+    let lock: Lock;
+    try {
+      lock = await acquireHold({
+        session,
+        signal: options.signal,
+        what: 'lock',
+        blockers: prefix,
+        take: () => acquireSessionKey(session, prefix, ''),
+        atHead: (entry) => entry.oldest?.createRevision === entry.createRevision,
+        refuse: (entry) => {
+          if (tryOnly) {
+            throw new LockedError(this.name, entry.oldest?.keyText() ?? '(unknown holder)');
+          }
+        },
+        wrap: (holding) => new Lock(session, holding),
+      });
+    } catch (error) {
+      pass();
+      throw error;
+    }
+    // The next call's turn comes when this hold ends: unlocked, or lost.
+    if (lock.signal.aborted) pass();
+    else lock.signal.addEventListener('abort', pass, { once: true });
+    return lock;
   }
 }
 

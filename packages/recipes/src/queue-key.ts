@@ -188,8 +188,9 @@ export async function deleteIfCreatedAt(
   return result.succeeded;
 }
 
-// Calls of this process using a session key now: two Mutex objects on one session and prefix share
-// a key, and a failed wait of one must not delete the key the other waits with or holds.
+// Calls of this process using a session key now: two campaigns of one session in one election share
+// its key (Go's layout: one candidate per session), and a failed wait of one must not delete the key
+// the other waits with or leads with. (A Mutex's calls take turns instead: local-turns.ts.)
 const users = new WeakMap<Session, Map<string, number>>();
 
 /** Records a local user of a session key; call the returned function when it stops using it. */

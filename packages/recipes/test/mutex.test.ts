@@ -277,19 +277,90 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       expect(await keysUnder(name)).toEqual([]);
     });
 
-    it('re-locking on the same session returns the same key and fencing token', async () => {
+    it('a second lock() on the same session waits for the first hold, then holds with a new token', async () => {
       const name = `${prefix()}lock`;
       const session = await fixture.session();
       const a = await new Mutex(session, name).lock();
-      const b = await new Mutex(session, name).lock();
-      expect(b.key).toBe(a.key);
-      expect(b.fencingToken).toBe(a.fencingToken);
-      expect((await keysUnder(name)).length).toBe(1);
+      const second = new Mutex(session, name).lock();
+      expect(await stillPending(second, 150)).toBe(true);
+      // Still the one key, and still a's incarnation: the second call has not queued in etcd.
+      expect((await keysUnder(name)).map((kv) => kv.createRevision)).toEqual([a.fencingToken]);
       await a.unlock();
+      const b = await second;
+      expect(b.key).toBe(a.key);
+      expect(b.fencingToken).toBeGreaterThan(a.fencingToken);
+      expect(a.signal.reason).toBeInstanceOf(LockNotHeldError);
+      expect(b.signal.aborted).toBe(false);
+      expect((await keysUnder(name)).map((kv) => kv.createRevision)).toEqual([b.fencingToken]);
+      await b.unlock();
       expect(await keysUnder(name)).toEqual([]);
-      // b shared the key: its signal says so, and its unlock finds nothing of its own.
-      await eventually(() => b.signal.aborted);
-      expect(await rejection(b.unlock())).toBeInstanceOf(LockLostError);
+    });
+
+    it('calls of one session take turns in call order, and an aborted one leaves the line', async () => {
+      const name = `${prefix()}lock`;
+      const session = await fixture.session();
+      const mutex = new Mutex(session, name);
+      const first = await mutex.lock();
+      const order: string[] = [];
+      const controller = new AbortController();
+      const calls = ['b', 'c', 'd'].map((label) => {
+        const call = mutex.lock(label === 'c' ? { signal: controller.signal } : {});
+        return call.then(
+          (lock) => {
+            order.push(label);
+            return lock;
+          },
+          (error: unknown) => {
+            order.push(`${label} failed`);
+            throw error;
+          },
+        );
+      });
+      controller.abort();
+      expect(await rejection(calls[1]!)).toBeInstanceOf(AbortedError);
+      expect(await stillPending(calls[0]!, 100)).toBe(true);
+      await first.unlock();
+      const b = await calls[0]!;
+      expect(await stillPending(calls[2]!, 100)).toBe(true);
+      await b.unlock();
+      const d = await calls[2]!;
+      expect(order).toEqual(['c failed', 'b', 'd']);
+      expect(d.fencingToken).toBeGreaterThan(b.fencingToken);
+      expect(b.fencingToken).toBeGreaterThan(first.fencingToken);
+      await d.unlock();
+      expect(await keysUnder(name)).toEqual([]);
+    });
+
+    it('a lost hold passes the turn to the next call of its session, which fails if the session ended', async () => {
+      const name = `${prefix()}lock`;
+      const session = await fixture.session();
+      const a = await new Mutex(session, name).lock();
+      const second = new Mutex(session, name).lock();
+      expect(await stillPending(second, 100)).toBe(true);
+      // Deleted under the holder: a's signal fires, and the second call queues afresh and holds.
+      await admin.delete(a.key);
+      const b = await second;
+      expect(a.signal.reason).toBeInstanceOf(LockLostError);
+      expect(b.fencingToken).toBeGreaterThan(a.fencingToken);
+      const third = new Mutex(session, name).lock();
+      expect(await stillPending(third, 100)).toBe(true);
+      await admin.lease.revoke(session.leaseId);
+      expect(await rejection(third)).toBeInstanceOf(SessionExpiredError);
+      expect(await keysUnder(name)).toEqual([]);
+    });
+
+    it('tryLock fails at once while another call of the session holds or waits', async () => {
+      const name = `${prefix()}lock`;
+      const session = await fixture.session();
+      const held = await new Mutex(session, name).lock();
+      const refused = await rejection(new Mutex(session, name).tryLock());
+      expect(refused).toBeInstanceOf(LockedError);
+      expect((refused as LockedError).holderKey).toBe(held.key);
+      expect((await keysUnder(name)).map((kv) => kv.createRevision)).toEqual([held.fencingToken]);
+      await held.unlock();
+      const again = await new Mutex(session, name).tryLock();
+      expect(again.fencingToken).toBeGreaterThan(held.fencingToken);
+      await again.unlock();
     });
 
     it('withLock runs the function under the lock and unlocks, also when it throws', async () => {
