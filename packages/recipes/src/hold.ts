@@ -195,6 +195,8 @@ export class Holding {
 
   /** Marks the hold lost (a guarded write found it gone): the signal fires, the watch stops. */
   lose(): void {
+    // Already over (a resign after its release): nothing to signal, no error to build.
+    if (this.#stopping) return;
     this.#lose(new LockLostError(this.key, this.createRevision));
   }
 
