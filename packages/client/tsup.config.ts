@@ -7,4 +7,6 @@ export default defineConfig({
   clean: true,
   target: 'node20',
   splitting: true,
+  // import.meta.url in the CommonJS build too (the grpc-js transport requires grpc-js lazily).
+  shims: true,
 });

@@ -1,10 +1,11 @@
 // The default transport: one @grpc/grpc-js client per endpoint. Requests are encoded with the
 // generated codecs (no runtime proto loading); failures become TransportErrors whose `sent` flag is
 // false only when grpc-js proves the request never left the client.
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type { MethodDescriptor } from '../generated/methods.js';
 import { abortedFailure, failure, requestTooLargeFailure, streamEndedFailure } from './failures.js';
-import { GrpcJsTlsCredentials } from './grpc-js-tls.js';
+import { grpcJs } from './grpc-js-module.js';
+import { tlsCredentials } from './grpc-js-tls.js';
 import { decodeResponse } from './response-decoders.js';
 import { readableToAsyncIterator } from './stream-reader.js';
 import {
@@ -61,7 +62,7 @@ function metadataToRecord(metadata: grpc.Metadata | undefined): Metadata {
 }
 
 function toGrpcMetadata(metadata: Metadata | undefined): grpc.Metadata {
-  const md = new grpc.Metadata();
+  const md = new (grpcJs().Metadata)();
   if (metadata) {
     for (const [key, value] of Object.entries(metadata)) md.set(key, value);
   }
@@ -113,13 +114,22 @@ function notStarted(error: unknown): TransportError {
   );
 }
 
-const STATE: Record<grpc.connectivityState, ChannelState> = {
-  [grpc.connectivityState.IDLE]: 'idle',
-  [grpc.connectivityState.CONNECTING]: 'connecting',
-  [grpc.connectivityState.READY]: 'ready',
-  [grpc.connectivityState.TRANSIENT_FAILURE]: 'failed',
-  [grpc.connectivityState.SHUTDOWN]: 'closed',
-};
+/** A grpc-js connectivity state in the Channel's words. */
+function channelState(state: grpc.connectivityState): ChannelState {
+  const known = grpcJs().connectivityState;
+  switch (state) {
+    case known.IDLE:
+      return 'idle';
+    case known.CONNECTING:
+      return 'connecting';
+    case known.READY:
+      return 'ready';
+    case known.TRANSIENT_FAILURE:
+      return 'failed';
+    default:
+      return 'closed';
+  }
+}
 
 /** A failed or already cancelled stream: iteration throws `error` at once. */
 function failedStream<Res>(error: TransportError): ServerStream<Res> & BidiStream<never, Res> {
@@ -182,22 +192,22 @@ export class GrpcJsChannel implements Channel {
     let credentials: grpc.ChannelCredentials;
     if (options.tls) {
       const { ca, key, cert, serverName } = options.tls;
-      credentials = new GrpcJsTlsCredentials(
-        grpc.experimental.splitHostPort(options.target)?.host ?? options.target,
+      credentials = tlsCredentials(
+        grpcJs().experimental.splitHostPort(options.target)?.host ?? options.target,
         options.tls,
         { ca: toPemBuffer(ca), key: toPemBuffer(key), cert: toPemBuffer(cert) },
       );
       if (serverName) channelOptions['grpc.default_authority'] = serverName;
     } else {
-      credentials = grpc.credentials.createInsecure();
+      credentials = grpcJs().credentials.createInsecure();
     }
-    this.#client = new grpc.Client(options.target, credentials, channelOptions);
+    this.#client = new (grpcJs().Client)(options.target, credentials, channelOptions);
   }
 
   /** Current connectivity, without triggering a connection attempt. */
   state(): ChannelState {
     try {
-      return STATE[this.#client.getChannel().getConnectivityState(false)];
+      return channelState(this.#client.getChannel().getConnectivityState(false));
     } catch {
       return 'closed';
     }
@@ -235,13 +245,13 @@ export class GrpcJsChannel implements Channel {
           return;
         }
         switch (state) {
-          case grpc.connectivityState.READY:
+          case grpcJs().connectivityState.READY:
             finish();
             return;
-          case grpc.connectivityState.SHUTDOWN:
+          case grpcJs().connectivityState.SHUTDOWN:
             unavailable(`channel to ${this.target} is closed`);
             return;
-          case grpc.connectivityState.TRANSIENT_FAILURE:
+          case grpcJs().connectivityState.TRANSIENT_FAILURE:
             void this.#lastError().then((reason) =>
               unavailable(`cannot connect to ${this.target}${reason ? `: ${reason}` : ''}`),
             );
@@ -277,12 +287,12 @@ export class GrpcJsChannel implements Channel {
           (msg) => toBuffer(msg),
           (buf) => buf,
           new Uint8Array(),
-          new grpc.Metadata(),
+          new (grpcJs().Metadata)(),
           { deadline: Date.now() + 1_000 },
           (error) => {
             const details = error?.details ?? '';
             const at = details.indexOf(LAST_ERROR);
-            if (error?.code !== grpc.status.UNAVAILABLE || at < 0) resolve(undefined);
+            if (error?.code !== grpcJs().status.UNAVAILABLE || at < 0) resolve(undefined);
             else
               resolve(details.slice(at + LAST_ERROR.length).replace(/\. Resolution note:.*$/s, ''));
           },
