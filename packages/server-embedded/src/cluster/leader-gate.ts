@@ -10,11 +10,12 @@ import {
   v3electionpb_Election,
   v3lockpb_Lock,
 } from '@etcdkit/client/protocol';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type { RangeRequest, TxnRequest } from '../api/requests.js';
 import { type Clock, systemClock, type Timer } from '../clock.js';
 import { EtcdServerError, type GrpcCode } from '../errors.js';
 import { isReadOnlyTxn } from '../kv/txn.js';
+import { grpcJs } from '../net/grpc-js-module.js';
 import { isLocalRange, isLocalTxn } from '../services/local-reads.js';
 
 /** Paths whose every call is a raft proposal. */
@@ -209,7 +210,7 @@ export class LeaderGate {
       call.sendStatus({
         code: error.grpcCode,
         details: error.message,
-        metadata: new grpc.Metadata(),
+        metadata: new (grpcJs().Metadata)(),
       });
     };
     const pass = (message: unknown, next: (message: unknown) => void): void => {
@@ -307,6 +308,6 @@ export class LeaderGate {
         next(status);
       },
     };
-    return new grpc.ServerInterceptingCall(call, responder);
+    return new (grpcJs().ServerInterceptingCall)(call, responder);
   }
 }

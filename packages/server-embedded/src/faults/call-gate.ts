@@ -7,8 +7,9 @@
 //
 // When nothing is paused, delayed, failing or waiting for the disk, every step passes
 // synchronously, so the gate costs nothing measurable.
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { GrpcCode } from '../errors.js';
+import { grpcJs } from '../net/grpc-js-module.js';
 
 /** A status to answer a call with instead of its own. */
 export interface InjectedStatus {
@@ -121,7 +122,7 @@ export class CallGate {
       call.sendStatus({
         code: status.code,
         details: status.details,
-        metadata: new grpc.Metadata(),
+        metadata: new (grpcJs().Metadata)(),
       }),
     );
     const listener: grpc.ServerListener = {
@@ -134,7 +135,7 @@ export class CallGate {
       sendMessage: (message, next) => gated.sendMessage(() => next(message)),
       sendStatus: (status, next) => gated.sendStatus(() => next(status)),
     };
-    return new grpc.ServerInterceptingCall(call, responder);
+    return new (grpcJs().ServerInterceptingCall)(call, responder);
   }
 
   /**

@@ -2,10 +2,11 @@
 // own HTTP/2 layer (net/h2). Either takes connections from the member's listeners and serves the
 // handlers the services register, every call passing the member's call gate.
 import type { Socket } from 'node:net';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type { CallGate } from '../faults/call-gate.js';
 import type { ServiceRegistry } from '../services/registry.js';
 import type { ConnectionAcceptor } from './client-port.js';
+import { grpcJs } from './grpc-js-module.js';
 import { GrpcJsRegistry } from './grpc-js-registry.js';
 import { Routes } from './h2/routes.js';
 import { H2GrpcServer } from './h2/server.js';
@@ -43,12 +44,12 @@ export interface GrpcEngineOptions {
 /** grpc-js's server, with unary calls answered beside it while no interceptor must see them. */
 export function grpcJsEngine(options: GrpcEngineOptions): GrpcEngine {
   const interceptors = options.interceptors ?? [];
-  const server = new grpc.Server({
+  const server = new (grpcJs().Server)({
     'grpc.max_receive_message_length': options.maxReceiveBytes,
     'grpc.max_send_message_length': -1,
     interceptors: [options.gate.interceptor(), ...interceptors],
   });
-  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const injector = server.createConnectionInjector(grpcJs().ServerCredentials.createInsecure());
   let fastPath: UnaryFastPath | undefined;
   if (interceptors.length === 0) {
     fastPath = new UnaryFastPath(options.gate, options.maxReceiveBytes);

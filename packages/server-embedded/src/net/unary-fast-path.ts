@@ -12,10 +12,11 @@ import type { Http2Server, IncomingHttpHeaders, ServerHttp2Stream } from 'node:h
 import { constants } from 'node:http2';
 import { TLSSocket } from 'node:tls';
 import type { MethodDescriptor } from '@etcdkit/client/protocol';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { GrpcCode } from '../errors.js';
 import type { CallGate, InjectedStatus } from '../faults/call-gate.js';
 import { type CallInfo, toStatus, type UnaryHandler } from '../services/registry.js';
+import { grpcJs } from './grpc-js-module.js';
 import { grpcTimeoutMs, NOT_METADATA, PRINTABLE_ASCII } from './grpc-request.js';
 
 /** The response headers grpc-js's server sends. */
@@ -163,7 +164,7 @@ class FastUnaryCall implements CallInfo {
 
   private fullMetadata(): grpc.Metadata {
     if (this.requestMetadata === undefined) {
-      const metadata = grpc.Metadata.fromHttp2Headers(this.headers);
+      const metadata = grpcJs().Metadata.fromHttp2Headers(this.headers);
       for (const name of NOT_METADATA) metadata.remove(name);
       this.requestMetadata = metadata;
     }
