@@ -71,4 +71,5 @@ export { EtcdHttpGateway, type MemberStatus } from './gateway.js';
 export { backendReport } from './global-setup.js';
 export type { HttpTls } from './internal/http.js';
 export { freePort, freePorts } from './internal/ports.js';
+export { type ModuleScriptOptions, runModuleScript } from './module-script.js';
 export { type ProxyTarget, startTcpProxy, type TcpProxy } from './tcp-proxy.js';

@@ -1,22 +1,11 @@
 // @grpc/grpc-js is loaded only when a grpc-js channel opens (grpc-js-module.ts): a client on the
 // default transport never pays for importing it. Checked in a fresh process, whose module cache
 // holds only what the client itself loaded.
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { runModuleScript } from '@etcdkit/testkit';
 import { describe, expect, it } from 'vitest';
 
 const client = fileURLToPath(new URL('../../src/index.ts', import.meta.url));
-
-function run(script: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', '--input-type=module', '-e', script],
-      { timeout: 20_000 },
-      (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
-    );
-  });
-}
 
 describe('the grpc-js transport', () => {
   it('loads @grpc/grpc-js when its first channel opens, not when the client is imported', async () => {
@@ -34,6 +23,6 @@ describe('the grpc-js transport', () => {
       seen.push(loaded());
       console.log(JSON.stringify(seen));
     `;
-    expect(JSON.parse((await run(script)).trim())).toEqual([false, false, true]);
+    expect(JSON.parse((await runModuleScript(script)).trim())).toEqual([false, false, true]);
   });
 });

@@ -1,22 +1,11 @@
 // @grpc/grpc-js is loaded only when something of grpc-js's is needed (net/grpc-js-module.ts): a
 // server on its own HTTP/2 (the default) never loads it. Checked in a fresh process, whose module
 // cache holds only what the server itself loaded.
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { runModuleScript } from '@etcdkit/testkit';
 import { describe, expect, it } from 'vitest';
 
 const serverModule = fileURLToPath(new URL('../../src/index.ts', import.meta.url));
-
-function run(script: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--conditions=etcdkit-source', '--import', 'tsx', '--input-type=module', '-e', script],
-      { timeout: 20_000 },
-      (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
-    );
-  });
-}
 
 describe('the embedded server and grpc-js', () => {
   it('loads @grpc/grpc-js for the grpc-js transport only, not on import or on its own HTTP/2', async () => {
@@ -34,6 +23,10 @@ describe('the embedded server and grpc-js', () => {
       seen.push(loaded());
       console.log(JSON.stringify(seen));
     `;
-    expect(JSON.parse((await run(script)).trim())).toEqual([false, false, true]);
+    expect(JSON.parse((await runModuleScript(script, { sources: true })).trim())).toEqual([
+      false,
+      false,
+      true,
+    ]);
   });
 });
