@@ -14,8 +14,8 @@ import type * as grpc from '@grpc/grpc-js';
 import type { RangeRequest, TxnRequest } from '../api/requests.js';
 import { type Clock, systemClock, type Timer } from '../clock.js';
 import { EtcdServerError, type GrpcCode } from '../errors.js';
+import { grpcJs } from '../grpc-js-module.js';
 import { isReadOnlyTxn } from '../kv/txn.js';
-import { grpcJs } from '../net/grpc-js-module.js';
 import { isLocalRange, isLocalTxn } from '../services/local-reads.js';
 
 /** Paths whose every call is a raft proposal. */

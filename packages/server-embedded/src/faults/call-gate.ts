@@ -9,7 +9,7 @@
 // synchronously, so the gate costs nothing measurable.
 import type * as grpc from '@grpc/grpc-js';
 import { GrpcCode } from '../errors.js';
-import { grpcJs } from '../net/grpc-js-module.js';
+import { grpcJs } from '../grpc-js-module.js';
 
 /** A status to answer a call with instead of its own. */
 export interface InjectedStatus {

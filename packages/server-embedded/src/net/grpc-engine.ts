@@ -4,9 +4,9 @@
 import type { Socket } from 'node:net';
 import type * as grpc from '@grpc/grpc-js';
 import type { CallGate } from '../faults/call-gate.js';
+import { grpcJs } from '../grpc-js-module.js';
 import type { ServiceRegistry } from '../services/registry.js';
 import type { ConnectionAcceptor } from './client-port.js';
-import { grpcJs } from './grpc-js-module.js';
 import { GrpcJsRegistry } from './grpc-js-registry.js';
 import { Routes } from './h2/routes.js';
 import { H2GrpcServer } from './h2/server.js';

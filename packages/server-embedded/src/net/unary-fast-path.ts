@@ -15,8 +15,8 @@ import type { MethodDescriptor } from '@etcdkit/client/protocol';
 import type * as grpc from '@grpc/grpc-js';
 import { GrpcCode } from '../errors.js';
 import type { CallGate, InjectedStatus } from '../faults/call-gate.js';
+import { grpcJs } from '../grpc-js-module.js';
 import { type CallInfo, toStatus, type UnaryHandler } from '../services/registry.js';
-import { grpcJs } from './grpc-js-module.js';
 import { grpcTimeoutMs, NOT_METADATA, PRINTABLE_ASCII } from './grpc-request.js';
 
 /** The response headers grpc-js's server sends. */

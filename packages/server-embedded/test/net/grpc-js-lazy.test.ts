@@ -1,4 +1,4 @@
-// @grpc/grpc-js is loaded only when something of grpc-js's is needed (net/grpc-js-module.ts): a
+// @grpc/grpc-js is loaded only when something of grpc-js's is needed (grpc-js-module.ts): a
 // server on its own HTTP/2 (the default) never loads it. Checked in a fresh process, whose module
 // cache holds only what the server itself loaded.
 import { fileURLToPath } from 'node:url';
