@@ -56,7 +56,11 @@ function passer(session: Session, key: string, turns: Turns): PassTurn {
  * has it (holds the lock with this key, or waits for it).
  */
 export function turnNow(session: Session, key: string): PassTurn | undefined {
-  const turns = turnsOf(session, key);
+  return claim(session, key, turnsOf(session, key));
+}
+
+/** The turn, if nobody has it. */
+function claim(session: Session, key: string, turns: Turns): PassTurn | undefined {
   if (turns.busy) return undefined;
   turns.busy = true;
   return passer(session, key, turns);
@@ -72,9 +76,9 @@ export function nextTurn(
   signal: AbortSignal | undefined,
 ): Promise<PassTurn> {
   if (signal?.aborted) return Promise.reject(new AbortedError({ cause: signal.reason }));
-  const now = turnNow(session, key);
-  if (now !== undefined) return Promise.resolve(now);
   const turns = turnsOf(session, key);
+  const now = claim(session, key, turns);
+  if (now !== undefined) return Promise.resolve(now);
   return new Promise<PassTurn>((resolve, reject) => {
     const onAbort = () => {
       const at = turns.waiting.indexOf(waiter);

@@ -3,7 +3,7 @@
 
 import { acquireHold } from './acquire.js';
 import { LockedError } from './errors.js';
-import { Hold, type Holding } from './hold.js';
+import { Hold } from './hold.js';
 import { nextTurn, turnNow } from './local-turns.js';
 import { acquireSessionKey } from './queue-key.js';
 import { recipeName } from './recipe-name.js';
@@ -22,8 +22,8 @@ export interface LockOptions extends WaitOptions {}
  * oldest create revision; the others wait in create-revision order (FIFO), each watching only the
  * key just ahead of it.
  *
- * The lock excludes the calls of one process too, whatever session and Mutex object they use: a
- * second `lock()` on a session whose key holds or waits for the lock waits until that hold ends
+ * The lock excludes the calls of one process too, whatever Mutex object they use: a second
+ * `lock()` on a session whose key holds or waits for the lock waits until that hold ends
  * (in call order), then queues with a new incarnation of the key and gets its own fencing token.
  * (Go's Mutex returns at once there, with the same key, and one unlock frees the lock for both.)
  *
@@ -140,14 +140,6 @@ export class Mutex {
  * {@link Hold.fencingToken}.
  */
 export class Lock extends Hold implements AsyncDisposable {
-  readonly #release: () => void;
-
-  /** @internal Locks are made by {@link Mutex.lock} and the {@link RWMutex}. */
-  constructor(session: Session, holding: Holding, release: () => void = () => {}) {
-    super(session, holding);
-    this.#release = release;
-  }
-
   /**
    * Releases the lock: deletes its key only if it is still this incarnation (Go deletes
    * unconditionally; a retried unlock could then delete a newer holder's key).
@@ -155,13 +147,7 @@ export class Lock extends Hold implements AsyncDisposable {
    * when the key was already gone or re-created (nothing deleted). A failed call can be retried.
    */
   async unlock(): Promise<void> {
-    try {
-      await this.holding.release();
-    } catch (error) {
-      if ((error as { code?: unknown }).code === 'LOCK_LOST') this.#release();
-      throw error;
-    }
-    this.#release();
+    await this.holding.release();
   }
 
   /** Unlocks, for `await using`; a lock already unlocked or lost is not an error here. */

@@ -1,7 +1,6 @@
 // Endpoint discovery: Connection.setEndpoints (against a scripted transport, so every branch is
 // deterministic), Etcd.syncEndpoints and the autoSyncIntervalMs timer (scripted, then on both
 // backends), and a real 3-member cluster a client given one member's URL survives that member's loss.
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { EmbeddedCluster } from '@etcdkit/server-embedded';
 import {
@@ -10,6 +9,7 @@ import {
   type EtcdCluster,
   type EtcdProcess,
   makeTestCertificates,
+  runModuleScript,
   startEtcd,
   startEtcdCluster,
   type TestCertificates,
@@ -525,14 +525,7 @@ describe('Etcd.syncEndpoints and autoSyncIntervalMs (scripted)', () => {
       const etcd = new Etcd({ endpoints: ['http://127.0.0.1:1'], autoSyncIntervalMs: 60_000 });
       console.log('created', etcd.connection.endpoints.join(','));
     `;
-    const stdout = await new Promise<string>((resolve, reject) => {
-      execFile(
-        process.execPath,
-        ['--import', 'tsx', '--input-type=module', '-e', script],
-        { timeout: 30_000 },
-        (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
-      );
-    });
+    const stdout = await runModuleScript(script, { timeoutMs: 30_000 });
     expect(stdout.trim()).toBe('created http://127.0.0.1:1');
   });
 });

@@ -1,8 +1,7 @@
 // Connection and the default transport (or ETCDKIT_TEST_TRANSPORT's) against one real etcd member.
 
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { type EtcdProcess, startEtcd } from '@etcdkit/testkit';
+import { type EtcdProcess, runModuleScript, startEtcd } from '@etcdkit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Connection } from '../../src/connection/connection.js';
 import {
@@ -232,15 +231,7 @@ describe('Connection against a real etcd', () => {
       console.log('closed', await pending);
     `;
     const started = Date.now();
-    const { stdout } = await new Promise<{ stdout: string }>((resolve, reject) => {
-      execFile(
-        process.execPath,
-        ['--import', 'tsx', '--input-type=module', '-e', script],
-        { env: { ...process.env, ENDPOINT: etcd.endpoint }, timeout: 20_000 },
-        (error, out, err) =>
-          error ? reject(new Error(`${error.message}\n${err}`)) : resolve({ stdout: out }),
-      );
-    });
+    const stdout = await runModuleScript(script, { env: { ENDPOINT: etcd.endpoint } });
     expect(stdout.trim()).toBe('closed CLIENT_CLOSED');
     expect(Date.now() - started).toBeLessThan(20_000);
   });

@@ -1,11 +1,11 @@
 // Lease keepalive against a real server: one shared stream, refresh every TTL/3, loss detection
 // (TTL 0 replies, no reply within the TTL), reconnects, revoke, release and close.
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
   describeEachBackend,
   describeRealEtcd,
   type EtcdProcess,
+  runModuleScript,
   startEtcd,
   startTcpProxy,
   type TcpProxy,
@@ -313,14 +313,8 @@ describeEachBackend('lease keepalive', ({ backend, prefix }) => {
       console.log('closed', a.signal.reason.reason, b.signal.reason.reason);
     `;
     const started = Date.now();
-    const { stdout } = await new Promise<{ stdout: string }>((resolve, reject) => {
-      execFile(
-        process.execPath,
-        ['--import', 'tsx', '--input-type=module', '-e', script],
-        { env: { ...process.env, ENDPOINT: backend().endpoints[0] }, timeout: 20_000 },
-        (error, out, err) =>
-          error ? reject(new Error(`${error.message}\n${err}`)) : resolve({ stdout: out }),
-      );
+    const stdout = await runModuleScript(script, {
+      env: { ENDPOINT: backend().endpoints[0]! },
     });
     expect(stdout.trim()).toBe('closed client-closed client-closed');
     // A timer or stream left behind would keep it alive until the 20 s kill.

@@ -131,21 +131,18 @@ export class H2ServerConnection implements StreamLink, Flushable {
   #flushing = false;
   /** Frames of the peer are being handled: what is queued now answers them. */
   #reading = false;
-  readonly #writeOrder: WriteOrder | undefined;
+  readonly #writeOrder: WriteOrder;
   /** ACKs queued for the next write. */
   #queuedAcks = 0;
   /** ACKs in socket writes not yet done (the peer is not reading, or the socket is backed up). */
   #unwrittenAcks = 0;
 
-  /**
-   * `writeOrder`: the server's order of writes across its connections; without it, this one
-   * writes at the end of each tick in which frames were queued.
-   */
+  /** `writeOrder`: the server's order of writes across its connections, at the end of a tick. */
   constructor(
     socket: Socket,
     events: ConnectionEvents,
-    options: ConnectionOptions = {},
-    writeOrder?: WriteOrder,
+    options: ConnectionOptions,
+    writeOrder: WriteOrder,
   ) {
     this.#socket = socket;
     this.#writeOrder = writeOrder;
@@ -219,8 +216,7 @@ export class H2ServerConnection implements StreamLink, Flushable {
     this.#outBytes += bytes.length;
     if (!this.#flushing) {
       this.#flushing = true;
-      if (this.#writeOrder === undefined) process.nextTick(this.#flush);
-      else this.#writeOrder.schedule(this, this.#reading);
+      this.#writeOrder.schedule(this, this.#reading);
     }
   }
 
@@ -243,10 +239,6 @@ export class H2ServerConnection implements StreamLink, Flushable {
 
   /** Writes what is queued now (the server's {@link WriteOrder} calls it at the end of a tick). */
   flush(): void {
-    this.#flush();
-  }
-
-  readonly #flush = (): void => {
     this.#flushing = false;
     const out = this.#out;
     if (this.#destroyed || out.length === 0) return;
@@ -268,7 +260,7 @@ export class H2ServerConnection implements StreamLink, Flushable {
       }
       this.#socket.uncork();
     }
-  };
+  }
 
   /**
    * Queues a PING or SETTINGS ACK, unless too many wait to go out: a peer that sends PINGs and
@@ -297,7 +289,7 @@ export class H2ServerConnection implements StreamLink, Flushable {
   /** Writes what is queued, ends the socket, and destroys it if the peer does not close. */
   #finish(): void {
     if (this.#destroyed) return;
-    this.#flush();
+    this.flush();
     this.#destroyed = true;
     this.#socket.end();
     setTimeout(() => this.#socket.destroy(), LINGER_MS).unref();
@@ -307,7 +299,7 @@ export class H2ServerConnection implements StreamLink, Flushable {
   #fail(code: number, debug: string): void {
     if (this.#destroyed) return;
     this.queue(goawayFrame(this.#lastStreamId, code, debug));
-    this.#flush();
+    this.flush();
     this.#resetAll(code);
     this.#finish();
   }
