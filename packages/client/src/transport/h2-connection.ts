@@ -244,6 +244,11 @@ export class H2Connection {
     return this.#streams.size + this.#waiting.length;
   }
 
+  /** The server's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited until it says one). */
+  get maxConcurrentStreams(): number {
+    return this.#peerMaxStreams;
+  }
+
   /**
    * A new request stream on `path` with the call's own header `fields` (grpc-timeout, metadata),
    * the request `data` first sent on it, and `end` to half-close after it. It opens at once, or once the server's concurrency limit lets it. Throws when the connection
