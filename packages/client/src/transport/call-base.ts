@@ -2,11 +2,10 @@
 // the h2 transport's own in h2-call.ts): the deadline and abort watches, request framing and the
 // send limit, response frames decoded into responses, the status from the response headers or
 // trailers, and one outcome, the first, reported to the sink.
-import type { IncomingHttpHeaders } from 'node:http2';
+import { constants, type IncomingHttpHeaders } from 'node:http2';
 import type { MethodDescriptor } from '../generated/methods.js';
 import type { CallHost, Sink, WireCall } from './channel-call.js';
 import { abortedFailure, failure, requestTooLargeFailure } from './failures.js';
-import { FrameDecoder, type FrameError } from './grpc-frame.js';
 import {
   encodeTimeout,
   isReservedHeader,
@@ -16,11 +15,14 @@ import {
   statusFromHttp,
   statusFromReset,
 } from './grpc-status.js';
+import { type Goaway, isProtocolViolation } from './goaway.js';
+import { type GrpcMessageError, MessageReader } from './h2/grpc-message.js';
 import type { Link, LinkSession } from './http2-link.js';
 import { encodeRequestFrame } from './request-frames.js';
 import { decodeResponse } from './response-decoders.js';
 import { type ChannelCallOptions, GrpcStatus, type Metadata, TransportError } from './types.js';
 
+const { NGHTTP2_REFUSED_STREAM: REFUSED_STREAM } = constants;
 const OK_STATUS = String(GrpcStatus.OK);
 const NO_METADATA: Metadata = Object.freeze({});
 /** The status of every OK call: its details and metadata are never read. */
@@ -51,7 +53,7 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
   protected readonly method: MethodDescriptor<Req, Res>;
   protected readonly options: ChannelCallOptions;
   readonly #sink: Sink<Res>;
-  readonly #decoder: FrameDecoder;
+  readonly #decoder: MessageReader;
   readonly #maxSendBytes: number;
   /** The response headers, once received. */
   protected headers: IncomingHttpHeaders | undefined;
@@ -78,7 +80,7 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
     this.method = method;
     this.options = options;
     this.#sink = sink;
-    this.#decoder = new FrameDecoder(maxReceiveBytes);
+    this.#decoder = new MessageReader(maxReceiveBytes);
     this.#maxSendBytes = maxSendBytes;
   }
 
@@ -222,7 +224,7 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
     try {
       messages = this.#decoder.push(chunk);
     } catch (error) {
-      const e = error as FrameError;
+      const e = error as GrpcMessageError;
       this.abort(failure(e.code, e.message, true, e));
       return;
     }
@@ -251,18 +253,35 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
 
   /**
    * Ends a call whose stream closed without a status: by the HTTP status of a response that is not
-   * gRPC's, or by the stream's reset code.
+   * gRPC's, or by the stream's reset code. A stream refused before any answer (REFUSED_STREAM, as
+   * a reset or for being above the last-stream-id of the server's `goaway`) was not processed
+   * (RFC 9113, 8.7): it fails unsent, so even a write may be retried.
    */
-  protected settleWithoutStatus(rstCode: number, cause: unknown): void {
+  protected settleWithoutStatus(rstCode: number, cause: unknown, goaway?: Goaway): void {
     const http = Number(this.headers?.[':status'] ?? 200);
     const mapped = http !== 200 ? statusFromHttp(http) : statusFromReset(rstCode);
-    this.finish(failure(mapped.code, mapped.details, true, cause));
+    const refused = this.headers === undefined && rstCode === REFUSED_STREAM;
+    const why = refused && goaway ? ` (${goaway.text})` : '';
+    this.finish(failure(mapped.code, `${mapped.details}${why}`, !refused, cause));
   }
 
-  /** The connection went away under an open stream: Unavailable, sent. */
-  protected settleDropped(reason: unknown): void {
-    const why = reason instanceof Error && reason.message ? `: ${reason.message}` : '';
-    this.finish(failure(GrpcStatus.Unavailable, `Connection dropped${why}`, true, reason));
+  /**
+   * The connection went away under an open stream: Unavailable, sent. `goaway`, when the server
+   * said one, tells why in its words; a broken protocol is flagged so it is not retried there.
+   */
+  protected settleDropped(reason: unknown, goaway?: Goaway): void {
+    const why = goaway?.text ?? (reason instanceof Error ? reason.message : '');
+    const protocolError = goaway?.protocolError ?? isProtocolViolation(reason);
+    this.finish(
+      new TransportError({
+        code: GrpcStatus.Unavailable,
+        details: why ? `Connection dropped: ${why}` : 'Connection dropped',
+        metadata: NO_METADATA,
+        sent: true,
+        protocolError,
+        cause: goaway ? new Error(goaway.text, { cause: reason }) : reason,
+      }),
+    );
   }
 
   protected finish(error: TransportError | undefined): void {

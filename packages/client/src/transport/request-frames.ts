@@ -6,7 +6,7 @@
 // or a base64 string, unknown fields) goes through it.
 import type { MethodDescriptor } from '../generated/methods.js';
 import type { etcdserverpb } from '../generated/protocol.js';
-import { encodeFrame, FRAME_HEADER_BYTES } from './grpc-frame.js';
+import { encodeMessage, MESSAGE_PREFIX_BYTES } from './h2/grpc-message.js';
 
 /** Encodes one message into its frame, or returns undefined when the generated code must. */
 type HotEncoder = (message: never) => Buffer | undefined;
@@ -17,7 +17,7 @@ export function encodeRequestFrame<Req>(
   request: Req,
 ): Buffer {
   const hot = HOT.get(method.path);
-  return hot?.(request as never) ?? encodeFrame(method.request.encode(request).finish());
+  return hot?.(request as never) ?? encodeMessage(method.request.encode(request).finish());
 }
 
 const TWO_32 = 0x1_0000_0000;
@@ -47,14 +47,14 @@ function bigVarintBytes(value: bigint): number {
 /** Writes fields into one buffer; `pos` is where the next byte goes. */
 class FrameWriter {
   readonly buf: Buffer;
-  pos = FRAME_HEADER_BYTES;
+  pos = MESSAGE_PREFIX_BYTES;
   /** The embedded messages' sizes in the order they are written (the sizing pass found them). */
   readonly #sizes: readonly number[];
   #nextSize = 0;
 
   constructor(messageBytes: number, sizes: readonly number[]) {
     this.#sizes = sizes;
-    this.buf = Buffer.allocUnsafe(FRAME_HEADER_BYTES + messageBytes);
+    this.buf = Buffer.allocUnsafe(MESSAGE_PREFIX_BYTES + messageBytes);
     this.buf[0] = 0;
     this.buf.writeUInt32BE(messageBytes, 1);
   }

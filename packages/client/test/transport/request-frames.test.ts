@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { etcdserverpb_KV } from '../../src/generated/methods.js';
 import type { etcdserverpb } from '../../src/generated/protocol.js';
-import { encodeFrame } from '../../src/transport/grpc-frame.js';
+import { encodeMessage as encodeFrame } from '../../src/transport/h2/grpc-message.js';
 import { encodeRequestFrame } from '../../src/transport/request-frames.js';
 
 const bytes = fc.uint8Array({ maxLength: 300 });

@@ -1,7 +1,6 @@
 // The wire pieces of the node:http2 transport: gRPC message framing and status parsing.
 import { constants } from 'node:http2';
 import { describe, expect, it } from 'vitest';
-import { encodeFrame, FrameDecoder, FrameError } from '../../src/transport/grpc-frame.js';
 import {
   decodeGrpcMessage,
   encodeTimeout,
@@ -10,6 +9,11 @@ import {
   statusFromHttp,
   statusFromReset,
 } from '../../src/transport/grpc-status.js';
+import {
+  encodeMessage as encodeFrame,
+  MessageReader as FrameDecoder,
+  GrpcMessageError as FrameError,
+} from '../../src/transport/h2/grpc-message.js';
 import { GrpcStatus } from '../../src/transport/types.js';
 
 const text = (buffers: Buffer[]) => buffers.map((b) => b.toString());

@@ -1,6 +1,6 @@
 // Bytes received in chunks, taken from the front in pieces of any size: kept as they came and
 // copied only when a piece spans chunks, so a large gRPC message costs one copy at most. Both
-// ends' gRPC message readers (the client's FrameDecoder, the embedded server's net/h2) use it.
+// ends' gRPC message readers (grpc-message.ts's MessageReader, on the client and the embedded server) use it.
 
 /** A queue of received chunks read from the front. */
 export class ChunkQueue {

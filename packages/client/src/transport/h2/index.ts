@@ -9,5 +9,6 @@
  */
 export * from './chunk-queue.js';
 export * from './frames.js';
+export * from './grpc-message.js';
 export * from './hpack.js';
 export * from './huffman.js';

@@ -4,10 +4,10 @@
 // cancellation. A unary response is written in one go, so it leaves in one socket write.
 import type { Socket } from 'node:net';
 import { type PeerCertificate, TLSSocket } from 'node:tls';
-import type { HeaderField } from '@etcdkit/client/h2';
+import { encodeMessage, GrpcMessageError, type HeaderField } from '@etcdkit/client/h2';
 import { GrpcCode } from '../../errors.js';
 import { NOT_METADATA, PRINTABLE_ASCII } from '../grpc-request.js';
-import { MESSAGE_HEADER_BYTES, MessageError, MessageReader } from './message-reader.js';
+import { RequestMessageReader } from './message-reader.js';
 import { RESPONSE_HEADERS_BLOCK, trailersBlock, trailersOnlyBlock } from './response-headers.js';
 import {
   type BidiCall,
@@ -77,13 +77,13 @@ export class GrpcCall implements StreamSink, BidiCall {
   #inbox: Buffer[] = [];
   readonly #stream: H2Stream;
   readonly #start: CallStart;
-  readonly #reader: MessageReader;
+  readonly #reader: RequestMessageReader;
 
   constructor(stream: H2Stream, start: CallStart) {
     this.#stream = stream;
     this.#start = start;
     this.path = start.path;
-    this.#reader = new MessageReader(start.maxReceiveBytes, start.encoding);
+    this.#reader = new RequestMessageReader(start.maxReceiveBytes, start.encoding);
     stream.sink = this;
     if (start.timeoutMs !== undefined) {
       this.deadline = Date.now() + start.timeoutMs;
@@ -134,11 +134,7 @@ export class GrpcCall implements StreamSink, BidiCall {
       this.#headersSent = true;
       this.#stream.respond(RESPONSE_HEADERS_BLOCK, false);
     }
-    const frame = Buffer.allocUnsafe(MESSAGE_HEADER_BYTES + message.byteLength);
-    frame[0] = 0;
-    frame.writeUInt32BE(message.byteLength, 1);
-    frame.set(message, MESSAGE_HEADER_BYTES);
-    return this.#stream.write(frame);
+    return this.#stream.write(encodeMessage(message));
   }
 
   onDrain(listener: () => void): void {
@@ -215,7 +211,7 @@ export class GrpcCall implements StreamSink, BidiCall {
     try {
       messages = this.#reader.push(chunk);
     } catch (error) {
-      if (error instanceof MessageError) this.#refuse(error.code, error.message);
+      if (error instanceof GrpcMessageError) this.#refuse(error.code as GrpcCode, error.message);
       else throw error;
       return;
     }
