@@ -35,7 +35,7 @@ import { SOURCE_CONDITION } from './pack-manifest.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PROGRAMS = fileURLToPath(new URL('./release-check/', import.meta.url));
-const PACKAGES = ['client', 'recipes', 'otel', 'server-embedded', 'verify'];
+const PACKAGES = ['client', 'recipes', 'otel', 'server-embedded', 'verify', 'cli'];
 const args = new Set(process.argv.slice(2));
 for (const arg of args) {
   if (arg !== '--skip-build' && arg !== '--keep') {
