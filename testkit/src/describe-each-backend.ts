@@ -1,14 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, it } from 'vitest';
-import { planBackends } from './backends/plan.js';
+import { type BackendPlan, planBackends } from './backends/plan.js';
 import type { BackendName, TestBackend } from './backends/types.js';
 import { BackendUnavailableError } from './errors.js';
-import type { TestkitEnv } from './etcd-binary.js';
+import { requireEtcdBinary, setSuiteEtcdBinary, type TestkitEnv } from './etcd-binary.js';
 
 /** What a suite body gets from {@link describeEachBackend}. */
 export interface BackendSuiteContext {
   /** Which backend this copy of the suite runs against; known while collecting tests. */
   readonly name: BackendName;
+  /** How the suite's title names the backend: {@link name}, or a real etcd's `etcd 3.5.30`. */
+  readonly label: string;
   /** The started backend. Call it inside tests or hooks; it is started in `beforeAll`. */
   backend(): TestBackend;
   /**
@@ -28,9 +30,11 @@ export interface DescribeEachBackendOptions {
 }
 
 /**
- * Declares `body` once per backend, as `describe("<title> [backend: <name>]")`. A backend that
- * cannot run still appears, as one skipped test named `skipped: <reason>`; a required real etcd
- * that is missing (ETCDKIT_REQUIRE_REAL_ETCD=1) appears as one failing test.
+ * Declares `body` once per backend, as `describe("<title> [backend: <name>]")`; with
+ * `ETCDKIT_ETCD_BINS` once per listed etcd binary, as `[backend: etcd 3.5.30]`, and `startEtcd()`
+ * in that copy starts that binary. A backend that cannot run still appears, as one skipped test
+ * named `skipped: <reason>`; a required real etcd that is missing (ETCDKIT_REQUIRE_REAL_ETCD=1)
+ * appears as one failing test.
  */
 export function describeEachBackend(
   title: string,
@@ -38,12 +42,13 @@ export function describeEachBackend(
   options: DescribeEachBackendOptions = {},
 ): void {
   for (const plan of planBackends({ env: options.env, only: options.only })) {
-    const suiteTitle = `${title} [backend: ${plan.name}]`;
+    const suiteTitle = `${title} [backend: ${plan.label}]`;
     if (plan.status !== 'run') {
-      describeUnavailable(suiteTitle, plan.name, plan.status, plan.reason);
+      describeUnavailable(suiteTitle, plan);
       continue;
     }
     describe(suiteTitle, () => {
+      useSuiteEtcdBinary(plan.provider.etcdBinary);
       let started: TestBackend | undefined;
       let startError: unknown;
       let currentPrefix: string | undefined;
@@ -63,65 +68,107 @@ export function describeEachBackend(
       beforeEach(() => {
         currentPrefix = undefined;
       });
-      body({
-        name: plan.name,
-        backend() {
-          if (started !== undefined) return started;
-          throw new Error(
-            startError === undefined
-              ? `backend ${plan.name} is not started: call backend() inside a test or hook`
-              : `backend ${plan.name} failed to start`,
-            { cause: startError },
-          );
-        },
-        prefix() {
-          currentPrefix ??= `t/${randomBytes(6).toString('hex')}/`;
-          return currentPrefix;
-        },
-      });
+      withSuiteEtcdBinary(plan.provider.etcdBinary, () =>
+        body({
+          name: plan.name,
+          label: plan.label,
+          backend() {
+            if (started !== undefined) return started;
+            throw new Error(
+              startError === undefined
+                ? `backend ${plan.name} is not started: call backend() inside a test or hook`
+                : `backend ${plan.name} failed to start`,
+              { cause: startError },
+            );
+          },
+          prefix() {
+            currentPrefix ??= `t/${randomBytes(6).toString('hex')}/`;
+            return currentPrefix;
+          },
+        }),
+      );
     });
   }
 }
 
+/** What a suite body gets from {@link describeRealEtcd}. */
+export interface RealEtcdSuiteContext {
+  /** How the suite's title names the etcd: `etcd`, or `etcd 3.5.30` with `ETCDKIT_ETCD_BINS`. */
+  readonly label: string;
+  /** The binary `startEtcd()` and `startEtcdCluster()` start in this copy of the suite. */
+  readonly binary: string;
+}
+
 /**
  * Declares a suite that needs the real etcd binary itself: it starts its own servers (with
- * particular flags, several members) to kill, pause or restart them. Without a binary it appears as
+ * particular flags, several members) to kill, pause or restart them. Declared once per binary
+ * `ETCDKIT_ETCD_BINS` lists (`[backend: etcd 3.5.30]`), else once (`[backend: etcd]`); in each copy
+ * `startEtcd()` and `startEtcdCluster()` start that copy's binary. Without a binary it appears as
  * one skipped test named with the reason; with ETCDKIT_REQUIRE_REAL_ETCD=1 as one failing test;
  * ETCDKIT_BACKENDS can deselect it like the `etcd` backend.
  */
 export function describeRealEtcd(
   title: string,
-  body: () => void,
+  body: (context: RealEtcdSuiteContext) => void,
   options: Pick<DescribeEachBackendOptions, 'env'> = {},
 ): void {
-  const suiteTitle = `${title} [backend: etcd]`;
-  const plan = planBackends({ env: options.env, only: ['etcd'] }).find((p) => p.name === 'etcd');
-  if (plan?.status === 'run') {
-    describe(suiteTitle, body);
+  const env = options.env ?? process.env;
+  const plans = planBackends({ env, only: ['etcd'] }).filter((plan) => plan.name === 'etcd');
+  for (const plan of plans) {
+    const suiteTitle = `${title} [backend: ${plan.label}]`;
+    if (plan.status !== 'run') {
+      describeUnavailable(suiteTitle, plan);
+      continue;
+    }
+    const binary = plan.provider.etcdBinary ?? findEtcdBinaryPath(env);
+    describe(suiteTitle, () => {
+      useSuiteEtcdBinary(binary);
+      withSuiteEtcdBinary(binary, () => body({ label: plan.label, binary }));
+    });
+  }
+}
+
+/** The path of the binary an unbound real etcd plan runs (its plan found it, so it exists). */
+function findEtcdBinaryPath(env: TestkitEnv): string {
+  return requireEtcdBinary(env).path;
+}
+
+/**
+ * Makes `binary` (when a plan is bound to one) what lookups without an env find while this suite
+ * runs: from its first `beforeAll` to its last `afterAll` (after hooks run in reverse order).
+ */
+function useSuiteEtcdBinary(binary: string | undefined): void {
+  if (binary === undefined) return;
+  beforeAll(() => setSuiteEtcdBinary(binary));
+  afterAll(() => setSuiteEtcdBinary(undefined));
+}
+
+/** Runs `collect` (a suite body) with `binary` as the suite's binary, for code run while collecting. */
+function withSuiteEtcdBinary(binary: string | undefined, collect: () => void): void {
+  if (binary === undefined) {
+    collect();
     return;
   }
-  describeUnavailable(
-    suiteTitle,
-    'etcd',
-    plan?.status ?? 'skip',
-    plan?.reason ?? 'no etcd backend is known',
-  );
+  setSuiteEtcdBinary(binary);
+  try {
+    collect();
+  } finally {
+    setSuiteEtcdBinary(undefined);
+  }
 }
 
 /** The visible stand-in of a suite whose backend cannot run: skipped by name, or failing. */
 function describeUnavailable(
   suiteTitle: string,
-  name: BackendName,
-  status: 'skip' | 'fail',
-  reason: string,
+  plan: Extract<BackendPlan, { readonly status: 'skip' | 'fail' }>,
 ): void {
   describe(suiteTitle, () => {
-    if (status === 'fail') {
-      it(`backend is required but unavailable: ${reason}`, () => {
-        throw new BackendUnavailableError(name, reason);
+    if (plan.status === 'fail') {
+      it(`backend is required but unavailable: ${plan.reason}`, () => {
+        throw new BackendUnavailableError(plan.label, plan.reason);
       });
     } else {
-      it.skip(`skipped: ${reason}`, () => {});
+      it.skip(`skipped: ${plan.reason}`, () => {});
     }
   });
 }

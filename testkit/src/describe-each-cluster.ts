@@ -79,9 +79,9 @@ export interface DescribeEachClusterOptions {
 
 /**
  * Declares `body` twice: `"<title> [cluster: embedded]"` on an {@link EmbeddedCluster} (always
- * runs) and `"<title> [cluster: etcd] [backend: etcd]"` on a real etcd cluster. The real one is
- * skipped by name without an etcd binary, fails with ETCDKIT_REQUIRE_REAL_ETCD=1, and follows
- * ETCDKIT_BACKENDS, as {@link describeRealEtcd} does.
+ * runs) and `"<title> [cluster: etcd] [backend: etcd]"` on a real etcd cluster (once per binary
+ * ETCDKIT_ETCD_BINS lists). The real one is skipped by name without an etcd binary, fails with
+ * ETCDKIT_REQUIRE_REAL_ETCD=1, and follows ETCDKIT_BACKENDS, as {@link describeRealEtcd} does.
  */
 export function describeEachCluster(
   title: string,
@@ -96,10 +96,8 @@ export function describeEachCluster(
   });
   describeRealEtcd(
     `${title} [cluster: etcd]`,
-    () => {
-      clusterSuite('etcd', body, async () =>
-        fromEtcd(await startEtcdCluster({ members, env: options.env })),
-      );
+    ({ binary }) => {
+      clusterSuite('etcd', body, async () => fromEtcd(await startEtcdCluster({ members, binary })));
     },
     { env: options.env },
   );

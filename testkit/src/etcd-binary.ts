@@ -21,39 +21,79 @@ export type EtcdBinaryLookup =
 const versionCache = new Map<string, EtcdBinaryLookup>();
 
 /**
- * Finds the etcd binary: `ETCDKIT_ETCD_BIN` when set (and then only that one; a wrong path is
- * reported, not papered over by PATH), else `etcd` on PATH. Runs `etcd --version` once per path.
+ * The binary of the per-version copy of a suite being collected or run (see
+ * {@link setSuiteEtcdBinary}); lookups that read `process.env` find it first.
  */
-export function findEtcdBinary(env: TestkitEnv = process.env): EtcdBinaryLookup {
-  const configured = env.ETCDKIT_ETCD_BIN?.trim();
-  let path: string;
-  if (configured !== undefined && configured !== '') {
-    path = isAbsolute(configured) ? configured : resolve(configured);
-    if (!isExecutableFile(path)) {
-      return { found: false, reason: `ETCDKIT_ETCD_BIN=${configured} is not an executable file` };
-    }
-  } else {
-    const onPath = searchPath('etcd', env.PATH ?? '');
-    if (onPath === undefined) {
-      return {
-        found: false,
-        reason: 'no etcd binary: ETCDKIT_ETCD_BIN is unset and `etcd` is not on PATH',
-      };
-    }
-    path = onPath;
+let suiteBinaryPath: string | undefined;
+
+/**
+ * Finds the etcd binary: `ETCDKIT_ETCD_BIN` when set (and then only that one; a wrong path is
+ * reported, not papered over by PATH), else the first of `ETCDKIT_ETCD_BINS`, else `etcd` on PATH.
+ * Called without `env` inside a suite's copy for one etcd version (describeEachBackend's real etcd,
+ * describeRealEtcd), it finds that version's binary. Runs `etcd --version` once per path.
+ */
+export function findEtcdBinary(env?: TestkitEnv): EtcdBinaryLookup {
+  if (env === undefined && suiteBinaryPath !== undefined) {
+    return lookUpEtcdBinary(suiteBinaryPath, 'the suite binary ');
   }
-  const cached = versionCache.get(path);
-  if (cached !== undefined) return cached;
-  const lookup = probeVersion(path);
-  versionCache.set(path, lookup);
-  return lookup;
+  const vars = env ?? process.env;
+  const configured = vars.ETCDKIT_ETCD_BIN?.trim();
+  if (configured !== undefined && configured !== '') {
+    return lookUpEtcdBinary(configured, 'ETCDKIT_ETCD_BIN=');
+  }
+  const listed = listedEtcdBinaries(vars);
+  if (listed.length > 0) return lookUpEtcdBinary(listed[0]!, 'ETCDKIT_ETCD_BINS entry ');
+  const onPath = searchPath('etcd', vars.PATH ?? '');
+  if (onPath === undefined) {
+    return {
+      found: false,
+      reason: 'no etcd binary: ETCDKIT_ETCD_BIN is unset and `etcd` is not on PATH',
+    };
+  }
+  return lookUpEtcdBinary(onPath, '');
 }
 
 /** Like {@link findEtcdBinary} but throws when there is no binary. */
-export function requireEtcdBinary(env: TestkitEnv = process.env): EtcdBinary {
+export function requireEtcdBinary(env?: TestkitEnv): EtcdBinary {
   const lookup = findEtcdBinary(env);
   if (!lookup.found) throw new Error(lookup.reason);
   return lookup.binary;
+}
+
+/**
+ * The entries of `ETCDKIT_ETCD_BINS`, a comma-separated list of etcd binaries (one per version a
+ * run covers, e.g. `/usr/bin/etcd,/opt/etcdkit/etcd-3.5/usr/bin/etcd`); empty when unset.
+ */
+export function listedEtcdBinaries(env: TestkitEnv = process.env): string[] {
+  return (env.ETCDKIT_ETCD_BINS ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+}
+
+/**
+ * The binary at `path` (relative paths from the working directory) with its version, or why it
+ * cannot be used; `origin` prefixes the path in that reason, e.g. `ETCDKIT_ETCD_BIN=`.
+ */
+export function lookUpEtcdBinary(path: string, origin: string): EtcdBinaryLookup {
+  const absolute = isAbsolute(path) ? path : resolve(path);
+  if (!isExecutableFile(absolute)) {
+    return { found: false, reason: `${origin}${path} is not an executable file` };
+  }
+  const cached = versionCache.get(absolute);
+  if (cached !== undefined) return cached;
+  const lookup = probeVersion(absolute);
+  versionCache.set(absolute, lookup);
+  return lookup;
+}
+
+/**
+ * Makes `path` the binary that {@link findEtcdBinary} (without `env`), and so `startEtcd()` and
+ * `startEtcdCluster()` without a `binary`, find; `undefined` ends that. The suite helpers set it
+ * while they collect and run one etcd version's copy of a suite.
+ */
+export function setSuiteEtcdBinary(path: string | undefined): void {
+  suiteBinaryPath = path;
 }
 
 function probeVersion(path: string): EtcdBinaryLookup {

@@ -22,7 +22,7 @@ export interface StartEtcdClusterOptions {
   readonly args?: readonly string[];
   /** Serve every member's client port over TLS. */
   readonly tls?: EtcdTlsOptions;
-  /** Path of the etcd binary; default `ETCDKIT_ETCD_BIN`, else `etcd` on PATH. */
+  /** Path of the etcd binary; default as for `startEtcd` (the suite's etcd version, or the default one). */
   readonly binary?: string;
   /** How long to wait for the whole cluster to serve and agree on a leader, in ms. Default 60 000. */
   readonly startTimeoutMs?: number;

@@ -1,7 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { EtcdStartError } from './errors.js';
-import { type EtcdBinary, findEtcdBinary, type TestkitEnv } from './etcd-binary.js';
+import {
+  type EtcdBinary,
+  findEtcdBinary,
+  lookUpEtcdBinary,
+  type TestkitEnv,
+} from './etcd-binary.js';
 import { EtcdNode, type EtcdTlsOptions } from './etcd-node.js';
 import { freePorts } from './internal/ports.js';
 import { makeTempDir, removeTempDir } from './internal/temp-dir.js';
@@ -20,7 +25,11 @@ export interface StartEtcdOptions {
   readonly args?: readonly string[];
   /** Serve the client port over TLS (`https://` endpoint). */
   readonly tls?: EtcdTlsOptions;
-  /** Path of the etcd binary; default `ETCDKIT_ETCD_BIN`, else `etcd` on PATH. */
+  /**
+   * Path of the etcd binary; default the suite's etcd version (describeRealEtcd and the real-etcd
+   * copy of describeEachBackend), else `ETCDKIT_ETCD_BIN`, the first of `ETCDKIT_ETCD_BINS`, or
+   * `etcd` on PATH.
+   */
   readonly binary?: string;
   /** How long to wait for the server to answer, in ms. Default 30 000. */
   readonly startTimeoutMs?: number;
@@ -188,13 +197,12 @@ class RunningEtcd implements EtcdProcess {
   }
 }
 
-/** The binary at `path`, or the one {@link findEtcdBinary} finds; throws with the reason if none. */
+/**
+ * The binary at `path`, or the one {@link findEtcdBinary} finds (without `env`, the binary of the
+ * suite's etcd version); throws with the reason if none.
+ */
 export function resolveEtcdBinary(path: string | undefined, env?: TestkitEnv): EtcdBinary {
-  const lookup = findEtcdBinary(
-    path === undefined
-      ? (env ?? process.env)
-      : { ...(env ?? process.env), ETCDKIT_ETCD_BIN: isAbsolute(path) ? path : resolve(path) },
-  );
+  const lookup = path === undefined ? findEtcdBinary(env) : lookUpEtcdBinary(path, '');
   if (!lookup.found) throw new Error(`cannot start etcd: ${lookup.reason}`);
   return lookup.binary;
 }

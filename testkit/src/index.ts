@@ -6,12 +6,13 @@
 export { abortRegistrations, dependantSignals } from './abort-registrations.js';
 export { containerBackend, DEFAULT_ETCD_IMAGE } from './backends/container.js';
 export { embeddedBackend } from './backends/embedded.js';
-export { etcdBackend } from './backends/etcd.js';
+export { etcdBackend, listedEtcdBackends } from './backends/etcd.js';
 export { externalBackend, externalEndpoints } from './backends/external.js';
 export { etcdFeatures } from './backends/features.js';
 export {
   BACKEND_PROVIDERS,
   type BackendPlan,
+  backendProviders,
   type PlanOptions,
   planBackends,
   selectedBackends,
@@ -37,6 +38,7 @@ export {
   type DescribeEachBackendOptions,
   describeEachBackend,
   describeRealEtcd,
+  type RealEtcdSuiteContext,
 } from './describe-each-backend.js';
 export {
   type ClusterBackendName,
@@ -53,6 +55,8 @@ export {
   type EtcdBinary,
   type EtcdBinaryLookup,
   findEtcdBinary,
+  listedEtcdBinaries,
+  lookUpEtcdBinary,
   requireEtcdBinary,
   type TestkitEnv,
 } from './etcd-binary.js';

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   type BackendProvider,
@@ -7,11 +8,15 @@ import {
   etcdFeatures,
   externalBackend,
   externalEndpoints,
+  findEtcdBinary,
+  listedEtcdBinaries,
   planBackends,
   type TestBackend,
 } from '../src/index.js';
 import { noEtcd } from './helpers.js';
 
+/** A script that answers `--version` as etcd 3.5.99 does, and nothing else. */
+const FAKE_ETCD_35 = fileURLToPath(new URL('./fixtures/fake-etcd-3.5.sh', import.meta.url));
 const MISSING_ETCD = { PATH: '/nonexistent', ETCDKIT_ETCD_BIN: '/nonexistent/etcd' };
 
 function fakeProvider(name: BackendProvider['name'], available: boolean): BackendProvider {
@@ -43,6 +48,7 @@ describe('planBackends', () => {
     ]);
     expect(planBackends({ env: {}, providers })[2]).toEqual({
       name: 'external',
+      label: 'external',
       status: 'skip',
       reason: 'no external',
     });
@@ -75,9 +81,75 @@ describe('planBackends', () => {
     });
 
     expect(plans).toEqual([
-      { name: 'etcd', status: 'fail', reason: 'ETCDKIT_REQUIRE_REAL_ETCD=1 but no etcd' },
-      { name: 'external', status: 'skip', reason: 'no external' },
+      {
+        name: 'etcd',
+        label: 'etcd',
+        status: 'fail',
+        reason: 'ETCDKIT_REQUIRE_REAL_ETCD=1 but no etcd',
+      },
+      { name: 'external', label: 'external', status: 'skip', reason: 'no external' },
     ]);
+  });
+});
+
+describe('several etcd versions (ETCDKIT_ETCD_BINS)', () => {
+  const listed = {
+    PATH: '/nonexistent',
+    ETCDKIT_ETCD_BINS: ` ${FAKE_ETCD_35}, /nonexistent/etcd,`,
+  };
+  const etcdPlans = (env: Record<string, string>) =>
+    planBackends({ env }).filter((plan) => plan.name === 'etcd');
+
+  it('lists the comma-separated binaries; the first is the default one, ETCDKIT_ETCD_BIN wins', () => {
+    expect(listedEtcdBinaries(listed)).toEqual([FAKE_ETCD_35, '/nonexistent/etcd']);
+    expect(listedEtcdBinaries({})).toEqual([]);
+    expect(findEtcdBinary(listed)).toEqual({
+      found: true,
+      binary: { path: FAKE_ETCD_35, version: '3.5.99' },
+    });
+    expect(findEtcdBinary({ ...listed, ETCDKIT_ETCD_BIN: '/nonexistent/bin' })).toEqual({
+      found: false,
+      reason: 'ETCDKIT_ETCD_BIN=/nonexistent/bin is not an executable file',
+    });
+  });
+
+  it('plans one etcd backend per binary, named with its version, or its path when it is missing', () => {
+    expect(etcdPlans(listed)).toEqual([
+      expect.objectContaining({
+        label: 'etcd 3.5.99',
+        status: 'run',
+        detail: `etcd 3.5.99 at ${FAKE_ETCD_35}`,
+      }),
+      {
+        name: 'etcd',
+        label: 'etcd /nonexistent/etcd',
+        status: 'skip',
+        reason: 'ETCDKIT_ETCD_BINS entry /nonexistent/etcd is not an executable file',
+      },
+    ]);
+    expect(etcdPlans({ ...listed, ETCDKIT_REQUIRE_REAL_ETCD: '1' })[1]).toEqual({
+      name: 'etcd',
+      label: 'etcd /nonexistent/etcd',
+      status: 'fail',
+      reason:
+        'ETCDKIT_REQUIRE_REAL_ETCD=1 but ETCDKIT_ETCD_BINS entry /nonexistent/etcd is not an executable file',
+    });
+  });
+
+  it('without ETCDKIT_ETCD_BINS there is one etcd backend, named `etcd`', () => {
+    expect(
+      etcdPlans({ ETCDKIT_ETCD_BIN: FAKE_ETCD_35 }).map(({ label, status }) => [label, status]),
+    ).toEqual([['etcd', 'run']]);
+  });
+
+  it('the global setup names each version, and fails a required run when one is missing', () => {
+    expect(backendReport(listed).slice(1, 3)).toEqual([
+      `[etcdkit] backend etcd 3.5.99: available (etcd 3.5.99 at ${FAKE_ETCD_35})`,
+      '[etcdkit] backend etcd /nonexistent/etcd: skipped (ETCDKIT_ETCD_BINS entry /nonexistent/etcd is not an executable file)',
+    ]);
+    expect(() => backendReport({ ...listed, ETCDKIT_REQUIRE_REAL_ETCD: '1' })).toThrow(
+      /^ETCDKIT_REQUIRE_REAL_ETCD=1 but the real etcd backend cannot run: ETCDKIT_ETCD_BINS entry \/nonexistent\/etcd is not an executable file\. Install etcd/,
+    );
   });
 });
 

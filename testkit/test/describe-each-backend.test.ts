@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { describeEachBackend, EtcdHttpGateway } from '../src/index.js';
+import { etcdLookup, noEtcd } from './helpers.js';
 
 const seenPrefixes: string[] = [];
 
@@ -65,8 +66,8 @@ function assertionResults(report: unknown): AssertionResult[] {
   });
 }
 
-/** Runs the fixture suite in a child vitest with `env` and returns every test's result. */
-async function runFixture(env: Record<string, string>): Promise<AssertionResult[]> {
+/** Runs a fixture file in a child vitest with `env` and returns every test's result. */
+async function runFixture(file: string, env: Record<string, string>): Promise<AssertionResult[]> {
   const outDir = await mkdtemp(join(tmpdir(), 'etcdkit-fixture-'));
   try {
     const outputFile = join(outDir, 'report.json');
@@ -80,7 +81,7 @@ async function runFixture(env: Record<string, string>): Promise<AssertionResult[
     const exitCode = await new Promise<number | null>((resolve, reject) => {
       const child = spawn(
         process.execPath,
-        [vitest, 'run', '--config', config, '--reporter=json', '--outputFile', outputFile],
+        [vitest, 'run', file, '--config', config, '--reporter=json', '--outputFile', outputFile],
         { env: { ...childEnv, ...env }, stdio: 'ignore' },
       );
       child.once('error', reject);
@@ -96,7 +97,7 @@ async function runFixture(env: Record<string, string>): Promise<AssertionResult[
 
 describe('describeEachBackend reporting', () => {
   it('reports unavailable backends as skipped tests named with the reason, and a required missing etcd as a failure', async () => {
-    const results = await runFixture({
+    const results = await runFixture('backend-report.fixture.ts', {
       ETCDKIT_ETCD_BIN: '/nonexistent/etcd',
       ETCDKIT_REQUIRE_REAL_ETCD: '1',
     });
@@ -118,4 +119,76 @@ describe('describeEachBackend reporting', () => {
       ],
     ]);
   }, 60_000);
+
+  it.skipIf(noEtcd)(
+    'with ETCDKIT_ETCD_BINS, runs each real-etcd suite once per binary, labelled, startEtcd() starting that binary; a listed binary that is missing fails by name',
+    async () => {
+      const outDir = await mkdtemp(join(tmpdir(), 'etcdkit-bins-'));
+      try {
+        const real = etcdLookup.found ? etcdLookup.binary : undefined;
+        const other = join(outDir, 'etcd');
+        await symlink(real!.path, other);
+        const missing = join(outDir, 'missing', 'etcd');
+        const results = await runFixture('etcd-versions.fixture.ts', {
+          ETCDKIT_ETCD_BINS: `${real!.path},${other},${missing}`,
+          ETCDKIT_REQUIRE_REAL_ETCD: '1',
+        });
+
+        const etcdAt = (path: string) => `etcd ${real!.version} (${path})`;
+        const reason = `ETCDKIT_REQUIRE_REAL_ETCD=1 but ETCDKIT_ETCD_BINS entry ${missing} is not an executable file`;
+        expect(
+          results.map((result) => [result.ancestorTitles.join(' > '), result.title, result.status]),
+        ).toEqual([
+          [
+            `real etcd fixture [backend: ${etcdAt(real!.path)}]`,
+            'startEtcd() starts the binary of this copy',
+            'passed',
+          ],
+          [
+            `real etcd fixture [backend: ${etcdAt(other)}]`,
+            'startEtcd() starts the binary of this copy',
+            'passed',
+          ],
+          [
+            `real etcd fixture [backend: etcd ${missing}]`,
+            `backend is required but unavailable: ${reason}`,
+            'failed',
+          ],
+          [
+            'backend fixture [backend: embedded]',
+            'skipped: this suite runs only on etcd',
+            'skipped',
+          ],
+          [
+            `backend fixture [backend: ${etcdAt(real!.path)}]`,
+            'the backend and startEtcd() run the binary of this copy',
+            'passed',
+          ],
+          [
+            `backend fixture [backend: ${etcdAt(other)}]`,
+            'the backend and startEtcd() run the binary of this copy',
+            'passed',
+          ],
+          [
+            `backend fixture [backend: etcd ${missing}]`,
+            `backend is required but unavailable: ${reason}`,
+            'failed',
+          ],
+          [
+            'backend fixture [backend: external]',
+            'skipped: this suite runs only on etcd',
+            'skipped',
+          ],
+          [
+            'backend fixture [backend: container]',
+            'skipped: this suite runs only on etcd',
+            'skipped',
+          ],
+        ]);
+      } finally {
+        await rm(outDir, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
 });

@@ -107,7 +107,7 @@ describe.skipIf(noEtcd)('startEtcd (real etcd binary)', () => {
 
   it('names the missing binary', async () => {
     await expect(startEtcd({ binary: '/nonexistent/etcd' })).rejects.toThrow(
-      'cannot start etcd: ETCDKIT_ETCD_BIN=/nonexistent/etcd is not an executable file',
+      'cannot start etcd: /nonexistent/etcd is not an executable file',
     );
   });
 });

@@ -1,7 +1,7 @@
 import type { TestkitEnv } from '../etcd-binary.js';
 import { containerBackend } from './container.js';
 import { embeddedBackend } from './embedded.js';
-import { etcdBackend } from './etcd.js';
+import { etcdBackend, listedEtcdBackends } from './etcd.js';
 import { externalBackend } from './external.js';
 import { BACKEND_NAMES, type BackendName, type BackendProvider } from './types.js';
 
@@ -13,19 +13,29 @@ export const BACKEND_PROVIDERS: readonly BackendProvider[] = [
   containerBackend,
 ];
 
+/**
+ * The providers of a run: {@link BACKEND_PROVIDERS}, with the real etcd as one provider per
+ * binary when `ETCDKIT_ETCD_BINS` lists several versions.
+ */
+export function backendProviders(env: TestkitEnv = process.env): BackendProvider[] {
+  return BACKEND_PROVIDERS.flatMap((provider) =>
+    provider === etcdBackend ? (listedEtcdBackends(env) ?? [provider]) : [provider],
+  );
+}
+
 /** What a suite does with one backend. */
-export type BackendPlan =
-  /** Run the suite against it. */
-  | {
-      readonly name: BackendName;
-      readonly status: 'run';
-      readonly provider: BackendProvider;
-      readonly detail: string;
-    }
+export type BackendPlan = {
+  readonly name: BackendName;
+  /** How suite titles name it: the name, or a real etcd's version (`etcd 3.5.30`). */
+  readonly label: string;
+} & (
+  | /** Run the suite against it. */
+  { readonly status: 'run'; readonly provider: BackendProvider; readonly detail: string }
   /** Report it as skipped, with the reason. */
-  | { readonly name: BackendName; readonly status: 'skip'; readonly reason: string }
+  | { readonly status: 'skip'; readonly reason: string }
   /** Report a failure: it is required (ETCDKIT_REQUIRE_REAL_ETCD=1) but cannot run. */
-  | { readonly name: BackendName; readonly status: 'fail'; readonly reason: string };
+  | { readonly status: 'fail'; readonly reason: string }
+);
 
 /** Options of {@link planBackends}. */
 export interface PlanOptions {
@@ -33,43 +43,40 @@ export interface PlanOptions {
   readonly env?: TestkitEnv;
   /** Backends this suite applies to; the others are reported as skipped. Default all. */
   readonly only?: readonly BackendName[];
-  /** Providers to consider; default {@link BACKEND_PROVIDERS}. For the testkit's own tests. */
+  /** Providers to consider; default {@link backendProviders}. For the testkit's own tests. */
   readonly providers?: readonly BackendProvider[];
 }
 
 /**
  * Decides, for every backend, whether a suite runs it, skips it (and why) or fails because it
- * is required. Reads `ETCDKIT_BACKENDS` (comma list restricting the run) and
- * `ETCDKIT_REQUIRE_REAL_ETCD=1` (a missing real etcd is a failure, not a skip).
+ * is required. Reads `ETCDKIT_BACKENDS` (comma list restricting the run),
+ * `ETCDKIT_REQUIRE_REAL_ETCD=1` (a missing real etcd is a failure, not a skip) and
+ * `ETCDKIT_ETCD_BINS` (one real etcd backend per listed binary).
  */
 export function planBackends(options: PlanOptions = {}): BackendPlan[] {
   const env = options.env ?? process.env;
   const selected = selectedBackends(env);
   const requireRealEtcd = env.ETCDKIT_REQUIRE_REAL_ETCD?.trim() === '1';
-  return (options.providers ?? BACKEND_PROVIDERS).map((provider): BackendPlan => {
+  return (options.providers ?? backendProviders(env)).map((provider): BackendPlan => {
     const name = provider.name;
+    const label = provider.label ?? name;
     if (options.only !== undefined && !options.only.includes(name)) {
-      return { name, status: 'skip', reason: `this suite runs only on ${options.only.join(', ')}` };
+      const reason = `this suite runs only on ${options.only.join(', ')}`;
+      return { name, label, status: 'skip', reason };
     }
     if (selected !== undefined && !selected.includes(name)) {
-      return {
-        name,
-        status: 'skip',
-        reason: `not selected by ETCDKIT_BACKENDS=${env.ETCDKIT_BACKENDS}`,
-      };
+      const reason = `not selected by ETCDKIT_BACKENDS=${env.ETCDKIT_BACKENDS}`;
+      return { name, label, status: 'skip', reason };
     }
     const availability = provider.availability(env);
     if (availability.available) {
-      return { name, status: 'run', provider, detail: availability.detail };
+      return { name, label, status: 'run', provider, detail: availability.detail };
     }
     if (name === 'etcd' && requireRealEtcd) {
-      return {
-        name,
-        status: 'fail',
-        reason: `ETCDKIT_REQUIRE_REAL_ETCD=1 but ${availability.reason}`,
-      };
+      const reason = `ETCDKIT_REQUIRE_REAL_ETCD=1 but ${availability.reason}`;
+      return { name, label, status: 'fail', reason };
     }
-    return { name, status: 'skip', reason: availability.reason };
+    return { name, label, status: 'skip', reason: availability.reason };
   });
 }
 

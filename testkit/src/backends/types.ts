@@ -32,6 +32,13 @@ export type BackendAvailability =
 /** Knows whether one kind of backend can run, and starts it. */
 export interface BackendProvider {
   readonly name: BackendName;
+  /**
+   * The backend's name in suite titles when it is not {@link name}: a real etcd of one of the
+   * versions `ETCDKIT_ETCD_BINS` lists, e.g. `etcd 3.5.30`.
+   */
+  readonly label?: string;
+  /** The etcd binary this provider runs, when it is bound to one (`ETCDKIT_ETCD_BINS`). */
+  readonly etcdBinary?: string;
   /** How long {@link start} may take, in ms (a container may pull an image). */
   readonly startTimeoutMs: number;
   /** Synchronous, cheap and side-effect free: suites call it while collecting tests. */
