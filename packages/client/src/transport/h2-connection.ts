@@ -1,36 +1,25 @@
 // The client side of one HTTP/2 connection (RFC 9113), spoken over a socket by the h2 transport
-// itself rather than through node:http2: the preface and SETTINGS (both sides' honoured), HPACK
-// header blocks (the server's dynamic table followed, CONTINUATION), flow control both ways, PING,
-// GOAWAY and RST_STREAM, streams beyond the server's concurrency limit queued. Frames written in
-// one tick go out in one socket write, so a unary call's HEADERS and DATA leave together.
+// itself rather than through node:http2. The connection core (h2/session.ts) reads and checks the
+// frames, answers SETTINGS and PING, keeps the connection windows and writes once per tick; this
+// role opens request streams (beyond the server's concurrency limit they wait), sends their DATA
+// within the windows, and reports what the server says on each. A unary call's HEADERS and DATA
+// leave in one buffer.
 import type { IncomingHttpHeaders } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import {
   CANCEL,
-  COMPRESSION_ERROR,
   DEFAULT_WINDOW,
   ENHANCE_YOUR_CALM,
-  FLAG_ACK,
   FLAG_END_HEADERS,
   FLAG_END_STREAM,
-  FLAG_PADDED,
   FLOW_CONTROL_ERROR,
-  FRAME_CONTINUATION,
   FRAME_DATA,
-  FRAME_GOAWAY,
   FRAME_HEADER_BYTES,
   FRAME_HEADERS,
   FRAME_PING,
-  FRAME_PUSH_PROMISE,
-  FRAME_RST_STREAM,
-  FRAME_SETTINGS,
-  FRAME_SIZE_ERROR,
-  FRAME_WINDOW_UPDATE,
   frameOf,
   goawayFrame,
   headerFrames,
-  headersFragment,
-  MAX_FRAME_PAYLOAD,
   MAX_WINDOW,
   NO_ERROR,
   PREFACE,
@@ -39,14 +28,14 @@ import {
   rstStreamFrame,
   SETTINGS_ENABLE_PUSH,
   SETTINGS_INITIAL_WINDOW_SIZE,
-  SETTINGS_MAX_CONCURRENT_STREAMS,
-  SETTINGS_MAX_FRAME_SIZE,
   settingsFrame,
   windowUpdateFrame,
   writeFrameHeader,
 } from './h2/frames.js';
-import { HeaderBlockDecoder, type HeaderField } from './h2/hpack.js';
+import type { HeaderField } from './h2/hpack.js';
+import type { H2ProtocolError } from './h2/protocol-error.js';
 import { type RequestTemplate, requestBlock, requestPrefix } from './h2/request-headers.js';
+import { H2Session, type SessionLimits } from './h2/session.js';
 
 /** The receive window of each stream: how much a server may send before the client reads it. */
 export const STREAM_WINDOW = 512 * 1024;
@@ -54,10 +43,6 @@ export const STREAM_WINDOW = 512 * 1024;
 export const CONNECTION_WINDOW = 16 * 1024 * 1024;
 /** Stream ids are odd and 31 bits: the last one a client can open. */
 const LAST_STREAM_ID = 0x7fff_ffff;
-/** A header block may not grow past this while CONTINUATION frames keep coming. */
-const MAX_HEADER_BLOCK = 256 * 1024;
-/** Writes larger than this are not concatenated into one buffer but corked. */
-const CONCAT_LIMIT = 64 * 1024;
 const EMPTY = Buffer.alloc(0);
 
 /** What a stream reports. After onEnd, onReset or onDropped nothing more comes. */
@@ -85,17 +70,6 @@ export interface H2ConnectionEvents {
   onGoaway(code: number, lastStreamId: number, debug: Buffer): void;
   /** The connection ended (an error, the socket closed, destroy()). Called once. */
   onClose(error: Error | undefined): void;
-}
-
-/** A connection error this side detected: GOAWAY with `code`, then the connection ends. */
-class ConnectionError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ConnectionError';
-  }
 }
 
 /** One request stream on an H2Connection. */
@@ -175,14 +149,12 @@ export class H2Stream {
   }
 }
 
-/** The client side of one HTTP/2 connection over `socket`. */
-export class H2Connection {
-  readonly #socket: Duplex;
+/** The client side of one HTTP/2 connection over `socket`, over the connection core. */
+export class H2Connection extends H2Session {
   readonly #events: H2ConnectionEvents;
   readonly #template: RequestTemplate;
   /** The request header block prefix of each path, encoded once. */
   readonly #prefixes = new Map<string, Buffer>();
-  readonly #decoder = new HeaderBlockDecoder();
   readonly #streams = new Map<number, H2Stream>();
   /** Streams waiting for the server's concurrency limit, in order. */
   readonly #waiting: H2Stream[] = [];
@@ -193,50 +165,44 @@ export class H2Connection {
   #nextStreamId = 1;
   #ready = false;
   #goingAway = false;
-  #destroyed = false;
-  // The server's settings, HTTP/2's defaults until its SETTINGS say otherwise.
-  #peerMaxFrame = MAX_FRAME_PAYLOAD;
-  #peerInitialWindow = DEFAULT_WINDOW;
-  #peerMaxStreams = Number.POSITIVE_INFINITY;
-  /** What the server lets us send on the connection. */
-  #sendWindow = DEFAULT_WINDOW;
-  #receiveWindow = CONNECTION_WINDOW;
-  #unacked = 0;
-  /** Bytes of a frame cut by the end of a read. */
-  #rest: Buffer = EMPTY;
-  /** A header block being received in CONTINUATION frames. */
-  #block: { streamId: number; endStream: boolean; fragments: Buffer[]; length: number } | undefined;
-  #out: Buffer[] = [];
-  #outBytes = 0;
-  #flushing = false;
 
-  constructor(socket: Duplex, template: RequestTemplate, events: H2ConnectionEvents) {
-    this.#socket = socket;
+  /** `limits`: what the server may make this side hold (session.ts, DEFAULT_LIMITS). */
+  constructor(
+    socket: Duplex,
+    template: RequestTemplate,
+    events: H2ConnectionEvents,
+    limits?: SessionLimits,
+  ) {
+    super(socket, {
+      expectPreface: false,
+      connectionWindow: CONNECTION_WINDOW,
+      ackFloodCode: ENHANCE_YOUR_CALM,
+      limits,
+    });
     this.#template = template;
     this.#events = events;
-    socket.on('data', (chunk: Buffer) => this.#read(chunk));
     socket.on('error', (error: Error) => this.destroy(error));
     // The server's end of the byte stream ends the connection: no frame can follow.
     socket.on('end', () => this.destroy(new Error('the connection closed')));
     socket.on('close', () => this.destroy(new Error('the connection closed')));
-    this.#send(PREFACE);
-    this.#send(
+    this.queue(PREFACE);
+    this.queue(
       settingsFrame([
         [SETTINGS_ENABLE_PUSH, 0],
         [SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW],
       ]),
     );
-    this.#send(windowUpdateFrame(0, CONNECTION_WINDOW - DEFAULT_WINDOW));
+    this.queue(windowUpdateFrame(0, CONNECTION_WINDOW - DEFAULT_WINDOW));
   }
 
   /** True once the connection ended: no stream can be opened, none is open. */
   get destroyed(): boolean {
-    return this.#destroyed;
+    return this.ended;
   }
 
   /** True while new streams may be opened: ready, and no GOAWAY received. */
   get open(): boolean {
-    return this.#ready && !this.#goingAway && !this.#destroyed;
+    return this.#ready && !this.#goingAway && !this.ended;
   }
 
   /** Streams open or waiting to open. */
@@ -246,13 +212,14 @@ export class H2Connection {
 
   /** The server's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited until it says one). */
   get maxConcurrentStreams(): number {
-    return this.#peerMaxStreams;
+    return this.peerMaxStreams;
   }
 
   /**
    * A new request stream on `path` with the call's own header `fields` (grpc-timeout, metadata),
-   * the request `data` first sent on it, and `end` to half-close after it. It opens at once, or once the server's concurrency limit lets it. Throws when the connection
-   * takes no new streams (closed, or told to go away).
+   * the request `data` first sent on it, and `end` to half-close after it. It opens at once, or
+   * once the server's concurrency limit lets it. Throws when the connection takes no new streams
+   * (closed, or told to go away).
    */
   request(
     path: string,
@@ -270,7 +237,7 @@ export class H2Connection {
     const stream = new H2Stream(this, requestBlock(prefix, fields), events);
     for (const chunk of data) if (chunk.length > 0) stream.queue.push(chunk);
     stream.endQueued = end;
-    if (this.#streams.size < this.#peerMaxStreams && this.#waiting.length === 0) {
+    if (this.#streams.size < this.peerMaxStreams && this.#waiting.length === 0) {
       this.#openStream(stream);
     } else this.#waiting.push(stream);
     return stream;
@@ -278,22 +245,22 @@ export class H2Connection {
 
   /** Sends a PING; `callback` runs with null on its ACK, or with the error that ended the wait. */
   ping(callback: (error: Error | null) => void): boolean {
-    if (this.#destroyed) return false;
+    if (this.ended) return false;
     const payload = Buffer.allocUnsafe(8);
     const key = ++this.#pingCount;
     payload.writeBigUInt64BE(key);
     this.#pings.set(key, callback);
-    this.#send(frameOf(FRAME_PING, 0, 0, payload));
+    this.queue(frameOf(FRAME_PING, 0, 0, payload));
     return true;
   }
 
   /** Keeps the process alive for the socket (while calls are open). */
   ref(): void {
-    (this.#socket as { ref?: () => void }).ref?.();
+    (this.duplex as { ref?: () => void }).ref?.();
   }
 
   unref(): void {
-    (this.#socket as { unref?: () => void }).unref?.();
+    (this.duplex as { unref?: () => void }).unref?.();
   }
 
   /** Ends the connection at once: every stream is dropped with `error`. */
@@ -306,15 +273,17 @@ export class H2Connection {
    * `last` were written (a GOAWAY, or the frames of the streams that just finished).
    */
   #teardown(error: Error | undefined, last: Buffer | undefined): void {
-    if (this.#destroyed) return;
+    if (this.ended) return;
+    const socket = this.duplex;
+    const out = this.takeOutput();
     if (last !== undefined) {
-      this.#out.push(last);
-      const out = Buffer.concat(this.#out);
-      this.#socket.end(out.length > 0 ? out : undefined, () => this.#socket.destroy());
-    } else this.#socket.destroy();
-    this.#destroyed = true;
+      out.push(last);
+      const bytes = Buffer.concat(out);
+      socket.end(bytes.length > 0 ? bytes : undefined, () => socket.destroy());
+    } else socket.destroy();
+    this.ended = true;
+    this.stopTimers();
     this.#goingAway = true;
-    this.#out = [];
     const reason = error ?? new Error('the connection was closed');
     const streams = [...this.#streams.values()];
     const waiting = this.#waiting.splice(0);
@@ -333,7 +302,7 @@ export class H2Connection {
     const queue = stream.queue;
     while (queue.length > 0) {
       const head = queue[0]!;
-      const size = Math.min(head.length, stream.sendWindow, this.#sendWindow, this.#peerMaxFrame);
+      const size = Math.min(head.length, stream.sendWindow, this.sendWindow, this.peerMaxFrame);
       if (size <= 0) {
         this.#blocked.add(stream);
         return;
@@ -341,7 +310,7 @@ export class H2Connection {
       if (size === head.length) queue.shift();
       else queue[0] = head.subarray(size);
       stream.sendWindow -= size;
-      this.#sendWindow -= size;
+      this.take(size);
       const last = queue.length === 0 && stream.endQueued;
       this.#data(stream.id, size === head.length ? head : head.subarray(0, size), last);
       if (last) stream.localEnded = true;
@@ -363,7 +332,7 @@ export class H2Connection {
       stream.closed = true;
       return;
     }
-    if (!this.#destroyed) this.#send(rstStreamFrame(stream.id, code));
+    if (!this.ended) this.queue(rstStreamFrame(stream.id, code));
     this.#close(stream);
   }
 
@@ -376,17 +345,17 @@ export class H2Connection {
     }
     stream.id = this.#nextStreamId;
     this.#nextStreamId += 2;
-    stream.sendWindow = this.#peerInitialWindow;
+    stream.sendWindow = this.peerInitialWindow;
     this.#streams.set(stream.id, stream);
     const block = stream.block;
     // The common case, HEADERS and a request that fits the windows, in one buffer.
     const first = stream.queue[0];
     if (
-      block.length <= this.#peerMaxFrame &&
+      block.length <= this.peerMaxFrame &&
       first !== undefined &&
       stream.queue.length === 1 &&
       stream.endQueued &&
-      first.length <= Math.min(stream.sendWindow, this.#sendWindow, this.#peerMaxFrame)
+      first.length <= Math.min(stream.sendWindow, this.sendWindow, this.peerMaxFrame)
     ) {
       const out = Buffer.allocUnsafe(2 * FRAME_HEADER_BYTES + block.length + first.length);
       writeFrameHeader(out, 0, block.length, FRAME_HEADERS, FLAG_END_HEADERS, stream.id);
@@ -396,17 +365,17 @@ export class H2Connection {
       first.copy(out, at + FRAME_HEADER_BYTES);
       stream.queue.length = 0;
       stream.sendWindow -= first.length;
-      this.#sendWindow -= first.length;
+      this.take(first.length);
       stream.localEnded = true;
-      this.#send(out);
+      this.queue(out);
       return;
     }
     for (const frame of headerFrames(
       { streamId: stream.id, endStream: false, priority: undefined },
       block,
-      this.#peerMaxFrame,
+      this.peerMaxFrame,
     )) {
-      this.#send(frame);
+      this.queue(frame);
     }
     this.pump(stream);
   }
@@ -415,36 +384,9 @@ export class H2Connection {
   #data(streamId: number, payload: Buffer, end: boolean): void {
     const header = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
     writeFrameHeader(header, 0, payload.length, FRAME_DATA, end ? FLAG_END_STREAM : 0, streamId);
-    this.#send(header);
-    if (payload.length > 0) this.#send(payload);
+    this.queue(header);
+    if (payload.length > 0) this.queue(payload);
   }
-
-  /** Queues bytes for the socket: everything queued in one tick goes out in one write. */
-  #send(bytes: Buffer): void {
-    if (this.#destroyed) return;
-    this.#out.push(bytes);
-    this.#outBytes += bytes.length;
-    if (!this.#flushing) {
-      this.#flushing = true;
-      process.nextTick(this.#flush);
-    }
-  }
-
-  readonly #flush = () => {
-    this.#flushing = false;
-    const out = this.#out;
-    if (this.#destroyed || out.length === 0) return;
-    this.#out = [];
-    const bytes = this.#outBytes;
-    this.#outBytes = 0;
-    if (out.length === 1) this.#socket.write(out[0]);
-    else if (bytes <= CONCAT_LIMIT) this.#socket.write(Buffer.concat(out, bytes));
-    else {
-      this.#socket.cork();
-      for (const chunk of out) this.#socket.write(chunk);
-      this.#socket.uncork();
-    }
-  };
 
   /** The stream is over on both sides (or reset): forgotten, and a waiting one may open. */
   #close(stream: H2Stream): void {
@@ -452,12 +394,17 @@ export class H2Connection {
     stream.closed = true;
     this.#streams.delete(stream.id);
     this.#blocked.delete(stream);
-    while (this.#waiting.length > 0 && this.#streams.size < this.#peerMaxStreams) {
-      this.#openStream(this.#waiting.shift()!);
-    }
+    this.#openWaiting();
     // After a graceful GOAWAY, the connection ends with its last stream.
-    if (this.#goingAway && this.streamCount === 0 && !this.#destroyed) {
+    if (this.#goingAway && this.streamCount === 0 && !this.ended) {
       this.#teardown(undefined, EMPTY);
+    }
+  }
+
+  /** Opens waiting streams as far as the server's concurrency limit allows. */
+  #openWaiting(): void {
+    while (this.#waiting.length > 0 && this.#streams.size < this.peerMaxStreams) {
+      this.#openStream(this.#waiting.shift()!);
     }
   }
 
@@ -473,118 +420,36 @@ export class H2Connection {
     this.#events.onGoaway(NO_ERROR, this.#nextStreamId - 2, EMPTY);
   }
 
-  #read(chunk: Buffer): void {
-    let buffer = this.#rest.length > 0 ? Buffer.concat([this.#rest, chunk]) : chunk;
-    let at = 0;
-    try {
-      while (buffer.length - at >= FRAME_HEADER_BYTES) {
-        const length = (buffer[at]! << 16) | (buffer[at + 1]! << 8) | buffer[at + 2]!;
-        if (length > MAX_FRAME_PAYLOAD) {
-          throw new ConnectionError(FRAME_SIZE_ERROR, `frame of ${length} octets`);
-        }
-        const end = at + FRAME_HEADER_BYTES + length;
-        if (end > buffer.length) break;
-        const type = buffer[at + 3]!;
-        const flags = buffer[at + 4]!;
-        const streamId = buffer.readUInt32BE(at + 5) & 0x7fff_ffff;
-        const payload = buffer.subarray(at + FRAME_HEADER_BYTES, end);
-        at = end;
-        this.#frame(type, flags, streamId, payload);
-        if (this.#destroyed) return;
-      }
-    } catch (error) {
-      this.#connectionError(error);
-      return;
-    }
-    buffer = buffer.subarray(at);
-    this.#rest = buffer.length > 0 ? Buffer.from(buffer) : EMPTY;
-  }
+  // The connection core's reports.
 
   /** Tells the server why (GOAWAY with the error's code), then ends the connection. */
-  #connectionError(error: unknown): void {
-    const code = error instanceof ConnectionError ? error.code : PROTOCOL_ERROR;
-    const reason = error instanceof Error ? error : new Error(String(error));
+  protected connectionError(error: H2ProtocolError): void {
     // Last stream 0: a client accepts no server-initiated streams.
     this.#teardown(
-      new Error(`HTTP/2 protocol error: ${reason.message}`),
-      goawayFrame(0, code, reason.message),
+      new Error(`HTTP/2 protocol error: ${error.message}`),
+      goawayFrame(0, error.code, error.debug),
     );
   }
 
-  #frame(type: number, flags: number, streamId: number, payload: Buffer): void {
-    if (!this.#ready && type !== FRAME_SETTINGS) {
-      throw new ConnectionError(PROTOCOL_ERROR, 'the server did not start with SETTINGS');
-    }
-    if (
-      this.#block !== undefined &&
-      (type !== FRAME_CONTINUATION || streamId !== this.#block.streamId)
-    ) {
-      throw new ConnectionError(PROTOCOL_ERROR, 'a header block was interrupted');
-    }
-    switch (type) {
-      case FRAME_DATA:
-        this.#onData(flags, streamId, payload);
-        return;
-      case FRAME_HEADERS:
-        this.#onHeaders(flags, streamId, payload);
-        return;
-      case FRAME_CONTINUATION:
-        this.#onContinuation(flags, streamId, payload);
-        return;
-      case FRAME_RST_STREAM:
-        this.#onReset(streamId, payload);
-        return;
-      case FRAME_SETTINGS:
-        this.#onSettings(flags, streamId, payload);
-        return;
-      case FRAME_PING:
-        this.#onPing(flags, streamId, payload);
-        return;
-      case FRAME_GOAWAY:
-        this.#onGoaway(streamId, payload);
-        return;
-      case FRAME_WINDOW_UPDATE:
-        this.#onWindowUpdate(streamId, payload);
-        return;
-      case FRAME_PUSH_PROMISE:
-        throw new ConnectionError(PROTOCOL_ERROR, 'PUSH_PROMISE although push is disabled');
-      default:
-        // PRIORITY, and frame types this side does not know, are ignored (RFC 9113, 4.1, 5.5).
-        return;
-    }
+  protected streamError(streamId: number, code: number): void {
+    const stream = this.#streams.get(streamId);
+    if (stream === undefined) return;
+    this.reset(stream, code);
+    stream.deliver(() => stream.events.onReset(code));
   }
 
-  #onData(flags: number, streamId: number, payload: Buffer): void {
-    if (streamId === 0) throw new ConnectionError(PROTOCOL_ERROR, 'DATA on stream 0');
-    const length = payload.length;
-    this.#receiveWindow -= length;
-    if (this.#receiveWindow < 0) {
-      throw new ConnectionError(FLOW_CONTROL_ERROR, 'DATA beyond the connection window');
-    }
-    // The connection's window is given back at once: each stream's own window bounds what is held.
-    this.#unacked += length;
-    if (this.#unacked >= CONNECTION_WINDOW / 2) {
-      this.#send(windowUpdateFrame(0, this.#unacked));
-      this.#receiveWindow += this.#unacked;
-      this.#unacked = 0;
-    }
-    let data = payload;
-    if (flags & FLAG_PADDED) {
-      const padding = payload[0];
-      if (padding === undefined || padding >= length) {
-        throw new ConnectionError(PROTOCOL_ERROR, 'bad DATA padding');
-      }
-      data = payload.subarray(1, length - padding);
-    }
+  protected windowedStreams(): Iterable<H2Stream> {
+    return this.#streams.values();
+  }
+
+  protected onData(streamId: number, data: Buffer, length: number, end: boolean): void {
     const stream = this.#streams.get(streamId);
     if (!stream || stream.remoteEnded) return;
     stream.receiveWindow -= length;
     if (stream.receiveWindow < 0) {
-      stream.events.onReset(FLOW_CONTROL_ERROR);
-      this.reset(stream, FLOW_CONTROL_ERROR);
+      this.streamError(streamId, FLOW_CONTROL_ERROR);
       return;
     }
-    const end = (flags & FLAG_END_STREAM) !== 0;
     if (end) stream.remoteEnded = true;
     stream.deliver(() => {
       if (data.length > 0) stream.events.onData(data);
@@ -597,7 +462,7 @@ export class H2Connection {
   #consumed(stream: H2Stream, length: number): void {
     stream.unacked += length;
     if (stream.closed || stream.remoteEnded || stream.unacked < STREAM_WINDOW / 2) return;
-    this.#send(windowUpdateFrame(stream.id, stream.unacked));
+    this.queue(windowUpdateFrame(stream.id, stream.unacked));
     stream.receiveWindow += stream.unacked;
     stream.unacked = 0;
   }
@@ -608,41 +473,7 @@ export class H2Connection {
     if (stream.localEnded) this.#close(stream);
   }
 
-  #onHeaders(flags: number, streamId: number, payload: Buffer): void {
-    if (streamId === 0) throw new ConnectionError(PROTOCOL_ERROR, 'HEADERS on stream 0');
-    let fragment: Buffer;
-    try {
-      fragment = headersFragment(flags, payload).fragment;
-    } catch (error) {
-      throw new ConnectionError(PROTOCOL_ERROR, (error as Error).message);
-    }
-    const endStream = (flags & FLAG_END_STREAM) !== 0;
-    if (flags & FLAG_END_HEADERS) this.#headerBlock(streamId, endStream, fragment);
-    else this.#block = { streamId, endStream, fragments: [fragment], length: fragment.length };
-  }
-
-  #onContinuation(flags: number, streamId: number, payload: Buffer): void {
-    const block = this.#block;
-    if (block === undefined) throw new ConnectionError(PROTOCOL_ERROR, 'CONTINUATION unexpected');
-    block.fragments.push(payload);
-    block.length += payload.length;
-    if (block.length > MAX_HEADER_BLOCK) {
-      throw new ConnectionError(ENHANCE_YOUR_CALM, 'header block too large');
-    }
-    if (flags & FLAG_END_HEADERS) {
-      this.#block = undefined;
-      this.#headerBlock(streamId, block.endStream, Buffer.concat(block.fragments, block.length));
-    }
-  }
-
-  #headerBlock(streamId: number, endStream: boolean, fragment: Buffer): void {
-    let fields: HeaderField[];
-    try {
-      // Decoded whatever the stream's state: the dynamic table must follow every block.
-      fields = this.#decoder.decode(fragment);
-    } catch (error) {
-      throw new ConnectionError(COMPRESSION_ERROR, (error as Error).message);
-    }
+  protected onHeaders(streamId: number, endStream: boolean, fields: HeaderField[]): void {
     const stream = this.#streams.get(streamId);
     if (!stream || stream.remoteEnded) return;
     const headers = headersOf(fields);
@@ -653,84 +484,30 @@ export class H2Connection {
     });
   }
 
-  #onReset(streamId: number, payload: Buffer): void {
-    if (streamId === 0 || payload.length !== 4) {
-      throw new ConnectionError(PROTOCOL_ERROR, 'malformed RST_STREAM');
-    }
+  protected onReset(streamId: number, code: number): void {
     const stream = this.#streams.get(streamId);
     if (!stream) return;
-    const code = payload.readUInt32BE(0);
     this.#close(stream);
     stream.deliver(() => stream.events.onReset(code));
   }
 
-  #onSettings(flags: number, streamId: number, payload: Buffer): void {
-    if (streamId !== 0) throw new ConnectionError(PROTOCOL_ERROR, 'SETTINGS on a stream');
-    if (flags & FLAG_ACK) {
-      if (payload.length !== 0) throw new ConnectionError(FRAME_SIZE_ERROR, 'SETTINGS ACK body');
-      return;
-    }
-    if (payload.length % 6 !== 0) throw new ConnectionError(FRAME_SIZE_ERROR, 'SETTINGS length');
-    for (let at = 0; at < payload.length; at += 6) {
-      const id = payload.readUInt16BE(at);
-      const value = payload.readUInt32BE(at + 2);
-      switch (id) {
-        case SETTINGS_MAX_CONCURRENT_STREAMS:
-          this.#peerMaxStreams = value;
-          break;
-        case SETTINGS_INITIAL_WINDOW_SIZE: {
-          if (value > MAX_WINDOW) {
-            throw new ConnectionError(FLOW_CONTROL_ERROR, `initial window ${value}`);
-          }
-          // The change applies to every open stream's window (RFC 9113, 6.9.2).
-          const delta = value - this.#peerInitialWindow;
-          this.#peerInitialWindow = value;
-          for (const stream of this.#streams.values()) stream.sendWindow += delta;
-          break;
-        }
-        case SETTINGS_MAX_FRAME_SIZE:
-          if (value < MAX_FRAME_PAYLOAD || value > 0xff_ffff) {
-            throw new ConnectionError(PROTOCOL_ERROR, `max frame size ${value}`);
-          }
-          this.#peerMaxFrame = value;
-          break;
-        default:
-          // The header table size only bounds a dynamic table our encoder never uses; the
-          // others do not apply to a client.
-          break;
-      }
-    }
-    this.#send(frameOf(FRAME_SETTINGS, FLAG_ACK, 0, EMPTY));
+  protected onSettings(_windowDelta: number, first: boolean): void {
     this.#unblock();
-    while (this.#waiting.length > 0 && this.#streams.size < this.#peerMaxStreams) {
-      this.#openStream(this.#waiting.shift()!);
-    }
-    if (!this.#ready) {
+    this.#openWaiting();
+    if (first) {
       this.#ready = true;
       this.#events.onReady();
     }
   }
 
-  #onPing(flags: number, streamId: number, payload: Buffer): void {
-    if (streamId !== 0) throw new ConnectionError(PROTOCOL_ERROR, 'PING on a stream');
-    if (payload.length !== 8) throw new ConnectionError(FRAME_SIZE_ERROR, 'PING length');
-    if (flags & FLAG_ACK) {
-      const key = payload.readBigUInt64BE(0);
-      const callback = this.#pings.get(key);
-      this.#pings.delete(key);
-      callback?.(null);
-      return;
-    }
-    this.#send(frameOf(FRAME_PING, FLAG_ACK, 0, payload));
+  protected onPingAck(payload: Buffer): void {
+    const key = payload.readBigUInt64BE(0);
+    const callback = this.#pings.get(key);
+    this.#pings.delete(key);
+    callback?.(null);
   }
 
-  #onGoaway(streamId: number, payload: Buffer): void {
-    if (streamId !== 0 || payload.length < 8) {
-      throw new ConnectionError(PROTOCOL_ERROR, 'malformed GOAWAY');
-    }
-    const lastStreamId = payload.readUInt32BE(0) & 0x7fff_ffff;
-    const code = payload.readUInt32BE(4);
-    const debug = payload.subarray(8);
+  protected onGoaway(lastStreamId: number, code: number, debug: Buffer): void {
     const wasGoingAway = this.#goingAway;
     this.#goingAway = true;
     if (!wasGoingAway) this.#events.onGoaway(code, lastStreamId, Buffer.from(debug));
@@ -750,25 +527,16 @@ export class H2Connection {
     }
   }
 
-  #onWindowUpdate(streamId: number, payload: Buffer): void {
-    if (payload.length !== 4) throw new ConnectionError(FRAME_SIZE_ERROR, 'WINDOW_UPDATE length');
-    const increment = payload.readUInt32BE(0) & 0x7fff_ffff;
-    if (streamId === 0) {
-      if (increment === 0) throw new ConnectionError(PROTOCOL_ERROR, 'WINDOW_UPDATE of 0');
-      this.#sendWindow += increment;
-      if (this.#sendWindow > MAX_WINDOW) {
-        throw new ConnectionError(FLOW_CONTROL_ERROR, 'connection window above 2^31-1');
-      }
-      this.#unblock();
-      return;
-    }
+  protected onConnectionWindow(): void {
+    this.#unblock();
+  }
+
+  protected onStreamWindow(streamId: number, increment: number): void {
     const stream = this.#streams.get(streamId);
     if (!stream) return;
     stream.sendWindow += increment;
     if (increment === 0 || stream.sendWindow > MAX_WINDOW) {
-      const code = increment === 0 ? PROTOCOL_ERROR : FLOW_CONTROL_ERROR;
-      this.reset(stream, code);
-      stream.deliver(() => stream.events.onReset(code));
+      this.streamError(streamId, increment === 0 ? PROTOCOL_ERROR : FLOW_CONTROL_ERROR);
       return;
     }
     if (this.#blocked.has(stream)) this.pump(stream);
@@ -777,7 +545,7 @@ export class H2Connection {
   /** Streams waiting for window get what is there, in the order they started waiting. */
   #unblock(): void {
     for (const stream of [...this.#blocked]) {
-      if (this.#sendWindow <= 0) return;
+      if (this.sendWindow <= 0) return;
       this.pump(stream);
     }
   }

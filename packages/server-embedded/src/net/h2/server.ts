@@ -4,7 +4,7 @@
 // h2), so the embedded server's own listeners can hand connections over.
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
-import type { HeaderField } from '@etcdkit/client/h2';
+import { type HeaderField, WriteOrder } from '@etcdkit/client/h2';
 import { GrpcCode } from '../../errors.js';
 import { grpcTimeoutMs } from '../grpc-request.js';
 import { type ConnectionOptions, H2ServerConnection } from './connection.js';
@@ -12,7 +12,6 @@ import { GrpcCall } from './grpc-call.js';
 import { httpStatusBlock, trailersOnlyBlock } from './response-headers.js';
 import type { Routes } from './routes.js';
 import type { H2Stream } from './stream.js';
-import { WriteOrder } from './write-order.js';
 
 /** grpc-js's default max_receive_message_length. */
 const DEFAULT_MAX_RECEIVE_BYTES = 4 * 1024 * 1024;

@@ -40,6 +40,8 @@ export interface StreamLink {
   readonly maxFrame: number;
   /** The stream waits for the connection window to open. */
   blocked(stream: H2Stream): void;
+  /** Octets held by streams, not yet framed, changed by `delta`. */
+  unsent(delta: number): void;
   /** The stream is over: to be forgotten. */
   closed(stream: H2Stream): void;
   /** Gives back the stream's received octets with a WINDOW_UPDATE if they are due. */
@@ -104,6 +106,7 @@ export class H2Stream {
     if (bytes.length > 0) {
       this.#queue.push(bytes);
       this.#queuedBytes += bytes.length;
+      this.#link.unsent(bytes.length);
       this.pump();
     }
     const room = this.#queuedBytes < STREAM_HIGH_WATER;
@@ -157,6 +160,7 @@ export class H2Stream {
         link.queue(first.subarray(0, n));
       }
       this.#queuedBytes -= n;
+      link.unsent(-n);
       this.sendWindow -= n;
       link.take(n);
     }
@@ -220,6 +224,7 @@ export class H2Stream {
   }
 
   #drop(): void {
+    this.#link.unsent(-this.#queuedBytes);
     this.#queue.length = 0;
     this.#queuedBytes = 0;
     this.#trailers = undefined;

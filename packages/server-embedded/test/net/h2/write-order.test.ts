@@ -1,10 +1,10 @@
-// The order of a tick's socket writes across the server's connections (write-order.ts): what a
+// The order of a tick's socket writes across the server's connections (the core's write-order.ts): what a
 // request changed for others goes out before the requester's own answer.
 import { Socket } from 'node:net';
 import { Etcd } from '@etcdkit/client';
+import { type Flushable, WriteOrder } from '@etcdkit/client/h2';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EmbeddedEtcd } from '../../../src/index.js';
-import { type Flushable, WriteOrder } from '../../../src/net/h2/write-order.js';
 
 const FRAME_HEADERS = 1;
 

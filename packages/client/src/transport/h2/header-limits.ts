@@ -1,6 +1,6 @@
-// The limits node:http2 (nghttp2 under it) puts on a request's header block, which grpc-js's
-// server inherits as they are (it sets no limit of its own on metadata): what a client meets when
-// its metadata is too large is what it would meet on grpc-js's server.
+// The limits node:http2 (nghttp2 under it) puts on a header block, the defaults of both roles of
+// the connection core (session.ts): what a client meets when its metadata is too large is what it
+// would meet on grpc-js's server, and a server's oversized answer headers fail as on node.
 
 /**
  * Most CONTINUATION frames after a HEADERS frame (nghttp2's default max_continuations): one more
@@ -31,14 +31,14 @@ export const MAX_DECODED_LIST = 1024 * 1024;
  * {@link MAX_STRING_LITERAL}, found as nghttp2 finds it: from its length prefix, before its bytes.
  * A block cut short (or malformed) is false here: the decoder judges it.
  */
-export function hasOversizedString(block: Uint8Array): boolean {
+export function hasOversizedString(block: Uint8Array, limit: number = MAX_STRING_LITERAL): boolean {
   let offset = 0;
   /** An N-bit prefix integer (RFC 7541, 5.1); -1 when cut short or absurd. */
   const integer = (prefixBits: number): number => {
     if (offset >= block.length) return -1;
-    const limit = 2 ** prefixBits - 1;
-    let value = block[offset++]! & limit;
-    if (value < limit) return value;
+    const full = 2 ** prefixBits - 1;
+    let value = block[offset++]! & full;
+    if (value < full) return value;
     for (let shift = 0; shift <= 28; shift += 7) {
       if (offset >= block.length) return -1;
       const byte = block[offset++]!;
@@ -51,7 +51,7 @@ export function hasOversizedString(block: Uint8Array): boolean {
   const string = (): number => {
     const length = integer(7);
     if (length < 0) return -1;
-    if (length > MAX_STRING_LITERAL) return 1;
+    if (length > limit) return 1;
     offset += length;
     return offset > block.length ? -1 : 0;
   };
