@@ -19,6 +19,8 @@ export type EtcdErrorCode =
   | 'UNAVAILABLE'
   | 'UNIMPLEMENTED'
   | 'OUTCOME_UNKNOWN'
+  | 'NOT_APPLIED'
+  | 'PROTOCOL_ERROR'
   | 'ABORTED'
   | 'CLIENT_CLOSED'
   | 'INVALID_ARGUMENT'
@@ -351,6 +353,31 @@ export class OutcomeUnknownError extends EtcdError {
   }
 }
 
+/**
+ * A write was certainly not applied: every attempt failed before a server processed it (no
+ * connection, the request never written, or the server refused its stream: RST_STREAM
+ * REFUSED_STREAM, or a GOAWAY whose last-stream-id is below it), and the client gave up (its
+ * retry budget or deadline spent). Retrying it is safe. `cause` holds the last attempt's error.
+ */
+export class WriteNotAppliedError extends EtcdError {
+  constructor(init?: EtcdErrorInit) {
+    super('NOT_APPLIED', S.Unavailable, 'the write was not applied', init);
+  }
+}
+
+/**
+ * The connection broke the HTTP/2 protocol: the client found a frame it must not accept (the
+ * message says which), or the server ended the connection with a GOAWAY naming a protocol error
+ * (its code and debug text). Not retried on the same endpoint: a new connection would meet it
+ * again. `cause` holds the transport's failure. A write sent before it may have been applied: it
+ * then arrives as the cause of an OutcomeUnknownError.
+ */
+export class ProtocolError extends EtcdError {
+  constructor(init?: EtcdErrorInit) {
+    super('PROTOCOL_ERROR', S.Internal, 'HTTP/2 protocol error', init);
+  }
+}
+
 /** The caller's AbortSignal fired. `cause` is the signal's reason. */
 export class AbortedError extends EtcdError {
   constructor(init?: EtcdErrorInit) {
@@ -417,6 +444,7 @@ export function fromTransportError(error: TransportError): EtcdError {
     byMessage.get(error.details) ??
     byStatusAndMessage.get(statusAndMessage(error.code, error.details));
   if (known) return new known(init);
+  if (error.protocolError) return new ProtocolError(init);
   switch (error.code) {
     case S.Unimplemented:
       return new UnimplementedError(init);

@@ -5,14 +5,12 @@
 import { etcdErrorVariants } from '../error-table.js';
 import {
   DeadlineExceededError,
-  type EtcdError,
   OrderViolationError,
-  OutcomeUnknownError,
   RequestTooLargeError,
   toEtcdError,
 } from '../errors.js';
 import type { MethodDescriptor } from '../generated/methods.js';
-import { GrpcStatus, type Metadata, TransportError } from '../transport/types.js';
+import { GrpcStatus, TransportError } from '../transport/types.js';
 import type { CallScope } from './call-scope.js';
 import { AttemptFailure, type CallState, triedCount } from './call-state.js';
 import type { EndpointPool, PooledEndpoint } from './endpoint-pool.js';
@@ -48,11 +46,10 @@ export function attemptFailure(
     return new AttemptFailure(verdict.error, true, true);
   }
   if (verdict.endpointFailed) pool.failed(endpoint);
-  return new AttemptFailure(
-    verdict.error,
-    verdict.retry,
-    verdict.retry && verdict.endpointFailed && triedCount(state) < pool.endpoints.length,
-  );
+  const untried = triedCount(state) < pool.endpoints.length;
+  // A protocol error is retried only where it has not been met yet.
+  const retry = verdict.retry && (untried || !verdict.elsewhereOnly);
+  return new AttemptFailure(verdict.error, retry, retry && verdict.endpointFailed && untried);
 }
 
 /**
@@ -90,15 +87,6 @@ export function streamFailed(pool: EndpointPool, error: unknown, endpoint: Poole
   if (error instanceof TransportError && judge(error, 'read').endpointFailed) {
     pool.failed(endpoint);
   }
-}
-
-/** The write may have been applied; `cause` is why the client cannot tell. */
-export function outcomeUnknown(cause: EtcdError, metadata: Metadata): OutcomeUnknownError {
-  return new OutcomeUnknownError({
-    message: `the write may or may not have been applied: ${cause.message}`,
-    metadata,
-    cause,
-  });
 }
 
 /**

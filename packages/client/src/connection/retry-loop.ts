@@ -2,11 +2,12 @@
 // them, and the final error in the client's words.
 import { DeadlineExceededError, OutcomeUnknownError, toEtcdError } from '../errors.js';
 import { backoffDelay } from '../transport/backoff.js';
-import { deadlineError, outcomeUnknown } from './call-failures.js';
+import { deadlineError } from './call-failures.js';
 import type { CallScope } from './call-scope.js';
 import { AttemptFailure, type CallState } from './call-state.js';
 import { callHook } from './hooks.js';
 import type { ResolvedOptions } from './options.js';
+import { outcomeUnknown } from './retry.js';
 import { sleep } from './sleep.js';
 
 /** The random source of retries without `jitter`: a factor of exactly 1. */
@@ -80,12 +81,12 @@ export async function retrying<T>(
     let final = error instanceof AttemptFailure ? error.error : toEtcdError(error);
     if (final instanceof DeadlineExceededError) final = deadlineError(final, label, scope, state);
     else if (final instanceof OutcomeUnknownError && final.cause instanceof DeadlineExceededError) {
-      final = outcomeUnknown(deadlineError(final.cause, label, scope, state), final.metadata);
+      final = outcomeUnknown(deadlineError(final.cause, label, scope, state));
     }
     // A retried guarded write whose earlier attempt may have been applied: the last attempt's
     // error (say, a failed connection) would wrongly suggest that nothing was applied.
     if (state.ambiguous && !(final instanceof OutcomeUnknownError)) {
-      throw outcomeUnknown(final, final.metadata);
+      throw outcomeUnknown(final);
     }
     throw final;
   }

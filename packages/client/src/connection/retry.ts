@@ -1,6 +1,11 @@
 // The retry policy as a pure function: given how an attempt failed and what kind of call it was,
 // decide whether to retry and which typed error the caller sees otherwise.
-import { type EtcdError, fromTransportError, OutcomeUnknownError } from '../errors.js';
+import {
+  type EtcdError,
+  fromTransportError,
+  OutcomeUnknownError,
+  WriteNotAppliedError,
+} from '../errors.js';
 import { GrpcStatus, type TransportError } from '../transport/types.js';
 import type { RetryPolicy } from './types.js';
 
@@ -18,6 +23,11 @@ export interface Verdict {
    * unknown, whatever the last attempt said.
    */
   readonly ambiguous: boolean;
+  /**
+   * Retry only on another endpoint, one this call has not tried: the failure (a protocol error)
+   * would recur on a new connection to the same one.
+   */
+  readonly elsewhereOnly: boolean;
 }
 
 /**
@@ -52,9 +62,12 @@ const REFUSED_BEFORE_PROPOSAL = new Set<string>(['UNHEALTHY', 'MEMBER_NOT_ENOUGH
 
 /**
  * Applies the retry policy to one failed attempt:
- * - never sent (no connection), or refused with "etcdserver: no leader" or "rpc not supported for
- *   learner" (etcd refuses those before it does anything, so nothing was applied): retried for
- *   every policy, on another endpoint;
+ * - not processed by any server (no connection, never written, or a stream the server refused:
+ *   REFUSED_STREAM, above a GOAWAY's last-stream-id), or refused with "etcdserver: no leader" or
+ *   "rpc not supported for learner" (etcd refuses those before it does anything): retried for
+ *   every policy, on another endpoint; a write given up on that way is a WriteNotAppliedError;
+ * - an HTTP/2 protocol error: retried at once on an endpoint the call has not tried, never on the
+ *   same one (a new connection would meet it again); a write sent before it, OutcomeUnknownError;
  * - Unavailable after send: `read` and `guarded-write` are retried, a `write` becomes
  *   OutcomeUnknownError;
  * - DeadlineExceeded, Internal, Unknown, Cancelled, DataLoss after send: never retried; for a
@@ -66,38 +79,57 @@ const REFUSED_BEFORE_PROPOSAL = new Set<string>(['UNHEALTHY', 'MEMBER_NOT_ENOUGH
  */
 export function judge(failure: TransportError, policy: RetryPolicy): Verdict {
   const typed = fromTransportError(failure);
-  const endpointFailed = failure.code === GrpcStatus.Unavailable;
+  const endpointFailed = failure.code === GrpcStatus.Unavailable || failure.protocolError;
+  const elsewhereOnly = failure.protocolError;
   if (!failure.sent) {
+    const retry = failure.code === GrpcStatus.Unavailable;
     return {
-      retry: failure.code === GrpcStatus.Unavailable,
-      error: typed,
+      retry,
+      error: retry && policy !== 'read' ? notApplied(typed) : typed,
       endpointFailed,
       ambiguous: false,
+      elsewhereOnly,
     };
   }
   if (ANOTHER_MEMBER_MAY_SERVE.has(typed.code)) {
-    return { retry: true, error: typed, endpointFailed: true, ambiguous: false };
+    return { retry: true, error: typed, endpointFailed: true, ambiguous: false, elsewhereOnly };
   }
   if (REFUSED_BEFORE_PROPOSAL.has(typed.code)) {
-    return { retry: false, error: typed, endpointFailed: false, ambiguous: false };
+    return { retry: false, error: typed, endpointFailed: false, ambiguous: false, elsewhereOnly };
   }
-  const ambiguous = policy !== 'read' && OUTCOME_UNKNOWN.has(failure.code);
-  if (failure.code === GrpcStatus.Unavailable && policy !== 'write') {
-    return { retry: true, error: typed, endpointFailed, ambiguous };
-  }
-  if (policy === 'write' && OUTCOME_UNKNOWN.has(failure.code)) {
+  const unknownOutcome = OUTCOME_UNKNOWN.has(failure.code) || failure.protocolError;
+  const ambiguous = policy !== 'read' && unknownOutcome;
+  if (policy === 'write' && unknownOutcome) {
     return {
       retry: false,
-      error: new OutcomeUnknownError({
-        message: `the write may or may not have been applied: ${typed.message}`,
-        metadata: failure.metadata,
-        cause: typed,
-      }),
+      error: outcomeUnknown(typed),
       endpointFailed,
       ambiguous,
+      elsewhereOnly,
     };
   }
-  return { retry: false, error: typed, endpointFailed, ambiguous };
+  if ((failure.code === GrpcStatus.Unavailable || elsewhereOnly) && policy !== 'write') {
+    return { retry: true, error: typed, endpointFailed, ambiguous, elsewhereOnly };
+  }
+  return { retry: false, error: typed, endpointFailed, ambiguous, elsewhereOnly };
+}
+
+/** The write may have been applied; `cause` is why the client cannot tell. */
+export function outcomeUnknown(cause: EtcdError): OutcomeUnknownError {
+  return new OutcomeUnknownError({
+    message: `the write may or may not have been applied: ${cause.message}`,
+    metadata: cause.metadata,
+    cause,
+  });
+}
+
+/** The write was certainly not applied; `cause` is why it was not. */
+export function notApplied(cause: EtcdError): WriteNotAppliedError {
+  return new WriteNotAppliedError({
+    message: `the write was not applied: ${cause.message}`,
+    metadata: cause.metadata,
+    cause,
+  });
 }
 
 /**

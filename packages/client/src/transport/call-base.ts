@@ -6,6 +6,7 @@ import { constants, type IncomingHttpHeaders } from 'node:http2';
 import type { MethodDescriptor } from '../generated/methods.js';
 import type { CallHost, Sink, WireCall } from './channel-call.js';
 import { abortedFailure, failure, requestTooLargeFailure } from './failures.js';
+import { type Goaway, isProtocolViolation } from './goaway.js';
 import {
   encodeTimeout,
   isReservedHeader,
@@ -15,7 +16,6 @@ import {
   statusFromHttp,
   statusFromReset,
 } from './grpc-status.js';
-import { type Goaway, isProtocolViolation } from './goaway.js';
 import { type GrpcMessageError, MessageReader } from './h2/grpc-message.js';
 import type { Link, LinkSession } from './http2-link.js';
 import { encodeRequestFrame } from './request-frames.js';

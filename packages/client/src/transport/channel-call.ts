@@ -3,6 +3,7 @@
 import type { MethodDescriptor } from '../generated/methods.js';
 import type { AbortWatch } from './abort-watch.js';
 import type { DeadlineWatch } from './deadline-watch.js';
+import type { Goaway } from './goaway.js';
 import type { Link, LinkSession } from './http2-link.js';
 import type { ChannelCallOptions, TlsOptions, TransportError } from './types.js';
 
@@ -72,8 +73,11 @@ export interface Wire<S extends LinkSession> {
 export interface WireEvents<S> {
   ready(session: S): void;
   failed(reason: string): void;
-  /** The connection can take no new streams: it dropped, closed, or was told to go away. */
-  lost(session: S): void;
+  /**
+   * The connection can take no new streams: it dropped, closed, or was told to go away (`goaway`,
+   * what the server said).
+   */
+  lost(session: S, goaway?: Goaway): void;
   /** The server said GOAWAY `too_many_pings`: ping half as often on later connections. */
   tooManyPings(): void;
 }

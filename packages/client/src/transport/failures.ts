@@ -12,6 +12,20 @@ export function failure(
   return new TransportError({ code, details, metadata: {}, sent, cause });
 }
 
+/**
+ * The server's SETTINGS allow no stream at all (MAX_CONCURRENT_STREAMS 0): the call fails unsent
+ * at once rather than wait until its deadline, and is not retried on the same server.
+ */
+export function noStreamsAllowed(): TransportError {
+  return new TransportError({
+    code: GrpcStatus.Unavailable,
+    details: 'the server allows no streams on its connection (SETTINGS_MAX_CONCURRENT_STREAMS = 0)',
+    metadata: {},
+    sent: false,
+    protocolError: true,
+  });
+}
+
 /** A Cancelled TransportError for an aborted signal; `cause` is the signal's reason. */
 export function abortedFailure(signal: AbortSignal, sent: boolean): TransportError {
   return failure(GrpcStatus.Cancelled, 'the call was aborted', sent, signal.reason);

@@ -22,14 +22,17 @@ import {
 } from './types.js';
 
 /**
- * Status details with which grpc-js fails a call that it never handed to a connection: the load
- * balancer had no connected subchannel, the HTTP/2 stream could not even be created, or the channel
- * closed while the call was queued. Such a call provably did not reach a server.
+ * Status details with which grpc-js fails a call that no server processed: the load balancer had
+ * no connected subchannel, the HTTP/2 stream could not even be created, the channel closed while
+ * the call was queued, or the server refused the stream.
  */
 const UNSENT_DETAILS: ReadonlyArray<readonly [GrpcStatus, string]> = [
   [GrpcStatus.Unavailable, 'No connection established'],
   [GrpcStatus.Unavailable, 'Channel closed before call started'],
   [GrpcStatus.Internal, 'Failed to start HTTP/2 stream'],
+  // RST_STREAM REFUSED_STREAM, also how streams above a GOAWAY's last-stream-id end: the server
+  // closed the stream before processing any of it (RFC 9113, 8.7).
+  [GrpcStatus.Unavailable, 'Stream refused by server'],
   // The request is refused by grpc-js's size check before its message is written.
   [GrpcStatus.ResourceExhausted, 'Attempted to send message with a size larger than'],
 ];

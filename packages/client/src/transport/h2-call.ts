@@ -3,7 +3,7 @@
 // node:http2's streams give the http2 transport (http2-call.ts), so failures classify alike.
 import type { IncomingHttpHeaders } from 'node:http2';
 import { CallBase, NO_FRAMES } from './call-base.js';
-import { failure } from './failures.js';
+import { failure, noStreamsAllowed } from './failures.js';
 import { CANCEL, NO_ERROR } from './h2/frames.js';
 import type { H2Connection, H2Stream, H2StreamEvents } from './h2-connection.js';
 import type { Link } from './http2-link.js';
@@ -52,6 +52,8 @@ export class H2Call<Req, Res> extends CallBase<Req, Res, H2Connection> implement
     this.#link = link;
     this.#stream = stream;
     link.callStarted();
+    // A server that allows no streams at all would hold the call until its deadline.
+    if (!stream.opened && link.session.maxConcurrentStreams === 0) this.abort(noStreamsAllowed());
   }
 
   onHeaders(headers: IncomingHttpHeaders): void {
@@ -77,16 +79,18 @@ export class H2Call<Req, Res> extends CallBase<Req, Res, H2Connection> implement
   }
 
   onReset(code: number): void {
+    const goaway = this.#link?.goaway;
     this.#ended();
     if (this.done || this.settleWithStatus()) return;
-    this.settleWithoutStatus(code, undefined);
+    this.settleWithoutStatus(code, undefined, goaway);
   }
 
   onDropped(error: Error, unsent: boolean): void {
+    const goaway = this.#link?.goaway;
     this.#ended();
     if (this.done || this.settleWithStatus()) return;
     if (!unsent) {
-      this.settleDropped(error);
+      this.settleDropped(error, goaway);
       return;
     }
     // The stream never left the client: the call may go to another connection.

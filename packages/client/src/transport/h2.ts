@@ -4,6 +4,7 @@
 // h2-connection.ts is the HTTP/2 connection, h2-call.ts one call on one of its streams.
 import type { TLSSocket } from 'node:tls';
 import type { Wire } from './channel-call.js';
+import { goawayOf } from './goaway.js';
 import { ENHANCE_YOUR_CALM } from './h2/frames.js';
 import { H2Call } from './h2-call.js';
 import { H2Connection } from './h2-connection.js';
@@ -33,11 +34,11 @@ const h2Wire: Wire<H2Connection> = {
           clearTimeout(timer);
           events.ready(connection);
         },
-        onGoaway: (code, _lastStreamId, debug) => {
+        onGoaway: (code, lastStreamId, debug) => {
           if (code === ENHANCE_YOUR_CALM && debug.toString() === 'too_many_pings') {
             events.tooManyPings();
           }
-          if (ready) events.lost(connection);
+          if (ready) events.lost(connection, goawayOf(code, lastStreamId, debug));
         },
         onClose: (error) => {
           clearTimeout(timer);

@@ -5,10 +5,11 @@
 // does not depend on node:http2 is in call-base.ts.
 import * as http2 from 'node:http2';
 import { CallBase, NO_FRAMES } from './call-base.js';
+import { failure, noStreamsAllowed } from './failures.js';
 import type { Link } from './http2-link.js';
-import type { TransportError } from './types.js';
+import { GrpcStatus, type TransportError } from './types.js';
 
-const { NGHTTP2_CANCEL } = http2.constants;
+const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM } = http2.constants;
 const USER_AGENT = 'etcdkit-http2';
 const CONTENT_TYPE = 'application/grpc+proto';
 
@@ -22,7 +23,7 @@ type Session = http2.ClientHttp2Session;
 export class Call<Req, Res> extends CallBase<Req, Res, Session> {
   #link: Link<Session> | undefined;
   #stream: http2.ClientHttp2Stream | undefined;
-  #streamError: Error | undefined;
+  #streamError: (Error & { code?: string }) | undefined;
 
   get sent(): boolean {
     return this.#stream !== undefined;
@@ -47,6 +48,11 @@ export class Call<Req, Res> extends CallBase<Req, Res, Session> {
   /** The channel has a ready connection: opens the HTTP/2 stream on it. */
   attach(link: Link<Session>): void {
     if (this.done) return;
+    // A server that allows no streams at all would hold the call until its deadline.
+    if (link.session.remoteSettings?.maxConcurrentStreams === 0) {
+      this.fail(noStreamsAllowed());
+      return;
+    }
     const headers: http2.OutgoingHttpHeaders = {
       ':method': 'POST',
       ':path': this.method.path,
@@ -98,11 +104,19 @@ export class Call<Req, Res> extends CallBase<Req, Res, Session> {
   #onClose(stream: http2.ClientHttp2Stream, link: Link<Session>): void {
     link.callEnded();
     if (this.done || this.settleWithStatus()) return;
-    if (link.session.destroyed) {
-      this.settleDropped(this.#streamError?.cause ?? this.#streamError);
+    const rstCode = stream.rstCode ?? 0;
+    if (stream.id === undefined || this.#streamError?.code === 'ERR_HTTP2_GOAWAY_SESSION') {
+      // node:http2 never handed the stream to the connection (no id), or refused to after a
+      // GOAWAY: nothing of the request was written.
+      const why = link.goaway?.text ?? this.#streamError?.message ?? 'the connection closed';
+      this.finish(failure(GrpcStatus.Unavailable, `Failed to start HTTP/2 stream: ${why}`, false));
       return;
     }
-    this.settleWithoutStatus(stream.rstCode ?? 0, this.#streamError);
+    if (link.session.destroyed && rstCode !== NGHTTP2_REFUSED_STREAM) {
+      this.settleDropped(this.#streamError?.cause ?? this.#streamError, link.goaway);
+      return;
+    }
+    this.settleWithoutStatus(rstCode, this.#streamError, link.goaway);
   }
 
   /** The connection this call's stream uses, if it has one. */

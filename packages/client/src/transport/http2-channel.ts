@@ -277,8 +277,11 @@ export class Http2Channel<S extends LinkSession> implements Channel, CallHost<S>
         this.#attempt = undefined;
         this.#connectFailed(reason);
       },
-      lost: (session) => {
-        if (this.#link?.session === session) this.detach(this.#link);
+      lost: (session, goaway) => {
+        const link = this.#link;
+        if (link?.session !== session) return;
+        link.goaway ??= goaway;
+        this.detach(link);
       },
       // The server finds our pings too frequent: halve their rate for the next connections.
       tooManyPings: () => {

@@ -1,4 +1,5 @@
 // One HTTP/2 connection of an Http2Channel, with the calls open on it and its keepalive pings.
+import type { Goaway } from './goaway.js';
 
 /**
  * What a link needs of its connection: a node:http2 session, or the h2 transport's own
@@ -22,6 +23,8 @@ export class Link<S extends LinkSession = LinkSession> {
   readonly session: S;
   /** Calls with an HTTP/2 stream on this connection. */
   active = 0;
+  /** The server's GOAWAY on this connection, once it said one: its calls' failures quote it. */
+  goaway: Goaway | undefined;
   readonly #intervalMs: number;
   readonly #timeoutMs: number;
   #timer: NodeJS.Timeout | undefined;

@@ -9,6 +9,7 @@
 // promise, or a stream with bounded buffering).
 import * as http2 from 'node:http2';
 import type { Wire } from './channel-call.js';
+import { goawayOf } from './goaway.js';
 import { Call } from './http2-call.js';
 import { Http2Channel } from './http2-channel.js';
 import { connectSession } from './http2-connect.js';
@@ -31,11 +32,11 @@ const nodeHttp2Wire: Wire<http2.ClientHttp2Session> = {
           session.destroy();
           events.lost(session);
         });
-        session.once('goaway', (code: number, _lastStreamId: number, data?: Buffer) => {
+        session.once('goaway', (code: number, lastStreamId: number, data?: Buffer) => {
           if (code === NGHTTP2_ENHANCE_YOUR_CALM && data?.toString() === 'too_many_pings') {
             events.tooManyPings();
           }
-          events.lost(session);
+          events.lost(session, goawayOf(code, lastStreamId, data));
         });
         session.once('close', () => events.lost(session));
         events.ready(session);

@@ -40,15 +40,23 @@ export interface ChannelCallOptions {
 }
 
 /**
- * Why a call failed, as the transport saw it. `sent` tells the retry policy whether the request may
- * have reached a server: false only when the failure provably happened before any byte of the
- * request was written (no connection could be established).
+ * Why a call failed, as the transport saw it. `sent` tells the retry policy whether a server may
+ * have processed the request: false only when it provably did not, because no byte of the request
+ * was written (no connection could be established, the stream was never opened) or because the
+ * server refused the stream before processing it (RST_STREAM REFUSED_STREAM, or a GOAWAY whose
+ * last-stream-id is below the stream's: RFC 9113, 8.7 and 6.8).
  */
 export interface TransportFailure {
   readonly code: GrpcStatus;
   readonly details: string;
   readonly metadata: Metadata;
   readonly sent: boolean;
+  /**
+   * The connection ended because the HTTP/2 protocol was broken: the client found a frame it must
+   * not accept, or the server's GOAWAY named a protocol error. A new connection to the same
+   * server would most likely meet it again.
+   */
+  readonly protocolError?: boolean;
   readonly cause?: unknown;
 }
 
@@ -58,6 +66,7 @@ export class TransportError extends Error implements TransportFailure {
   readonly details: string;
   readonly metadata: Metadata;
   readonly sent: boolean;
+  readonly protocolError: boolean;
 
   constructor(failure: TransportFailure) {
     super(failure.details || GrpcStatus[failure.code] || 'transport error', {
@@ -68,6 +77,7 @@ export class TransportError extends Error implements TransportFailure {
     this.details = failure.details;
     this.metadata = failure.metadata;
     this.sent = failure.sent;
+    this.protocolError = failure.protocolError ?? false;
   }
 }
 
