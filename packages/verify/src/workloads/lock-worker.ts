@@ -34,7 +34,8 @@ export interface LockWorkerProceed {
 
 /** Messages a worker sends. */
 export type LockWorkerMessage =
-  | { readonly type: 'critical-section' }
+  /** A critical section began; it read `from` and will write `from + 1`. */
+  | { readonly type: 'critical-section'; readonly from: number }
   | { readonly type: 'done'; readonly history: unknown[]; readonly error?: string };
 
 const send = (message: LockWorkerMessage, then?: () => void) =>
@@ -67,7 +68,7 @@ async function work(
           const from = kv === undefined ? 0 : Number(kv.text());
           const pending = recorder.invoke(proc, { type: 'increment', from }, began);
           const proceed = start.awaitProceed ? nextProceed() : undefined;
-          send({ type: 'critical-section' });
+          send({ type: 'critical-section', from });
           await sleep(start.criticalSectionMs + ((await proceed)?.slowerMs ?? 0));
           try {
             if (start.fenced)

@@ -105,19 +105,21 @@ export async function lockWorkload(
             }
             pausing = true;
             const start = systemMonotonicMs();
-            const slowerMs = options.faultDurationMs ?? 1_500;
-            // The leases are gone before the holder goes on; it stays long enough for another
-            // worker to notice and take the lock.
-            void expireLeases().then(() => {
-              child.send({ type: 'proceed', slowerMs } satisfies LockWorkerProceed);
-              void sleep(slowerMs).then(() => ended('lease-expiry', start));
-            });
+            // The leases are gone before the holder goes on, and it goes on only once another
+            // worker took the lock and wrote the counter: its own write comes after, every run.
+            void expireLeases()
+              .then(() => counterMoved(target, options.prefix, message.from))
+              .then(() => {
+                child.send({ type: 'proceed', slowerMs: 0 } satisfies LockWorkerProceed);
+                ended('lease-expiry', start);
+              });
           } else if (options.clientPauses && due()) {
             pausing = true;
             const start = systemMonotonicMs();
             child.kill('SIGSTOP');
-            // Long enough for the lease to expire and another worker to take the lock.
-            void sleep(ttlSeconds * 1_000 + (options.faultDurationMs ?? 1_500)).then(() => {
+            // Until its lease has expired and another worker took the lock and wrote the counter
+            // (not for a fixed time, which a loaded machine may make too short for that).
+            void counterMoved(target, options.prefix, message.from).then(() => {
               child.kill('SIGCONT');
               ended('client-pause', start);
             });
@@ -167,6 +169,27 @@ export async function lockWorkload(
         child.kill('SIGCONT');
         child.kill('SIGKILL');
       }
+  }
+}
+
+/** How long a fault waits for another worker to write the counter before giving up. */
+const TAKEOVER_TIMEOUT_MS = 60_000;
+
+/**
+ * Resolves once the counter holds more than `from` (another worker wrote it), or after
+ * {@link TAKEOVER_TIMEOUT_MS}: the run then shows whatever happened, and a missing anomaly says so.
+ */
+async function counterMoved(target: Target, prefix: string, from: number): Promise<void> {
+  const etcd = new Etcd({ endpoints: [...target.endpoints], callTimeoutMs: 2_000 });
+  const deadline = systemMonotonicMs() + TAKEOVER_TIMEOUT_MS;
+  try {
+    while (systemMonotonicMs() < deadline) {
+      const kv = await etcd.get(`${prefix}counter`).catch(() => undefined);
+      if (kv !== undefined && Number(kv.text()) > from) return;
+      await sleep(50);
+    }
+  } finally {
+    await etcd.close();
   }
 }
 
