@@ -33,6 +33,11 @@ export interface VerifyOptions {
   readonly durationMs?: number;
   /** Stop after this many operations. Default unlimited. */
   readonly maxOps?: number;
+  /**
+   * Go on past `durationMs` until this many faults have been applied and healed (not the lock
+   * workload, whose faults come with its critical sections). Default 0.
+   */
+  readonly minFaults?: number;
   /** Concurrent clients (lock: worker processes). Default 8 (lock: 4). */
   readonly clients?: number;
   /** Faults to apply in turn. Default none. */
@@ -83,6 +88,7 @@ export async function verify(options: VerifyOptions): Promise<VerifyResult> {
     prefix: `etcdkit-verify/${randomBytes(4).toString('hex')}/`,
     durationMs: options.durationMs ?? 10_000,
     maxOps: options.maxOps,
+    minFaults: options.minFaults,
     clients: options.clients ?? 8,
     faults: options.faults ?? [],
     faultIntervalMs: options.faultIntervalMs,

@@ -19,6 +19,11 @@ export interface RunLimits {
   readonly maxOps?: number;
   /** Concurrent clients. */
   readonly clients: number;
+  /**
+   * The run goes on past `durationMs` until this many faults have been applied and healed, so a
+   * run on a slow machine has its faults too (only with faults the target supports). Default 0.
+   */
+  readonly minFaults?: number;
 }
 
 /** Options of the fault schedule. */
@@ -72,9 +77,17 @@ export async function runWithFaults(
   client: (index: number, signal: AbortSignal) => Promise<void>,
 ): Promise<FaultEvent[]> {
   const stop = new AbortController();
-  const timer = setTimeout(() => stop.abort(), limits.durationMs);
   const events: FaultEvent[] = [];
   const faults = schedule.faults.filter((f) => target.faults[f] !== undefined);
+  const minFaults = faults.length > 0 ? (limits.minFaults ?? 0) : 0;
+  let timeUp = false;
+  const stopWhenDone = () => {
+    if (timeUp && events.length >= minFaults) stop.abort();
+  };
+  const timer = setTimeout(() => {
+    timeUp = true;
+    stopWhenDone();
+  }, limits.durationMs);
   const nemesis = (async () => {
     for (let turn = 0; faults.length > 0 && !stop.signal.aborted; turn++) {
       await sleep(schedule.faultIntervalMs ?? 1_000, stop.signal);
@@ -100,6 +113,7 @@ export async function runWithFaults(
         end: systemMonotonicMs(),
         ...(error === undefined ? {} : { error }),
       });
+      stopWhenDone();
     }
   })();
   try {
