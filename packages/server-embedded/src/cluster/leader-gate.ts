@@ -1,6 +1,6 @@
-// The grpc-js interceptor in front of a cluster member's services: without a leader, and as a
-// learner, it answers as an etcd 3.4 member does (docs/embedded-server.md, "What a member without
-// a leader answers" and "Membership changes").
+// The middleware in front of a cluster member's services (net/call-middleware.ts), after its call
+// gate: without a leader, and as a learner, it answers as an etcd 3.4 member does
+// (docs/embedded-server.md, "What a member without a leader answers" and "Membership changes").
 import {
   etcdserverpb_Auth,
   etcdserverpb_Cluster,
@@ -10,12 +10,16 @@ import {
   v3electionpb_Election,
   v3lockpb_Lock,
 } from '@etcdkit/client/protocol';
-import type * as grpc from '@grpc/grpc-js';
 import type { RangeRequest, TxnRequest } from '../api/requests.js';
 import { type Clock, systemClock, type Timer } from '../clock.js';
 import { EtcdServerError, type GrpcCode } from '../errors.js';
-import { grpcJs } from '../grpc-js-module.js';
 import { isReadOnlyTxn } from '../kv/txn.js';
+import type {
+  CallArrival,
+  CallMiddleware,
+  CallSteps,
+  MiddlewareStatus,
+} from '../net/call-middleware.js';
 import { isLocalRange, isLocalTxn } from '../services/local-reads.js';
 
 /** Paths whose every call is a raft proposal. */
@@ -106,7 +110,7 @@ interface LeaderWait {
 }
 
 /** The leader gate of one member. */
-export class LeaderGate {
+export class LeaderGate implements CallMiddleware {
   private readonly requestTimeoutMs: number;
   /** The time held calls are measured in: the real clock until the cluster gives its own. */
   private clock: Clock = systemClock;
@@ -164,9 +168,9 @@ export class LeaderGate {
     for (const finish of [...this.waits]) finish(false);
   }
 
-  /** The interceptor to put in front of the member's services. */
-  interceptor(): grpc.ServerInterceptor {
-    return (method, call) => this.intercept(method, call);
+  /** True while a unary call passes untouched: the member has a leader and is no learner. */
+  admitsAtOnce(): boolean {
+    return this.lost === undefined && !this.isLearner();
   }
 
   private waitForLeader(): LeaderWait {
@@ -189,12 +193,9 @@ export class LeaderGate {
     return { done, cancel: () => finish(false) };
   }
 
-  private intercept(
-    method: grpc.ServerMethodDefinition<unknown, unknown>,
-    call: grpc.ServerInterceptingCallInterface,
-  ): grpc.ServerInterceptingCall {
-    const path = method.path;
-    const streaming = method.requestStream || method.responseStream;
+  /** The gate's steps for one call (CallMiddleware). */
+  open(call: CallArrival, answer: (status: MiddlewareStatus) => void): CallSteps {
+    const { path, streaming } = call;
     let ended = false;
     /** A unary call to a learner sent with require-leader: checked once its request is read. */
     let learnerRequiresLeader = false;
@@ -207,16 +208,9 @@ export class LeaderGate {
       ended = true;
       untrack();
       pending?.cancel();
-      call.sendStatus({
-        code: error.grpcCode,
-        details: error.message,
-        metadata: new (grpcJs().Metadata)(),
-      });
+      answer({ code: error.grpcCode, details: error.message });
     };
-    const pass = (message: unknown, next: (message: unknown) => void): void => {
-      if (!ended) next(message);
-    };
-    const hold = (message: unknown, need: Need, next: (message: unknown) => void): Promise<void> =>
+    const hold = (need: Need, next: () => void): Promise<void> =>
       (tail ?? Promise.resolve()).then(async () => {
         if (ended) return;
         if (waitsForLeader(need) && this.lost !== undefined) {
@@ -228,18 +222,27 @@ export class LeaderGate {
             return;
           }
         }
-        pass(message, next);
+        if (!ended) next();
       });
-    const listener: grpc.ServerListener = {
-      onReceiveMetadata: (metadata, next) => {
-        const requireLeader = metadata.get('hasleader')[0] === 'true';
+    const afterHeld = (next: () => void): void => {
+      if (tail === undefined) {
+        if (!ended) next();
+        return;
+      }
+      void tail.then(() => {
+        if (!ended) next();
+      });
+    };
+    return {
+      arrive: (next) => {
+        const requireLeader = call.metadata.get('hasleader')[0] === 'true';
         if (this.isLearner()) {
           if (streaming) {
             end(NOT_SUPPORTED_FOR_LEARNER);
             return;
           }
           learnerRequiresLeader = requireLeader;
-          next(metadata);
+          next();
           return;
         }
         if (requireLeader && this.lost !== undefined) {
@@ -251,9 +254,9 @@ export class LeaderGate {
           this.requireLeaderStreams.add(endStream);
           untrack = () => this.requireLeaderStreams.delete(endStream);
         }
-        next(metadata);
+        next();
       },
-      onReceiveMessage: (message, next) => {
+      receive: (message, next) => {
         if (ended) return;
         if (this.isLearner() && !streaming && !supportedForLearner(path, message)) {
           end(NOT_SUPPORTED_FOR_LEARNER);
@@ -272,42 +275,30 @@ export class LeaderGate {
           }
         }
         if (tail === undefined && !(waitsForLeader(need) && this.lost !== undefined)) {
-          pass(message, next);
+          next();
           return;
         }
-        const step = hold(message, need, next);
+        const step = hold(need, next);
         tail = step;
         void step.then(() => {
           if (tail === step) tail = undefined;
         });
       },
-      onReceiveHalfClose: (next) => {
-        if (tail === undefined) {
-          if (!ended) next();
-          return;
-        }
-        void tail.then(() => {
-          if (!ended) next();
-        });
+      halfClose: afterHeld,
+      sendMessage: (next) => {
+        if (!ended) next();
       },
-      onCancel: () => {
+      sendStatus: (next) => {
+        if (ended) return;
+        ended = true;
+        untrack();
+        next();
+      },
+      cancelled: () => {
         ended = true;
         untrack();
         pending?.cancel();
       },
     };
-    const responder: grpc.Responder = {
-      start: (next) => next(listener),
-      sendMessage: (message, next) => {
-        if (!ended) next(message);
-      },
-      sendStatus: (status, next) => {
-        if (ended) return;
-        ended = true;
-        untrack();
-        next(status);
-      },
-    };
-    return new (grpcJs().ServerInterceptingCall)(call, responder);
   }
 }

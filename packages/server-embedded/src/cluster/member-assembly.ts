@@ -58,7 +58,9 @@ export async function openMember(
       port,
       tls: settings.options.tls,
       maxRequestBytes: settings.maxRequestBytes,
-      interceptors: [gate.interceptor()],
+      // The leader gate is middleware of the server's own engine.
+      transport: 'h2',
+      middleware: [gate],
     },
     settings.logger,
   );

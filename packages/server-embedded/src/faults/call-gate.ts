@@ -127,8 +127,8 @@ export class CallGate {
     );
     const listener: grpc.ServerListener = {
       onReceiveMetadata: (metadata, next) => gated.arrive(() => next(metadata)),
-      onReceiveMessage: (message, next) => gated.receive(() => next(message)),
-      onReceiveHalfClose: (next) => gated.receive(next),
+      onReceiveMessage: (message, next) => gated.receive(message, () => next(message)),
+      onReceiveHalfClose: (next) => gated.halfClose(next),
     };
     const responder: grpc.Responder = {
       start: (next) => next(listener),
@@ -195,8 +195,17 @@ export class GatedCall {
     );
   }
 
-  /** Passes a request message or the half-close on, after any pause. */
-  receive(next: () => void): void {
+  /** Passes a request message on, after any pause. */
+  receive(_message: unknown, next: () => void): void {
+    this.passIn(next);
+  }
+
+  /** Passes the client's half-close on, after any pause (and after every message before it). */
+  halfClose(next: () => void): void {
+    this.passIn(next);
+  }
+
+  private passIn(next: () => void): void {
     this.inbound.run(
       () => this.gate.whilePaused(),
       () => {
@@ -231,6 +240,9 @@ export class GatedCall {
       this.onOutboundFailure,
     );
   }
+
+  /** Nothing to let go of: what the gate holds ends with the call's connection or its pause. */
+  cancelled(): void {}
 
   private refuse(status: InjectedStatus): void {
     this.refused = true;

@@ -1,13 +1,14 @@
 // The network side of one member: a gRPC server (net/grpc-engine.ts) behind the call gate,
 // listening on the member's client URLs, with every etcd v3 service registered over a ServiceContext. The state it serves
 // (the ServerCore) is built apart, so a simulated cluster can serve one core from several members.
-import type * as grpc from '@grpc/grpc-js';
 import { LocalClient } from '../concurrency/local-client.js';
 import { CallGate } from '../faults/call-gate.js';
 import type { ServerLogger } from '../logger.js';
+import type { CallMiddleware } from '../net/call-middleware.js';
 import type { ClientListeners } from '../net/client-listeners.js';
 import { type ClientPortOptions, openClientPort } from '../net/client-port.js';
 import {
+  DEFAULT_SERVER_TRANSPORT,
   type GrpcEngine,
   grpcJsEngine,
   h2Engine,
@@ -33,11 +34,11 @@ const GRPC_OVERHEAD_BYTES = 512 * 1024;
 export interface MemberServerOptions extends ClientPortOptions {
   readonly maxRequestBytes: number;
   /**
-   * Interceptors every call passes after the call gate (a simulated cluster's leader gate): a
-   * paused member holds a call before they see it.
+   * Middleware every call passes after the call gate (a simulated cluster's leader gate): a
+   * paused member holds a call before it sees it.
    */
-  readonly interceptors?: readonly grpc.ServerInterceptor[];
-  /** Which gRPC server serves the calls; default `'grpc-js'`. */
+  readonly middleware?: readonly CallMiddleware[];
+  /** Which gRPC server serves the calls; default `'h2'`. */
   readonly transport?: ServerTransport;
 }
 
@@ -81,10 +82,10 @@ export class MemberServer {
     const engineOptions = {
       gate,
       maxReceiveBytes: options.maxRequestBytes + GRPC_OVERHEAD_BYTES,
-      interceptors: options.interceptors,
+      middleware: options.middleware,
     };
-    const engine =
-      options.transport === 'h2' ? h2Engine(engineOptions) : grpcJsEngine(engineOptions);
+    const transport = options.transport ?? DEFAULT_SERVER_TRANSPORT;
+    const engine = transport === 'h2' ? h2Engine(engineOptions) : grpcJsEngine(engineOptions);
     try {
       const port = await openClientPort(engine.acceptor, options, logger);
       return new MemberServer(engine, gate, port);

@@ -1,12 +1,13 @@
 // A bidirectional net/h2 call as the services' BidiStream: requests decoded and passed through the
-// call gate as 'data' events, responses encoded and gated on their way out, with the events
+// call's layers (the call gate, any middleware) as 'data' events, responses encoded and passed
+// through them on their way out, with the events
 // grpc-js's ServerDuplexStream emits ('end', 'cancelled', 'close', 'drain', 'error').
 import { EventEmitter } from 'node:events';
 import type { MethodDescriptor } from '@etcdkit/client/protocol';
 import type * as grpc from '@grpc/grpc-js';
 import { GrpcCode } from '../errors.js';
-import type { GatedCall } from '../faults/call-gate.js';
 import type { BidiStream, CallInfo, ResponseOf } from '../services/registry.js';
+import type { CallSteps } from './call-middleware.js';
 import type { BidiCall } from './h2/routes.js';
 import { H2CallInfo } from './h2-call-info.js';
 
@@ -14,20 +15,24 @@ import { H2CallInfo } from './h2-call-info.js';
 export class H2BidiStream<Req, Res> extends EventEmitter implements BidiStream<Req, Res> {
   readonly #call: BidiCall;
   readonly #method: MethodDescriptor<Req, Res, 'bidi-stream'>;
-  readonly #gated: GatedCall;
+  readonly #layers: CallSteps;
   readonly #info: H2CallInfo;
   #closed = false;
 
-  constructor(call: BidiCall, method: MethodDescriptor<Req, Res, 'bidi-stream'>, gated: GatedCall) {
+  constructor(
+    call: BidiCall,
+    method: MethodDescriptor<Req, Res, 'bidi-stream'>,
+    layers: CallSteps,
+  ) {
     super();
     this.#call = call;
     this.#method = method;
-    this.#gated = gated;
+    this.#layers = layers;
     this.#info = new H2CallInfo(call);
     // Listeners are added by the handler after this returns: events start on a later tick.
     queueMicrotask(() => {
       call.onMessage((message) => this.#deliver(message));
-      call.onHalfClose(() => this.#gated.receive(() => this.emit('end')));
+      call.onHalfClose(() => this.#layers.halfClose(() => this.emit('end')));
       if (call.signal.aborted) this.#cancelled();
       else call.signal.addEventListener('abort', () => this.#cancelled(), { once: true });
     });
@@ -53,7 +58,7 @@ export class H2BidiStream<Req, Res> extends EventEmitter implements BidiStream<R
     if (this.#call.ended) return false;
     const frame = this.#method.response.encode(message as Res).finish();
     let written = true;
-    this.#gated.sendMessage(() => {
+    this.#layers.sendMessage(() => {
       written = this.#call.write(frame);
       if (!written) this.#call.onDrain(() => this.emit('drain'));
     });
@@ -61,7 +66,7 @@ export class H2BidiStream<Req, Res> extends EventEmitter implements BidiStream<R
   }
 
   end(): void {
-    this.#gated.sendStatus(() => {
+    this.#layers.sendStatus(() => {
       this.#call.end();
       this.#close();
     });
@@ -71,7 +76,7 @@ export class H2BidiStream<Req, Res> extends EventEmitter implements BidiStream<R
     if (event !== 'error') return super.emit(event, ...args);
     // As on grpc-js's call: an 'error' emitted by the handler ends the call with its status.
     const status = args[0] as grpc.ServerErrorResponse;
-    this.#gated.sendStatus(() => {
+    this.#layers.sendStatus(() => {
       this.#call.end(
         (status.code ?? GrpcCode.UNKNOWN) as GrpcCode,
         status.details ?? status.message,
@@ -90,6 +95,11 @@ export class H2BidiStream<Req, Res> extends EventEmitter implements BidiStream<R
     this.#call.resume();
   }
 
+  /** A layer answered the call in the handler's place: the handler hears of it as of a cancel. */
+  answered(): void {
+    this.#cancelled();
+  }
+
   #deliver(message: Buffer): void {
     let request: Req;
     try {
@@ -99,7 +109,7 @@ export class H2BidiStream<Req, Res> extends EventEmitter implements BidiStream<R
       this.#close();
       return;
     }
-    this.#gated.receive(() => this.emit('data', request));
+    this.#layers.receive(request, () => this.emit('data', request));
   }
 
   #cancelled(): void {

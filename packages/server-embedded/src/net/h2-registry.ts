@@ -1,9 +1,10 @@
 // The service registry on the server's own HTTP/2 layer (net/h2): each handler becomes a route
-// that decodes the request with the generated codec, passes the call gate and answers as grpc-js's
-// server does. A unary call arriving while the gate holds nothing skips the gate's bookkeeping.
+// that decodes the request with the generated codec, passes the call gate and any middleware
+// (call-middleware.ts) and answers as grpc-js's server does. A unary call arriving while no layer
+// would touch it skips their bookkeeping.
 import type { MethodDescriptor } from '@etcdkit/client/protocol';
 import { GrpcCode } from '../errors.js';
-import { type CallGate, GatedCall, type InjectedStatus } from '../faults/call-gate.js';
+import { type CallGate, GatedCall } from '../faults/call-gate.js';
 import {
   type BidiHandler,
   type ServerStreamHandler,
@@ -14,6 +15,12 @@ import {
   unimplementedStatus,
   type WaitingUnaryHandler,
 } from '../services/registry.js';
+import {
+  type CallMiddleware,
+  type CallSteps,
+  type MiddlewareStatus,
+  stackLayers,
+} from './call-middleware.js';
 import { type Routes, type ServerCall, StatusError } from './h2/routes.js';
 import { H2BidiStream } from './h2-bidi-stream.js';
 import { H2CallInfo } from './h2-call-info.js';
@@ -25,7 +32,7 @@ export function failureStatus(error: unknown): StatusError {
   return new StatusError((status.code ?? GrpcCode.UNKNOWN) as GrpcCode, status.details ?? '');
 }
 
-function statusError(status: InjectedStatus): StatusError {
+function statusError(status: MiddlewareStatus): StatusError {
   return new StatusError(status.code, status.details);
 }
 
@@ -46,15 +53,17 @@ function encode<Res>(method: MethodDescriptor<unknown, Res>, response: unknown):
   }
 }
 
-/** Handler registration on one table of net/h2 routes, behind `gate`. */
+/** Handler registration on one table of net/h2 routes, behind `gate` and then `middleware`. */
 export class H2Registry implements ServiceRegistry {
   readonly #routes: Routes;
   readonly #gate: CallGate;
+  readonly #middleware: readonly CallMiddleware[];
   readonly #registered = new Set<string>();
 
-  constructor(routes: Routes, gate: CallGate) {
+  constructor(routes: Routes, gate: CallGate, middleware: readonly CallMiddleware[] = []) {
     this.#routes = routes;
     this.#gate = gate;
+    this.#middleware = middleware;
   }
 
   unary<Req, Res>(
@@ -81,34 +90,47 @@ export class H2Registry implements ServiceRegistry {
   ): void {
     this.#registered.add(method.path);
     this.#routes.serverStream(method.path, (bytes, call) => {
-      const gated = this.#gated(method.path, call);
-      gated.arrive(() => {
-        const send: StreamSend<Res> = (message) =>
-          new Promise((resolve, reject) => {
-            const frame = encode(method, message);
-            gated.sendMessage(() => {
-              if (call.ended) reject(new Error('stream cancelled'));
-              else if (call.write(frame)) resolve();
-              else
-                call.onDrain(() =>
-                  call.ended ? reject(new Error('stream cancelled')) : resolve(),
-                );
-            });
-          });
-        let running: Promise<void>;
+      // The handler also stops when a layer answers the call in its place.
+      const answered = new AbortController();
+      const layers = this.#layers(method.path, true, call, (status) => {
+        call.end(status.code, status.details);
+        answered.abort(statusError(status));
+      });
+      const signal = AbortSignal.any([call.signal, answered.signal]);
+      const fail = (error: unknown): void => {
+        if (call.ended) return;
+        const status = failureStatus(error);
+        layers.sendStatus(() => call.end(status.code, status.details));
+      };
+      layers.arrive(() => {
+        let request: Req;
         try {
-          running = handler(decode(method, bytes), send, new H2CallInfo(call), call.signal);
+          request = decode(method, bytes);
         } catch (error) {
-          running = Promise.reject(error);
+          fail(error);
+          return;
         }
-        running.then(
-          () => gated.sendStatus(() => call.end()),
-          (error: unknown) => {
-            if (call.ended) return;
-            const status = failureStatus(error);
-            gated.sendStatus(() => call.end(status.code, status.details));
-          },
-        );
+        layers.receive(request, () => {
+          const send: StreamSend<Res> = (message) =>
+            new Promise((resolve, reject) => {
+              const frame = encode(method, message);
+              layers.sendMessage(() => {
+                if (call.ended) reject(new Error('stream cancelled'));
+                else if (call.write(frame)) resolve();
+                else
+                  call.onDrain(() =>
+                    call.ended ? reject(new Error('stream cancelled')) : resolve(),
+                  );
+              });
+            });
+          let running: Promise<void>;
+          try {
+            running = handler(request, send, new H2CallInfo(call), signal);
+          } catch (error) {
+            running = Promise.reject(error);
+          }
+          running.then(() => layers.sendStatus(() => call.end()), fail);
+        });
       });
     });
   }
@@ -119,8 +141,15 @@ export class H2Registry implements ServiceRegistry {
   ): void {
     this.#registered.add(method.path);
     this.#routes.bidi(method.path, (call) => {
-      const gated = this.#gated(method.path, call);
-      gated.arrive(() => handler(new H2BidiStream(call, method, gated)));
+      let stream: H2BidiStream<Req, Res> | undefined;
+      const layers = this.#layers(method.path, true, call, (status) => {
+        call.end(status.code, status.details);
+        stream?.answered();
+      });
+      layers.arrive(() => {
+        stream = new H2BidiStream(call, method, layers);
+        handler(stream);
+      });
     });
   }
 
@@ -129,8 +158,10 @@ export class H2Registry implements ServiceRegistry {
       if (this.#registered.has(method.path)) continue;
       const { code, details } = unimplementedStatus(method.path);
       const refuse = (call: ServerCall): void => {
-        const gated = this.#gated(method.path, call);
-        gated.arrive(() => gated.sendStatus(() => call.end(code, details)));
+        const layers = this.#layers(method.path, true, call, (status) =>
+          call.end(status.code, status.details),
+        );
+        layers.arrive(() => layers.sendStatus(() => call.end(code, details)));
       };
       if (method.kind === 'unary')
         this.#routes.unary(method.path, (_bytes, call) => this.#refused(call, code, details));
@@ -142,25 +173,53 @@ export class H2Registry implements ServiceRegistry {
 
   #refused(call: ServerCall, code: GrpcCode, details: string): Promise<Uint8Array> {
     return new Promise((_resolve, reject) => {
-      const gated = this.#gated(call.path, call);
-      gated.arrive(() => gated.sendStatus(() => reject(new StatusError(code, details))));
+      const layers = this.#layers(call.path, false, call, (status) => reject(statusError(status)));
+      layers.arrive(() => layers.sendStatus(() => reject(new StatusError(code, details))));
     });
   }
 
-  /** The gate's steps for `call`; what the gate answers itself ends the call. */
-  #gated(path: string, call: ServerCall): GatedCall {
-    return new GatedCall(this.#gate, path, (status) => call.end(status.code, status.details));
+  /**
+   * The layers `call` passes: the call gate, then the middleware. `answer` ends the call with a
+   * layer's own status; the layers then learn the call is over, as they do when its signal aborts.
+   */
+  #layers(
+    path: string,
+    streaming: boolean,
+    call: ServerCall,
+    answer: (status: MiddlewareStatus) => void,
+  ): CallSteps {
+    const gated = new GatedCall(this.#gate, path, answer);
+    if (this.#middleware.length === 0) return gated;
+    let over = false;
+    const arrival = { path, streaming, metadata: call.metadata };
+    const layers: CallSteps = stackLayers(gated, this.#middleware, arrival, (status) => {
+      answer(status);
+      ended();
+    });
+    const ended = (): void => {
+      if (over) return;
+      over = true;
+      layers.cancelled();
+    };
+    call.signal.addEventListener('abort', ended, { once: true });
+    return layers;
   }
 
-  /** A unary route: decode, the gate, the handler, the response or its failure as a status. */
+  /** True when a unary call arriving now passes the gate and every middleware untouched. */
+  #admitsAtOnce(): boolean {
+    if (!this.#gate.admitsAtOnce()) return false;
+    for (const middleware of this.#middleware) if (!middleware.admitsAtOnce()) return false;
+    return true;
+  }
+
+  /** A unary route: decode, the layers, the handler, the response or its failure as a status. */
   #answerOnce<Req, Res>(
     method: MethodDescriptor<Req, Res, 'unary'>,
     serve: (request: Req, bytes: number, call: ServerCall) => unknown,
   ): void {
     this.#registered.add(method.path);
-    const gate = this.#gate;
     this.#routes.unary(method.path, (bytes, call) => {
-      if (!gate.admitsAtOnce()) return this.#answerGated(method, serve, bytes, call);
+      if (!this.#admitsAtOnce()) return this.#answerGated(method, serve, bytes, call);
       let result: unknown;
       try {
         result = serve(decode(method, bytes), bytes.length, call);
@@ -194,29 +253,40 @@ export class H2Registry implements ServiceRegistry {
     call: ServerCall,
   ): Promise<Uint8Array> {
     return new Promise((resolve, reject) => {
-      const gated = new GatedCall(this.#gate, method.path, (status) => reject(statusError(status)));
+      const layers = this.#layers(method.path, false, call, (status) =>
+        reject(statusError(status)),
+      );
       const fail = (error: unknown): void => {
         const status = failureStatus(error);
-        gated.sendStatus(() => reject(status));
+        layers.sendStatus(() => reject(status));
       };
-      gated.arrive(() => {
-        let result: unknown;
+      layers.arrive(() => {
+        let request: Req;
         try {
-          result = serve(decode(method, bytes), bytes.length, call);
+          request = decode(method, bytes);
         } catch (error) {
           fail(error);
           return;
         }
-        Promise.resolve(result).then((response) => {
-          let frame: Uint8Array;
+        layers.receive(request, () => {
+          let result: unknown;
           try {
-            frame = encode(method, response);
+            result = serve(request, bytes.length, call);
           } catch (error) {
             fail(error);
             return;
           }
-          gated.sendMessage(() => resolve(frame));
-        }, fail);
+          Promise.resolve(result).then((response) => {
+            let frame: Uint8Array;
+            try {
+              frame = encode(method, response);
+            } catch (error) {
+              fail(error);
+              return;
+            }
+            layers.sendMessage(() => layers.sendStatus(() => resolve(frame)));
+          }, fail);
+        });
       });
     });
   }

@@ -199,10 +199,13 @@ describe('EmbeddedCluster', () => {
     await put(writer, 'w/1', 'a');
     expect(keysOf(await plain.next())).toEqual(['w/1']);
     expect(keysOf(await strict.next())).toEqual(['w/1']);
+    expect(m2.watchable.size).toBe(2);
     m2.partition();
     // The require-leader stream ends with "no leader", as etcd's leader monitor ends it.
     await expect(strict.take(1)).rejects.toThrow(/etcdserver: no leader/);
     expect(strict.error?.code).toBe(GrpcCode.UNAVAILABLE);
+    // Its handler heard the stream end: its watcher is gone, the plain stream's stays.
+    expect(m2.watchable.size).toBe(1);
     await put(writer, 'w/2', 'b');
     await put(writer, 'w/3', 'c');
     expect(await plain.drain(200)).toEqual([]);

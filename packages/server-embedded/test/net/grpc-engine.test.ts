@@ -4,11 +4,10 @@
 // pass the authority check first (net/connection-handoff.ts), which waits for the client's preface.
 import { createConnection } from 'node:net';
 import { Etcd } from '@etcdkit/client';
-import { ServerInterceptingCall } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { CallGate } from '../../src/faults/call-gate.js';
-import { EmbeddedEtcd } from '../../src/index.js';
-import { DEFAULT_SERVER_TRANSPORT, h2Engine } from '../../src/net/grpc-engine.js';
+import { EmbeddedCluster, EmbeddedEtcd } from '../../src/index.js';
+import { DEFAULT_SERVER_TRANSPORT, grpcJsEngine } from '../../src/net/grpc-engine.js';
 
 const FRAME_SETTINGS = 0x4;
 
@@ -49,13 +48,22 @@ describe('the gRPC server under EmbeddedEtcd', () => {
     }
   });
 
-  it('refuses grpc-js interceptors on h2 (simulated clusters serve on grpc-js)', () => {
+  it("serves an EmbeddedCluster's members on h2, whatever the default", async () => {
+    const cluster = await EmbeddedCluster.start({ members: 3 });
+    try {
+      for (const member of cluster.members) {
+        const sent = await firstBytes(member.port, 200);
+        expect(sent[3]).toBe(FRAME_SETTINGS);
+      }
+    } finally {
+      await cluster.stop();
+    }
+  });
+
+  it("refuses middleware on grpc-js (simulated clusters' leader gates serve on h2)", () => {
+    const idle = { admitsAtOnce: () => true, open: () => ({}) as never };
     expect(() =>
-      h2Engine({
-        gate: new CallGate(),
-        maxReceiveBytes: 1024,
-        interceptors: [(_m, call) => new ServerInterceptingCall(call)],
-      }),
-    ).toThrow("transport 'h2' serves no grpc-js interceptors");
+      grpcJsEngine({ gate: new CallGate(), maxReceiveBytes: 1024, middleware: [idle] }),
+    ).toThrow("transport 'grpc-js' serves no middleware");
   });
 });
