@@ -1,0 +1,223 @@
+// `etcdkit lock`: three supervisors of one NAME whose commands append heartbeats to one file never
+// run two commands at once, whether holders exit, lose their lease to a revoke, or stall (SIGSTOP)
+// longer than the TTL; and the lock's exit statuses, environment and signals.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Etcd } from '@etcdkit/client';
+import { describeEachBackend } from '@etcdkit/testkit';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { EXIT_STATUS } from '../src/exit-status.js';
+import {
+  heartbeats,
+  killAll,
+  type Running,
+  readBeats,
+  runsOf,
+  startEtcdctl,
+  startEtcdkit,
+  until,
+} from './support/etcdkit-process.js';
+
+const TTL = ['--ttl', '3', '--kill-grace', '0.5'];
+
+describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
+  let dir: string;
+  let etcd: Etcd;
+  beforeAll(() => {
+    etcd = new Etcd({ endpoints: backend().endpoints });
+  });
+  afterAll(async () => {
+    await etcd.close();
+  });
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'etcdkit-cli-'));
+  });
+  afterEach(async () => {
+    await killAll();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const endpoint = (): string => backend().endpoints[0]!;
+  const lock = (lockName: string, command: readonly string[], flags = TTL): Running =>
+    startEtcdkit(['lock', `--endpoints=${endpoint()}`, ...flags, lockName, '--', ...command]);
+  /** Waits until `count` keys (holder and waiters) are under the lock's prefix. */
+  const queued = (lockName: string, count: number): Promise<void> =>
+    untilAsync(async () => (await etcd.count({ prefix: `${lockName}/` })) === BigInt(count));
+
+  /**
+   * Starts a holder running `first`, then two waiters running `rest` once it beats, each queued
+   * before the next starts (FIFO order known).
+   */
+  async function threeSupervisors(
+    lockName: string,
+    file: string,
+    first: readonly string[],
+    rest: readonly string[],
+  ): Promise<Running[]> {
+    const holder = lock(lockName, first);
+    await until(() => readBeats(file).length > 0, 'the first holder to beat');
+    const second = lock(lockName, rest);
+    await queued(lockName, 2);
+    const third = lock(lockName, rest);
+    await queued(lockName, 3);
+    return [holder, second, third];
+  }
+
+  function expectOneAtATime(file: string, holders: number): void {
+    const runs = runsOf(readBeats(file));
+    // Each command's beats are one run: none interleaved with another's.
+    expect(new Set(runs.map((run) => run.pid)).size).toBe(runs.length);
+    expect(runs).toHaveLength(holders);
+    // In queue order, each holder with a higher fencing token than the one before.
+    const tokens = runs.map((run) => BigInt(run.token));
+    expect([...tokens].sort((a, b) => (a < b ? -1 : 1))).toEqual(tokens);
+  }
+
+  it('runs one command at a time while holders exit normally', async () => {
+    const file = join(dir, 'beats');
+    const lockName = `${prefix()}normal`;
+    const release = join(dir, 'release');
+    const supervisors = await threeSupervisors(
+      lockName,
+      file,
+      heartbeats(file, { until: release }),
+      heartbeats(file, 6),
+    );
+    writeFileSync(release, '');
+    const exits = await Promise.all(supervisors.map((s) => s.exited));
+    expect(exits.map((exit) => exit.code)).toEqual([0, 0, 0]);
+    expectOneAtATime(file, 3);
+    expect(
+      runsOf(readBeats(file))
+        .map((run) => run.beats)
+        .slice(1),
+    ).toEqual([6, 6]);
+    expect(await etcd.count({ prefix: `${lockName}/` })).toBe(0n);
+  }, 60_000);
+
+  it("stops the holder's command when its lease is revoked, then the next one runs", async () => {
+    const file = join(dir, 'beats');
+    const lockName = `${prefix()}revoked`;
+    const [holder, ...waiters] = await threeSupervisors(
+      lockName,
+      file,
+      heartbeats(file, 'forever'),
+      heartbeats(file, 4),
+    );
+    const lease = readBeats(file)[0]!.lease;
+    if (name === 'etcd') {
+      const revoke = await startEtcdctl(endpoint(), ['lease', 'revoke', lease]).exited;
+      expect(revoke.stdout).toContain('revoked');
+    } else {
+      await etcd.lease.revoke(BigInt(`0x${lease}`));
+    }
+    const holderExit = await holder!.exited;
+    expect(holderExit.code).toBe(EXIT_STATUS.lost);
+    expect(holderExit.stderr).toContain(`the lock ${lockName} was lost`);
+    expect((await Promise.all(waiters.map((w) => w.exited))).map((e) => e.code)).toEqual([0, 0]);
+    expectOneAtATime(file, 3);
+  }, 60_000);
+
+  it('stops the command of a supervisor stalled (SIGSTOP) past its TTL before the lock passes on', async () => {
+    const file = join(dir, 'beats');
+    const lockName = `${prefix()}stalled`;
+    const [holder, ...waiters] = await threeSupervisors(
+      lockName,
+      file,
+      heartbeats(file, 'forever'),
+      heartbeats(file, 4),
+    );
+    holder!.child.kill('SIGSTOP');
+    // The lease expires (3 s TTL) and the next holder runs while the supervisor is still stopped.
+    await until(() => runsOf(readBeats(file)).length >= 2, 'the next holder to beat');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    holder!.child.kill('SIGCONT');
+    const holderExit = await holder!.exited;
+    expect(holderExit.code).toBe(EXIT_STATUS.lost);
+    expect(holderExit.stderr).toContain('its lease could not be confirmed in time');
+    expect((await Promise.all(waiters.map((w) => w.exited))).map((e) => e.code)).toEqual([0, 0]);
+    expectOneAtATime(file, 3);
+  }, 60_000);
+
+  it("exits with CMD's status and gives CMD the lock's key, revision and fencing token", async () => {
+    const lockName = `${prefix()}env`;
+    const exit = await lock(lockName, [
+      'sh',
+      '-c',
+      'echo "$ETCD_LOCK_KEY|$ETCD_LOCK_REV|$ETCDKIT_KEY|$ETCDKIT_FENCING_TOKEN|$ETCDKIT_LEASE_ID"; exit 7',
+    ]).exited;
+    expect(exit.code).toBe(7);
+    const [key, rev, ownKey, token, lease] = exit.stdout.trim().split('|');
+    expect(key).toBe(`${lockName}/${lease}`);
+    expect(ownKey).toBe(key);
+    // The lock was taken in one txn when free: the response's revision is the key's creation.
+    expect(rev).toBe(token);
+    expect(BigInt(token!)).toBeGreaterThan(0n);
+    expect(await etcd.count({ prefix: `${lockName}/` })).toBe(0n);
+  });
+
+  it('passes SIGTERM and SIGINT to CMD and releases the lock after it exits', async () => {
+    const lockName = `${prefix()}signals`;
+    const trapping = lock(lockName, [
+      'sh',
+      '-c',
+      'trap "echo got-term; exit 5" TERM; echo ready; while true; do sleep 0.05; done',
+    ]);
+    await until(() => trapping.stdout().includes('ready'), 'CMD to start');
+    trapping.child.kill('SIGTERM');
+    const trapped = await trapping.exited;
+    expect(trapped.stdout).toContain('got-term');
+    expect(trapped.code).toBe(5);
+    const plain = lock(lockName, ['sh', '-c', 'echo ready; while true; do sleep 0.05; done']);
+    await until(() => plain.stdout().includes('ready'), 'CMD to start');
+    plain.child.kill('SIGINT');
+    expect((await plain.exited).code).toBe(128 + 2);
+    expect(await etcd.count({ prefix: `${lockName}/` })).toBe(0n);
+  }, 30_000);
+
+  it('exits 75 when --wait-timeout passes, 127 for a missing CMD, 64 for bad flags', async () => {
+    const lockName = `${prefix()}statuses`;
+    const holder = lock(lockName, ['sh', '-c', 'echo ready; sleep 30']);
+    await until(() => holder.stdout().includes('ready'), 'the holder');
+    const timedOut = await lock(lockName, ['true'], [...TTL, '--wait-timeout', '0.5']).exited;
+    expect(timedOut.code).toBe(EXIT_STATUS.waitTimeout);
+    expect(timedOut.stderr).toContain('--wait-timeout');
+    holder.child.kill('SIGTERM');
+    await holder.exited;
+    const missing = await lock(lockName, ['etcdkit-no-such-command']).exited;
+    expect(missing.code).toBe(EXIT_STATUS.notFound);
+    const badTtl = await lock(lockName, ['true'], ['--ttl', '1.5']).exited;
+    expect(badTtl.code).toBe(EXIT_STATUS.usage);
+    expect(badTtl.stderr).toContain('--ttl');
+    const tooLongGrace = await lock(lockName, ['true'], ['--ttl', '3', '--kill-grace', '2']).exited;
+    expect(tooLongGrace.code).toBe(EXIT_STATUS.usage);
+    expect(tooLongGrace.stderr).toContain('--kill-grace');
+  }, 30_000);
+
+  it('without CMD prints the key and an empty value and holds until SIGINT, as etcdctl', async () => {
+    const lockName = `${prefix()}bare`;
+    const bare = startEtcdkit(['lock', `--endpoints=${endpoint()}`, lockName]);
+    await until(() => bare.stdout().split('\n').length >= 3, 'the key to be printed');
+    const { kvs } = await etcd.range({ prefix: `${lockName}/` });
+    expect(bare.stdout()).toBe(`${kvs[0]!.keyText()}\n\n`);
+    bare.child.kill('SIGINT');
+    expect((await bare.exited).code).toBe(0);
+    expect(await etcd.count({ prefix: `${lockName}/` })).toBe(0n);
+  });
+
+  it('reads the endpoints from ETCDCTL_ENDPOINTS', async () => {
+    const exit = await startEtcdkit(['lock', '--ttl', '3', `${prefix()}env-var`, '--', 'true'], {
+      ETCDCTL_ENDPOINTS: endpoint(),
+    }).exited;
+    expect(exit.code).toBe(0);
+  });
+});
+
+async function untilAsync(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const started = Date.now();
+  while (!(await check())) {
+    if (Date.now() - started > timeoutMs) throw new Error('timed out waiting for the queue');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
