@@ -83,6 +83,19 @@ export async function killAll(): Promise<void> {
   );
 }
 
+/** Polls an asynchronous `check` every 20 ms until it holds; fails after `timeoutMs`. */
+export async function untilAsync(
+  check: () => Promise<boolean>,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const started = Date.now();
+  while (!(await check())) {
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 /** Polls `check` every 20 ms until it holds; fails after `timeoutMs` naming `what`. */
 export async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
   const started = Date.now();
@@ -93,8 +106,8 @@ export async function until(check: () => boolean, what: string, timeoutMs = 20_0
 }
 
 /**
- * A shell command writing heartbeats to `file`: `TOKEN LEASE PID N` lines (the fencing token and
- * lease etcdkit gave it, its shell's pid, a counter), every 50 ms; `beats` of them, for ever, or
+ * A shell command writing heartbeats to `file`: `TOKEN LEASE PID N WHO` lines (the fencing token
+ * and lease etcdkit gave it, its shell's pid, a counter, and $WHO, which names its supervisor), every 50 ms; `beats` of them, for ever, or
  * until a file exists (`{ until: path }`).
  */
 export function heartbeats(
@@ -110,7 +123,7 @@ export function heartbeats(
   return [
     'sh',
     '-c',
-    `i=0; while ${condition}; do echo "$ETCDKIT_FENCING_TOKEN $ETCDKIT_LEASE_ID $$ $i" >> '${file}'; i=$((i+1)); sleep 0.05; done`,
+    `i=0; while ${condition}; do echo "$ETCDKIT_FENCING_TOKEN $ETCDKIT_LEASE_ID $$ $i \${WHO:-}" >> '${file}'; i=$((i+1)); sleep 0.05; done`,
   ];
 }
 
@@ -120,6 +133,8 @@ export interface Beat {
   readonly lease: string;
   readonly pid: number;
   readonly n: number;
+  /** $WHO of the supervisor's environment, '' without one. */
+  readonly who: string;
 }
 
 /** The heartbeats in `file` so far. */
@@ -134,8 +149,8 @@ export function readBeats(file: string): Beat[] {
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => {
-      const [token, lease, pid, n] = line.split(' ');
-      return { token: token!, lease: lease!, pid: Number(pid), n: Number(n) };
+      const [token, lease, pid, n, who] = line.split(' ');
+      return { token: token!, lease: lease!, pid: Number(pid), n: Number(n), who: who ?? '' };
     });
 }
 
@@ -144,6 +159,7 @@ export interface Run {
   readonly token: string;
   readonly lease: string;
   readonly pid: number;
+  readonly who: string;
   readonly beats: number;
 }
 
@@ -158,8 +174,17 @@ export function runsOf(beats: readonly Beat[]): Run[] {
     if (last !== undefined && last.pid === beat.pid) {
       runs[runs.length - 1] = { ...last, beats: last.beats + 1 };
     } else {
-      runs.push({ token: beat.token, lease: beat.lease, pid: beat.pid, beats: 1 });
+      runs.push({ token: beat.token, lease: beat.lease, pid: beat.pid, who: beat.who, beats: 1 });
     }
   }
   return runs;
+}
+
+/** Each command's heartbeats are one run (no two commands interleaved), in fencing token order. */
+export function oneAtATime(runs: readonly Run[]): boolean {
+  const tokens = runs.map((run) => BigInt(run.token));
+  return (
+    new Set(runs.map((run) => run.pid)).size === runs.length &&
+    tokens.every((token, i) => i === 0 || token > tokens[i - 1]!)
+  );
 }
