@@ -261,8 +261,17 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
     const http = Number(this.headers?.[':status'] ?? 200);
     const mapped = http !== 200 ? statusFromHttp(http) : statusFromReset(rstCode);
     const refused = this.headers === undefined && rstCode === REFUSED_STREAM;
-    const why = refused && goaway ? ` (${goaway.text})` : '';
-    this.finish(failure(mapped.code, `${mapped.details}${why}`, !refused, cause));
+    const said = refused ? goaway : undefined;
+    this.finish(
+      new TransportError({
+        code: mapped.code,
+        details: said ? `${mapped.details} (${said.text})` : mapped.details,
+        metadata: NO_METADATA,
+        sent: !refused,
+        protocolError: said?.protocolError,
+        cause: said ? new Error(said.text, { cause }) : cause,
+      }),
+    );
   }
 
   /**

@@ -36,6 +36,11 @@ export interface Goaway {
   readonly protocolError: boolean;
 }
 
+/** Whether an HTTP/2 error `code` (of a GOAWAY or RST_STREAM) says the protocol was broken. */
+export function isProtocolErrorCode(code: number): boolean {
+  return PROTOCOL_CODES.has(code);
+}
+
 /** The name of an HTTP/2 error code, or `code N` for one RFC 9113 does not define. */
 export function errorCodeName(code: number): string {
   return ERROR_CODE_NAMES[code] ?? `code ${code}`;
@@ -49,7 +54,7 @@ export function goawayOf(code: number, lastStreamId: number, debug: Buffer | und
     code,
     lastStreamId,
     text: `the server sent GOAWAY ${name ?? 'with an unknown code'} (code ${code}, last stream ${lastStreamId})${said}`,
-    protocolError: PROTOCOL_CODES.has(code),
+    protocolError: isProtocolErrorCode(code),
   };
 }
 

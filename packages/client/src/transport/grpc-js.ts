@@ -4,6 +4,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { MethodDescriptor } from '../generated/methods.js';
 import { abortedFailure, failure, requestTooLargeFailure, streamEndedFailure } from './failures.js';
+import { isProtocolErrorCode } from './goaway.js';
 import { grpcJs } from './grpc-js-module.js';
 import { tlsCredentials } from './grpc-js-tls.js';
 import { decodeResponse } from './response-decoders.js';
@@ -45,6 +46,18 @@ function provablyUnsent(code: GrpcStatus, details: string): boolean {
     if (code === c && details.startsWith(prefix)) return true;
   }
   return false;
+}
+
+/**
+ * Whether grpc-js's words say the connection broke HTTP/2: a protocol error nghttp2 found, or a
+ * stream ended with a protocol error code (how a server's GOAWAY with such a code reaches calls:
+ * grpc-js shows calls neither the GOAWAY nor its debug text).
+ */
+function brokeProtocol(code: GrpcStatus, details: string): boolean {
+  if (code !== GrpcStatus.Internal) return false;
+  if (/internal client error: Protocol error/.test(details)) return true;
+  const reset = /^Received RST_STREAM with code (\d+)$/.exec(details);
+  return reset !== null && isProtocolErrorCode(Number(reset[1]));
 }
 
 function isServiceError(error: unknown): error is grpc.ServiceError {
@@ -96,6 +109,7 @@ function mapError(error: unknown, signal: AbortSignal | undefined): TransportErr
       details: error.details,
       metadata: metadataToRecord(error.metadata),
       sent,
+      protocolError: brokeProtocol(code, error.details),
       cause: error,
     });
   }

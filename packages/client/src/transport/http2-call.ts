@@ -112,11 +112,16 @@ export class Call<Req, Res> extends CallBase<Req, Res, Session> {
       this.finish(failure(GrpcStatus.Unavailable, `Failed to start HTTP/2 stream: ${why}`, false));
       return;
     }
-    if (link.session.destroyed && rstCode !== NGHTTP2_REFUSED_STREAM) {
-      this.settleDropped(this.#streamError?.cause ?? this.#streamError, link.goaway);
+    // Above the GOAWAY's last stream: refused, even when node:http2 destroyed the session (a
+    // GOAWAY with an error code) before nghttp2 closed the stream as REFUSED_STREAM.
+    const goaway = link.goaway;
+    const refused =
+      rstCode === NGHTTP2_REFUSED_STREAM || stream.id > (goaway?.lastStreamId ?? stream.id);
+    if (link.session.destroyed && !refused) {
+      this.settleDropped(this.#streamError?.cause ?? this.#streamError, goaway);
       return;
     }
-    this.settleWithoutStatus(rstCode, this.#streamError, link.goaway);
+    this.settleWithoutStatus(refused ? NGHTTP2_REFUSED_STREAM : rstCode, this.#streamError, goaway);
   }
 
   /** The connection this call's stream uses, if it has one. */
