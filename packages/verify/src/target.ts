@@ -264,7 +264,9 @@ async function etcdkitServerProcess(): Promise<Target> {
   };
 }
 
-async function waitUntilServing(url: string, timeoutMs = 30_000): Promise<void> {
+// Generous: the server compiles its TypeScript through tsx at start, 15 s and more on a loaded
+// 2-core machine; a run that gives up on it proves nothing.
+async function waitUntilServing(url: string, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const etcd = new Etcd({ endpoints: [url], callTimeoutMs: 1_000 });
   try {
