@@ -1,0 +1,72 @@
+// `etcdkit semaphore --limit N`: at most N commands at once across supervisors.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Etcd } from '@etcdkit/client';
+import { describeEachBackend } from '@etcdkit/testkit';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { killAll, type Running, startEtcdkit, until } from './support/etcdkit-process.js';
+
+describeEachBackend('etcdkit semaphore', ({ backend, prefix }) => {
+  let dir: string;
+  let etcd: Etcd;
+  beforeAll(() => {
+    etcd = new Etcd({ endpoints: backend().endpoints });
+  });
+  afterAll(async () => {
+    await etcd.close();
+  });
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'etcdkit-cli-'));
+  });
+  afterEach(async () => {
+    await killAll();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs at most --limit commands at once', async () => {
+    const name = `${prefix()}pool`;
+    const log = join(dir, 'log');
+    const release = join(dir, 'release');
+    const lines = (): string[] => {
+      try {
+        return readFileSync(log, 'utf8').split('\n').filter(Boolean);
+      } catch {
+        return [];
+      }
+    };
+    const supervisors: Running[] = [];
+    for (let i = 0; i < 3; i++) {
+      supervisors.push(
+        startEtcdkit([
+          'semaphore',
+          `--endpoints=${backend().endpoints[0]}`,
+          '--limit=2',
+          '--ttl=3',
+          name,
+          '--',
+          'sh',
+          '-c',
+          `echo "start $$" >> '${log}'; while [ ! -e '${release}' ]; do sleep 0.05; done; echo "end $$" >> '${log}'`,
+        ]),
+      );
+    }
+    await until(() => lines().length === 2, 'two commands to start');
+    // All three queued, the third still waiting.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(await etcd.count({ prefix: `${name}/` })).toBe(3n);
+    expect(lines()).toHaveLength(2);
+    writeFileSync(release, '');
+    expect((await Promise.all(supervisors.map((s) => s.exited))).map((e) => e.code)).toEqual([
+      0, 0, 0,
+    ]);
+    let running = 0;
+    let most = 0;
+    for (const line of lines()) {
+      running += line.startsWith('start') ? 1 : -1;
+      most = Math.max(most, running);
+    }
+    expect(lines()).toHaveLength(6);
+    expect(most).toBe(2);
+  }, 60_000);
+});
