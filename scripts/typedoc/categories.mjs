@@ -157,6 +157,12 @@ export const CATEGORIES = [
     rules: ['verify:'],
   },
   {
+    title: 'Command line',
+    description:
+      'The etcdkit command (lock, elect, semaphore) run from a program, and its exit statuses.',
+    rules: ['cli:'],
+  },
+  {
     title: ERRORS,
     description: 'Every error class, and when it is thrown.',
     rules: [
