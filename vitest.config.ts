@@ -18,6 +18,10 @@ export default defineConfig({
       { find: /^@etcdkit\/otel$/, replacement: here('./packages/otel/src/index.ts') },
       { find: /^@etcdkit\/recipes$/, replacement: here('./packages/recipes/src/index.ts') },
       {
+        find: /^@etcdkit\/recipes\/internal$/,
+        replacement: here('./packages/recipes/src/internal.ts'),
+      },
+      {
         find: /^@etcdkit\/server-embedded$/,
         replacement: here('./packages/server-embedded/src/index.ts'),
       },

@@ -9,8 +9,8 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '../packages/client/src/etcd.js';
-import { runStm, type StmOptions } from '../packages/recipes/src/stm.js';
-import { StmConflictError } from '../packages/recipes/src/stm-errors.js';
+import { StmConflictError } from '../packages/recipes/src/stm/errors.js';
+import { runStm, type StmOptions } from '../packages/recipes/src/stm/stm.js';
 import { startEtcd } from '../testkit/src/etcd-process.js';
 
 const DURATION_MS = Number(process.env.ETCDKIT_BENCH_STM_MS ?? '300') || 300;

@@ -3,9 +3,9 @@
 import { Etcd } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { Election } from '../src/election.js';
+import { Election } from '../src/election/election.js';
 import { LockedError } from '../src/errors.js';
-import { Mutex } from '../src/mutex.js';
+import { Mutex } from '../src/lock/mutex.js';
 import { eventually, Fixture, rejection, stillPending } from './recipes-support.js';
 
 describeEachBackend('interop with etcdctl', ({ backend, prefix }) => {

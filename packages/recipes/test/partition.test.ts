@@ -9,10 +9,10 @@ import {
   type VirtualClock,
 } from '@etcdkit/server-embedded';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Election } from '../src/election.js';
+import { Election } from '../src/election/election.js';
 import { LockLostError } from '../src/errors.js';
-import { Mutex } from '../src/mutex.js';
-import { Session } from '../src/session.js';
+import { Mutex } from '../src/lock/mutex.js';
+import { Session } from '../src/session/session.js';
 import { eventually, rejection, stillPending } from './recipes-support.js';
 
 describe('recipes across a partition [cluster: embedded]', () => {

@@ -4,17 +4,17 @@
 import { type Etcd, InvalidArgumentError } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { Barrier } from '../src/barrier.js';
-import { DoubleBarrier } from '../src/double-barrier.js';
-import { Election } from '../src/election.js';
-import { Mutex } from '../src/mutex.js';
-import { PriorityQueue } from '../src/priority-queue.js';
-import { Queue } from '../src/queue.js';
-import { RWMutex } from '../src/rwmutex.js';
-import { Semaphore } from '../src/semaphore.js';
-import { ServiceRegistry } from '../src/service-registry.js';
-import type { Session } from '../src/session.js';
-import { WorkQueue } from '../src/work-queue.js';
+import { Barrier } from '../src/barrier/barrier.js';
+import { DoubleBarrier } from '../src/barrier/double-barrier.js';
+import { ServiceRegistry } from '../src/discovery/registry.js';
+import { Election } from '../src/election/election.js';
+import { Mutex } from '../src/lock/mutex.js';
+import { RWMutex } from '../src/lock/rwmutex.js';
+import { Semaphore } from '../src/lock/semaphore.js';
+import { PriorityQueue } from '../src/queue/priority-queue.js';
+import { Queue } from '../src/queue/queue.js';
+import { WorkQueue } from '../src/queue/work-queue.js';
+import type { Session } from '../src/session/session.js';
 import { Fixture } from './recipes-support.js';
 
 describeEachBackend('recipe names', ({ backend, prefix }) => {

@@ -2,7 +2,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { Etcd, type KV, type WatchRequest } from '@etcdkit/client';
 import { expect } from 'vitest';
-import { Session, type SessionOptions } from '../src/session.js';
+import { Session, type SessionOptions } from '../src/session/session.js';
 
 /** Resolves with what `promise` rejected with; fails the test if it resolves. */
 export async function rejection(promise: Promise<unknown>): Promise<unknown> {

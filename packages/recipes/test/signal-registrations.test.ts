@@ -4,10 +4,10 @@
 import { AbortedError, Etcd } from '@etcdkit/client';
 import { abortRegistrations, describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { DoubleBarrier } from '../src/double-barrier.js';
+import { DoubleBarrier } from '../src/barrier/double-barrier.js';
 import { SessionExpiredError } from '../src/errors.js';
-import { type Lock, Mutex } from '../src/mutex.js';
-import { waitForPredecessors } from '../src/wait.js';
+import { waitForPredecessors } from '../src/line/predecessors.js';
+import { type Lock, Mutex } from '../src/lock/mutex.js';
 import { eventually, Fixture, rejection } from './recipes-support.js';
 
 /** Waits per test: each used to leave at least one registration behind. */

@@ -4,9 +4,9 @@
 import { Etcd, op } from '@etcdkit/client';
 import { EmbeddedEtcd, type VirtualClock } from '@etcdkit/server-embedded';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Election } from '../src/election.js';
+import { Election } from '../src/election/election.js';
 import { LockLostError, SessionExpiredError } from '../src/errors.js';
-import { Mutex } from '../src/mutex.js';
+import { Mutex } from '../src/lock/mutex.js';
 import { eventually, Fixture, rejection } from './recipes-support.js';
 
 describe('recipes on virtual time [backend: embedded]', () => {

@@ -1,7 +1,7 @@
 // The election behind v3electionpb.Election (Observe is in observe.ts): Campaign runs the recipes'
 // acquire skeleton and queue algorithm over the server's local client, as etcd runs Go's Election.
 
-import { acquireInLine } from '@etcdkit/recipes';
+import { acquireInLine } from '@etcdkit/recipes/internal';
 import type { ResponseHeader, WireKeyValue } from '../api/requests.js';
 import { EtcdServerError } from '../errors.js';
 import type { LocalClient } from './local-client.js';

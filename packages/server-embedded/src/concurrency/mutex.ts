@@ -1,7 +1,7 @@
 // The mutex behind v3lockpb.Lock, as etcd's lock server runs Go's Mutex on the request's lease:
 // here the recipes' acquire skeleton and queue algorithm over the server's local client.
 
-import { acquireInLine } from '@etcdkit/recipes';
+import { acquireInLine } from '@etcdkit/recipes/internal';
 import type { ResponseHeader } from '../api/requests.js';
 import { EMPTY_BYTES } from '../bytes.js';
 import { EtcdServerError } from '../errors.js';

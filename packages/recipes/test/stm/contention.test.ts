@@ -1,0 +1,232 @@
+// runStm under contention: with the defaults, many concurrent transfers on the same keys all
+// commit and conserve the total; runs of one process take turns on the keys (the local queue), and
+// a run waiting for its turn can be aborted.
+import { AbortedError, Etcd } from '@etcdkit/client';
+import { describeEachBackend } from '@etcdkit/testkit';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { runStm, type StmOptions } from '../../src/stm/stm.js';
+import { deferred, rejection } from '../recipes-support.js';
+
+const INITIAL = 1_000;
+
+describeEachBackend('STM under contention', ({ backend, prefix }) => {
+  let etcd: Etcd;
+  let second: Etcd;
+  let other: Etcd;
+  const calls: string[] = [];
+  const k = (name: string) => `${prefix()}${name}`;
+  const balance = async (name: string) => Number((await other.get(k(name)))?.text());
+
+  beforeAll(() => {
+    const { endpoints } = backend();
+    etcd = new Etcd({ endpoints, hooks: { onCall: (event) => calls.push(event.method) } });
+    second = new Etcd({ endpoints });
+    other = new Etcd({ endpoints });
+  });
+  afterAll(async () => {
+    await etcd?.close();
+    await second?.close();
+    await other?.close();
+  });
+  beforeEach(() => {
+    calls.length = 0;
+  });
+
+  /**
+   * Moves `amount` from `from` to `to`; resolves with the run's attempts. `read` is called in each
+   * attempt once both keys are read.
+   */
+  const transfer = async (
+    kv: Etcd,
+    from: string,
+    to: string,
+    amount: number,
+    options?: StmOptions,
+    read?: () => void,
+  ) => {
+    const result = await runStm(
+      kv,
+      async (stm) => {
+        const a = Number(await stm.get(k(from)));
+        const b = Number(await stm.get(k(to)));
+        read?.();
+        stm.put(k(from), String(a - amount));
+        stm.put(k(to), String(b + amount));
+      },
+      options,
+    );
+    return result.attempts;
+  };
+
+  async function accounts(...names: string[]) {
+    for (const name of names) await other.put(k(name), String(INITIAL));
+  }
+
+  it('64 concurrent default transfers between 2 keys: none fails, every one applies once', async () => {
+    await accounts('a', 'b');
+    // 40 move 1 from a to b, 24 move 2 from b to a: a lost or doubled update changes the result.
+    const runs = Array.from({ length: 64 }, (_, i) =>
+      i < 40 ? transfer(etcd, 'a', 'b', 1) : transfer(etcd, 'b', 'a', 2),
+    );
+    const outcomes = await Promise.allSettled(runs);
+    expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
+    expect([await balance('a'), await balance('b')]).toEqual([
+      INITIAL - 40 + 48,
+      INITIAL + 40 - 48,
+    ]);
+    // They really contended: some runs ran more than once.
+    const attempts = outcomes.map((o) => (o.status === 'fulfilled' ? o.value : 0));
+    expect(Math.max(...attempts)).toBeGreaterThan(1);
+  });
+
+  it('64 transfers from two clients (two local queues, conflicting through etcd) on 8 keys', async () => {
+    const names = Array.from({ length: 8 }, (_, i) => `acct/${i}`);
+    await accounts(...names);
+    // Transfer i moves i % 5 + 1 from account i % 8 to account (i + 3) % 8, from either client.
+    const runs = Array.from({ length: 64 }, (_, i) =>
+      transfer(i % 2 ? etcd : second, names[i % 8]!, names[(i + 3) % 8]!, (i % 5) + 1),
+    );
+    const outcomes = await Promise.allSettled(runs);
+    expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
+    const expected = names.map(() => INITIAL);
+    for (let i = 0; i < 64; i++) {
+      expected[i % 8]! -= (i % 5) + 1;
+      expected[(i + 3) % 8]! += (i % 5) + 1;
+    }
+    expect(await Promise.all(names.map(balance))).toEqual(expected);
+  });
+
+  it('the old bounded setting is still available: maxRetries 0 gives up at the first conflict', async () => {
+    await accounts('a', 'b');
+    const runs = Array.from({ length: 16 }, () =>
+      transfer(etcd, 'a', 'b', 1, { maxRetries: 0, localQueue: false }),
+    );
+    const outcomes = await Promise.allSettled(runs);
+    const failed = outcomes.filter((o) => o.status === 'rejected');
+    expect(failed.length).toBeGreaterThan(0);
+    for (const f of failed) {
+      expect((f as PromiseRejectedResult).reason).toMatchObject({
+        code: 'STM_CONFLICT',
+        attempts: 1,
+      });
+    }
+    // Exactly the runs that resolved were applied.
+    const applied = outcomes.length - failed.length;
+    expect([await balance('a'), await balance('b')]).toEqual([
+      INITIAL - applied,
+      INITIAL + applied,
+    ]);
+  });
+
+  describe('the local queue', () => {
+    /** A transaction on `a` and `b` whose first attempt conflicts with a write of `a` by `other`. */
+    function conflicting(started: () => void, gate: Promise<void>, options?: StmOptions) {
+      let runs = 0;
+      return runStm(
+        etcd,
+        async (stm) => {
+          runs++;
+          const a = Number(await stm.get(k('a')));
+          const b = Number(await stm.get(k('b')));
+          if (runs === 1) await other.put(k('a'), String(a + 100));
+          else {
+            started();
+            await gate;
+          }
+          stm.put(k('a'), String(a - 1));
+          stm.put(k('b'), String(b + 1));
+        },
+        options,
+      );
+    }
+
+    /** Starts `conflicting`; resolves once its second attempt holds a and b, stopped at a gate. */
+    async function holding() {
+      await accounts('a', 'b');
+      const gate = deferred();
+      const held = deferred();
+      const first = conflicting(held.resolve, gate.promise);
+      await held.promise;
+      return { first, release: gate.resolve };
+    }
+
+    it('a run that conflicted holds its keys: a local run on them waits its turn, then applies', async () => {
+      const { first, release } = await holding();
+      // The first run holds a and b in its second attempt. This one would conflict with it: it
+      // does not send its commit, waits, then reads the first run's result.
+      const secondRead = deferred();
+      const second = transfer(etcd, 'a', 'b', 5, {}, secondRead.resolve);
+      let secondDone = false;
+      void second.then(() => {
+        secondDone = true;
+      });
+      await secondRead.promise;
+      // A round trip later its first attempt has returned and found the keys held.
+      await other.get(k('a'));
+      expect(secondDone).toBe(false);
+      calls.length = 0;
+      release();
+      expect(await first).toMatchObject({ attempts: 2 });
+      expect(await second).toBe(2);
+      // Two commits and no read: the second run started from what the first one's commit left.
+      expect(calls).toEqual(['/etcdserverpb.KV/Txn', '/etcdserverpb.KV/Txn']);
+      expect([await balance('a'), await balance('b')]).toEqual([
+        INITIAL + 100 - 1 - 5,
+        INITIAL + 6,
+      ]);
+    });
+
+    it('a run waiting for its turn is aborted by its signal; the queue goes on', async () => {
+      const { first, release } = await holding();
+      const controller = new AbortController();
+      const waitingRead = deferred();
+      const thirdRead = deferred();
+      const waiting = transfer(
+        etcd,
+        'a',
+        'b',
+        5,
+        { signal: controller.signal },
+        waitingRead.resolve,
+      );
+      const third = transfer(etcd, 'a', 'b', 7, {}, thirdRead.resolve);
+      await Promise.all([waitingRead.promise, thirdRead.promise]);
+      await other.get(k('a'));
+      controller.abort('enough');
+      const error = await rejection(waiting);
+      expect(error).toBeInstanceOf(AbortedError);
+      expect(error).toMatchObject({ cause: 'enough' });
+      release();
+      await first;
+      expect(await third).toBe(2);
+      // The aborted run wrote nothing; the others applied once each.
+      expect([await balance('a'), await balance('b')]).toEqual([
+        INITIAL + 100 - 1 - 7,
+        INITIAL + 8,
+      ]);
+    });
+
+    it('with localQueue false a run does not wait: it conflicts and retries', async () => {
+      const { first, release } = await holding();
+      // Nothing holds it back: it commits while the first run's attempt waits at the gate.
+      expect(await transfer(etcd, 'a', 'b', 5, { localQueue: false })).toBe(1);
+      release();
+      // The first run's second attempt read a before that commit: it conflicts and runs again.
+      expect(await first).toMatchObject({ attempts: 3 });
+      expect([await balance('a'), await balance('b')]).toEqual([
+        INITIAL + 100 - 5 - 1,
+        INITIAL + 6,
+      ]);
+    });
+  });
+
+  it('rejects a bad localQueue and accepts an explicit unbounded maxRetries', async () => {
+    const bad = await rejection(
+      runStm(etcd, () => {}, { localQueue: 'yes' as unknown as boolean }),
+    );
+    expect(bad).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(calls).toEqual([]);
+    await accounts('a', 'b');
+    expect(await transfer(etcd, 'a', 'b', 1, { maxRetries: Number.POSITIVE_INFINITY })).toBe(1);
+  });
+});
