@@ -2,7 +2,7 @@
 // role over the connection core (@etcdkit/client/h2's session.ts, which reads and checks frames,
 // answers SETTINGS and PING, keeps the connection windows and writes through the server's
 // WriteOrder once per tick): streams the client opens, their DATA and windows, RST_STREAM, and
-// GOAWAY both ways. Beyond its limits (session.ts's SessionLimits, and maxUnwrittenBytes here)
+// GOAWAY both ways. Beyond its limits (session.ts's SessionLimits, and maxUnsentBytes here)
 // a connection stops taking new work rather than buffering it.
 import type { Socket } from 'node:net';
 import {
@@ -35,10 +35,16 @@ const STREAM_CLOSED = 0x5;
 /** How long a connection ended with GOAWAY waits for the peer to close before it is destroyed. */
 const LINGER_MS = 1000;
 /**
- * Octets of answers a connection may have unwritten (queued for a socket the peer does not read,
- * or waiting for the peer's windows) before it stops taking new requests.
+ * Octets a connection may have queued for a socket the peer does not read before it stops
+ * reading the peer's frames (until the socket drains).
  */
 export const DEFAULT_MAX_UNWRITTEN_BYTES = 4 * 1024 * 1024;
+/**
+ * Octets of answers a connection may hold for windows the peer does not open before it refuses
+ * new requests (REFUSED_STREAM: the client may send them again). Large, as a client reading a
+ * large Range answer opens its windows only as it reads.
+ */
+export const DEFAULT_MAX_UNSENT_BYTES = 64 * 1024 * 1024;
 
 /** Windows this side announces, and the limits of the connection core (session.ts). */
 export interface ConnectionOptions extends SessionLimits {
@@ -46,6 +52,10 @@ export interface ConnectionOptions extends SessionLimits {
   readonly streamWindow?: number;
   /** The connection's receive window (raised from 65,535 with a WINDOW_UPDATE at the start). */
   readonly connectionWindow?: number;
+  /** See {@link DEFAULT_MAX_UNWRITTEN_BYTES} (a SessionLimits option, defaulted here). */
+  readonly maxUnwrittenBytes?: number;
+  /** Answers held for the peer's windows beyond which new requests are refused (64 MiB). */
+  readonly maxUnsentBytes?: number;
 }
 
 /** What the connection tells its server. */
@@ -65,7 +75,7 @@ export class H2ServerConnection extends H2Session implements StreamLink {
   readonly #events: ConnectionEvents;
   readonly #streams = new Map<number, H2Stream>();
   readonly #streamWindow: number;
-  readonly #maxUnwritten: number;
+  readonly #maxUnsent: number;
   #lastStreamId = 0;
   /** Set once this side sent GOAWAY: streams above it are not served. */
   #goawayLastId: number | undefined;
@@ -99,7 +109,7 @@ export class H2ServerConnection extends H2Session implements StreamLink {
     this.#socket = socket;
     this.#events = events;
     this.#streamWindow = options.streamWindow ?? DEFAULT_WINDOW;
-    this.#maxUnwritten = maxUnwritten;
+    this.#maxUnsent = options.maxUnsentBytes ?? DEFAULT_MAX_UNSENT_BYTES;
     socket.setNoDelay(true);
     socket.on('error', (error: Error) => this.#lost(error));
     socket.on('close', () => this.#lost(undefined));
@@ -296,7 +306,7 @@ export class H2ServerConnection extends H2Session implements StreamLink {
     // After GOAWAY, streams the peer opened before it saw it are refused (RFC 9113, 6.8): the
     // client may retry them elsewhere. So are new requests while the answers already made wait
     // for windows the peer does not open: it gets no more work done here until it reads.
-    if (this.#goawayLastId !== undefined || this.#peerGoaway || this.#unsent > this.#maxUnwritten) {
+    if (this.#goawayLastId !== undefined || this.#peerGoaway || this.#unsent > this.#maxUnsent) {
       this.queue(rstStreamFrame(streamId, REFUSED_STREAM));
       return;
     }

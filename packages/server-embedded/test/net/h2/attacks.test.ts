@@ -50,7 +50,12 @@ async function startServer(options: Partial<H2GrpcServerOptions> = {}) {
   const routes = new Routes()
     .unary('/attack.Echo', (request) => request)
     .unary('/attack.Big', () => Buffer.alloc(BIG, 7));
-  const server = new H2GrpcServer({ routes, maxUnwrittenBytes: MAX_UNWRITTEN, ...options });
+  const server = new H2GrpcServer({
+    routes,
+    maxUnwrittenBytes: MAX_UNWRITTEN,
+    maxUnsentBytes: MAX_UNWRITTEN,
+    ...options,
+  });
   const connections: H2ServerConnection[] = [];
   const listener: Server = createServer((socket) => connections.push(server.handle(socket)));
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
