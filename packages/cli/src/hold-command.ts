@@ -2,10 +2,9 @@
 // its watchdog until it exits or the hold is lost; or, without CMD, etcdctl's behaviour: print the
 // held key and its value, keep it until SIGINT or SIGTERM.
 import { AbortedError, type Etcd } from '@etcdkit/client';
-import type { Hold, Session } from '@etcdkit/recipes';
-import { Session as RecipeSession } from '@etcdkit/recipes';
+import { type Hold, LockedError, Session } from '@etcdkit/recipes';
 import type { HoldFlags } from './args.js';
-import { CliError } from './errors.js';
+import { CliError, usageError } from './errors.js';
 import { EXIT_STATUS, signalStatus } from './exit-status.js';
 import type { Interrupts } from './interrupts.js';
 import type { Io } from './io.js';
@@ -18,6 +17,8 @@ export interface Holder<H extends Hold> {
   /** `lock NAME`, `leadership of NAME`...: for messages. */
   readonly what: string;
   acquire(session: Session, signal: AbortSignal): Promise<H>;
+  /** Holds only if free now, else fails with LockedError: `--wait-timeout 0`. */
+  readonly tryAcquire?: (session: Session) => Promise<H>;
   /** The held key's value, printed without CMD as etcdctl prints it. */
   value(hold: H): string;
   /** Variables of CMD's environment beyond the common ones. */
@@ -47,7 +48,7 @@ export async function holdOnce<H extends Hold>(
 ): Promise<RoundEnd> {
   const { etcd, io, interrupts, flags } = context;
   const grantSentAt = monotonicNow();
-  const session = await RecipeSession.create(etcd, { ttl: flags.ttlSeconds });
+  const session = await Session.create(etcd, { ttl: flags.ttlSeconds });
   const deadline = new LeaseDeadline(session, grantSentAt);
   try {
     const hold = await acquire(context, holder, session);
@@ -70,6 +71,7 @@ async function acquire<H extends Hold>(
   session: Session,
 ): Promise<H | undefined> {
   const { interrupts, flags } = context;
+  if (flags.waitTimeoutMs === 0) return tryAcquire(holder, session);
   const timeout =
     flags.waitTimeoutMs === undefined ? undefined : AbortSignal.timeout(flags.waitTimeoutMs);
   const signal =
@@ -86,6 +88,21 @@ async function acquire<H extends Hold>(
       );
     }
     throw error;
+  }
+}
+
+/** `--wait-timeout 0`: the hold if it is free now; a CliError if someone else has it. */
+async function tryAcquire<H extends Hold>(holder: Holder<H>, session: Session): Promise<H> {
+  if (holder.tryAcquire === undefined) {
+    throw usageError(`--wait-timeout 0: the ${holder.what} cannot be tried without waiting`);
+  }
+  try {
+    return await holder.tryAcquire(session);
+  } catch (error) {
+    if (!(error instanceof LockedError)) throw error;
+    throw new CliError('WAIT_TIMEOUT', `the ${holder.what} is held by another (--wait-timeout 0)`, {
+      cause: error,
+    });
   }
 }
 

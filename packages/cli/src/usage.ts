@@ -20,7 +20,7 @@ const STATUSES = `Exit status:
 `;
 
 const HOLD = `  --ttl=S           TTL of the session's lease, whole seconds
-  --wait-timeout=S  give up (status 75) when not held after S seconds
+  --wait-timeout=S  give up (status 75) when not held after S seconds; 0: unless free now
   --kill-grace=S    between SIGTERM and SIGKILL to CMD's process group (default: TTL/6, at most 2s)
 `;
 

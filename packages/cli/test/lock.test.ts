@@ -177,13 +177,16 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
     expect(await etcd.count({ prefix: `${lockName}/` })).toBe(0n);
   }, 30_000);
 
-  it('exits 75 when --wait-timeout passes, 127 for a missing CMD, 64 for bad flags', async () => {
+  it('exits 75 when --wait-timeout (or 0) passes, 127 for a missing CMD, 64 for bad flags', async () => {
     const lockName = `${prefix()}statuses`;
     const holder = lock(lockName, ['sh', '-c', 'echo ready; sleep 30']);
     await until(() => holder.stdout().includes('ready'), 'the holder');
     const timedOut = await lock(lockName, ['true'], [...TTL, '--wait-timeout', '0.5']).exited;
     expect(timedOut.code).toBe(EXIT_STATUS.waitTimeout);
     expect(timedOut.stderr).toContain('--wait-timeout');
+    const tried = await lock(lockName, ['true'], [...TTL, '--wait-timeout', '0']).exited;
+    expect(tried.code).toBe(EXIT_STATUS.waitTimeout);
+    expect(tried.stderr).toContain('is held by another');
     holder.child.kill('SIGTERM');
     await holder.exited;
     const missing = await lock(lockName, ['etcdkit-no-such-command']).exited;
@@ -207,8 +210,9 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
     expect(await etcd.count({ prefix: `${lockName}/` })).toBe(0n);
   });
 
-  it('reads the endpoints from ETCDCTL_ENDPOINTS', async () => {
-    const exit = await startEtcdkit(['lock', '--ttl', '3', `${prefix()}env-var`, '--', 'true'], {
+  it('reads the endpoints from ETCDCTL_ENDPOINTS; takes a free lock with --wait-timeout 0', async () => {
+    const flags = ['--ttl', '3', '--wait-timeout', '0'];
+    const exit = await startEtcdkit(['lock', ...flags, `${prefix()}env-var`, '--', 'true'], {
       ETCDCTL_ENDPOINTS: endpoint(),
     }).exited;
     expect(exit.code).toBe(0);

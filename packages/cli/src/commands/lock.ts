@@ -8,6 +8,7 @@ export function lockHolder(name: string): Holder<Lock> {
   return {
     what: `lock ${name}`,
     acquire: (session, signal) => new Mutex(session, name).lock({ signal }),
+    tryAcquire: (session) => new Mutex(session, name).tryLock(),
     value: () => '',
     // etcdctl's names: the key and the revision of the response that granted the lock.
     env: (lock) => ({ ETCD_LOCK_KEY: lock.key, ETCD_LOCK_REV: String(lock.header.revision) }),

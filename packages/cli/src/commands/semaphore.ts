@@ -7,6 +7,7 @@ export function permitHolder(name: string, limit: number): Holder<Permit> {
   return {
     what: `permit of semaphore ${name}`,
     acquire: (session, signal) => new Semaphore(session, name, limit).acquire({ signal }),
+    tryAcquire: (session) => new Semaphore(session, name, limit).tryAcquire(),
     value: () => '',
     env: () => ({}),
   };
