@@ -28,6 +28,8 @@ export interface CallState {
   /** Set when the server rejected this token: the next attempt refreshes it first. */
   staleToken: string | undefined;
   authRetried: boolean;
+  /** The call writes: given up unprocessed, it says the write was not applied. */
+  readonly write: boolean;
   /** An earlier attempt of this write may have been applied (see Verdict.ambiguous). */
   ambiguous: boolean;
   /** Stale answers this read got from the ordering guard's point of view. */
@@ -36,9 +38,10 @@ export interface CallState {
   connectingTo?: string;
 }
 
-/** The state of a call before its first attempt. */
-export function newState(): CallState {
+/** The state of a call (a write when `write`) before its first attempt. */
+export function newState(write = false): CallState {
   return {
+    write,
     attempts: 0,
     consumed: 0,
     endpoint: undefined,

@@ -301,7 +301,7 @@ export class Connection implements Rpc {
       options?.timeoutMs ?? this.#options.callTimeoutMs,
       false,
     );
-    const state = newState();
+    const state = newState(policy !== 'read');
     // The revision this read must not answer below, as seen when it started (Go's ordering does
     // the same): answers to concurrent calls do not raise the bar of a read already under way.
     const floor = this.#ordering?.floor(method, request);

@@ -1,13 +1,18 @@
 // A call's retry loop: attempts until one succeeds or a failure ends the call, the backoff between
 // them, and the final error in the client's words.
-import { DeadlineExceededError, OutcomeUnknownError, toEtcdError } from '../errors.js';
+import {
+  DeadlineExceededError,
+  OutcomeUnknownError,
+  toEtcdError,
+  UnavailableError,
+} from '../errors.js';
 import { backoffDelay } from '../transport/backoff.js';
 import { deadlineError } from './call-failures.js';
 import type { CallScope } from './call-scope.js';
 import { AttemptFailure, type CallState } from './call-state.js';
 import { callHook } from './hooks.js';
 import type { ResolvedOptions } from './options.js';
-import { outcomeUnknown } from './retry.js';
+import { notApplied, outcomeUnknown } from './retry.js';
 import { sleep } from './sleep.js';
 
 /** The random source of retries without `jitter`: a factor of exactly 1. */
@@ -88,6 +93,8 @@ export async function retrying<T>(
     if (state.ambiguous && !(final instanceof OutcomeUnknownError)) {
       throw outcomeUnknown(final);
     }
+    // A write no server processed (no connection, or refused): it says so.
+    if (state.write && final instanceof UnavailableError) throw notApplied(final);
     throw final;
   }
 }

@@ -279,7 +279,8 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
    * said one, tells why in its words; a broken protocol is flagged so it is not retried there.
    */
   protected settleDropped(reason: unknown, goaway?: Goaway): void {
-    const why = goaway?.text ?? (reason instanceof Error ? reason.message : '');
+    const lost = reason instanceof Error ? reason.message : '';
+    const why = goaway ? `${lost || 'the connection closed'} (after ${goaway.text})` : lost;
     const protocolError = goaway?.protocolError ?? isProtocolViolation(reason);
     this.finish(
       new TransportError({

@@ -13,6 +13,7 @@ import {
   OutcomeUnknownError,
   RequestTimeoutError,
   UnavailableError,
+  WriteNotAppliedError,
 } from '../../src/errors.js';
 import { etcdserverpb_Auth, etcdserverpb_KV } from '../../src/generated/methods.js';
 import {
@@ -310,13 +311,14 @@ describe('Connection with a scripted transport', () => {
     await conn.close();
   });
 
-  it('keeps a guarded write that never reached a server a plain UnavailableError', async () => {
+  it('reports a guarded write that never reached a server as WriteNotAppliedError', async () => {
     const transport = new ScriptedTransport(() => ({}));
     transport.down.add('127.0.0.1:1');
     transport.down.add('127.0.0.1:2');
     const conn = connect(transport, { retry: { maxAttempts: 2 } });
     const error = await conn.unary(PUT, { key }, 'guarded-write').catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(UnavailableError);
+    expect(error).toBeInstanceOf(WriteNotAppliedError);
+    expect((error as Error).cause).toBeInstanceOf(UnavailableError);
     expect(transport.calls).toHaveLength(0);
     await conn.close();
   });
