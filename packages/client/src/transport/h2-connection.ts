@@ -426,7 +426,7 @@ export class H2Connection extends H2Session {
   protected connectionError(error: H2ProtocolError): void {
     // Last stream 0: a client accepts no server-initiated streams.
     this.#teardown(
-      new Error(`HTTP/2 protocol error: ${error.message}`),
+      new Error(`HTTP/2 protocol error: ${error.message}`, { cause: error }),
       goawayFrame(0, error.code, error.debug),
     );
   }

@@ -7,6 +7,7 @@ export class H2ProtocolError extends Error {
   /**
    * `debug`: the GOAWAY's debug data (the message unless given; '' where nghttp2 sends none).
    * `streamId`: the stream whose header block failed, counted as received by a server.
+   * `cause`: set only when an unexpected error (a defect, not the peer's) ended the connection.
    */
   constructor(
     /** The HTTP/2 error code (RFC 9113, 7). */
@@ -14,8 +15,9 @@ export class H2ProtocolError extends Error {
     message: string,
     readonly debug: string = message,
     readonly streamId = 0,
+    cause?: unknown,
   ) {
-    super(message);
+    super(message, cause === undefined ? undefined : { cause });
     this.name = 'H2ProtocolError';
   }
 }

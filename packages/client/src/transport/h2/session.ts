@@ -327,7 +327,13 @@ export abstract class H2Session implements Flushable {
       this.connectionError(
         error instanceof H2ProtocolError
           ? error
-          : new H2ProtocolError(INTERNAL_ERROR, (error as Error).message ?? String(error), ''),
+          : new H2ProtocolError(
+              INTERNAL_ERROR,
+              String((error as Error)?.message ?? error),
+              '',
+              0,
+              error,
+            ),
       );
     } finally {
       this.#reading = false;
