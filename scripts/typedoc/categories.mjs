@@ -60,57 +60,39 @@ export const CATEGORIES = [
   {
     title: 'Sessions',
     description: 'A lease kept alive for the recipes, and one that survives the loss of its lease.',
-    rules: ['recipes:session.ts', 'recipes:resilient-session.ts'],
+    rules: ['recipes:session/'],
   },
   {
     title: 'Locks and fencing',
     description: 'Mutexes, read/write locks, semaphores, and writes fenced by a held lock.',
-    rules: [
-      'recipes:mutex.ts',
-      'recipes:rwmutex.ts',
-      'recipes:semaphore.ts',
-      'recipes:hold.ts',
-      'recipes:fencing.ts',
-    ],
+    rules: ['recipes:lock/'],
   },
   {
     title: 'Elections',
     description: 'Leader election: campaign, lead, proclaim, resign, observe.',
-    rules: ['recipes:election.ts'],
+    rules: ['recipes:election/'],
   },
   {
     title: 'STM',
     description: 'Software transactional memory over etcd transactions, at four isolation levels.',
-    rules: [
-      'recipes:stm.ts',
-      'recipes:stm-view.ts',
-      'recipes:stm-backoff.ts',
-      'recipes:stm-isolation.ts',
-    ],
+    rules: ['recipes:stm/'],
   },
   {
     title: 'Barriers and queues',
     description:
       'Barriers, double barriers, FIFO and priority queues, and a work queue with at-least-once delivery.',
-    rules: [
-      'recipes:barrier.ts',
-      'recipes:double-barrier.ts',
-      'recipes:queue.ts',
-      'recipes:queue-claim.ts',
-      'recipes:priority-queue.ts',
-      'recipes:work-queue.ts',
-    ],
+    rules: ['recipes:barrier/', 'recipes:queue/'],
   },
   {
     title: 'Service discovery',
     description: 'Registering service instances and discovering the live set.',
-    rules: ['recipes:service-registry.ts', 'recipes:service-registry-'],
+    rules: ['recipes:discovery/'],
   },
   {
     title: 'Recipe building blocks',
     description:
-      'Waiting for keys to go and for predecessors, and the queue-acquire algorithm the recipes and the embedded server share.',
-    rules: ['recipes:wait.ts', 'recipes:queue-line.ts'],
+      'Waiting for keys to go, for the next event, and for predecessors: the waits the recipes are built on.',
+    rules: ['recipes:wait.ts', 'recipes:line/'],
   },
   {
     title: 'Embedded server',
@@ -169,7 +151,7 @@ export const CATEGORIES = [
       'client:errors.ts',
       'client:error-table.ts',
       'recipes:errors.ts',
-      'recipes:stm-errors.ts',
+      'recipes:stm/errors.ts',
       'server-embedded:errors.ts',
     ],
   },
