@@ -25,11 +25,12 @@ export interface LockWorkerStart {
   readonly awaitProceed: boolean;
 }
 
-/** The parent's answer to a critical section, when the worker waits for one. */
+/**
+ * The parent's go-ahead to a critical section, when the worker waits for one: it may first have
+ * expired the leases and waited until another worker wrote the counter.
+ */
 export interface LockWorkerProceed {
   readonly type: 'proceed';
-  /** How much longer than usual this critical section lasts, in ms (the process runs on). */
-  readonly slowerMs: number;
 }
 
 /** Messages a worker sends. */
@@ -69,7 +70,8 @@ async function work(
           const pending = recorder.invoke(proc, { type: 'increment', from }, began);
           const proceed = start.awaitProceed ? nextProceed() : undefined;
           send({ type: 'critical-section', from });
-          await sleep(start.criticalSectionMs + ((await proceed)?.slowerMs ?? 0));
+          await proceed;
+          await sleep(start.criticalSectionMs);
           try {
             if (start.fenced)
               await lock

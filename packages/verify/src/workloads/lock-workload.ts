@@ -20,12 +20,15 @@ export interface LockWorkloadOptions extends FaultSchedule {
   readonly clients: number;
   /** Guard each counter write with the lock (`Hold.txn`). */
   readonly fenced: boolean;
-  /** Pause workers in their critical section until their lease has expired. */
+  /**
+   * SIGSTOP workers in their critical section until their lease has expired and another worker
+   * has written the counter.
+   */
   readonly clientPauses: boolean;
   /**
    * Expire every lease (the target's {@link Target.expireLeases}: a virtual clock moved ahead)
-   * while a worker is in its critical section, which then runs `faultDurationMs` longer: the
-   * holder loses the lock without being paused. Default false.
+   * while a worker is in its critical section, which goes on only once another worker has written
+   * the counter: the holder loses the lock without being paused. Default false.
    */
   readonly leaseExpiry?: boolean;
   /** The sessions' lease TTL, in seconds. Default 2. */
@@ -100,7 +103,7 @@ export async function lockWorkload(
           entered();
           if (expireLeases !== undefined) {
             if (!due()) {
-              child.send({ type: 'proceed', slowerMs: 0 } satisfies LockWorkerProceed);
+              child.send({ type: 'proceed' } satisfies LockWorkerProceed);
               return;
             }
             pausing = true;
@@ -110,7 +113,7 @@ export async function lockWorkload(
             void expireLeases()
               .then(() => counterMoved(target, options.prefix, message.from))
               .then(() => {
-                child.send({ type: 'proceed', slowerMs: 0 } satisfies LockWorkerProceed);
+                child.send({ type: 'proceed' } satisfies LockWorkerProceed);
                 ended('lease-expiry', start);
               });
           } else if (options.clientPauses && due()) {
@@ -188,6 +191,9 @@ async function counterMoved(target: Target, prefix: string, from: number): Promi
       if (kv !== undefined && Number(kv.text()) > from) return;
       await sleep(50);
     }
+    console.error(
+      `lock workload: no other worker wrote the counter past ${from} within ${TAKEOVER_TIMEOUT_MS} ms`,
+    );
   } finally {
     await etcd.close();
   }
