@@ -40,12 +40,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     globalSetup: [here('./testkit/src/global-setup.ts')],
-    // ETCDKIT_TEST_TRANSPORT=http2 (or grpc-js) runs the suites over that client transport;
-    // ETCDKIT_TEST_SERVER_TRANSPORT=grpc-js serves embedded servers on grpc-js's server.
-    setupFiles: [
-      here('./packages/client/test/transport-env-setup.ts'),
-      here('./packages/server-embedded/test/server-transport-env-setup.ts'),
-    ],
+    // ETCDKIT_TEST_TRANSPORT=http2 (or grpc-js) runs the suites over that client transport.
+    setupFiles: [here('./packages/client/test/transport-env-setup.ts')],
     reporters: ['default'],
   },
 });

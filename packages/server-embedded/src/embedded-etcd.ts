@@ -14,7 +14,6 @@ import { MemberServer } from './member/member-server.js';
 import type { ClockOption } from './member/member-services.js';
 import type { MvccStore } from './mvcc/store.js';
 import { formatClientUrl } from './net/client-urls.js';
-import { DEFAULT_SERVER_TRANSPORT, type ServerTransport } from './net/grpc-engine.js';
 import type { ServerTlsOptions } from './net/server-tls.js';
 import { persistCoreState } from './persistence/core-state.js';
 import { DataDir } from './persistence/data-dir.js';
@@ -50,12 +49,6 @@ export interface EmbeddedEtcdOptions {
    * certificate's common name names, as etcd's `--client-cert-auth` does.
    */
   readonly tls?: ServerTlsOptions;
-  /**
-   * Which gRPC server answers clients: `'h2'`, the embedded server's own HTTP/2 (the least server
-   * CPU per call), or `'grpc-js'`, @grpc/grpc-js's server. Clients cannot tell them apart (the
-   * conformance suites run on both). Default {@link DEFAULT_SERVER_TRANSPORT}.
-   */
-  readonly transport?: ServerTransport;
   /**
    * Seconds an auth token lives unused (`--auth-token-ttl`); every call presenting it starts the
    * time again. On the server's clock, so virtual time expires tokens too. Default 300.
@@ -225,14 +218,12 @@ export class EmbeddedEtcd {
     // A failed listen (a port in use) must not leave the server object holding resources. The
     // handlers are registered below before any request can arrive: nothing from here to the end
     // of start() waits, so no connection is served in between.
-    const transport = options.transport ?? DEFAULT_SERVER_TRANSPORT;
-    const network = await MemberServer.open(
-      { ...options, maxRequestBytes, transport },
-      logger,
-    ).catch(async (error: unknown) => {
-      await dataDir?.close();
-      throw error;
-    });
+    const network = await MemberServer.open({ ...options, maxRequestBytes }, logger).catch(
+      async (error: unknown) => {
+        await dataDir?.close();
+        throw error;
+      },
+    );
     const member: MemberIdentity = {
       clusterId: dataDir?.ids.clusterId ?? options.clusterId ?? randomId(),
       memberId: dataDir?.ids.memberId ?? options.memberId ?? randomId(),

@@ -72,7 +72,6 @@ export type {
 export type { StoreWrite } from './mvcc/store-write.js';
 export type { CommittedRevision, KeyValue, MvccEvent } from './mvcc/types.js';
 export { ClientUrlError } from './net/client-urls.js';
-export { DEFAULT_SERVER_TRANSPORT, type ServerTransport } from './net/grpc-engine.js';
 export type { ServerTlsOptions } from './net/server-tls.js';
 export { DataDirCorruptError, DataDirForeignError } from './persistence/data-dir.js';
 export { DataDirLockedError } from './persistence/dir-lock.js';

@@ -2,13 +2,12 @@
 // `authorization` as gRPC-gateway clients send it; etcd looks at the first value of the first key
 // present), and, on a server started with client certificate auth, the common name of the client
 // certificate the TLS handshake verified.
-import type { Metadata } from '@grpc/grpc-js';
 import type { CallCredentials } from './types.js';
 
-/** The parts of a grpc-js server call that carry credentials. */
+/** The parts of a server call that carry credentials. */
 export interface CredentialSource {
-  /** Only its values are read: a call served without grpc-js gives them from its headers. */
-  readonly metadata: Pick<Metadata, 'get'>;
+  /** The request's metadata: the values of a key (Buffers for a `-bin` key), [] when absent. */
+  readonly metadata: { get(key: string): (string | Buffer)[] };
   getAuthContext(): { readonly sslPeerCertificate?: { readonly subject?: object } | undefined };
 }
 

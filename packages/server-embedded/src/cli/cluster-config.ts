@@ -19,7 +19,6 @@ const REFUSED_FLAGS: readonly (readonly [string, string])[] = [
   ['advertise-client-urls', 'each member advertises its own client URL'],
   ['data-dir', 'the simulated cluster keeps its state in memory only'],
   ['snapshot-count', 'the simulated cluster keeps its state in memory only'],
-  ['grpc-transport', "the simulated members serve on grpc-js's server"],
 ];
 
 /**

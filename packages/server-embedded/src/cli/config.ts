@@ -90,13 +90,6 @@ export async function buildConfig(flags: ParsedFlags): Promise<CliConfig> {
   if (tls !== undefined) options.tls = tls;
   const dataDir = value('data-dir');
   if (dataDir !== undefined && dataDir !== '') options.dataDir = dataDir;
-  const transport = value('grpc-transport');
-  if (transport !== undefined) {
-    if (transport !== 'h2' && transport !== 'grpc-js') {
-      throw new ConfigError(`unknown --grpc-transport ${JSON.stringify(transport)}: h2 or grpc-js`);
-    }
-    options.transport = transport;
-  }
   if (given('snapshot-count')) options.snapshotCount = Number(value('snapshot-count'));
   const authToken = value('auth-token') ?? 'simple';
   if (authToken.split(',')[0] !== 'simple') {

@@ -121,16 +121,6 @@ export const FLAGS: readonly FlagSpec[] = [
     ),
     origin: 'etcdkit',
   },
-  {
-    ...flag(
-      'grpc-transport',
-      'string',
-      'h2',
-      "Which gRPC server answers clients: 'h2' (etcdkit's own HTTP/2, the least CPU) or " +
-        "'grpc-js' (@grpc/grpc-js's server). Simulated members serve on grpc-js.",
-    ),
-    origin: 'etcdkit',
-  },
   ...[
     ['wal-dir', 'string'],
     ['max-snapshots', 'uint'],

@@ -58,8 +58,6 @@ export async function openMember(
       port,
       tls: settings.options.tls,
       maxRequestBytes: settings.maxRequestBytes,
-      // The leader gate is middleware of the server's own engine.
-      transport: 'h2',
       middleware: [gate],
     },
     settings.logger,

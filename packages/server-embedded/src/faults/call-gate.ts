@@ -1,15 +1,14 @@
-// Every gRPC call passes through one gate, a grpc-js server interceptor, on its way in and out. On
-// the way in it may hold the call (a pause, a delay) or refuse it with a chosen status (an
-// injected failure) before any handler sees it; on the way out it holds each response message and
-// status until what the server did is durable (the data dir's fsync) and while the server is
-// paused, or replaces a response with an injected failure. Holding keeps order: within a call,
-// messages in each direction pass in the order they came, each after the one before it.
+// Every gRPC call passes through one gate, the first layer of the server's gRPC engine (nearest
+// the wire; net/call-middleware.ts), on its way in and out. On the way in it may hold the call (a
+// pause, a delay) or refuse it with a chosen status (an injected failure) before any handler sees
+// it; on the way out it holds each response message and status until what the server did is
+// durable (the data dir's fsync) and while the server is paused, or replaces a response with an
+// injected failure. Holding keeps order: within a call, messages in each direction pass in the
+// order they came, each after the one before it.
 //
 // When nothing is paused, delayed, failing or waiting for the disk, every step passes
 // synchronously, so the gate costs nothing measurable.
-import type * as grpc from '@grpc/grpc-js';
 import { GrpcCode } from '../errors.js';
-import { grpcJs } from '../grpc-js-module.js';
 
 /** A status to answer a call with instead of its own. */
 export interface InjectedStatus {
@@ -87,7 +86,7 @@ export class CallGate {
 
   /**
    * Whether a call arriving now passes the way in untouched: not paused, and the policy injects
-   * nothing. Such a call may skip the interceptor (see unary-fast-path.ts).
+   * nothing. Such a call may skip the gate's bookkeeping (net/h2-registry.ts).
    */
   admitsAtOnce(): boolean {
     return this.pausedUntil === undefined && this.policy.idle?.() === true;
@@ -109,35 +108,6 @@ export class CallGate {
     return durable === undefined ? paused : Promise.all([paused, durable]).then(() => {});
   }
 
-  /** The interceptor to give the grpc-js server. */
-  interceptor(): grpc.ServerInterceptor {
-    return (method, call) => this.intercept(method.path, call);
-  }
-
-  private intercept(
-    path: string,
-    call: grpc.ServerInterceptingCallInterface,
-  ): grpc.ServerInterceptingCall {
-    const gated = new GatedCall(this, path, (status) =>
-      call.sendStatus({
-        code: status.code,
-        details: status.details,
-        metadata: new (grpcJs().Metadata)(),
-      }),
-    );
-    const listener: grpc.ServerListener = {
-      onReceiveMetadata: (metadata, next) => gated.arrive(() => next(metadata)),
-      onReceiveMessage: (message, next) => gated.receive(message, () => next(message)),
-      onReceiveHalfClose: (next) => gated.halfClose(next),
-    };
-    const responder: grpc.Responder = {
-      start: (next) => next(listener),
-      sendMessage: (message, next) => gated.sendMessage(() => next(message)),
-      sendStatus: (status, next) => gated.sendStatus(() => next(status)),
-    };
-    return new (grpcJs().ServerInterceptingCall)(call, responder);
-  }
-
   /**
    * Holds an arriving call through a pause and its delay, then hands the policy's decision to
    * `decided`; undefined (pass at once) when there is nothing to wait for.
@@ -156,9 +126,9 @@ export class CallGate {
 }
 
 /**
- * The gate's steps for one call, whichever server serves it (grpc-js's through the interceptor,
- * net/h2's through its registry): the arrival, each later request message, each response message
- * and the status, each passed on in order once the gate lets it.
+ * The gate's steps for one call (the engine's CallSteps, net/call-middleware.ts): the arrival,
+ * each request message, the half-close, each response message and the status, each passed on in
+ * order once the gate lets it.
  */
 export class GatedCall {
   private readonly inbound = new OrderedSteps();
@@ -287,7 +257,7 @@ class OrderedSteps {
     this.waiting++;
     this.tail = Promise.resolve(wait)
       .then(step, onGateFailure)
-      // A step only hands the message on to grpc-js; if that throws, the call is gone anyway, and
+      // A step only hands the message on to the call; if that throws, the call is gone anyway, and
       // the steps after it must still run.
       .catch(() => {})
       .finally(() => {

@@ -1,19 +1,14 @@
 // The network side of one member: a gRPC server (net/grpc-engine.ts) behind the call gate,
-// listening on the member's client URLs, with every etcd v3 service registered over a ServiceContext. The state it serves
-// (the ServerCore) is built apart, so a simulated cluster can serve one core from several members.
+// listening on the member's client URLs, with every etcd v3 service registered over a
+// ServiceContext. The state it serves (the ServerCore) is built apart, so a simulated cluster can
+// serve one core from several members.
 import { LocalClient } from '../concurrency/local-client.js';
 import { CallGate } from '../faults/call-gate.js';
 import type { ServerLogger } from '../logger.js';
 import type { CallMiddleware } from '../net/call-middleware.js';
 import type { ClientListeners } from '../net/client-listeners.js';
 import { type ClientPortOptions, openClientPort } from '../net/client-port.js';
-import {
-  DEFAULT_SERVER_TRANSPORT,
-  type GrpcEngine,
-  grpcJsEngine,
-  h2Engine,
-  type ServerTransport,
-} from '../net/grpc-engine.js';
+import { type GrpcEngine, grpcEngine } from '../net/grpc-engine.js';
 import { registerAuthService } from '../services/auth-service.js';
 import { registerClusterService } from '../services/cluster-service.js';
 import type { ServiceContext } from '../services/context.js';
@@ -38,8 +33,6 @@ export interface MemberServerOptions extends ClientPortOptions {
    * paused member holds a call before it sees it.
    */
   readonly middleware?: readonly CallMiddleware[];
-  /** Which gRPC server serves the calls; default `'h2'`. */
-  readonly transport?: ServerTransport;
 }
 
 /** What serving the services started, for the member's stop and restart. */
@@ -79,13 +72,11 @@ export class MemberServer {
    */
   static async open(options: MemberServerOptions, logger: ServerLogger): Promise<MemberServer> {
     const gate = new CallGate();
-    const engineOptions = {
+    const engine = grpcEngine({
       gate,
       maxReceiveBytes: options.maxRequestBytes + GRPC_OVERHEAD_BYTES,
       middleware: options.middleware,
-    };
-    const transport = options.transport ?? DEFAULT_SERVER_TRANSPORT;
-    const engine = transport === 'h2' ? h2Engine(engineOptions) : grpcJsEngine(engineOptions);
+    });
     try {
       const port = await openClientPort(engine.acceptor, options, logger);
       return new MemberServer(engine, gate, port);

@@ -1,5 +1,5 @@
 // The client port(s): TCP (or TLS) listeners the server owns, handing each connection to gRPC.
-// Owning the sockets, rather than letting grpc-js bind the port, is what lets the server drop every
+// Owning the sockets, rather than letting the gRPC server bind the port, lets the server drop every
 // connection at once (clients see a real disconnect and reconnect), stop listening and listen
 // again on the same port (a restart that keeps the data), and log connections.
 import { lstat, unlink } from 'node:fs/promises';
@@ -9,7 +9,6 @@ import {
   type Server,
   type Socket,
 } from 'node:net';
-import type { Duplex } from 'node:stream';
 import { createServer as createTlsServer, type TLSSocket, type TlsOptions } from 'node:tls';
 import type { ServerLogger } from '../logger.js';
 import {
@@ -19,7 +18,6 @@ import {
   formatClientUrl,
   hostPort,
 } from './client-urls.js';
-import { acceptPlainConnection } from './connection-handoff.js';
 
 /** What the listeners need. */
 export interface ClientListenersOptions {
@@ -28,12 +26,7 @@ export interface ClientListenersOptions {
   /** Node.js TLS server options for the `https` URLs; required when there is one. */
   readonly tls: TlsOptions | undefined;
   /** Takes over a connection (after the TLS handshake, for https): the gRPC server. */
-  readonly accept: (connection: Duplex) => void;
-  /**
-   * Whether plain connections go through the authority check of connection-handoff.ts (node:http2
-   * refuses a scheme in :authority) or straight to `accept` (net/h2 takes it). Default true.
-   */
-  readonly plainHandoff?: boolean;
+  readonly accept: (connection: Socket) => void;
   readonly logger: ServerLogger;
 }
 
@@ -45,8 +38,7 @@ export class ClientListeners {
   // or not its handshake finished.
   private readonly connections = new Set<Socket>();
   private readonly tls: TlsOptions | undefined;
-  private readonly accept: (connection: Duplex) => void;
-  private readonly plainHandoff: boolean;
+  private readonly accept: (connection: Socket) => void;
   private readonly logger: ServerLogger;
 
   constructor(options: ClientListenersOptions) {
@@ -61,7 +53,6 @@ export class ClientListeners {
     this.bound = [...options.urls];
     this.tls = options.tls;
     this.accept = options.accept;
-    this.plainHandoff = options.plainHandoff ?? true;
     this.logger = options.logger;
   }
 
@@ -164,10 +155,7 @@ export class ClientListeners {
       const server = createTcpServer({ noDelay: true });
       server.on('connection', (socket) => {
         onConnection(socket);
-        // Only plain connections can be read on their way in; over TLS the HTTP/2 server gets the
-        // TLS socket itself, which grpc-js needs to show calls the client's certificate.
-        if (this.plainHandoff) acceptPlainConnection(socket, this.accept);
-        else this.accept(socket);
+        this.accept(socket);
       });
       return server;
     }

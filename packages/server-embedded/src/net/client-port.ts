@@ -30,7 +30,6 @@ export interface ClientPort {
 /** Where the listeners hand connections: a gRPC server's connection acceptor. */
 export interface ConnectionAcceptor {
   readonly accept: ClientListenersOptions['accept'];
-  readonly plainHandoff: boolean;
 }
 
 /** Validates the options, listens on every URL and hands connections to `acceptor`. */
@@ -54,7 +53,6 @@ export async function openClientPort(
     urls,
     tls: options.tls === undefined ? undefined : tlsServerOptions(options.tls),
     accept: acceptor.accept,
-    plainHandoff: acceptor.plainHandoff,
     logger,
   });
   await listeners.listen();

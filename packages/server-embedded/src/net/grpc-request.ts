@@ -1,5 +1,5 @@
-// What grpc-js's server reads from a request's headers, shared by the two places that serve calls
-// without it (unary-fast-path.ts on node:http2, h2/ on the server's own HTTP/2).
+// What grpc-js's server reads from a request's headers, read the same way by the server's own
+// HTTP/2 (h2/), so a call's metadata and deadline are what they were on grpc-js's server.
 
 /** The request headers grpc-js keeps out of a call's metadata. */
 export const NOT_METADATA: ReadonlySet<string> = new Set([

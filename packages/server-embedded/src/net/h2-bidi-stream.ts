@@ -4,9 +4,8 @@
 // grpc-js's ServerDuplexStream emits ('end', 'cancelled', 'close', 'drain', 'error').
 import { EventEmitter } from 'node:events';
 import type { MethodDescriptor } from '@etcdkit/client/protocol';
-import type * as grpc from '@grpc/grpc-js';
 import { GrpcCode } from '../errors.js';
-import type { BidiStream, CallInfo, ResponseOf } from '../services/registry.js';
+import type { BidiStream, CallInfo, ResponseOf, StatusFailure } from '../services/registry.js';
 import type { CallSteps } from './call-middleware.js';
 import type { BidiCall } from './h2/routes.js';
 import { H2CallInfo } from './h2-call-info.js';
@@ -75,7 +74,7 @@ export class H2BidiStream<Req, Res> extends EventEmitter implements BidiStream<R
   override emit(event: string | symbol, ...args: unknown[]): boolean {
     if (event !== 'error') return super.emit(event, ...args);
     // As on grpc-js's call: an 'error' emitted by the handler ends the call with its status.
-    const status = args[0] as grpc.ServerErrorResponse;
+    const status = args[0] as StatusFailure;
     this.#layers.sendStatus(() => {
       this.#call.end(
         (status.code ?? GrpcCode.UNKNOWN) as GrpcCode,

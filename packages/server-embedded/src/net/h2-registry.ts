@@ -29,7 +29,7 @@ import { H2CallInfo } from './h2-call-info.js';
 export function failureStatus(error: unknown): StatusError {
   if (error instanceof StatusError) return error;
   const status = toStatus(error);
-  return new StatusError((status.code ?? GrpcCode.UNKNOWN) as GrpcCode, status.details ?? '');
+  return new StatusError(status.code, status.details);
 }
 
 function statusError(status: MiddlewareStatus): StatusError {
@@ -43,6 +43,26 @@ function decode<Req>(method: MethodDescriptor<Req, unknown>, bytes: Buffer): Req
   } catch {
     throw new StatusError(GrpcCode.INTERNAL, 'Error deserializing request');
   }
+}
+
+/** The call's arrival, then its one request decoded and received, through `layers`. */
+function admitRequest<Req>(
+  layers: CallSteps,
+  method: MethodDescriptor<Req, unknown>,
+  bytes: Buffer,
+  fail: (error: unknown) => void,
+  next: (request: Req) => void,
+): void {
+  layers.arrive(() => {
+    let request: Req;
+    try {
+      request = decode(method, bytes);
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    layers.receive(request, () => next(request));
+  });
 }
 
 function encode<Res>(method: MethodDescriptor<unknown, Res>, response: unknown): Uint8Array {
@@ -102,35 +122,26 @@ export class H2Registry implements ServiceRegistry {
         const status = failureStatus(error);
         layers.sendStatus(() => call.end(status.code, status.details));
       };
-      layers.arrive(() => {
-        let request: Req;
-        try {
-          request = decode(method, bytes);
-        } catch (error) {
-          fail(error);
-          return;
-        }
-        layers.receive(request, () => {
-          const send: StreamSend<Res> = (message) =>
-            new Promise((resolve, reject) => {
-              const frame = encode(method, message);
-              layers.sendMessage(() => {
-                if (call.ended) reject(new Error('stream cancelled'));
-                else if (call.write(frame)) resolve();
-                else
-                  call.onDrain(() =>
-                    call.ended ? reject(new Error('stream cancelled')) : resolve(),
-                  );
-              });
+      admitRequest(layers, method, bytes, fail, (request) => {
+        const send: StreamSend<Res> = (message) =>
+          new Promise((resolve, reject) => {
+            const frame = encode(method, message);
+            layers.sendMessage(() => {
+              if (call.ended) reject(new Error('stream cancelled'));
+              else if (call.write(frame)) resolve();
+              else
+                call.onDrain(() =>
+                  call.ended ? reject(new Error('stream cancelled')) : resolve(),
+                );
             });
-          let running: Promise<void>;
-          try {
-            running = handler(request, send, new H2CallInfo(call), signal);
-          } catch (error) {
-            running = Promise.reject(error);
-          }
-          running.then(() => layers.sendStatus(() => call.end()), fail);
-        });
+          });
+        let running: Promise<void>;
+        try {
+          running = handler(request, send, new H2CallInfo(call), signal);
+        } catch (error) {
+          running = Promise.reject(error);
+        }
+        running.then(() => layers.sendStatus(() => call.end()), fail);
       });
     });
   }
@@ -260,33 +271,24 @@ export class H2Registry implements ServiceRegistry {
         const status = failureStatus(error);
         layers.sendStatus(() => reject(status));
       };
-      layers.arrive(() => {
-        let request: Req;
+      admitRequest(layers, method, bytes, fail, (request) => {
+        let result: unknown;
         try {
-          request = decode(method, bytes);
+          result = serve(request, bytes.length, call);
         } catch (error) {
           fail(error);
           return;
         }
-        layers.receive(request, () => {
-          let result: unknown;
+        Promise.resolve(result).then((response) => {
+          let frame: Uint8Array;
           try {
-            result = serve(request, bytes.length, call);
+            frame = encode(method, response);
           } catch (error) {
             fail(error);
             return;
           }
-          Promise.resolve(result).then((response) => {
-            let frame: Uint8Array;
-            try {
-              frame = encode(method, response);
-            } catch (error) {
-              fail(error);
-              return;
-            }
-            layers.sendMessage(() => layers.sendStatus(() => resolve(frame)));
-          }, fail);
-        });
+          layers.sendMessage(() => layers.sendStatus(() => resolve(frame)));
+        }, fail);
       });
     });
   }

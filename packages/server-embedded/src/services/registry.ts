@@ -1,9 +1,8 @@
 // What the services register their handlers with: the generated method table and handler shapes
-// that say nothing of the gRPC server under them (grpc-js's, net/grpc-js-registry.ts, or the
-// server's own HTTP/2, net/h2-registry.ts). Thrown EtcdServerErrors become their gRPC status.
+// that say nothing of the gRPC server under them (the server's own HTTP/2, net/h2-registry.ts).
+// Thrown EtcdServerErrors become their gRPC status.
 import type { PeerCertificate } from 'node:tls';
 import type { MethodDescriptor } from '@etcdkit/client/protocol';
-import type * as grpc from '@grpc/grpc-js';
 import { EtcdServerError, GrpcCode } from '../errors.js';
 
 /** What a handler may return: any subset of the response's fields (unset ones are defaults). */
@@ -67,7 +66,7 @@ export interface BidiStream<Req, Res> extends CallInfo {
   on(event: 'end' | 'cancelled' | 'close', listener: () => void): this;
   on(event: 'error', listener: (error: Error) => void): this;
   once(event: 'drain', listener: () => void): this;
-  emit(event: 'error', status: grpc.ServerErrorResponse): boolean;
+  emit(event: 'error', status: StatusFailure): boolean;
   /** Writes one response; false asks to wait for 'drain' before writing more. */
   write(message: ResponseOf<Res>): boolean;
   /** Ends the call with status OK. */
@@ -81,8 +80,14 @@ export interface BidiStream<Req, Res> extends CallInfo {
 /** A bidirectional-streaming handler: reads requests as they come and writes responses itself. */
 export type BidiHandler<Req, Res> = (call: BidiStream<Req, Res>) => void;
 
+/** A gRPC status as an Error: what a handler emits as 'error' to end its call with it. */
+export interface StatusFailure extends Error {
+  readonly code: GrpcCode;
+  readonly details: string;
+}
+
 /** A gRPC status for anything a handler throws. */
-export function toStatus(error: unknown): grpc.ServerErrorResponse {
+export function toStatus(error: unknown): StatusFailure {
   if (error instanceof EtcdServerError) {
     return Object.assign(new Error(error.message), {
       code: error.grpcCode,

@@ -139,15 +139,6 @@ describe('buildConfig', () => {
     );
   });
 
-  it('serves on the gRPC server --grpc-transport names, h2 unless given', async () => {
-    expect((await config([])).options.transport).toBeUndefined();
-    expect((await config(['--grpc-transport=grpc-js'])).options.transport).toBe('grpc-js');
-    expect((await config(['--grpc-transport', 'h2'])).options.transport).toBe('h2');
-    await expect(config(['--grpc-transport=grpc-go'])).rejects.toThrow(
-      new ConfigError('unknown --grpc-transport "grpc-go": h2 or grpc-js'),
-    );
-  });
-
   it('refuses unsupported etcd flags as a command-line error', async () => {
     await expect(config(['--config-file=/etc/etcd.yaml'])).rejects.toThrow(FlagError);
     await expect(config(['--auto-tls'])).rejects.toThrow(
@@ -229,10 +220,6 @@ describe('buildConfig with --simulated-members', () => {
       '--data-dir cannot be used with --simulated-members: the simulated cluster keeps its state in memory only',
     ],
     [['--snapshot-count=10'], '--snapshot-count cannot be used with --simulated-members'],
-    [
-      ['--grpc-transport=h2'],
-      "--grpc-transport cannot be used with --simulated-members: the simulated members serve on grpc-js's server",
-    ],
     [
       ['--name=infra0'],
       '--name cannot be used with --simulated-members: the members are named member0, member1...',

@@ -1,7 +1,7 @@
 // The HPACK header blocks of gRPC responses: static-table entries and literals without indexing
 // only, so no block depends on (or changes) the client's dynamic table, and the blocks every call
 // shares (the response headers, OK trailers) are encoded once per process. The fields are those
-// grpc-js's server sends (unary-fast-path.ts, RESPONSE_HEADERS).
+// grpc-js's server sends.
 import { writeInteger, writeLiteral } from '@etcdkit/client/h2';
 
 /** Static table indexes (RFC 7541, Appendix A). */

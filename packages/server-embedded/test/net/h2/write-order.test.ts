@@ -46,7 +46,7 @@ describe("the embedded server's writes across connections", () => {
   });
 
   it("writes a put's event to another client's watch before the writer's own watch and answer", async () => {
-    const server = await EmbeddedEtcd.start({ transport: 'h2' });
+    const server = await EmbeddedEtcd.start();
     cleanups.push(() => server.stop());
     const port = Number(new URL(server.endpoints[0]!).port);
     const writer = new Etcd({ endpoints: [...server.endpoints] });

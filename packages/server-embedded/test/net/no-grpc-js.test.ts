@@ -1,5 +1,5 @@
-// @grpc/grpc-js is loaded only when something of grpc-js's is needed (grpc-js-module.ts): a
-// server on its own HTTP/2 (the default) never loads it. Checked in a fresh process, whose module
+// The embedded server never loads @grpc/grpc-js: it serves gRPC on its own HTTP/2 (net/h2), a
+// single server and a simulated cluster's members alike. Checked in a fresh process, whose module
 // cache holds only what the server itself loaded.
 import { fileURLToPath } from 'node:url';
 import { runModuleScript } from '@etcdkit/testkit';
@@ -8,25 +8,26 @@ import { describe, expect, it } from 'vitest';
 const serverModule = fileURLToPath(new URL('../../src/index.ts', import.meta.url));
 
 describe('the embedded server and grpc-js', () => {
-  it('loads @grpc/grpc-js for the grpc-js transport only, not on import or on its own HTTP/2', async () => {
+  it('loads @grpc/grpc-js neither on import nor serving, alone or as a simulated cluster', async () => {
     const script = `
       import { createRequire } from 'node:module';
       const loaded = () => Object.keys(createRequire(import.meta.url).cache)
         .some((path) => path.includes('@grpc/grpc-js'));
-      const { EmbeddedEtcd } = await import(${JSON.stringify(serverModule)});
+      const { EmbeddedCluster, EmbeddedEtcd } = await import(${JSON.stringify(serverModule)});
       const seen = [loaded()];
-      const own = await EmbeddedEtcd.start({ transport: 'h2' });
-      await own.stop();
+      const server = await EmbeddedEtcd.start();
+      await server.stop();
       seen.push(loaded());
-      const viaGrpcJs = await EmbeddedEtcd.start({ transport: 'grpc-js' });
-      await viaGrpcJs.stop();
+      const cluster = await EmbeddedCluster.start({ members: 3 });
+      cluster.members[2].partition();
+      await cluster.stop();
       seen.push(loaded());
       console.log(JSON.stringify(seen));
     `;
     expect(JSON.parse((await runModuleScript(script, { sources: true })).trim())).toEqual([
       false,
       false,
-      true,
+      false,
     ]);
   });
 });
