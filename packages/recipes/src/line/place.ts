@@ -317,13 +317,13 @@ export interface HoldWait {
  * Fails with SessionExpiredError when the session ends or the key vanishes, with AbortedError when
  * the caller's signal aborts, or with the error of a read or of the key's watch.
  */
-export async function waitToHold(session: Session, turn: HoldWait): Promise<Holding> {
-  const { entry, signal } = turn;
-  const slots = turn.slots ?? 1;
+export async function waitToHold(session: Session, wait: HoldWait): Promise<Holding> {
+  const { entry, signal } = wait;
+  const slots = wait.slots ?? 1;
   // One slot, the own key in the line waited on: one watch over the key ahead and the own key
   // serves the wait and then the hold (not so for an RWMutex reader, or a Semaphore).
-  const inLine = slots === 1 && entry.key.startsWith(turn.prefix);
-  const holding = new Holding(session, entry, turn.what, !inLine);
+  const inLine = slots === 1 && entry.key.startsWith(wait.prefix);
+  const holding = new Holding(session, entry, wait.what, !inLine);
   // Linked by hand, and let go of at the end: the caller's signal outlives the wait. Without one,
   // the holding's own signal serves (a link would only follow it, with the same reason).
   const both =
@@ -333,7 +333,7 @@ export async function waitToHold(session: Session, turn: HoldWait): Promise<Hold
     createRevision: entry.createRevision,
     seenAt: entry.header.revision,
   };
-  const waiter = { prefix: turn.prefix, createRevision: entry.createRevision, ownKey };
+  const waiter = { prefix: wait.prefix, createRevision: entry.createRevision, ownKey };
   try {
     if (inLine) {
       // The creating txn's read of the line when there is one (a key found existing has none).
