@@ -378,7 +378,12 @@ export abstract class H2Session implements Flushable {
       at = end;
       this.#frame(type, flags, streamId, payload);
       if (this.ended) return;
-      if (this.unwrittenBytes > this.#maxUnwritten) this.#pauseReading();
+      if (
+        this.#maxUnwritten < Number.POSITIVE_INFINITY &&
+        this.unwrittenBytes > this.#maxUnwritten
+      ) {
+        this.#pauseReading();
+      }
     }
     buffer = at < buffer.length ? buffer.subarray(at) : EMPTY;
     // A cut frame is copied out of the chunk, so the chunk is not held for a few octets of it.
@@ -507,17 +512,19 @@ export abstract class H2Session implements Flushable {
       throw new H2ProtocolError(PROTOCOL_ERROR, 'HEADERS padding longer than the frame');
     }
     const endStream = (flags & FLAG_END_STREAM) !== 0;
+    if (flags & FLAG_END_HEADERS) {
+      this.#headerBlock(streamId, endStream, fragment);
+      return;
+    }
     // nghttp2 decodes as frames come: an oversized string fails before the block is complete.
     this.#checkStrings(streamId, fragment);
-    if (flags & FLAG_END_HEADERS) this.#headerBlock(streamId, endStream, fragment);
-    else
-      this.#block = {
-        streamId,
-        endStream,
-        fragments: [fragment],
-        length: fragment.length,
-        continuations: 0,
-      };
+    this.#block = {
+      streamId,
+      endStream,
+      fragments: [fragment],
+      length: fragment.length,
+      continuations: 0,
+    };
   }
 
   #continuation(flags: number, payload: Buffer): void {
@@ -563,6 +570,9 @@ export abstract class H2Session implements Flushable {
       // Decoded whatever the stream's state: the dynamic table must follow every block.
       fields = this.#decoder.decode(bytes);
     } catch (error) {
+      // A whole block in one frame is checked for oversized strings only when it fails: the
+      // hot path of every call does not scan its headers twice.
+      this.#checkStrings(streamId, bytes);
       const message = error instanceof HpackError ? error.message : String(error);
       const list = message.includes('header list larger');
       throw new H2ProtocolError(
