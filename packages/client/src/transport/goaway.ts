@@ -1,5 +1,6 @@
 // What a server's GOAWAY says, in words a caller can act on: its error code by name and its debug
 // text, and whether it reports a broken protocol (a new connection would meet the same fate).
+import { H2ProtocolError } from './h2/protocol-error.js';
 
 /** HTTP/2 error codes by number (RFC 9113, 7). */
 const ERROR_CODE_NAMES = [
@@ -60,12 +61,12 @@ export function goawayOf(code: number, lastStreamId: number, debug: Buffer | und
 
 /**
  * Whether `reason`, the error a connection ended with, is a protocol violation the client found:
- * the h2 connection's "HTTP/2 protocol error: ..." (h2-connection.ts), node:http2's
+ * the h2 connection's close error caused by an H2ProtocolError (h2-connection.ts), node:http2's
  * NGHTTP2_PROTOCOL_ERROR-style session errors.
  */
 export function isProtocolViolation(reason: unknown): boolean {
   if (!(reason instanceof Error)) return false;
-  if (reason.message.startsWith('HTTP/2 protocol error')) return true;
+  if (reason.cause instanceof H2ProtocolError) return true;
   const code = (reason as { code?: unknown }).code;
   return code === 'ERR_HTTP2_ERROR' && /protocol error/i.test(reason.message);
 }
