@@ -1,43 +1,23 @@
 // `etcdkit elect`: with --restart, three supervisors keep exactly one CMD running while leaders are
 // killed one after another; and etcdctl's forms without CMD.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Etcd } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import {
   heartbeats,
-  killAll,
   oneAtATime,
   type Running,
   readBeats,
   runsOf,
   startEtcdkit,
   until,
-  untilAsync,
 } from './support/etcdkit-process.js';
+import { cliFixture } from './support/fixture.js';
 
 describeEachBackend('etcdkit elect', ({ backend, prefix }) => {
-  let dir: string;
-  let etcd: Etcd;
-  beforeAll(() => {
-    etcd = new Etcd({ endpoints: backend().endpoints });
-  });
-  afterAll(async () => {
-    await etcd.close();
-  });
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'etcdkit-cli-'));
-  });
-  afterEach(async () => {
-    await killAll();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const endpoint = (): string => backend().endpoints[0]!;
+  const { etcd, endpoint, path, queued } = cliFixture(backend);
 
   it('keeps exactly one CMD running across three --restart supervisors while leaders are killed', async () => {
-    const file = join(dir, 'beats');
+    const file = path('beats');
     const election = `${prefix()}daemon`;
     const supervisors = new Map<string, Running>();
     for (const who of ['a', 'b', 'c']) {
@@ -59,10 +39,7 @@ describeEachBackend('etcdkit elect', ({ backend, prefix }) => {
         ),
       );
       // Each one campaigns before the next starts: the order of succession is a, b, c.
-      await untilAsync(
-        async () => (await etcd.count({ prefix: `${election}/` })) === BigInt(supervisors.size),
-        `${supervisors.size} candidates`,
-      );
+      await queued(election, supervisors.size);
     }
     /** Waits for the `n`th leader's CMD to beat three times; returns that run. */
     const leader = async (n: number) => {
@@ -93,7 +70,7 @@ describeEachBackend('etcdkit elect', ({ backend, prefix }) => {
     await until(() => runsOf(readBeats(file))[3]!.beats > beats + 3, 'the last leader to beat on');
     supervisors.get('b')!.child.kill('SIGTERM');
     expect((await supervisors.get('b')!.exited).code).toBe(128 + 15);
-    expect(await etcd.count({ prefix: `${election}/` })).toBe(0n);
+    expect(await etcd().count({ prefix: `${election}/` })).toBe(0n);
   }, 90_000);
 
   it("gives CMD the leader's value and exits with CMD's status, resigning", async () => {
@@ -113,21 +90,21 @@ describeEachBackend('etcdkit elect', ({ backend, prefix }) => {
     const [key, value, lease] = exit.stdout.trim().split('|');
     expect(key).toBe(`${election}/${lease}`);
     expect(value).toBe('node-1');
-    expect(await etcd.count({ prefix: `${election}/` })).toBe(0n);
+    expect(await etcd().count({ prefix: `${election}/` })).toBe(0n);
   });
 
   it('without CMD campaigns with the proposal and prints it, and -l prints the leader, as etcdctl', async () => {
     const election = `${prefix()}bare`;
     const candidate = startEtcdkit(['elect', `--endpoints=${endpoint()}`, election, 'proposal-1']);
     await until(() => candidate.stdout().split('\n').length >= 3, 'the leader key to be printed');
-    const { kvs } = await etcd.range({ prefix: `${election}/` });
+    const { kvs } = await etcd().range({ prefix: `${election}/` });
     expect(candidate.stdout()).toBe(`${kvs[0]!.keyText()}\nproposal-1\n`);
     const observer = startEtcdkit(['elect', `--endpoints=${endpoint()}`, '-l', election]);
     await until(() => observer.stdout().split('\n').length >= 3, 'the observer to print');
     expect(observer.stdout()).toBe(`${kvs[0]!.keyText()}\nproposal-1\n`);
     candidate.child.kill('SIGINT');
     expect((await candidate.exited).code).toBe(0);
-    expect(await etcd.count({ prefix: `${election}/` })).toBe(0n);
+    expect(await etcd().count({ prefix: `${election}/` })).toBe(0n);
     observer.child.kill('SIGINT');
     expect((await observer.exited).code).toBe(0);
   }, 30_000);

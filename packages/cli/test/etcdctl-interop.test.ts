@@ -1,47 +1,18 @@
 // `etcdkit lock` and `etcdctl lock` on one NAME: one lock (Go's layout), mutual exclusion both ways
 // and one FIFO queue.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Etcd } from '@etcdkit/client';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { EXIT_STATUS } from '../src/exit-status.js';
-import {
-  killAll,
-  startEtcdctl,
-  startEtcdkit,
-  until,
-  untilAsync,
-} from './support/etcdkit-process.js';
+import { startEtcdctl, startEtcdkit, until } from './support/etcdkit-process.js';
+import { cliFixture } from './support/fixture.js';
 
 describeEachBackend('etcdkit lock with etcdctl lock', ({ backend, prefix }) => {
-  let dir: string;
-  let etcd: Etcd;
-  beforeAll(() => {
-    etcd = new Etcd({ endpoints: backend().endpoints });
-  });
-  afterAll(async () => {
-    await etcd.close();
-  });
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'etcdkit-cli-'));
-  });
-  afterEach(async () => {
-    await killAll();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const endpoint = (): string => backend().endpoints[0]!;
-  const queued = (lockName: string, count: number): Promise<void> =>
-    untilAsync(
-      async () => (await etcd.count({ prefix: `${lockName}/` })) === BigInt(count),
-      `${count} keys under ${lockName}/`,
-    );
-
+  const { endpoint, path, queued } = cliFixture(backend);
   it('excludes etcdctl lock and is excluded by it, in one FIFO queue', async () => {
     const lockName = `${prefix()}shared`;
-    const ran = join(dir, 'ran');
-    const release = join(dir, 'release');
+    const ran = path('ran');
+    const release = path('release');
     const first = startEtcdctl(endpoint(), ['lock', lockName]);
     await until(() => first.stdout().includes('\n'), 'etcdctl to hold the lock');
     const ours = startEtcdkit([

@@ -1,16 +1,12 @@
 // `etcdkit lock`: three supervisors of one NAME whose commands append heartbeats to one file never
 // run two commands at once, whether holders exit, lose their lease to a revoke, or stall (SIGSTOP)
 // longer than the TTL; and the lock's exit statuses, environment and signals.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Etcd } from '@etcdkit/client';
+import { writeFileSync } from 'node:fs';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { EXIT_STATUS } from '../src/exit-status.js';
 import {
   heartbeats,
-  killAll,
   oneAtATime,
   type Running,
   readBeats,
@@ -18,38 +14,16 @@ import {
   startEtcdctl,
   startEtcdkit,
   until,
-  untilAsync,
 } from './support/etcdkit-process.js';
+import { cliFixture } from './support/fixture.js';
 
 const TTL = ['--ttl', '3', '--kill-grace', '0.5'];
 
 describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
-  let dir: string;
-  let etcd: Etcd;
-  beforeAll(() => {
-    etcd = new Etcd({ endpoints: backend().endpoints });
-  });
-  afterAll(async () => {
-    await etcd.close();
-  });
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'etcdkit-cli-'));
-  });
-  afterEach(async () => {
-    await killAll();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const { etcd, endpoint, path, queued } = cliFixture(backend);
 
-  const endpoint = (): string => backend().endpoints[0]!;
   const lock = (lockName: string, command: readonly string[], flags = TTL): Running =>
     startEtcdkit(['lock', `--endpoints=${endpoint()}`, ...flags, lockName, '--', ...command]);
-  /** Waits until `count` keys (holder and waiters) are under the lock's prefix. */
-  const queued = (lockName: string, count: number): Promise<void> =>
-    untilAsync(
-      async () => (await etcd.count({ prefix: `${lockName}/` })) === BigInt(count),
-      `${count} keys under ${lockName}/`,
-    );
-
   /**
    * Starts a holder running `first`, then two waiters running `rest` once it beats, each queued
    * before the next starts (FIFO order known).
@@ -76,9 +50,9 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
   }
 
   it('runs one command at a time while holders exit normally', async () => {
-    const file = join(dir, 'beats');
+    const file = path('beats');
     const lockName = `${prefix()}normal`;
-    const release = join(dir, 'release');
+    const release = path('release');
     const supervisors = await threeSupervisors(
       lockName,
       file,
@@ -94,11 +68,11 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
         .map((run) => run.beats)
         .slice(1),
     ).toEqual([6, 6]);
-    expect(await etcd.count({ prefix: `${lockName}/` })).toBe(0n);
+    expect(await etcd().count({ prefix: `${lockName}/` })).toBe(0n);
   }, 60_000);
 
   it("stops the holder's command when its lease is revoked, then the next one runs", async () => {
-    const file = join(dir, 'beats');
+    const file = path('beats');
     const lockName = `${prefix()}revoked`;
     const [holder, ...waiters] = await threeSupervisors(
       lockName,
@@ -111,7 +85,7 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
       const revoke = await startEtcdctl(endpoint(), ['lease', 'revoke', lease]).exited;
       expect(revoke.stdout).toContain('revoked');
     } else {
-      await etcd.lease.revoke(BigInt(`0x${lease}`));
+      await etcd().lease.revoke(BigInt(`0x${lease}`));
     }
     const holderExit = await holder!.exited;
     expect(holderExit.code).toBe(EXIT_STATUS.lost);
@@ -121,7 +95,7 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
   }, 60_000);
 
   it('stops the command of a supervisor stalled (SIGSTOP) past its TTL before the lock passes on', async () => {
-    const file = join(dir, 'beats');
+    const file = path('beats');
     const lockName = `${prefix()}stalled`;
     const [holder, ...waiters] = await threeSupervisors(
       lockName,
@@ -155,7 +129,7 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
     // The lock was taken in one txn when free: the response's revision is the key's creation.
     expect(rev).toBe(token);
     expect(BigInt(token!)).toBeGreaterThan(0n);
-    expect(await etcd.count({ prefix: `${lockName}/` })).toBe(0n);
+    expect(await etcd().count({ prefix: `${lockName}/` })).toBe(0n);
   });
 
   it('passes SIGTERM and SIGINT to CMD and releases the lock after it exits', async () => {
@@ -174,7 +148,7 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
     await until(() => plain.stdout().includes('ready'), 'CMD to start');
     plain.child.kill('SIGINT');
     expect((await plain.exited).code).toBe(128 + 2);
-    expect(await etcd.count({ prefix: `${lockName}/` })).toBe(0n);
+    expect(await etcd().count({ prefix: `${lockName}/` })).toBe(0n);
   }, 30_000);
 
   it('exits 75 when --wait-timeout (or 0) passes, 127 for a missing CMD, 64 for bad flags', async () => {
@@ -203,11 +177,11 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
     const lockName = `${prefix()}bare`;
     const bare = startEtcdkit(['lock', `--endpoints=${endpoint()}`, lockName]);
     await until(() => bare.stdout().split('\n').length >= 3, 'the key to be printed');
-    const { kvs } = await etcd.range({ prefix: `${lockName}/` });
+    const { kvs } = await etcd().range({ prefix: `${lockName}/` });
     expect(bare.stdout()).toBe(`${kvs[0]!.keyText()}\n\n`);
     bare.child.kill('SIGINT');
     expect((await bare.exited).code).toBe(0);
-    expect(await etcd.count({ prefix: `${lockName}/` })).toBe(0n);
+    expect(await etcd().count({ prefix: `${lockName}/` })).toBe(0n);
   });
 
   it('reads the endpoints from ETCDCTL_ENDPOINTS; takes a free lock with --wait-timeout 0', async () => {

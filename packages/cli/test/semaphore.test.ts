@@ -1,33 +1,17 @@
 // `etcdkit semaphore --limit N`: at most N commands at once across supervisors.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Etcd } from '@etcdkit/client';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
-import { killAll, type Running, startEtcdkit, until } from './support/etcdkit-process.js';
+import { expect, it } from 'vitest';
+import { type Running, startEtcdkit, until } from './support/etcdkit-process.js';
+import { cliFixture } from './support/fixture.js';
 
 describeEachBackend('etcdkit semaphore', ({ backend, prefix }) => {
-  let dir: string;
-  let etcd: Etcd;
-  beforeAll(() => {
-    etcd = new Etcd({ endpoints: backend().endpoints });
-  });
-  afterAll(async () => {
-    await etcd.close();
-  });
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'etcdkit-cli-'));
-  });
-  afterEach(async () => {
-    await killAll();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const { etcd, endpoint, path } = cliFixture(backend);
 
   it('runs at most --limit commands at once', async () => {
     const name = `${prefix()}pool`;
-    const log = join(dir, 'log');
-    const release = join(dir, 'release');
+    const log = path('log');
+    const release = path('release');
     const lines = (): string[] => {
       try {
         return readFileSync(log, 'utf8').split('\n').filter(Boolean);
@@ -40,7 +24,7 @@ describeEachBackend('etcdkit semaphore', ({ backend, prefix }) => {
       supervisors.push(
         startEtcdkit([
           'semaphore',
-          `--endpoints=${backend().endpoints[0]}`,
+          `--endpoints=${endpoint()}`,
           '--limit=2',
           '--ttl=3',
           name,
@@ -54,7 +38,7 @@ describeEachBackend('etcdkit semaphore', ({ backend, prefix }) => {
     await until(() => lines().length === 2, 'two commands to start');
     // All three queued, the third still waiting.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    expect(await etcd.count({ prefix: `${name}/` })).toBe(3n);
+    expect(await etcd().count({ prefix: `${name}/` })).toBe(3n);
     expect(lines()).toHaveLength(2);
     writeFileSync(release, '');
     expect((await Promise.all(supervisors.map((s) => s.exited))).map((e) => e.code)).toEqual([
