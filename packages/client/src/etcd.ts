@@ -14,14 +14,16 @@ import { Connection } from './connection/connection.js';
 import type { CallHooks, ConnectionOptions } from './connection/options.js';
 import type { CallOptions } from './connection/types.js';
 import { ElectionClient } from './election/election.js';
-import { closeElectionObservers } from './election/election-observe.js';
+import { ElectionObservers } from './election/election-observe.js';
 import type { ElectionHooks } from './election/election-observe-events.js';
 import { LockClient } from './election/lock.js';
-import { KV } from './kv/kv.js';
+import { ClientClosedError } from './errors.js';
+import { KV, type SharedKvServices } from './kv/kv.js';
+import { RangeStreamSupport } from './kv/scan.js';
 import { LeaseClient } from './lease/lease.js';
 import type { LeaseHooks } from './lease/lease-events.js';
-import { closeLeaseKeepAlives } from './lease/lease-keepalive.js';
-import { closeWatchHub, configureWatchHub } from './watch/hub.js';
+import { LeaseKeeper } from './lease/lease-keepalive.js';
+import { WatchHub } from './watch/hub.js';
 import type { WatchStreamOptions } from './watch/types.js';
 
 /**
@@ -88,6 +90,11 @@ export class Etcd extends KV {
    */
   readonly election: ElectionClient;
   readonly #hooks: EtcdOptions['hooks'];
+  // The streams this client owns, as fields (Go's Client owns its Watcher and Lease): its
+  // namespaces and services share them, close() ends them.
+  readonly #watchHub: WatchHub;
+  readonly #keeper: LeaseKeeper;
+  readonly #observers: ElectionObservers;
   readonly #autoSync: EndpointAutoSync | undefined;
 
   /**
@@ -97,15 +104,21 @@ export class Etcd extends KV {
   constructor(options: EtcdOptions) {
     const autoSyncIntervalMs = checkAutoSyncInterval(options?.autoSyncIntervalMs);
     const connection = new Connection(options);
-    super(connection);
+    const shared: SharedKvServices = {
+      watchHub: new WatchHub(connection, options.watch ?? {}),
+      rangeStream: new RangeStreamSupport(),
+    };
+    super(connection, shared);
     this.connection = connection;
-    this.lease = new LeaseClient(connection, { hooks: options.hooks });
+    this.#watchHub = shared.watchHub;
+    this.#keeper = new LeaseKeeper(connection);
+    this.#observers = new ElectionObservers();
+    this.lease = new LeaseClient(connection, { hooks: options.hooks }, this.#keeper);
     this.cluster = new ClusterClient(connection);
     this.maintenance = new MaintenanceClient(connection);
     this.auth = new AuthClient(connection);
     this.lock = new LockClient(connection);
-    this.election = new ElectionClient(connection, { hooks: options.hooks });
-    configureWatchHub(connection, options.watch);
+    this.election = new ElectionClient(connection, { hooks: options.hooks }, this.#observers);
     this.#hooks = options.hooks;
     this.#autoSync =
       autoSyncIntervalMs > 0
@@ -151,9 +164,9 @@ export class Etcd extends KV {
    */
   close(): Promise<void> {
     this.#autoSync?.stop();
-    closeWatchHub(this.connection);
-    closeLeaseKeepAlives(this.connection);
-    closeElectionObservers(this.connection);
+    this.#watchHub.close(new ClientClosedError());
+    this.#keeper.close();
+    this.#observers.close();
     return this.connection.close();
   }
 

@@ -25,20 +25,32 @@ import {
 import type { ObserveResumed } from './election-observe-events.js';
 import { DEFAULT_OBSERVE_SETTINGS, type ObserveSettings } from './election-observe-options.js';
 
-/** Wakes the followers of each connection that wait to reopen, so `close()` ends them at once. */
-const waiting = new WeakMap<Rpc, Set<AbortController>>();
+/**
+ * The resuming observations of one client, owned by it (etcd.ts): `close()` wakes those that wait
+ * to reopen, so the client's close ends them at once.
+ */
+export class ElectionObservers {
+  readonly #closing = new Set<AbortController>();
 
-/** Ends every observation of `rpc` with ClientClosedError (the client is closing). */
-export function closeElectionObservers(rpc: Rpc): void {
-  const controllers = waiting.get(rpc);
-  if (!controllers) return;
-  for (const controller of controllers) controller.abort();
-  controllers.clear();
-}
+  /** Observations resuming now (for leak tests). */
+  get running(): number {
+    return this.#closing.size;
+  }
 
-/** @internal Resuming observations of `rpc` still running (for leak tests). */
-export function runningObservations(rpc: Rpc): number {
-  return waiting.get(rpc)?.size ?? 0;
+  /** Ends every observation with ClientClosedError (the client is closing). */
+  close(): void {
+    for (const controller of this.#closing) controller.abort();
+    this.#closing.clear();
+  }
+
+  /** Registers an observation: its controller aborts when the client closes. */
+  add(closing: AbortController): void {
+    this.#closing.add(closing);
+  }
+
+  delete(closing: AbortController): void {
+    this.#closing.delete(closing);
+  }
 }
 
 /** True when `kv` comes after `last` in the election's history: a later leader or a later value. */
@@ -96,18 +108,14 @@ function callListener<E>(listener: ((event: E) => void) | undefined, event: E): 
  */
 export async function* observeResuming(
   rpc: Rpc,
+  observers: ElectionObservers,
   request: v3electionpb.LeaderRequest.$Properties,
   signal: AbortSignal | undefined,
   settings: ObserveSettings = DEFAULT_OBSERVE_SETTINGS,
   runtime: ObserveRuntime = SYSTEM_RUNTIME,
 ): AsyncGenerator<KeyValue, void, undefined> {
   const closing = new AbortController();
-  let controllers = waiting.get(rpc);
-  if (!controllers) {
-    controllers = new Set();
-    waiting.set(rpc, controllers);
-  }
-  controllers.add(closing);
+  observers.add(closing);
   const name = request.name ?? new Uint8Array();
   let last: KeyValue | undefined;
   /** The stream open now, and where it is, once it answered. */
@@ -240,6 +248,6 @@ export async function* observeResuming(
     }
   } finally {
     check?.stop();
-    controllers.delete(closing);
+    observers.delete(closing);
   }
 }

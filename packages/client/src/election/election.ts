@@ -14,7 +14,7 @@ import {
 import { type KeyValue, toKeyValue } from '../key-value.js';
 import { plainBytes } from '../plain-bytes.js';
 import { bytesArg, flagArg, type LeaseRef, leaseArg, objectArg, revisionArg } from '../validate.js';
-import { observeOnce, observeResuming } from './election-observe.js';
+import { ElectionObservers, observeOnce, observeResuming } from './election-observe.js';
 import type { ElectionHooks } from './election-observe-events.js';
 import { type ObserveCallOptions, observeSettings } from './election-observe-options.js';
 import { withServiceAnswers } from './service-answers.js';
@@ -89,14 +89,21 @@ export interface ElectionClientOptions {
  */
 export class ElectionClient {
   readonly #hooks: ElectionHooks | undefined;
+  /** @internal Its resuming observations, ended by the close of the client that owns them. */
+  readonly observers: ElectionObservers;
 
   /** The Election service over a connection (or any {@link Rpc}); most programs use `etcd.election`. */
+  constructor(rpc: Rpc, options?: ElectionClientOptions);
+  /** @internal With the observations of the client that owns it (etcd.ts closes them). */
+  constructor(rpc: Rpc, options: ElectionClientOptions, observers: ElectionObservers);
   constructor(
     /** The connection calls go through. */
     protected readonly rpc: Rpc,
     options: ElectionClientOptions = {},
+    observers = new ElectionObservers(),
   ) {
     this.#hooks = objectArg(options, 'options').hooks;
+    this.observers = observers;
   }
 
   /**
@@ -209,12 +216,12 @@ export class ElectionClient {
     const { signal } = o;
     const resume = o.resume === undefined || flagArg(o.resume, 'options.resume');
     const settings = observeSettings(o, resume, this.#hooks);
-    const rpc = this.rpc;
+    const { rpc, observers } = this;
     return {
       // Each iteration opens its own streams, and only when it starts.
       [Symbol.asyncIterator]: () =>
         resume
-          ? observeResuming(rpc, request, signal, settings)
+          ? observeResuming(rpc, observers, request, signal, settings)
           : observeOnce(rpc, request, signal),
     };
   }

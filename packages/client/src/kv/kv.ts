@@ -9,7 +9,7 @@ import { type KeyValue, toKeyValue } from '../key-value.js';
 import { type KeySelector, toInterval } from '../keys/key-range.js';
 import { KeyPrefix } from '../keys/namespace.js';
 import { bytesArg, flagArg, objectArg, revisionArg } from '../validate.js';
-import { watchHubOf } from '../watch/hub.js';
+import { WatchHub } from '../watch/hub.js';
 import type { WatchRequest } from '../watch/types.js';
 import type { Watcher } from '../watch/watcher.js';
 import {
@@ -29,7 +29,7 @@ import {
   type RangeResult,
   rangeSpec,
 } from './range.js';
-import { Scan, type ScanRequest } from './scan.js';
+import { RangeStreamSupport, Scan, type ScanRequest } from './scan.js';
 import { Txn } from './txn.js';
 
 /** Options of {@link KV.count}. */
@@ -55,6 +55,15 @@ export interface CompactResult {
 }
 
 /**
+ * @internal What the KV views of one client share (its namespaces included): the one watch stream
+ * and what its servers support. The client that owns them closes them (etcd.ts).
+ */
+export interface SharedKvServices {
+  readonly watchHub: WatchHub;
+  readonly rangeStream: RangeStreamSupport;
+}
+
+/**
  * The key-value API of etcd, over the whole store or (from {@link KV.namespace}) a namespace.
  *
  * Keys and values are `string` (UTF-8) or `Uint8Array`. Reads are retried across endpoints on
@@ -66,15 +75,25 @@ export interface CompactResult {
 export class KV {
   // The namespace this view works in; the root for the whole store.
   private ns: KeyPrefix = KeyPrefix.root;
+  readonly #shared: SharedKvServices;
 
   /**
    * The KV API over a connection (or any {@link Rpc}). Most programs use {@link Etcd}, which is a
    * KV over its own connection.
    */
+  constructor(rpc: Rpc);
+  /** @internal With the services of the client that owns it (etcd.ts). */
+  constructor(rpc: Rpc, shared: SharedKvServices);
   constructor(
     /** The connection calls go through. */
     protected readonly rpc: Rpc,
-  ) {}
+    shared?: SharedKvServices,
+  ) {
+    this.#shared = shared ?? {
+      watchHub: new WatchHub(rpc, {}),
+      rangeStream: new RangeStreamSupport(),
+    };
+  }
 
   /**
    * The same API on the keys starting with `prefix`: keys are prefixed on the way in and stripped
@@ -85,7 +104,7 @@ export class KV {
    * concatenate. Revisions, leases and {@link compact} are store-wide, as at the root.
    */
   namespace(prefix: Bytes): KV {
-    const view = new KV(this.rpc);
+    const view = new KV(this.rpc, this.#shared);
     view.ns = this.ns.child(bytesArg(prefix, 'prefix'));
     return view;
   }
@@ -148,7 +167,7 @@ export class KV {
    * ```
    */
   scan(request: ScanRequest): Scan {
-    return new Scan(this.rpc, this.ns, request);
+    return new Scan(this.rpc, this.ns, this.#shared.rangeStream, request);
   }
 
   /**
@@ -165,7 +184,7 @@ export class KV {
    * ```
    */
   watch(request: WatchRequest): Watcher {
-    return watchHubOf(this.rpc).watch(request, this.ns);
+    return this.#shared.watchHub.watch(request, this.ns);
   }
 
   /** Writes one key. Every put creates a new revision, even when the value is unchanged. */

@@ -36,13 +36,14 @@ export type ScanRequest = KeyRange & ScanOptions;
 /** The default number of keys per page of the paged fallback. */
 export const DEFAULT_SCAN_PAGE_SIZE = 500;
 
-// What each connection's servers support: one cluster runs one version in practice, so after the
-// first Unimplemented its scans page without asking again.
-const rangeStreamSupport = new WeakMap<Rpc, boolean>();
-
-/** Whether the servers behind `rpc` are known to lack RangeStream (for tests and diagnostics). */
-export function knownToLackRangeStream(rpc: Rpc): boolean {
-  return rangeStreamSupport.get(rpc) === false;
+/**
+ * Whether the servers of one client answer RangeStream, owned by the client (etcd.ts) and shared by
+ * its namespaces: one cluster runs one version in practice, so after the first Unimplemented its
+ * scans page without asking again.
+ */
+export class RangeStreamSupport {
+  /** Unknown until a RangeStream answered or was refused. */
+  supported: boolean | undefined;
 }
 
 interface ScanSpec {
@@ -99,6 +100,7 @@ export class Scan implements AsyncIterable<KeyValue> {
   constructor(
     private readonly rpc: Rpc,
     private readonly ns: KeyPrefix,
+    private readonly support: RangeStreamSupport,
     request: ScanRequest,
   ) {
     this.#spec = scanSpec(request);
@@ -119,7 +121,7 @@ export class Scan implements AsyncIterable<KeyValue> {
   }
 
   async *#run(): AsyncGenerator<KeyValue, void, undefined> {
-    if (rangeStreamSupport.get(this.rpc) !== false) {
+    if (this.support.supported !== false) {
       const streamed = yield* this.#stream();
       if (streamed) return;
     }
@@ -141,7 +143,7 @@ export class Scan implements AsyncIterable<KeyValue> {
       for await (const chunk of stream) {
         if (!answered) {
           answered = true;
-          rangeStreamSupport.set(this.rpc, true);
+          this.support.supported = true;
         }
         const part = chunk.rangeResponse;
         if (!part) continue;
@@ -156,7 +158,7 @@ export class Scan implements AsyncIterable<KeyValue> {
       return true;
     } catch (error) {
       if (!answered && error instanceof EtcdError && error.code === 'UNIMPLEMENTED') {
-        rangeStreamSupport.set(this.rpc, false);
+        this.support.supported = false;
         finished = true;
         return false;
       }

@@ -64,11 +64,9 @@ class Entry {
   }
 }
 
-const keepers = new WeakMap<Rpc, LeaseKeeper>();
-
 /**
- * The keepalive stream of one connection and the leases it carries. Internal: users go through
- * `lease.keepAlive()`.
+ * The keepalive stream of one client and the leases it carries, owned by its LeaseClient (etcd.ts
+ * closes it). Internal: users go through `lease.keepAlive()`.
  */
 export class LeaseKeeper {
   /** Its optional `closed`, `refreshToken` and `redial` are used when present. */
@@ -85,18 +83,8 @@ export class LeaseKeeper {
   /** The running loop's resume state. */
   #resume: ResumableStream | undefined;
 
-  private constructor(rpc: Rpc) {
+  constructor(rpc: Rpc) {
     this.#rpc = rpc;
-  }
-
-  /** The keeper of `rpc`'s connection, created on first use. */
-  static of(rpc: Rpc): LeaseKeeper {
-    let keeper = keepers.get(rpc);
-    if (!keeper) {
-      keeper = new LeaseKeeper(rpc);
-      keepers.set(rpc, keeper);
-    }
-    return keeper;
   }
 
   /**
@@ -321,9 +309,4 @@ export class LeaseKeeper {
     this.#loseAll('client-closed', stop);
     return false;
   }
-}
-
-/** Ends every kept-alive lease of `rpc`'s connection with `client-closed`. */
-export function closeLeaseKeepAlives(rpc: Rpc): void {
-  keepers.get(rpc)?.close();
 }

@@ -69,12 +69,21 @@ export interface LeaseTimeToLive {
 /** Lease operations. Reads are retried across endpoints; grant and revoke are never silently. */
 export class LeaseClient {
   readonly #hooks: LeaseHooks | undefined;
+  /** The one keepalive stream of this client's leases. */
+  readonly #keeper: LeaseKeeper;
 
+  /** Lease operations over a connection (or any {@link Rpc}); most programs use `etcd.lease`. */
+  constructor(rpc: Rpc, options?: LeaseClientOptions);
+  /** @internal With the keepalive stream of the client that owns it (etcd.ts closes it). */
+  constructor(rpc: Rpc, options: LeaseClientOptions, keeper: LeaseKeeper);
   constructor(
+    /** The connection calls go through. */
     protected readonly rpc: Rpc,
     options: LeaseClientOptions = {},
+    keeper = new LeaseKeeper(rpc),
   ) {
     this.#hooks = options.hooks;
+    this.#keeper = keeper;
   }
 
   /**
@@ -133,9 +142,9 @@ export class LeaseClient {
     return response.leases.map((lease) => lease.ID ?? 0n).sort(compareBigints);
   }
 
-  /** @internal The keepalive stream of this client's connection, and the lease hooks. */
+  /** @internal The keepalive stream of this client, and the lease hooks. */
   keepAliveContext(): { readonly keeper: LeaseKeeper; readonly hooks: LeaseHooks | undefined } {
-    return { keeper: LeaseKeeper.of(this.rpc), hooks: this.#hooks };
+    return { keeper: this.#keeper, hooks: this.#hooks };
   }
 }
 

@@ -26,31 +26,6 @@ export const WATCH_STREAM_DEFAULTS = {
   idleStreamMs: 2_000,
 } as const;
 
-const hubs = new WeakMap<Rpc, WatchHub>();
-
-/** The hub of `rpc`, created with default settings on first use. */
-export function watchHubOf(rpc: Rpc): WatchHub {
-  let hub = hubs.get(rpc);
-  if (!hub) {
-    hub = new WatchHub(rpc, {});
-    hubs.set(rpc, hub);
-  }
-  return hub;
-}
-
-/**
- * Sets the watch stream settings of `rpc` (the Etcd facade calls it with `options.watch`). Must
- * come before the first watch on it. Throws InvalidConfigError on bad values.
- */
-export function configureWatchHub(rpc: Rpc, options: WatchStreamOptions | undefined): void {
-  hubs.set(rpc, new WatchHub(rpc, options ?? {}));
-}
-
-/** Ends every watcher of `rpc` with ClientClosedError (the client is closing). */
-export function closeWatchHub(rpc: Rpc): void {
-  hubs.get(rpc)?.close(new ClientClosedError());
-}
-
 /** A duration option in ms: `fallback` when unset; above 0, or at least 0 when `zero` is allowed. */
 function duration(name: string, value: unknown, fallback: number, zero = false): number {
   if (value === undefined) return fallback;
@@ -61,7 +36,10 @@ function duration(name: string, value: unknown, fallback: number, zero = false):
   throw new InvalidConfigError(`watch.${name} must be ${wanted}, got ${String(value)}`);
 }
 
-/** One connection's watch stream and its watchers. */
+/**
+ * One client's watch stream and its watchers, owned by the client (etcd.ts closes it) and shared by
+ * its namespaces.
+ */
 export class WatchHub implements WatcherHost, SessionOwner {
   /** Observability callbacks. */
   readonly hooks: WatchHooks;
@@ -81,6 +59,7 @@ export class WatchHub implements WatcherHost, SessionOwner {
   /** Closes the stream once it has had no watcher for `idleStreamMs`; unset while it has one. */
   #linger: NodeJS.Timeout | undefined;
 
+  /** Throws InvalidConfigError on bad settings. */
   constructor(rpc: Rpc, options: WatchStreamOptions) {
     this.#rpc = rpc;
     this.#timing = {

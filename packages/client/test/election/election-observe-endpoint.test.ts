@@ -4,7 +4,7 @@
 // the stream's `endpoint`) still name A. No server involved, so the order of events is exact.
 import { describe, expect, it } from 'vitest';
 import { Connection } from '../../src/connection/connection.js';
-import { observeResuming } from '../../src/election/election-observe.js';
+import { ElectionObservers, observeResuming } from '../../src/election/election-observe.js';
 import type {
   ObserveDisconnected,
   ObserveResumed,
@@ -142,6 +142,7 @@ describe('ElectionClient.observe reports its stream’s own endpoint', () => {
     transport.holding.add(A);
     const observation = observeResuming(
       connection,
+      new ElectionObservers(),
       { name: enc('e') },
       controller.signal,
       settings,

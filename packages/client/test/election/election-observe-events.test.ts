@@ -16,7 +16,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Rpc } from '../../src/connection/types.js';
 import { ElectionClient } from '../../src/election/election.js';
-import { observeResuming, runningObservations } from '../../src/election/election-observe.js';
+import { ElectionObservers, observeResuming } from '../../src/election/election-observe.js';
 import { type ObserveRuntime, SYSTEM_RUNTIME } from '../../src/election/election-observe-check.js';
 import type {
   ElectionHooks,
@@ -104,7 +104,8 @@ function consume(iterable: AsyncIterable<KeyValue>): Running {
 
 /**
  * observeResuming itself (not through ElectionClient.observe) on `rpc`, consumed in the background:
- * for the cases that hand it a probe, a runtime or settings of their own.
+ * for the cases that hand it a probe, a runtime or settings of their own. `observers`: the
+ * registry of the client that owns the observation (a fresh one by default).
  */
 function consumeResuming(
   rpc: Rpc,
@@ -112,10 +113,12 @@ function consumeResuming(
   signal: AbortSignal,
   settings: ReturnType<typeof observeSettings>,
   runtime?: ObserveRuntime,
+  observers = new ElectionObservers(),
 ): Running {
+  const request = { name: new TextEncoder().encode(name) };
   return consume({
     [Symbol.asyncIterator]: () =>
-      observeResuming(rpc, { name: new TextEncoder().encode(name) }, signal, settings, runtime),
+      observeResuming(rpc, observers, request, signal, settings, runtime),
   });
 }
 
@@ -339,9 +342,10 @@ describeEachBackend('ElectionClient.observe reports its outages', ({ backend, pr
     const before = abortRegistrations(caller.signal);
     await elect(name, 'one');
     const settings = observeSettings({ minReconnectDelayMs: 60_000 }, true, undefined);
-    const running = consumeResuming(probe, name, caller.signal, settings, runtime);
+    const observers = new ElectionObservers();
+    const running = consumeResuming(probe, name, caller.signal, settings, runtime, observers);
     await waitFor(() => running.values.length === 1, 10_000, 'the first leader');
-    expect(runningObservations(probe)).toBe(1);
+    expect(observers.running).toBe(1);
     a.cutAll();
     await waitFor(() => runtime.sleeps === 1, 10_000, 'the pause before the reopen');
 
@@ -351,7 +355,7 @@ describeEachBackend('ElectionClient.observe reports its outages', ({ backend, pr
     expect(runtime.timersSet).toBe(0);
     expect(runtime.timers).toBe(0);
     expect(abortRegistrations(caller.signal)).toBe(before);
-    expect(runningObservations(probe)).toBe(0);
+    expect(observers.running).toBe(0);
     expect(probe.opened).toBe(1);
   }, 60_000);
 
@@ -364,17 +368,25 @@ describeEachBackend('ElectionClient.observe reports its outages', ({ backend, pr
     const before = abortRegistrations(caller.signal);
     await elect(name, 'one');
     const settings = observeSettings({ leaderCheckIntervalMs: 60_000 }, true, undefined);
-    const running = consumeResuming(etcd.connection, name, caller.signal, settings, runtime);
+    const { observers } = etcd.election;
+    const running = consumeResuming(
+      etcd.connection,
+      name,
+      caller.signal,
+      settings,
+      runtime,
+      observers,
+    );
     await waitFor(() => running.values.length === 1, 10_000, 'the first leader');
     expect(runtime.timers).toBe(1);
-    expect(runningObservations(etcd.connection)).toBe(1);
+    expect(observers.running).toBe(1);
 
     await etcd.close();
     expect(await running.ended).toBeInstanceOf(ClientClosedError);
     expect(runtime.timers).toBe(0);
     expect(runtime.sleeps).toBe(0);
     expect(abortRegistrations(caller.signal)).toBe(before);
-    expect(runningObservations(etcd.connection)).toBe(0);
+    expect(observers.running).toBe(0);
   }, 60_000);
 });
 
