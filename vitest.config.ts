@@ -15,6 +15,10 @@ export default defineConfig({
         find: /^@etcdkit\/client\/h2$/,
         replacement: here('./packages/client/src/transport/h2/index.ts'),
       },
+      {
+        find: /^@etcdkit\/client\/internal$/,
+        replacement: here('./packages/client/src/internal/index.ts'),
+      },
       { find: /^@etcdkit\/otel$/, replacement: here('./packages/otel/src/index.ts') },
       { find: /^@etcdkit\/recipes$/, replacement: here('./packages/recipes/src/index.ts') },
       {

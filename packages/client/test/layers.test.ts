@@ -20,7 +20,7 @@ const SRC = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
  * not named here (bytes, errors, header...), which may import each other.
  */
 const LAYERS: LayerList = [
-  ['index.ts', 'protocol.ts'],
+  ['index.ts', 'protocol.ts', 'internal'],
   ['etcd.ts'],
   ['kv', 'lease', 'election', 'cluster'],
   ['watch'],
