@@ -48,7 +48,6 @@ export function describeEachBackend(
       continue;
     }
     describe(suiteTitle, () => {
-      useSuiteEtcdBinary(plan.provider.etcdBinary);
       let started: TestBackend | undefined;
       let startError: unknown;
       let currentPrefix: string | undefined;
@@ -120,35 +119,26 @@ export function describeRealEtcd(
       describeUnavailable(suiteTitle, plan);
       continue;
     }
-    const binary = plan.provider.etcdBinary ?? findEtcdBinaryPath(env);
+    // An unbound plan runs the default binary, which its plan found.
+    const binary = plan.provider.etcdBinary ?? requireEtcdBinary(env).path;
     describe(suiteTitle, () => {
-      useSuiteEtcdBinary(binary);
       withSuiteEtcdBinary(binary, () => body({ label: plan.label, binary }));
     });
   }
 }
 
-/** The path of the binary an unbound real etcd plan runs (its plan found it, so it exists). */
-function findEtcdBinaryPath(env: TestkitEnv): string {
-  return requireEtcdBinary(env).path;
-}
-
 /**
- * Makes `binary` (when a plan is bound to one) what lookups without an env find while this suite
- * runs: from its first `beforeAll` to its last `afterAll` (after hooks run in reverse order).
+ * Collects a suite body with `binary` (when its plan is bound to one) as what binary lookups
+ * without an env find, and keeps it so while the suite's hooks and tests run: its `beforeAll` runs
+ * before the body's, its `afterAll` after them (after hooks run in reverse order).
  */
-function useSuiteEtcdBinary(binary: string | undefined): void {
-  if (binary === undefined) return;
-  beforeAll(() => setSuiteEtcdBinary(binary));
-  afterAll(() => setSuiteEtcdBinary(undefined));
-}
-
-/** Runs `collect` (a suite body) with `binary` as the suite's binary, for code run while collecting. */
 function withSuiteEtcdBinary(binary: string | undefined, collect: () => void): void {
   if (binary === undefined) {
     collect();
     return;
   }
+  beforeAll(() => setSuiteEtcdBinary(binary));
+  afterAll(() => setSuiteEtcdBinary(undefined));
   setSuiteEtcdBinary(binary);
   try {
     collect();
