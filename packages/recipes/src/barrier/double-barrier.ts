@@ -6,9 +6,9 @@ import {
   cmp,
   InvalidArgumentError,
   type KeyValue,
-  linkSignals,
   op,
 } from '@etcdkit/client';
+import { linkSignals } from '@etcdkit/client/internal';
 import { RecipeError } from '../errors.js';
 import { createUniqueKey, deleteIfCreatedAt, type LineEntry, sessionEnded } from '../line/place.js';
 import { recipeName } from '../recipe-name.js';
