@@ -1,6 +1,6 @@
 // The queue-acquire algorithm, written once over a minimal store: the recipes run it over the
 // client, the embedded server's Lock and Election services over their in-process client.
-import { linkSignals } from '@etcdkit/client';
+import { linkSignals } from '@etcdkit/client/internal';
 
 /** A key in a line of keys ordered by create revision: its place is its create revision. */
 export interface LinePlace<K> {
