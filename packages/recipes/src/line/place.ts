@@ -8,10 +8,10 @@ import {
   cmp,
   type KeyValue,
   LeaseNotFoundError,
-  linkSignals,
   op,
   type ResponseHeader,
 } from '@etcdkit/client';
+import { linkSignals } from '@etcdkit/client/internal';
 import { LockLostError, LockNotHeldError, SessionExpiredError } from '../errors.js';
 import type { Session } from '../session/session.js';
 import { STOPPED, throwIfAborted, waitForDeleteOf } from '../wait.js';
