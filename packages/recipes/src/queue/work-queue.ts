@@ -9,13 +9,13 @@ import {
   type KeyValue,
   type KV,
   LeaseNotFoundError,
-  linkSignals,
   op,
   prefixEnd,
   type ResponseHeader,
   toBytes,
   toText,
 } from '@etcdkit/client';
+import { linkSignals } from '@etcdkit/client/internal';
 import { SessionExpiredError } from '../errors.js';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
