@@ -6,9 +6,8 @@ import {
   type EtcdError,
   type LeaseLostError,
   LeaseNotFoundError,
-  linkSignals,
-  toEtcdError,
 } from '@etcdkit/client';
+import { linkSignals, toEtcdError } from '@etcdkit/client/internal';
 import { EventEmitter } from 'eventemitter3';
 import { SessionExpiredError } from '../errors.js';
 import { backoffDelay, pause, type StmBackoff } from '../stm/backoff.js';
