@@ -1,6 +1,7 @@
 // The pause between two STM attempts: exponential, fully jittered (conflicting transactions retry
 // in lockstep otherwise), cancellable.
-import { AbortedError, backoffDelay as clientBackoffDelay } from '@etcdkit/client';
+import { AbortedError } from '@etcdkit/client';
+import { backoffDelay as clientBackoffDelay } from '@etcdkit/client/internal';
 
 /** How long to wait between STM attempts. */
 export interface StmBackoff {
