@@ -5,12 +5,12 @@ import {
   type Bytes,
   CompactedError,
   type KV,
-  linkSignals,
   type WatchBatch,
   type WatchEvent,
   type Watcher,
   type WatchKeys,
 } from '@etcdkit/client';
+import { linkSignals } from '@etcdkit/client/internal';
 
 /** Options shared by every wait. */
 export interface WaitOptions {
