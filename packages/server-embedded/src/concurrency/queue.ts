@@ -1,6 +1,6 @@
 // The Lock and Election queue in Go's key layout (`name/<lease hex>`, shared with Go, etcdctl and
 // @etcdkit/recipes), waited on with the recipes' queue algorithm over this server's store.
-import { linkSignals } from '@etcdkit/client';
+import { linkSignals } from '@etcdkit/client/internal';
 import { type LinePlace, type QueueLine, waitForTurn } from '@etcdkit/recipes/internal';
 import type {
   Compare,
