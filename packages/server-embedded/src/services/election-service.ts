@@ -4,7 +4,7 @@
 // With auth, every request it makes is checked as the caller's. Errors go out as etcd sends them
 // from this service: status Unknown with etcd's message.
 
-import { linkSignals } from '@etcdkit/client';
+import { linkSignals } from '@etcdkit/client/internal';
 import { type v3electionpb, v3electionpb_Election } from '@etcdkit/client/protocol';
 import { bigintOf, bytesOf } from '../api/requests.js';
 import {
