@@ -5,14 +5,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  etcdErrors,
-  etcdErrorVariants,
-  fromTransportError,
-  GrpcStatus,
-  serverErrorClass,
-  TransportError,
-} from '@etcdkit/client';
+import { etcdErrors, etcdErrorVariants, GrpcStatus, TransportError } from '@etcdkit/client';
+import { fromTransportError, serverErrorClass } from '@etcdkit/client/internal';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { EtcdServerError, type ServerErrorCode } from '../../src/errors.js';
