@@ -1,7 +1,7 @@
 // A lock workload worker: its own OS process, so it can be SIGSTOPped in its critical section.
 // Started by lockWorkload with fork(); talks to it over the IPC channel.
 import { Etcd, op } from '@etcdkit/client';
-import { LockLostError, Mutex, Session } from '@etcdkit/recipes';
+import { LockLostError, Mutex, Session, SessionExpiredError } from '@etcdkit/recipes';
 import { historyToJson } from '../history.js';
 import type { CounterInput, CounterOutput } from '../models/counter.js';
 import { classifyFailure, Recorder, systemMonotonicMs } from '../recorder.js';
@@ -91,8 +91,14 @@ async function work(
         } finally {
           await lock.unlock().catch(() => {});
         }
-      } catch {
-        // Lock not acquired, read failed, session lost: no critical section ran; try again.
+      } catch (error) {
+        // Lock not acquired, read failed, session lost: no critical section ran; try again. An
+        // ended session is dropped at once: its isDone lags behind (it learns from a keepalive),
+        // and every retry on it fails again meanwhile.
+        if (error instanceof SessionExpiredError) {
+          void session?.close().catch(() => {});
+          session = undefined;
+        }
         await sleep(50);
       }
     }
