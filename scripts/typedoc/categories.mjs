@@ -74,8 +74,9 @@ export const CATEGORIES = [
   },
   {
     title: 'STM',
-    description: 'Software transactional memory over etcd transactions, at four isolation levels.',
-    rules: ['recipes:stm/'],
+    description:
+      'Software transactional memory over etcd transactions, at four isolation levels, and a shared counter.',
+    rules: ['recipes:stm/', 'recipes:counter/'],
   },
   {
     title: 'Barriers and queues',

@@ -1,11 +1,18 @@
 /**
  * @etcdkit/recipes: coordination recipes on etcd (sessions, locks, elections, fencing, STM,
- * barriers, queues, service discovery), with the key layouts of etcd's Go recipes.
+ * shared counters, barriers, queues, service discovery), with the key layouts of etcd's Go recipes.
  *
  * @module @etcdkit/recipes
  */
 export { Barrier } from './barrier/barrier.js';
 export { DoubleBarrier, TooManyClientsError } from './barrier/double-barrier.js';
+export {
+  type CounterChange,
+  type CounterSwap,
+  type CounterValue,
+  CounterValueError,
+  SharedCounter,
+} from './counter/counter.js';
 export {
   type DiscoverOptions,
   ServiceDiscovery,

@@ -24,7 +24,7 @@ const LAYERS: LayerList = [
   ['discovery'],
   // A Leadership is a Hold (lock/hold.ts).
   ['election'],
-  ['lock', 'barrier', 'queue'],
+  ['lock', 'barrier', 'queue', 'counter'],
   // A key's place in a line ordered by create revision: taken, waited for, held, released.
   ['line'],
   ['session'],
