@@ -1,12 +1,43 @@
 /**
  * @etcdkit/client: a typed, failure-safe etcd v3 client.
  *
+ * What a program uses, listed by name; what only the sibling packages need is in
+ * `@etcdkit/client/internal`.
+ *
  * @module @etcdkit/client
  */
 
-export * from './bytes.js';
-export * from './cluster/auth.js';
-export * from './cluster/cluster.js';
+export {
+  type Bytes,
+  compareBytes,
+  concatBytes,
+  hasPrefix,
+  prefixEnd,
+  toBytes,
+  toText,
+} from './bytes.js';
+export {
+  AuthClient,
+  type AuthStatus,
+  keyPermission,
+  type Permission,
+  type PermissionGrant,
+  type PermissionKeys,
+  type PermissionType,
+  prefixPermission,
+  type Role,
+  rangePermission,
+  type User,
+  type UserAddOptions,
+} from './cluster/auth.js';
+export {
+  ClusterClient,
+  type Member,
+  type MemberAdded,
+  type MemberAddOptions,
+  type MemberList,
+  type MemberListOptions,
+} from './cluster/cluster.js';
 export {
   type EndpointSyncEvent,
   type EndpointSyncHooks,
@@ -14,10 +45,18 @@ export {
   type MemberEndpoints,
   memberEndpoints,
 } from './cluster/endpoint-sync.js';
-export * from './cluster/maintenance.js';
+export {
+  type Alarm,
+  type AlarmType,
+  type BackendHash,
+  type DowngradeInfo,
+  type KeyValueHash,
+  MaintenanceClient,
+  type MemberStatus,
+  type SnapshotStream,
+} from './cluster/maintenance.js';
 export { type SnapshotFile, SnapshotIntegrityError } from './cluster/snapshot.js';
 export { Connection } from './connection/connection.js';
-export { type LinkedSignal, linkSignals } from './connection/link-signals.js';
 export type {
   AuthOptions,
   AuthRefreshEvent,
@@ -45,8 +84,91 @@ export type {
 } from './election/election-observe-events.js';
 export type { ObserveCallOptions } from './election/election-observe-options.js';
 export { type LockAcquired, type LockCallOptions, LockClient, lockKey } from './election/lock.js';
-export * from './error-table.js';
-export * from './errors.js';
+export {
+  type EtcdErrorEntry,
+  type EtcdErrorVariant,
+  type EtcdErrorVariantName,
+  type EtcdServerErrorCode,
+  etcdErrors,
+  etcdErrorVariants,
+} from './error-table.js';
+export {
+  AbortedError,
+  AuthFailedError,
+  AuthNotEnabledError,
+  AuthOldRevisionError,
+  BadLeaderTransfereeError,
+  ClientClosedError,
+  ClusterIdMismatchError,
+  CompactedError,
+  CorruptClusterError,
+  DeadlineExceededError,
+  DuplicateKeyError,
+  ElectionNoLeaderError,
+  ElectionNotLeaderError,
+  ElectionSessionExpiredError,
+  EmptyKeyError,
+  EtcdError,
+  type EtcdErrorCode,
+  type EtcdErrorInit,
+  FutureRevisionError,
+  InvalidArgumentError,
+  InvalidAuthMgmtError,
+  InvalidAuthTokenError,
+  InvalidConfigError,
+  InvalidSortOptionError,
+  KeyNotFoundError,
+  LeaderChangedError,
+  LearnerNotReadyError,
+  LeaseExistsError,
+  LeaseNotFoundError,
+  LeaseProvidedError,
+  LeaseTtlTooLargeError,
+  LockSessionExpiredError,
+  MemberBadUrlsError,
+  MemberExistsError,
+  MemberNotEnoughStartedError,
+  MemberNotFoundError,
+  MemberNotLearnerError,
+  MissingLeaderKeyError,
+  NoLeaderError,
+  NoMemberEndpointsError,
+  NoSpaceError,
+  NotCapableError,
+  NotLeaderError,
+  NotSupportedForLearnerError,
+  OrderViolationError,
+  OutcomeUnknownError,
+  PeerUrlExistsError,
+  PermissionDeniedError,
+  PermissionNotGivenError,
+  PermissionNotGrantedError,
+  ProtocolError,
+  RequestCanceledError,
+  RequestTimeoutError,
+  RequestTooLargeError,
+  RoleAlreadyExistsError,
+  RoleEmptyError,
+  RoleNotFoundError,
+  RoleNotGrantedError,
+  RootRoleNotExistError,
+  RootUserNotExistError,
+  type ServerErrorClass,
+  ServerStoppedError,
+  TooManyLearnersError,
+  TooManyRequestsError,
+  TooManyTxnOpsError,
+  UnavailableError,
+  UnhealthyClusterError,
+  UnimplementedError,
+  UnknownEtcdError,
+  UserAlreadyExistsError,
+  UserEmptyError,
+  UserNotFoundError,
+  ValueProvidedError,
+  WatchCanceledError,
+  WriteNotAppliedError,
+} from './errors.js';
 export { type ConnectionHooks, Etcd, type EtcdOptions } from './etcd.js';
 export type { Acknowledged, ResponseHeader } from './header.js';
 export { KeyValue, type KeyValueFields } from './key-value.js';
@@ -90,7 +212,14 @@ export type {
 } from './kv/range.js';
 export { DEFAULT_SCAN_PAGE_SIZE, Scan, type ScanOptions, type ScanRequest } from './kv/scan.js';
 export type { CommitOptions, Txn, TxnResult } from './kv/txn.js';
-export * from './lease/lease.js';
+export {
+  Lease,
+  LeaseClient,
+  type LeaseClientOptions,
+  type LeaseGrantOptions,
+  type LeaseTimeToLive,
+  type LeaseTimeToLiveOptions,
+} from './lease/lease.js';
 export type {
   LeaseEvents,
   LeaseHooks,
@@ -98,24 +227,24 @@ export type {
   LeaseKeepAliveOptions,
 } from './lease/lease-events.js';
 export { LeaseLostError, type LeaseLostReason } from './lease/lease-lost.js';
-export { type BackoffOptions, backoffDelay } from './transport/backoff.js';
 export { GrpcJsTransport } from './transport/grpc-js.js';
 export { H2Transport } from './transport/h2.js';
 export { Http2Transport } from './transport/http2.js';
 export type { TransportName } from './transport/select.js';
-export type {
-  BidiStream,
-  Channel,
-  ChannelCallOptions,
-  ChannelOptions,
-  ChannelState,
-  Metadata,
-  ServerStream,
-  TlsOptions,
-  Transport,
-  TransportFailure,
+export {
+  type BidiStream,
+  type Channel,
+  type ChannelCallOptions,
+  type ChannelOptions,
+  type ChannelState,
+  GrpcStatus,
+  type Metadata,
+  type ServerStream,
+  type TlsOptions,
+  type Transport,
+  TransportError,
+  type TransportFailure,
 } from './transport/types.js';
-export { GrpcStatus, TransportError } from './transport/types.js';
 export type { LeaseRef } from './validate.js';
 export { WatchCompactedError } from './watch/errors.js';
 export { WATCH_STREAM_DEFAULTS } from './watch/hub.js';
