@@ -5,6 +5,7 @@
 // counters while the attack runs, and the normal client's calls must all be answered.
 import { connect as http2Connect } from 'node:http2';
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
+import { Etcd } from '@etcdkit/client';
 import {
   CANCEL,
   ENHANCE_YOUR_CALM,
@@ -29,6 +30,7 @@ import {
   windowUpdateFrame,
 } from '@etcdkit/client/h2';
 import { afterEach, describe, expect, it } from 'vitest';
+import { EmbeddedEtcd } from '../../../src/index.js';
 import type { H2ServerConnection } from '../../../src/net/h2/connection.js';
 import { Routes } from '../../../src/net/h2/routes.js';
 import { H2GrpcServer, type H2GrpcServerOptions } from '../../../src/net/h2/server.js';
@@ -329,5 +331,50 @@ describe('net/h2 under attack, beside a normal client', () => {
       'no preface and SETTINGS from the peer in 200 ms',
     );
     expect(attacker.frames.map((frame) => frame.type)).toEqual([FRAME_SETTINGS, FRAME_GOAWAY]);
+  });
+
+  it('holds a bounded amount for an EmbeddedEtcd reader asking for 200 MiB of Range answers', async () => {
+    const server = await EmbeddedEtcd.start();
+    cleanups.push(() => server.stop());
+    const etcd = new Etcd({ endpoints: [...server.endpoints] });
+    cleanups.push(() => etcd.close());
+    await etcd.put('big', Buffer.alloc(1024 * 1024, 1));
+    const port = Number(new URL(server.endpoints[0]!).port);
+    const attacker = await deafSocket(port);
+    attacker.write(
+      Buffer.concat([
+        PREFACE,
+        settingsFrame([[SETTINGS_INITIAL_WINDOW_SIZE, MAX_WINDOW]]),
+        windowUpdateFrame(0, MAX_WINDOW - 65_535),
+      ]),
+    );
+    // RangeRequest { key: "big" }, by hand: field 1, length 3.
+    const range = Buffer.from([0x0a, 3, ...Buffer.from('big')]);
+    const block = requestBlock('/etcdserverpb.KV/Range');
+    const before = process.memoryUsage().arrayBuffers;
+    let grown = 0;
+    const watch = setInterval(() => {
+      grown = Math.max(grown, process.memoryUsage().arrayBuffers - before);
+    }, 5);
+    cleanups.push(() => clearInterval(watch));
+    let streamId = 1;
+    const answered: string[] = [];
+    for (let round = 0; round < 20; round++) {
+      const requests: Buffer[] = [];
+      for (let i = 0; i < 10; i++, streamId += 2) {
+        requests.push(
+          frameOf(FRAME_HEADERS, FLAG_END_HEADERS, streamId, block),
+          frameOf(FRAME_DATA, FLAG_END_STREAM, streamId, grpcFrame(range)),
+        );
+      }
+      attacker.write(Buffer.concat(requests));
+      // The normal client is answered meanwhile.
+      answered.push(String((await etcd.get('big'))?.value.length));
+    }
+    await sleep(300);
+    clearInterval(watch);
+    expect(answered).toEqual(Array.from({ length: 20 }, () => String(1024 * 1024)));
+    // 4 MiB unwritten, the answer that crossed it, what the kernel took: not 200 MiB.
+    expect(grown).toBeLessThan(48 * 1024 * 1024);
   });
 });
