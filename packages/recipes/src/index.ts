@@ -38,6 +38,13 @@ export {
   type ObserveOptions,
 } from './election/election.js';
 export {
+  LatchClosedError,
+  type LatchState,
+  LeaderLatch,
+  type LeaderLatchEvents,
+  type LeaderLatchOptions,
+} from './election/leader-latch.js';
+export {
   ElectionNoLeaderError,
   ElectionNotLeaderError,
   FencedUpdateConflictError,
