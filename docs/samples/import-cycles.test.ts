@@ -112,6 +112,7 @@ const PACKAGES = [
 describe('the packages', () => {
   it('are all read', () => {
     expect(PACKAGES).toEqual([
+      'packages/cli',
       'packages/client',
       'packages/otel',
       'packages/recipes',
