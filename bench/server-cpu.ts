@@ -1,5 +1,5 @@
-// Server CPU per operation and throughput: the etcdkit-server process (on its own HTTP/2, and on
-// grpc-js's server) against a real etcd process (/usr/bin/etcd: raft, WAL, fsync), all answering
+// Server CPU per operation and throughput: the etcdkit-server process (on its own HTTP/2) against
+// a real etcd process (/usr/bin/etcd: raft, WAL, fsync), all answering
 // the same client (etcdkit over its node:http2 transport, in this process). A server's CPU is read
 // from /proc (every thread's schedstat run time, in ns), before and after a fixed number of put,
 // get or txn calls, so it is that process's alone. Each round runs every row on every server back
@@ -82,7 +82,6 @@ function stopper(child: ChildProcess, cleanup: () => void = () => {}): () => Pro
  * too, as 'baseline', for a before/after comparison in the same run.
  */
 const BASELINE_CLI = process.env.ETCDKIT_BENCH_BASELINE_CLI;
-const GRPC_JS = 'etcdkit-server (grpc-js)';
 
 async function startEtcdkitServer(
   name = 'etcdkit-server',
@@ -230,8 +229,6 @@ async function report() {
   const servers = [
     await startEtcdkitServer(),
     await startRealEtcd(),
-    // The same server on grpc-js's gRPC server instead of its own HTTP/2 (the default).
-    await startEtcdkitServer(GRPC_JS, CLI, ['--grpc-transport', 'grpc-js']),
   ];
   if (BASELINE_CLI) servers.push(await startEtcdkitServer('baseline', BASELINE_CLI));
   const others = servers.filter((server) => server.name !== 'etcd');
@@ -295,6 +292,6 @@ async function report() {
 
 export const serverCpuSuite = {
   name: 'server-cpu',
-  description: `server CPU per put, get and txn (from /proc) and ops/s, etcdkit-server (its own HTTP/2, and on grpc-js) vs real etcd, same client (etcdkit over node:http2); medians of ${ROUNDS} rounds, each row run on every server back to back, the order reversed every other round; the ratio is the median of the rounds' ratios`,
+  description: `server CPU per put, get and txn (from /proc) and ops/s, etcdkit-server (its own HTTP/2) vs real etcd, same client (etcdkit over node:http2); medians of ${ROUNDS} rounds, each row run on every server back to back, the order reversed every other round; the ratio is the median of the rounds' ratios`,
   report,
 };
