@@ -1,8 +1,8 @@
 // Server CPU per unary call: the embedded server's own HTTP/2 layer (net/h2) against a plain
 // node:http2 server answering the same prepared bytes for every call (node:http2's floor), and
-// grpc-js's server. Each server runs in a child process whose process.cpuUsage() is read before and after
-// a round; the client (etcdkit's h2 transport, the cheapest client) runs here. The order rotates
-// every round; medians are printed. Not part of bench/run.ts.
+// grpc-js's server. Each server runs in a child process whose process.cpuUsage() is read before
+// and after a round; the client (etcdkit's h2 transport, the cheapest client) runs here. The order
+// rotates every round; medians are printed. Not part of bench/run.ts.
 // Run: node --conditions=etcdkit-source --import tsx bench/h2-server.ts (ROUNDS=n to change 5)
 import { type ChildProcess, fork } from 'node:child_process';
 import { constants, createServer as createHttp2Server, type ServerHttp2Stream } from 'node:http2';
