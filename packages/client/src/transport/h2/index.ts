@@ -1,8 +1,10 @@
 /**
- * HTTP/2 wire pieces shared by the client's own HTTP/2 transport (`'h2'`) and
- * `@etcdkit/server-embedded`'s authority filter: HPACK decoding (dynamic table, Huffman) and
- * encoding, and frame constants and helpers. Internal: exported as `@etcdkit/client/h2` only so
- * the server package needs no copy of them; not part of the public API and may change.
+ * The wire of both roles: the HTTP/2 connection core under the client's own HTTP/2 transport
+ * (`'h2'`) and `@etcdkit/server-embedded`'s gRPC engine (`session.ts`: frame loop, SETTINGS,
+ * PING, GOAWAY, flow control, limits, the per-tick writes and their order across connections),
+ * HPACK decoding and encoding, frame constants and helpers, and gRPC message framing. Internal:
+ * exported as `@etcdkit/client/h2` only so the server package needs no copy of them; not part of
+ * the public API and may change.
  *
  * @internal
  * @module h2
