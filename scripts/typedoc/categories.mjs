@@ -86,7 +86,8 @@ export const CATEGORIES = [
   },
   {
     title: 'Service discovery',
-    description: 'Registering service instances and discovering the live set.',
+    description:
+      'Registering service instances and discovering the live set; group membership with a live view.',
     rules: ['recipes:discovery/'],
   },
   {

@@ -1,6 +1,6 @@
 /**
  * @etcdkit/recipes: coordination recipes on etcd (sessions, locks, elections, fencing, STM,
- * shared counters, barriers, queues, service discovery), with the key layouts of etcd's Go recipes.
+ * shared counters, barriers, queues, service discovery, group membership), with the key layouts of etcd's Go recipes.
  *
  * @module @etcdkit/recipes
  */
@@ -23,6 +23,15 @@ export type {
   ServiceEndpoint,
   ServiceInstance,
 } from './discovery/endpoint.js';
+export {
+  Group,
+  GroupMemberExistsError,
+  type GroupMemberInfo,
+  type GroupMembers,
+  GroupMembership,
+  GroupView,
+  type GroupViewEvents,
+} from './discovery/group.js';
 export {
   type RegisterOptions,
   ServiceRegistration,
