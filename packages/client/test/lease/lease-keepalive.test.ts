@@ -173,10 +173,11 @@ describeEachBackend('lease keepalive', ({ backend, prefix }) => {
     expect(lease.signal.aborted).toBe(true);
     expect(lease.signal.reason).toBe(error);
     expect(losses).toEqual([error]);
-    // Counted from the last answered keepalive: at most TTL after the pause, never much before
-    // TTL minus one interval. Loose bounds: TTL + interval + slack, and TTL - interval - slack.
-    expect(elapsed).toBeLessThan(2_000 + 667 + 1_000);
+    // Counted from the last answered keepalive, sent just before the pause: never much before the
+    // TTL (timers never fire early). Reason 'timeout' says the local deadline fired; a missed
+    // deadline would leave the lease alive until the test's timeout, so 10 s stays far from both.
     expect(elapsed).toBeGreaterThan(2_000 - 667 - 300);
+    expect(elapsed).toBeLessThan(10_000);
     proxy.resume();
     await until(() => transport.active === 0, 'the stream closed');
   });
@@ -188,10 +189,9 @@ describeEachBackend('lease keepalive', ({ backend, prefix }) => {
     await c.put(key, 'v', { lease });
     await refreshed(lease);
     await admin.lease.revoke(lease.id);
-    const revokedAt = performance.now();
     const error = await lease.lost;
-    // Noticed at the next keepalive: within one interval (1 s), loosely.
-    expect(performance.now() - revokedAt).toBeLessThan(1_000 + 500);
+    // Noticed at a keepalive's reply (TTL 0 gives 'expired'), not at the local deadline, which
+    // would say 'timeout': the reason tells the two apart without a clock.
     expect(error.reason).toBe('expired');
     expect(error.leaseId).toBe(lease.id);
     expect(error.message).toContain(lease.id.toString(16));
@@ -364,7 +364,9 @@ describeRealEtcd('lease keepalive across etcd crashes', () => {
     expect(error.leaseId).toBe(lease.id);
     // Why the replies stopped: the stream's failure, typed.
     expect(error.cause).toBeInstanceOf(EtcdError);
-    expect(elapsed).toBeLessThan(2_000 + 667 + 1_000);
+    // Reason 'timeout' says the local deadline fired; a missed one would never report the loss.
+    // 10 s is far from both, however loaded the machine.
+    expect(elapsed).toBeLessThan(10_000);
     await server.restart();
     // The same client keeps a new lease alive once the server is back.
     const next = await etcd.lease.grant(2, { keepAlive: true });

@@ -111,7 +111,9 @@ describe.each(TRANSPORTS)('transport %s', (name, transport) => {
     try {
       const started = Date.now();
       const error = await rejection(channel.ready(Date.now() + 300));
-      expect(Date.now() - started).toBeLessThan(2_000);
+      // The hole never answers: without the deadline ready() would never settle. 10 s is far from
+      // both, so machine load cannot flip the verdict.
+      expect(Date.now() - started).toBeLessThan(10_000);
       expect(error.code).toBe(GrpcStatus.Unavailable);
       expect(error.sent).toBe(false);
     } finally {
