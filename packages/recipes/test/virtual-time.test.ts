@@ -80,9 +80,10 @@ describe('recipes on virtual time [backend: embedded]', () => {
     const winning = candidate.campaign('new');
     await eventually(async () => (await admin.count({ prefix: `${electionName}/` })) === 2n);
     await expireLeases(leaderSession.ttl);
-    const started = performance.now();
+    // The server's clock stands still from here and the candidate's own lease has 60 s left on it:
+    // only the deletion of the expired leader's key can wake it. A missed wakeup hangs until the
+    // test's timeout, whatever the machine's load.
     const won = await winning;
-    expect(performance.now() - started).toBeLessThan(1_000);
     expect(won.epoch).toBeGreaterThan(leader.epoch);
     await eventually(() => leader.signal.aborted);
     expect((await candidate.leader()).text()).toBe('new');

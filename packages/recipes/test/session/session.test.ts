@@ -81,25 +81,22 @@ describeEachBackend('Session', ({ backend, prefix }) => {
     const lock = await new Mutex(session, `${p}lock`).lock();
     const seen = await admin.get(lock.key);
     session.orphan();
-    const orphanedAt = performance.now();
     expect(session.signal.aborted).toBe(true);
     expect((session.signal.reason as LeaseLostError).reason).toBe('released');
     expect(await admin.get(lock.key)).toBeDefined();
+    // Deleted at all means the refreshes stopped: a session still keeping the lease alive would
+    // keep the key until the test's timeout. Not revoked by the orphan: the key outlived it above.
     await waitForDelete(admin, lock.key, seen?.modRevision ?? 0n);
-    // The TTL (1 s, or the server's minimum), counted from the last refresh (before the orphan),
-    // + etcd's 500 ms expiry tick + a margin for the watch.
-    expect(performance.now() - orphanedAt).toBeLessThan(Number(session.ttl) * 1_000 + 500 + 500);
     expect(await admin.get(lock.key)).toBeUndefined();
+    expect((await admin.lease.timeToLive(session.leaseId)).ttl).toBe(-1n);
   });
 
   it('a lease revoked elsewhere ends the session fast, with reason expired', async () => {
     const session = await fixture.session({ ttl: 3 });
     await admin.lease.revoke(session.leaseId);
-    const started = performance.now();
     const lost = await session.done;
+    // 'expired': a keepalive heard TTL 0, before the local deadline (which would say 'timeout').
     expect(lost.reason).toBe('expired');
-    // The next keepalive (every TTL/3) hears TTL 0.
-    expect(performance.now() - started).toBeLessThan(1_000 + 500);
   });
 
   it('adopts a live lease and keeps it alive; a dead lease fails at once', async () => {
@@ -112,10 +109,9 @@ describeEachBackend('Session', ({ backend, prefix }) => {
 
     const dead = await admin.lease.grant(5);
     await dead.revoke();
-    const started = performance.now();
+    // The server's answer, typed: a session that waited for its deadline would end as lost instead.
     const error = await rejection(Session.create(admin, { lease: dead.id }));
     expect(error).toBeInstanceOf(LeaseNotFoundError);
-    expect(performance.now() - started).toBeLessThan(1_000);
   });
 
   it('revokes the lease it granted when the creation is aborted', async () => {
@@ -183,7 +179,9 @@ describeRealEtcd('Session timing', () => {
     try {
       const lost = await session.done;
       expect(lost.reason).toBe('timeout');
-      expect(performance.now() - pausedAt).toBeLessThan(2_000 + 300);
+      // The local deadline (TTL 2 s) fired; without it the session would wait for the paused
+      // server until the test's timeout. 10 s is far from both.
+      expect(performance.now() - pausedAt).toBeLessThan(10_000);
     } finally {
       etcd.resume();
     }
