@@ -226,10 +226,7 @@ async function inProcessStartMs(): Promise<{ first: number; median: number }> {
 
 async function report() {
   if (!existsSync(ETCD)) return [{ row: `skipped: ${ETCD} is not installed` }];
-  const servers = [
-    await startEtcdkitServer(),
-    await startRealEtcd(),
-  ];
+  const servers = [await startEtcdkitServer(), await startRealEtcd()];
   if (BASELINE_CLI) servers.push(await startEtcdkitServer('baseline', BASELINE_CLI));
   const others = servers.filter((server) => server.name !== 'etcd');
   const samples = new Map<string, Sample[]>();
