@@ -77,6 +77,7 @@ export {
   type Ownership,
 } from './lock/fencing.js';
 export { Hold } from './lock/hold.js';
+export { MultiLock, MultiLockHeld } from './lock/multi-lock.js';
 export { Lock, type LockOptions, Mutex } from './lock/mutex.js';
 export { type RWLockOptions, RWMutex } from './lock/rwmutex.js';
 export { type AcquireOptions, Permit, Semaphore } from './lock/semaphore.js';
