@@ -1,7 +1,7 @@
 // Shared helpers of the recipes' lock, election and session suites.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { Etcd, type KV, type WatchRequest } from '@etcdkit/client';
-import { expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { Session, type SessionOptions } from '../src/session/session.js';
 
 /** Resolves with what `promise` rejected with; fails the test if it resolves. */
@@ -222,4 +222,32 @@ export function withHookAfterCommit(etcd: Etcd, after: (commit: number) => Promi
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
+}
+
+/** What {@link suiteClients} gives a suite: its Fixture and a client of its own for checks. */
+export interface SuiteClients {
+  readonly fixture: Fixture;
+  /** A client for the test's own reads and writes (made before the suite, closed after it). */
+  admin(): Etcd;
+}
+
+/**
+ * Inside a describeEachBackend body: a Fixture closed after each test and an admin client for the
+ * suite, with the hooks that make and close them.
+ */
+export function suiteClients(endpoints: () => readonly string[]): SuiteClients {
+  const fixture = new Fixture(endpoints);
+  let admin: Etcd | undefined;
+  beforeAll(() => {
+    admin = new Etcd({ endpoints: [...endpoints()] });
+  });
+  afterEach(() => fixture.close());
+  afterAll(() => admin?.close());
+  return {
+    fixture,
+    admin: () => {
+      if (admin === undefined) throw new Error('the admin client exists only inside the suite');
+      return admin;
+    },
+  };
 }

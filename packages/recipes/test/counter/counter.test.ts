@@ -1,28 +1,22 @@
 // SharedCounter: exact values and revisions, no lost update under contention, compare-and-set.
-import { Etcd, InvalidArgumentError } from '@etcdkit/client';
+import { InvalidArgumentError } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { CounterValueError, SharedCounter } from '../../src/counter/counter.js';
-import { Fixture, rejection } from '../recipes-support.js';
+import { rejection, suiteClients } from '../recipes-support.js';
 
 describeEachBackend('SharedCounter', ({ backend, prefix }) => {
-  const fixture = new Fixture(() => backend().endpoints);
-  let admin: Etcd;
-  beforeAll(() => {
-    admin = new Etcd({ endpoints: backend().endpoints });
-  });
-  afterEach(() => fixture.close());
-  afterAll(() => admin?.close());
+  const { fixture, admin } = suiteClients(() => backend().endpoints);
 
   it('reads 0 while missing, and an add writes the sum at the revision it reports', async () => {
-    const counter = new SharedCounter(admin, `${prefix()}count`);
+    const counter = new SharedCounter(admin(), `${prefix()}count`);
     const empty = await counter.get();
     expect([empty.value, empty.revision]).toEqual([0n, 0n]);
     const first = await counter.add(5n);
     expect([first.previous, first.value]).toEqual([0n, 5n]);
     const second = await counter.add(-7n);
     expect([second.previous, second.value]).toEqual([5n, -2n]);
-    const kv = await admin.get(counter.key);
+    const kv = await admin().get(counter.key);
     expect(kv?.text()).toBe('-2');
     expect(kv?.modRevision).toBe(second.revision);
     expect(second.revision).toBeGreaterThan(first.revision);
@@ -43,7 +37,7 @@ describeEachBackend('SharedCounter', ({ backend, prefix }) => {
       }),
     );
     const all = changes.flat();
-    expect((await new SharedCounter(admin, key).get()).value).toBe(80n);
+    expect((await new SharedCounter(admin(), key).get()).value).toBe(80n);
     // Every add produced its own value, once: 1..80, each one more than the value it started from.
     expect(all.map((c) => c.value).sort((a, b) => Number(a - b))).toEqual(
       Array.from({ length: 80 }, (_, i) => BigInt(i + 1)),
@@ -55,10 +49,10 @@ describeEachBackend('SharedCounter', ({ backend, prefix }) => {
   });
 
   it('compare-and-set writes only over the expected value, and reports what it found', async () => {
-    const counter = new SharedCounter(admin, `${prefix()}count`);
+    const counter = new SharedCounter(admin(), `${prefix()}count`);
     const created = await counter.compareAndSet(0n, 10n);
     expect([created.succeeded, created.value]).toEqual([true, 10n]);
-    expect((await admin.get(counter.key))?.modRevision).toBe(created.revision);
+    expect((await admin().get(counter.key))?.modRevision).toBe(created.revision);
     const refused = await counter.compareAndSet(0n, 99n);
     expect([refused.succeeded, refused.value, refused.revision]).toEqual([
       false,
@@ -80,13 +74,13 @@ describeEachBackend('SharedCounter', ({ backend, prefix }) => {
   });
 
   it('refuses a key that holds no decimal integer, and arguments that are not bigints', async () => {
-    const counter = new SharedCounter(admin, `${prefix()}count`);
-    await admin.put(counter.key, '12abc');
+    const counter = new SharedCounter(admin(), `${prefix()}count`);
+    await admin().put(counter.key, '12abc');
     const error = await rejection(counter.add(1n));
     expect(error).toBeInstanceOf(CounterValueError);
     expect(error).toMatchObject({ code: 'COUNTER_VALUE', key: counter.key });
-    expect((await admin.get(counter.key))?.text()).toBe('12abc');
+    expect((await admin().get(counter.key))?.text()).toBe('12abc');
     await expect(counter.add(1 as unknown as bigint)).rejects.toBeInstanceOf(InvalidArgumentError);
-    expect(() => new SharedCounter(admin, '')).toThrow(InvalidArgumentError);
+    expect(() => new SharedCounter(admin(), '')).toThrow(InvalidArgumentError);
   });
 });

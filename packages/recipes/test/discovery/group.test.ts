@@ -1,8 +1,5 @@
-// Group membership: members with values on their session's lease, and the exact sequence of live
-// views (join, change, leave, lease loss) over one watch.
-import { Etcd } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import {
   Group,
   GroupMemberExistsError,
@@ -10,7 +7,7 @@ import {
   type GroupView,
 } from '../../src/discovery/group.js';
 import { LockLostError } from '../../src/errors.js';
-import { eventually, Fixture, rejection } from '../recipes-support.js';
+import { eventually, rejection, suiteClients } from '../recipes-support.js';
 
 /** The views a GroupView yields, as `id=value` lists, with their revisions. */
 function follow(view: GroupView): { seen: GroupMembers[]; ended: Promise<void> } {
@@ -24,13 +21,7 @@ function follow(view: GroupView): { seen: GroupMembers[]; ended: Promise<void> }
 const pairs = (view: GroupMembers) => [...view.members.values()].map((m) => `${m.id}=${m.value}`);
 
 describeEachBackend('Group', ({ backend, prefix }) => {
-  const fixture = new Fixture(() => backend().endpoints);
-  let admin: Etcd;
-  beforeAll(() => {
-    admin = new Etcd({ endpoints: backend().endpoints });
-  });
-  afterEach(() => fixture.close());
-  afterAll(() => admin?.close());
+  const { fixture, admin } = suiteClients(() => backend().endpoints);
 
   it('yields the exact sequence of views: join, change, leave, lease revoked', async () => {
     const name = `${prefix()}group`;
@@ -54,7 +45,7 @@ describeEachBackend('Group', ({ backend, prefix }) => {
     await step(4);
     await group.join(b, 'gamma', 'x');
     await step(5);
-    const revoked = await admin.lease.revoke(a.leaseId);
+    const revoked = await admin().lease.revoke(a.leaseId);
     await step(6);
     await view.close();
     await ended;
@@ -83,11 +74,11 @@ describeEachBackend('Group', ({ backend, prefix }) => {
   });
 
   it('puts a member on its session lease; an id is one session’s, and a lost member is not written', async () => {
-    const group = new Group(admin, `${prefix()}group`);
+    const group = new Group(admin(), `${prefix()}group`);
     const a = await fixture.session();
     const b = await fixture.session();
     const member = await group.join(a, 'one', 'first');
-    const kv = await admin.get(member.key);
+    const kv = await admin().get(member.key);
     expect([kv?.text(), kv?.lease, kv?.createRevision]).toEqual([
       'first',
       a.leaseId,
@@ -95,14 +86,14 @@ describeEachBackend('Group', ({ backend, prefix }) => {
     ]);
     const taken = await rejection(group.join(b, 'one', 'other'));
     expect(taken).toBeInstanceOf(GroupMemberExistsError);
-    expect((await admin.get(member.key))?.text()).toBe('first');
+    expect((await admin().get(member.key))?.text()).toBe('first');
     // The same session joining again sets its value on the same key.
     const again = await group.join(a, 'one', 'second');
     expect(again.joinedAt).toBe(member.joinedAt);
-    expect((await admin.get(member.key))?.text()).toBe('second');
-    await admin.delete(member.key);
+    expect((await admin().get(member.key))?.text()).toBe('second');
+    await admin().delete(member.key);
     expect(await rejection(member.set('late'))).toBeInstanceOf(LockLostError);
-    expect(await admin.get(member.key)).toBeUndefined();
+    expect(await admin().get(member.key)).toBeUndefined();
     await member.leave();
   });
 });

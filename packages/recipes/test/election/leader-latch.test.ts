@@ -1,10 +1,10 @@
 // LeaderLatch: Curator's latch over the Election recipe; the exact transitions of each latch, on
 // close, on a deleted key (campaign again) and on a revoked lease (closed).
-import { AbortedError, Etcd } from '@etcdkit/client';
+import { AbortedError } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { LatchClosedError, LeaderLatch } from '../../src/election/leader-latch.js';
-import { eventually, Fixture, rejection, stillPending } from '../recipes-support.js';
+import { eventually, rejection, stillPending, suiteClients } from '../recipes-support.js';
 
 /** Collects a latch's transitions until it closes. */
 function record(latch: LeaderLatch): { states: string[]; ended: Promise<void> } {
@@ -17,13 +17,7 @@ function record(latch: LeaderLatch): { states: string[]; ended: Promise<void> } 
 }
 
 describeEachBackend('LeaderLatch', ({ backend, prefix }) => {
-  const fixture = new Fixture(() => backend().endpoints);
-  let admin: Etcd;
-  beforeAll(() => {
-    admin = new Etcd({ endpoints: backend().endpoints });
-  });
-  afterEach(() => fixture.close());
-  afterAll(() => admin?.close());
+  const { fixture, admin } = suiteClients(() => backend().endpoints);
 
   it('hands leadership on in join order; close resigns and ends the transitions', async () => {
     const name = `${prefix()}latch`;
@@ -36,15 +30,15 @@ describeEachBackend('LeaderLatch', ({ backend, prefix }) => {
     const led = await a.leadership();
     expect(a.hasLeadership).toBe(true);
     expect(a.current).toBe(led);
-    expect((await admin.get(led.key))?.text()).toBe('a');
+    expect((await admin().get(led.key))?.text()).toBe('a');
     b.start();
-    await eventually(async () => (await admin.get(b.election.key)) !== undefined);
+    await eventually(async () => (await admin().get(b.election.key)) !== undefined);
     expect(b.hasLeadership).toBe(false);
     expect(await stillPending(b.leadership(), 200)).toBe(true);
 
     await a.close();
     expect(a.state).toBe('closed');
-    expect(await admin.get(led.key)).toBeUndefined();
+    expect(await admin().get(led.key)).toBeUndefined();
     const next = await b.leadership();
     expect(next.epoch).toBeGreaterThan(led.epoch);
     await ra.ended;
@@ -61,7 +55,7 @@ describeEachBackend('LeaderLatch', ({ backend, prefix }) => {
     const latch = new LeaderLatch(await fixture.session(), `${prefix()}latch`).start();
     const first = await latch.leadership();
     const { states } = record(latch);
-    await admin.delete(first.key);
+    await admin().delete(first.key);
     await eventually(() => states.length === 3);
     expect(states).toEqual(['leader', 'not-leader', 'leader']);
     const second = await latch.leadership();
@@ -81,9 +75,9 @@ describeEachBackend('LeaderLatch', ({ backend, prefix }) => {
     await latch.leadership();
     const { states, ended } = record(latch);
     const follower = new LeaderLatch(await fixture.session(), name).start();
-    await eventually(async () => (await admin.get(follower.election.key)) !== undefined);
+    await eventually(async () => (await admin().get(follower.election.key)) !== undefined);
 
-    await admin.lease.revoke(session.leaseId);
+    await admin().lease.revoke(session.leaseId);
     await ended;
     expect(states).toEqual(['leader', 'not-leader', 'end']);
     expect(events).toEqual(['leader', 'notLeader', 'closed']);
@@ -92,7 +86,7 @@ describeEachBackend('LeaderLatch', ({ backend, prefix }) => {
     expect(await rejection(latch.leadership())).toBe(latch.closedReason);
     // The follower takes over; the closed latch left nothing behind.
     await follower.leadership();
-    const keys = await admin.range({ prefix: `${name}/` });
+    const keys = await admin().range({ prefix: `${name}/` });
     expect(keys.kvs.map((kv) => kv.keyText())).toEqual([follower.election.key]);
     await follower.close();
   });
@@ -107,6 +101,6 @@ describeEachBackend('LeaderLatch', ({ backend, prefix }) => {
     expect(waiter.state).toBe('not-leader');
     await waiter.close();
     await leader.close();
-    expect((await admin.range({ prefix: `${name}/` })).kvs).toEqual([]);
+    expect((await admin().range({ prefix: `${name}/` })).kvs).toEqual([]);
   });
 });

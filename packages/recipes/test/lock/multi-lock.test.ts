@@ -1,25 +1,19 @@
 // MultiLock: all-or-nothing over several names in one global order (no deadlock between
 // overlapping multi-locks given in opposite orders), one fencing token per name, and nothing left
 // behind by a failure part-way.
-import { AbortedError, Etcd, InvalidArgumentError } from '@etcdkit/client';
+import { AbortedError, InvalidArgumentError } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { LockedError, LockLostError } from '../../src/errors.js';
 import { MultiLock } from '../../src/lock/multi-lock.js';
 import { Mutex } from '../../src/lock/mutex.js';
-import { eventually, Fixture, rejection } from '../recipes-support.js';
+import { eventually, rejection, suiteClients } from '../recipes-support.js';
 
 describeEachBackend('MultiLock', ({ backend, prefix }) => {
-  const fixture = new Fixture(() => backend().endpoints);
-  let admin: Etcd;
-  beforeAll(() => {
-    admin = new Etcd({ endpoints: backend().endpoints });
-  });
-  afterEach(() => fixture.close());
-  afterAll(() => admin?.close());
+  const { fixture, admin } = suiteClients(() => backend().endpoints);
 
   const keysUnder = async (name: string) =>
-    (await admin.range({ prefix: `${name}/`, keysOnly: true })).kvs.map((kv) => kv.keyText());
+    (await admin().range({ prefix: `${name}/`, keysOnly: true })).kvs.map((kv) => kv.keyText());
 
   it('takes every name as a Go-layout mutex key, each with its own fencing token', async () => {
     const base = prefix();
@@ -30,7 +24,7 @@ describeEachBackend('MultiLock', ({ backend, prefix }) => {
     const tokens: bigint[] = [];
     for (const name of multi.names) {
       const key = `${name}/${session.leaseId.toString(16)}`;
-      const kv = await admin.get(key);
+      const kv = await admin().get(key);
       expect(kv?.lease).toBe(session.leaseId);
       expect(held.fencingToken(name)).toBe(kv?.createRevision);
       expect(held.locks.get(name)?.key).toBe(key);
@@ -40,7 +34,7 @@ describeEachBackend('MultiLock', ({ backend, prefix }) => {
     expect([...tokens].sort((x, y) => Number(x - y))).toEqual(tokens);
     expect(new Set(tokens).size).toBe(3);
     expect(() => held.fencingToken(`${base}d`)).toThrow(InvalidArgumentError);
-    const guarded = await admin
+    const guarded = await admin()
       .txn()
       .if(...held.isOwner())
       .commit();
@@ -131,7 +125,7 @@ describeEachBackend('MultiLock', ({ backend, prefix }) => {
     const base = prefix();
     const session = await fixture.session();
     const held = await new MultiLock(session, [`${base}a`, `${base}b`]).lock();
-    await admin.delete(held.locks.get(`${base}b`)?.key ?? '');
+    await admin().delete(held.locks.get(`${base}b`)?.key ?? '');
     await eventually(() => held.signal.aborted);
     expect(held.signal.reason).toBeInstanceOf(LockLostError);
     expect(held.signal.reason).toMatchObject({ key: held.locks.get(`${base}b`)?.key });
