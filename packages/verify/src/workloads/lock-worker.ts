@@ -89,7 +89,12 @@ async function work(
             }
           }
         } finally {
-          await lock.unlock().catch(() => {});
+          // Until the hold is over: a failed unlock leaves the key in etcd and this session's next
+          // lock() waiting behind it (a Mutex takes a session's key in call order), so nobody could
+          // take the lock while this session lives. The compare makes a retry harmless.
+          // (An unlock that succeeds, or finds the lock lost, aborts the signal.)
+          while (!lock.signal.aborted && !stopped.aborted)
+            await lock.unlock().catch(() => sleep(50));
         }
       } catch (error) {
         // Lock not acquired, read failed, session lost: no critical section ran; try again. An
