@@ -81,7 +81,7 @@ export const CATEGORIES = [
   {
     title: 'Barriers and queues',
     description:
-      'Barriers, double barriers, FIFO and priority queues, and a work queue with at-least-once delivery.',
+      'Barriers, double barriers, FIFO, priority and delay queues, and a work queue with at-least-once delivery.',
     rules: ['recipes:barrier/', 'recipes:queue/'],
   },
   {

@@ -82,6 +82,7 @@ export { Lock, type LockOptions, Mutex } from './lock/mutex.js';
 export { type RWLockOptions, RWMutex } from './lock/rwmutex.js';
 export { type AcquireOptions, Permit, Semaphore } from './lock/semaphore.js';
 export type { Dequeued, DequeueOptions, Enqueued, EnqueueOptions } from './queue/claim.js';
+export { type DelayEnqueueOptions, DelayQueue } from './queue/delay-queue.js';
 export { MAX_QUEUE_PRIORITY, PriorityQueue } from './queue/priority-queue.js';
 export { Queue } from './queue/queue.js';
 export {

@@ -9,6 +9,7 @@ import {
   type RangeSort,
   type ResponseHeader,
 } from '@etcdkit/client';
+import { linkSignals } from '@etcdkit/client/internal';
 import { throwIfAborted, waitForChange } from '../wait.js';
 
 /** What {@link Queue.enqueue} and {@link PriorityQueue.enqueue} resolve with. */
@@ -59,37 +60,61 @@ export async function claimFirst(
   prefix: string,
   sort: RangeSort,
   signal: AbortSignal | undefined,
+  dueIn?: DueIn,
 ): Promise<Dequeued> {
   for (;;) {
     throwIfAborted(signal);
     const read = await kv.range({ prefix, sort, limit: CANDIDATES, keysOnly: true, signal });
+    let wait: number | undefined;
     for (const candidate of read.kvs) {
       throwIfAborted(signal);
+      // Items come in visibility order: the first one not due yet ends the round.
+      const ms = dueIn?.(candidate) ?? 0;
+      if (ms > 0) {
+        wait = ms;
+        break;
+      }
       const claimed = await claim(kv, candidate);
       if (claimed) return claimed;
     }
-    if (read.kvs.length > 0) continue;
+    if (read.kvs.length > 0 && wait === undefined) continue;
+    const head = read.kvs[0]?.keyText();
+    // Waits for the next due time too, as a deadline of the same wait.
+    const timer = wait === undefined ? undefined : AbortSignal.timeout(wait);
+    const linked = timer === undefined ? undefined : linkSignals(signal, timer);
     try {
-      // Empty at the read's revision: any item put after it wakes us. Read again rather than claim
-      // the event's key, so the item served is the first in queue order, not the first to arrive.
+      // Nothing to take at the read's revision: any item put after it wakes us. Read again rather
+      // than claim the event's key, so the item served is the first in queue order, not the first
+      // to arrive. A recheck that finds another first item than the read did wakes us too.
       await waitForChange(
         kv,
         { keys: { prefix }, type: 'put', from: read.header.revision + 1n },
         (batch) => batch.events.length > 0 || undefined,
         {
-          signal,
+          signal: linked?.signal ?? signal,
           recheck: async (stop) => {
-            const items = await kv.range({ prefix, limit: 1, keysOnly: true, signal: stop });
-            return { found: items.kvs.length > 0 || undefined, revision: items.header.revision };
+            const items = await kv.range({ prefix, sort, limit: 1, keysOnly: true, signal: stop });
+            const first = items.kvs[0]?.keyText();
+            return {
+              found: (first !== undefined && first !== head) || undefined,
+              revision: items.header.revision,
+            };
           },
         },
       );
     } catch (error) {
+      // The due time came: read again.
+      if (timer?.aborted && !signal?.aborted) continue;
       // History since the read was compacted away: read the queue again from now.
       if (!(error instanceof CompactedError)) throw error;
+    } finally {
+      linked?.release();
     }
   }
 }
+
+/** @internal How many milliseconds until a candidate may be taken (0 or less: now). */
+export type DueIn = (candidate: KeyValue) => number;
 
 /** Deletes `candidate` if it is still the version that was read; undefined when another won. */
 async function claim(kv: KV, candidate: KeyValue): Promise<Dequeued | undefined> {
