@@ -1,16 +1,25 @@
 // A distributed mutex with the key layout of Go's concurrency.Mutex (so Go services and
 // `etcdctl lock` contend on the same lock), FIFO by create revision, and without Go's known bugs.
 
-import { AbortedError } from '@etcdkit/client';
+import { AbortedError, InvalidArgumentError } from '@etcdkit/client';
 import { LockedError } from '../errors.js';
 import { acquireHold, acquireSessionKey } from '../line/place.js';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
 import type { WaitOptions } from '../wait.js';
 import { Hold } from './hold.js';
+import { lockDelay, tookOverFromLostHolder } from './lock-delay.js';
 
 /** Options of {@link Mutex.lock} and {@link Mutex.withLock}. */
-export interface LockOptions extends WaitOptions {}
+export interface LockOptions extends WaitOptions {
+  /**
+   * Consul's lock-delay, in milliseconds: when this call took over from a holder (or waiters ahead
+   * of it) whose lease ended rather than one that unlocked, it holds the lock this long before it
+   * resolves, so the lost holder's stragglers stop first. A taker that found the lock free is not
+   * delayed. Fencing tokens stay the guarantee (docs/locks-and-fencing.md, "Lock-delay"). Default 0.
+   */
+  readonly lockDelayMs?: number;
+}
 
 /**
  * A mutual-exclusion lock named by a key prefix, held by a {@link Session}.
@@ -103,6 +112,10 @@ export class Mutex {
   async #acquire(options: LockOptions, tryOnly: boolean): Promise<Lock> {
     const { session, prefix } = this;
     const key = this.key;
+    const delayMs = options.lockDelayMs ?? 0;
+    if (typeof delayMs !== 'number' || !(delayMs >= 0)) {
+      throw new InvalidArgumentError('Mutex: lockDelayMs must be a number of milliseconds >= 0');
+    }
     // One call of this process at a time holds or waits with the session's key (below).
     const giveBack = tryOnly
       ? takeKeyNow(session, key)
@@ -127,6 +140,20 @@ export class Mutex {
     } catch (error) {
       giveBack();
       throw error;
+    }
+    if (delayMs > 0) {
+      try {
+        if (await tookOverFromLostHolder(session, prefix, lock, options.signal)) {
+          await lockDelay(delayMs, options.signal);
+        }
+        if (lock.signal.aborted) throw lock.signal.reason;
+      } catch (error) {
+        await lock.unlock().catch(() => {
+          // The failure is the one to report; the key goes with the session at the latest.
+        });
+        giveBack();
+        throw error;
+      }
     }
     // The next call gets the key when this hold ends: unlocked, or lost.
     if (lock.signal.aborted) giveBack();
