@@ -1,6 +1,7 @@
 // Taking the first item out of a queue exactly once: each consumer deletes it guarded by the mod
 // revision it read, so one delete applies and its prevKv gives the winner the value.
 import {
+  type Bytes,
   CompactedError,
   cmp,
   type KeyValue,
@@ -45,6 +46,25 @@ export interface EnqueueOptions {
    * could not say whether the item was enqueued.
    */
   readonly signal?: AbortSignal;
+}
+
+/**
+ * @internal Puts `value` under a new key named by `name()`, created only if absent: when another
+ * producer took the name, the next one is tried. `signal` is checked before each write; a write
+ * once sent is waited for.
+ */
+export async function putUnderNewKey(
+  kv: KV,
+  name: () => string,
+  value: Bytes,
+  signal: AbortSignal | undefined,
+): Promise<Enqueued> {
+  for (;;) {
+    throwIfAborted(signal);
+    const key = name();
+    const result = await kv.txn().if(cmp.missing(key)).then(op.put(key, value)).commit();
+    if (result.succeeded) return { key, header: result.header };
+  }
 }
 
 // Candidates read per round trip. A claim lost to another consumer moves on to the next one read

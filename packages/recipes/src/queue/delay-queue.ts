@@ -1,9 +1,14 @@
 // A queue whose items become visible at a given time: the key starts with the visibility time, so
 // key order is visibility order, and a consumer takes the first item only once it is due.
-import { type Bytes, cmp, InvalidArgumentError, type KeyValue, type KV, op } from '@etcdkit/client';
+import { type Bytes, InvalidArgumentError, type KeyValue, type KV } from '@etcdkit/client';
 import { recipeName } from '../recipe-name.js';
-import { throwIfAborted } from '../wait.js';
-import { claimFirst, type Dequeued, type DequeueOptions, type Enqueued } from './claim.js';
+import {
+  claimFirst,
+  type Dequeued,
+  type DequeueOptions,
+  type Enqueued,
+  putUnderNewKey,
+} from './claim.js';
 
 /** Options of {@link DelayQueue.enqueue}. */
 export interface DelayEnqueueOptions {
@@ -52,14 +57,9 @@ export class DelayQueue {
 
   /** Adds `value`, visible from `visibleAt` (or `delayMs` from now; default now). */
   async enqueue(value: Bytes, options: DelayEnqueueOptions = {}): Promise<Enqueued> {
-    const at = visibleAtOf(options);
-    for (;;) {
-      throwIfAborted(options.signal);
-      lastSequence++;
-      const key = `${this.prefix}/${String(at).padStart(TIME_DIGITS, '0')}/${Date.now()}-${lastSequence}`;
-      const result = await this.kv.txn().if(cmp.missing(key)).then(op.put(key, value)).commit();
-      if (result.succeeded) return { key, header: result.header };
-    }
+    const at = String(visibleAtOf(options)).padStart(TIME_DIGITS, '0');
+    const name = () => `${this.prefix}/${at}/${Date.now()}-${++lastSequence}`;
+    return putUnderNewKey(this.kv, name, value, options.signal);
   }
 
   /**

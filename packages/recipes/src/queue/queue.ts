@@ -1,14 +1,14 @@
 // A FIFO queue with the key layout of Go's `recipe.Queue` (`prefix/<unix nanoseconds>`, no lease),
 // so Go and TypeScript processes can share one queue.
-import { type Bytes, cmp, type KV, op } from '@etcdkit/client';
+import type { Bytes, KV } from '@etcdkit/client';
 import { recipeName } from '../recipe-name.js';
-import { throwIfAborted } from '../wait.js';
 import {
   claimFirst,
   type Dequeued,
   type DequeueOptions,
   type Enqueued,
   type EnqueueOptions,
+  putUnderNewKey,
 } from './claim.js';
 
 /**
@@ -45,13 +45,9 @@ export class Queue {
    * Adds `value` at the end of the queue, under a new key `prefix/<unix nanoseconds>` (a unique,
    * increasing number; if another producer took the name, another is tried).
    */
-  async enqueue(value: Bytes, options: EnqueueOptions = {}): Promise<Enqueued> {
-    for (;;) {
-      throwIfAborted(options.signal);
-      const key = `${this.prefix}/${uniqueNanoseconds()}`;
-      const result = await this.kv.txn().if(cmp.missing(key)).then(op.put(key, value)).commit();
-      if (result.succeeded) return { key, header: result.header };
-    }
+  enqueue(value: Bytes, options: EnqueueOptions = {}): Promise<Enqueued> {
+    const name = () => `${this.prefix}/${uniqueNanoseconds()}`;
+    return putUnderNewKey(this.kv, name, value, options.signal);
   }
 
   /**
