@@ -6,7 +6,7 @@
 // @etcdkit/verify (and the same history with a stale read, which must not be linearizable); it
 // prints one line when everything held, and fails with exit code 1 otherwise. No top-level await, so the same source is valid CommonJS.
 import assert from 'node:assert/strict';
-import { Etcd } from '@etcdkit/client';
+import { Etcd, InvalidConfigError } from '@etcdkit/client';
 import { Election, Mutex, runStm, Session } from '@etcdkit/recipes';
 import { EmbeddedEtcd } from '@etcdkit/server-embedded';
 import {
@@ -91,8 +91,17 @@ async function main(): Promise<void> {
     const forged = checkLinearizable(registerModel(), [history[0]!, history[1]!, stale]);
     assert.equal(forged.valid, false);
     assert.equal(forged.anomalies.length, 1);
+
+    // @grpc/grpc-js is an optional peer dependency, not installed here: choosing its transport
+    // fails where the client is made, saying what to install.
+    assert.throws(
+      () => new Etcd({ endpoints: [...server.endpoints], transport: 'grpc-js' }),
+      (error: unknown) =>
+        error instanceof InvalidConfigError && error.message.includes('npm install @grpc/grpc-js'),
+    );
     console.log(
-      `${format} program: lock, stm transfer, election, watch, lease and a checked history ok`,
+      `${format} program: lock, stm transfer, election, watch, lease, a checked history and ` +
+        'no grpc-js ok',
     );
   } finally {
     await etcd.close();

@@ -5,7 +5,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { MethodDescriptor } from '../generated/methods.js';
 import { abortedFailure, failure, requestTooLargeFailure, streamEndedFailure } from './failures.js';
 import { isProtocolErrorCode } from './goaway.js';
-import { grpcJs } from './grpc-js-module.js';
+import { grpcJs, requireGrpcJsInstalled } from './grpc-js-module.js';
 import { tlsCredentials } from './grpc-js-tls.js';
 import { decodeResponse } from './response-decoders.js';
 import { readableToAsyncIterator } from './stream-reader.js';
@@ -477,7 +477,8 @@ function callOptions(options: ChannelCallOptions): grpc.CallOptions {
 export type GrpcJsTransportOptions = Record<string, never>;
 
 /**
- * The transport on @grpc/grpc-js (`transport: 'grpc-js'`; the default is {@link Http2Transport}).
+ * The transport on @grpc/grpc-js (`transport: 'grpc-js'`; the default is {@link H2Transport}).
+ * @grpc/grpc-js is an optional peer dependency: install it beside the client to use this transport.
  * Each `open()` creates an independent grpc-js client with its own subchannel, so the connection
  * layer decides alone when an endpoint is redialled. Choose it for what only grpc-js does (HTTP
  * CONNECT proxies, `GRPC_TRACE` logging; docs/guarantees.md#transports).
@@ -485,6 +486,14 @@ export type GrpcJsTransportOptions = Record<string, never>;
 export class GrpcJsTransport implements Transport {
   /** Identifies the implementation in logs and tests. */
   readonly name = 'grpc-js';
+
+  /**
+   * Throws InvalidConfigError when @grpc/grpc-js (an optional peer dependency of this package) is
+   * not installed.
+   */
+  constructor() {
+    requireGrpcJsInstalled();
+  }
 
   /** Creates a channel to one endpoint; it connects lazily. */
   open(options: ChannelOptions): Channel {
