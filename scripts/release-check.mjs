@@ -6,7 +6,8 @@
 //     module (program.ts: import) and as CommonJS (program.cts: require), and runs both: a lock, an
 //     STM transfer, an election, a watch and a lease on the embedded server, and a register history
 //     checked by @etcdkit/verify,
-//   - runs `npx etcdkit-server` and talks to it with etcdctl,
+//   - runs `npx etcdkit-server` and talks to it with etcdctl, then `npx etcdkit lock` runs a command
+//     holding a lock there,
 //   - runs `npx etcdkit-verify` on the embedded server (register, and a fenced lock under the
 //     lease-expiry fault: its worker processes), and on real etcd processes it starts itself
 //     (`--etcd-binary`, one member under kill -9 and a 3-member cluster under pauses), when an
@@ -234,6 +235,7 @@ async function serveWithBin(dir) {
       `etcdctl get through npx etcdkit-server gave ${JSON.stringify(stdout)}`,
     );
     console.log(`  npx etcdkit-server at ${endpoint}: etcdctl put and get ok`);
+    await lockWithBin(dir, endpoint);
   } finally {
     process.kill(-child.pid, 'SIGTERM');
   }
@@ -242,6 +244,36 @@ async function serveWithBin(dir) {
     log.includes('received signal; shutting down'),
     `etcdkit-server did not stop on SIGTERM:\n${log}`,
   );
+}
+
+/** `npx etcdkit --help`, then `npx etcdkit lock NAME -- CMD` against the server at `endpoint`. */
+async function lockWithBin(dir, endpoint) {
+  const help = await run('npx', ['--no', '--', 'etcdkit', '--help'], { cwd: dir });
+  check(help.stdout.includes('etcdkit lock'), `npx etcdkit --help gave ${help.stdout}`);
+  const script =
+    'process.stdout.write(process.env.ETCD_LOCK_KEY + " " + process.env.ETCDKIT_FENCING_TOKEN)';
+  const { stdout } = await run(
+    'npx',
+    [
+      '--no',
+      '--',
+      'etcdkit',
+      'lock',
+      '--endpoints',
+      endpoint,
+      'release-check',
+      '--',
+      process.execPath,
+      '-e',
+      script,
+    ],
+    { cwd: dir },
+  );
+  check(
+    /^release-check\/[0-9a-f]+ [1-9][0-9]*$/.test(stdout),
+    `npx etcdkit lock ran its command with ${JSON.stringify(stdout)}`,
+  );
+  console.log(`  npx etcdkit lock release-check -- CMD: CMD held ${stdout}`);
 }
 
 /** The etcd binary for `--etcd-binary`: ETCDKIT_ETCD_BIN, else /usr/bin/etcd; undefined if none. */
@@ -340,7 +372,7 @@ async function main() {
     await project(projectDir, tarballs);
     step('compiling and running the program as an ES module and as CommonJS');
     await compileAndRun(projectDir);
-    step('npx etcdkit-server with etcdctl');
+    step('npx etcdkit-server with etcdctl, and npx etcdkit lock');
     await serveWithBin(projectDir);
     step('npx etcdkit-verify');
     await verifyWithBin(projectDir);
