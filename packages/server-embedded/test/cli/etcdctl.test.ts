@@ -26,16 +26,13 @@ type Vars = Record<string, string>;
 interface Step {
   readonly args: readonly string[] | ((vars: Vars) => readonly string[]);
   readonly stdin?: string;
-  /** For commands that never end by themselves (watch, elect, lock): stop after this long. */
+  /** For commands that never end by themselves (watch, elect, lock): stop this long after their first output. */
   readonly stopAfterMs?: number;
   /** Reads what later steps need (a lease id) from the output. */
   readonly learn?: (result: CtlResult, facts: ServerFacts, vars: Vars) => void;
   /** Another command started first and running alongside (a lock holder, a campaigning leader). */
   readonly during?: { readonly args: readonly string[]; readonly stopAfterMs: number };
 }
-
-/** How long the `during` command runs before the step's own command starts. */
-const HEAD_START_MS = 700;
 
 const ctlVersion = etcdctlVersion();
 const etcdLookup = findEtcdBinary();
@@ -71,14 +68,21 @@ async function transcript(facts: ServerFacts, steps: readonly Step[]): Promise<s
   const lines: string[] = [];
   for (const step of steps) {
     const args = typeof step.args === 'function' ? step.args(vars) : step.args;
+    let printed: () => void = () => {};
+    const headStart = new Promise<void>((resolve) => {
+      printed = resolve;
+    });
     const during =
       step.during === undefined
         ? undefined
         : etcdctl(facts.endpoint, step.during.args, {
             stopAfterMs: step.during.stopAfterMs,
             globalArgs: facts.globalArgs,
+            onFirstOutput: printed,
           });
-    if (during !== undefined) await new Promise((resolve) => setTimeout(resolve, HEAD_START_MS));
+    // The step's own command starts once the one alongside holds the lock or leads (its first
+    // output), or has ended.
+    if (during !== undefined) await Promise.race([headStart, during]);
     const result = await etcdctl(facts.endpoint, args, {
       globalArgs: facts.globalArgs,
       ...(step.stdin === undefined ? {} : { stdin: step.stdin }),

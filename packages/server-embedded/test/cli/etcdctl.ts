@@ -27,8 +27,15 @@ export interface CtlResult {
 export interface CtlOptions {
   /** Written to its stdin, which is then closed (txn). */
   readonly stdin?: string;
-  /** Stop it (SIGTERM) after this long: for commands that never end by themselves. */
+  /**
+   * Stop it (SIGTERM) this long after its first output: for commands that never end by themselves
+   * (watch, lock, elect). Counted from the output, not the start, because only then has it done what
+   * it was started for (replayed the history, taken the lock, won the election), however slowly a
+   * loaded machine started it.
+   */
   readonly stopAfterMs?: number;
+  /** Called once, at its first output. */
+  readonly onFirstOutput?: () => void;
   /** Global flags before the command (`--cacert`, `--cert`, `--key`). */
   readonly globalArgs?: readonly string[];
 }
@@ -57,7 +64,18 @@ export function etcdctl(
   );
   let stdout = '';
   let stderr = '';
+  let stopped = false;
+  let stopper: NodeJS.Timeout | undefined;
   child.stdout.on('data', (chunk: Buffer) => {
+    if (stdout === '') {
+      options.onFirstOutput?.();
+      if (options.stopAfterMs !== undefined) {
+        stopper = setTimeout(() => {
+          stopped = true;
+          child.kill('SIGTERM');
+        }, options.stopAfterMs);
+      }
+    }
     stdout += chunk.toString('utf8');
   });
   child.stderr.on('data', (chunk: Buffer) => {
@@ -66,16 +84,8 @@ export function etcdctl(
   // An etcdctl that exits before reading its input must not fail the run with EPIPE.
   child.stdin.on('error', () => {});
   child.stdin.end(options.stdin ?? '');
-  let stopped = false;
   // A hard limit as well, so that a hung etcdctl never outlives the test.
   const limit = setTimeout(() => child.kill('SIGKILL'), 20_000);
-  const stopper =
-    options.stopAfterMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          stopped = true;
-          child.kill('SIGTERM');
-        }, options.stopAfterMs);
   return new Promise((resolve) => {
     child.once('close', (code) => {
       clearTimeout(limit);
