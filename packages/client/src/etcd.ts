@@ -96,6 +96,9 @@ export class Etcd extends KV {
   readonly #keeper: LeaseKeeper;
   readonly #observers: ElectionObservers;
   readonly #autoSync: EndpointAutoSync | undefined;
+  /** What libraries built on the client own on it (the recipes' sessions), ended by close(). */
+  readonly #owned = new Set<() => Promise<unknown>>();
+  #closing: Promise<void> | undefined;
 
   /**
    * Validates the options (InvalidConfigError on a bad endpoint, mixed schemes, half a TLS key
@@ -157,21 +160,59 @@ export class Etcd extends KV {
   }
 
   /**
-   * Closes the client: calls in flight and later calls reject with ClientClosedError, streams end,
+   * Closes the client. First what was built on it ends (see {@link ownedByClient}: the recipes'
+   * sessions revoke their leases, so their locks and leaderships end with them), while calls still
+   * work; then calls in flight and later calls reject with ClientClosedError, streams end,
    * kept-alive leases end with reason `client-closed` (not revoked: they expire after their TTL),
    * election observations end with ClientClosedError, the automatic endpoint sync stops. Resolves
    * once every connection is released. Calling it again returns the same promise.
    */
   close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  #close(): Promise<void> {
     this.#autoSync?.stop();
+    // Every one starts before any ends; their failures are theirs (best effort, bounded by them).
+    const owned = [...this.#owned].map(endQuietly);
+    this.#owned.clear();
+    // Without any, the streams end in this very call, as they always did.
+    if (owned.length === 0) return this.#closeConnection();
+    return Promise.all(owned).then(() => this.#closeConnection());
+  }
+
+  #closeConnection(): Promise<void> {
     this.#watchHub.close(new ClientClosedError());
     this.#keeper.close();
     this.#observers.close();
     return this.connection.close();
   }
 
+  /**
+   * @internal For packages built on the client (the recipes' `Session`): `end` runs when this
+   * client closes, before its connection does, so it can still make calls (a session revokes its
+   * lease). It must settle within a bound of its own; a rejection is ignored. Returns the function
+   * that forgets it, for a resource that ended on its own. Once the client is closing, `end` is
+   * not kept (the caller's own calls fail with ClientClosedError).
+   */
+  ownedByClient(end: () => Promise<unknown>): () => void {
+    if (this.#closing !== undefined) return () => {};
+    this.#owned.add(end);
+    return () => this.#owned.delete(end);
+  }
+
   /** Closes the client, for `await using etcd = new Etcd(...)`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
+  }
+}
+
+/** Runs what a client owns to its end, ignoring its failure (close goes on regardless). */
+async function endQuietly(end: () => Promise<unknown>): Promise<void> {
+  try {
+    await end();
+  } catch {
+    // Its own concern: a session's lease expires after its TTL if the revoke failed.
   }
 }
