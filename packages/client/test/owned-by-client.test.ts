@@ -2,8 +2,8 @@
 // closes, so their last calls still go through.
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Etcd } from '../src/etcd.js';
 import { ClientClosedError } from '../src/errors.js';
+import { Etcd } from '../src/etcd.js';
 
 describeEachBackend('Etcd.close and what the client owns', ({ backend, prefix }) => {
   let admin: Etcd;
