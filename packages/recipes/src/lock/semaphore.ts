@@ -2,8 +2,9 @@
 // holders are the N keys with the oldest create revisions under the prefix.
 import { InvalidArgumentError } from '@etcdkit/client';
 import { LockedError } from '../errors.js';
-import type { Holding } from '../line/place.js';
-import { acquireHold, createUniqueKey } from '../line/place.js';
+import { acquireHold } from '../line/acquire.js';
+import type { Holding } from '../line/holding.js';
+import { createUniqueKey } from '../line/unique-key.js';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
 import type { WaitOptions } from '../wait.js';
