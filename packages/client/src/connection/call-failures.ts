@@ -28,7 +28,12 @@ export function attemptFailure(
   endpoint: PooledEndpoint,
   token: string | undefined,
 ): AttemptFailure {
-  if (scope.aborted) return new AttemptFailure(scope.abortError(), false, false);
+  if (scope.aborted) {
+    // A write that left the client may be applied whatever stopped it: the retry loop then
+    // reports the abort inside an OutcomeUnknownError.
+    if (state.write && error instanceof TransportError && error.sent) state.ambiguous = true;
+    return new AttemptFailure(scope.abortError(), false, false);
+  }
   if (!(error instanceof TransportError)) {
     return new AttemptFailure(toEtcdError(error), false, false);
   }

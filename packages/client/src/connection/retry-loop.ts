@@ -24,6 +24,8 @@ const NO_JITTER = (): number => 0;
  * A retry after a failed endpoint (while another is untried) or a refused token goes at once and
  * spends nothing; any other waits `minDelayMs * 2^(retries spent)`, times a random factor in
  * [1, 2) with jitter, at most `maxDelayMs` and at most the time left.
+ * An abort (the caller's signal, or close()) ends the call with AbortedError (ClientClosedError),
+ * or, once an attempt of a write was sent, with OutcomeUnknownError caused by it.
  */
 export async function retrying<T>(
   o: ResolvedOptions,
@@ -43,8 +45,11 @@ export async function retrying<T>(
       try {
         state.attempts++;
         const response = await attempt();
-        // An answer that arrives as the call is aborted still ends it as aborted.
-        if (scope.aborted) throw new AttemptFailure(scope.abortError(), false, false);
+        // A read answered as the call is aborted still ends as aborted; a write's answer is its
+        // known outcome, which an abort cannot undo.
+        if (scope.aborted && !state.write) {
+          throw new AttemptFailure(scope.abortError(), false, false);
+        }
         return response;
       } catch (error) {
         failure =
@@ -82,7 +87,9 @@ export async function retrying<T>(
       if (waitMs > 0 && !scope.aborted) await sleep(waitMs, scope.signal);
     }
   } catch (error) {
-    if (scope.aborted) throw scope.abortError();
+    // Stopped by the caller or by close(): a write sent before is of unknown outcome, not aborted.
+    if (scope.aborted)
+      throw state.ambiguous ? outcomeUnknown(scope.abortError()) : scope.abortError();
     let final = error instanceof AttemptFailure ? error.error : toEtcdError(error);
     if (final instanceof DeadlineExceededError) final = deadlineError(final, label, scope, state);
     else if (final instanceof OutcomeUnknownError && final.cause instanceof DeadlineExceededError) {

@@ -111,10 +111,12 @@ export class ElectionClient {
    * queued earlier has resigned or lost its lease. Election names are keys of the whole store
    * (namespaces do not apply).
    *
-   * Fails with LeaseNotFoundError for an unknown lease, with AbortedError when `signal` aborts
-   * (the server then withdraws the candidate's key), and on the embedded server with
+   * Fails with LeaseNotFoundError for an unknown lease, and on the embedded server with
    * ElectionSessionExpiredError when the key vanished while waiting (etcd then reports the
-   * candidate elected although its key is gone: etcd issue 11051).
+   * candidate elected although its key is gone: etcd issue 11051). When `signal` aborts while it
+   * waits, it fails with OutcomeUnknownError (cause: AbortedError): the server then withdraws the
+   * candidate's key, but an abort that crosses the server's answer leaves it leading. An abort
+   * before the call was sent is AbortedError.
    *
    * Not retried once sent: a campaign cut off fails with OutcomeUnknownError, and the candidate's
    * key may exist, waiting or leading. Campaigning again with the same lease is safe: it finds

@@ -83,8 +83,10 @@ export class LockClient {
    *
    * Fails with LeaseNotFoundError for an unknown lease, with LockSessionExpiredError when the
    * queued key vanished while waiting (lease expired or revoked; etcd 3.4 reports the lock held
-   * instead), and with AbortedError when `signal` aborts: the server then deletes the key it
-   * queued for this call (an abort that crosses the server's answer may leave the lock held).
+   * instead). When `signal` aborts or `timeoutMs` passes while it waits, it fails with
+   * OutcomeUnknownError (cause: AbortedError or DeadlineExceededError): the server then deletes
+   * the key it queued for this call, but an abort that crosses the server's answer leaves the lock
+   * held. An abort before the call was sent is AbortedError.
    *
    * Not retried once sent: a lock call cut off (connection lost, server restarted) fails with
    * OutcomeUnknownError, and the key may exist, queued or holding the lock. With an explicit

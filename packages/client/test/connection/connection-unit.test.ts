@@ -101,6 +101,11 @@ const RANGE = etcdserverpb_KV.Range;
 const AUTH = etcdserverpb_Auth.Authenticate.path;
 const key = new TextEncoder().encode('k');
 
+/** Resolves once `condition` holds, polling every millisecond. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 1));
+}
+
 function connect(transport: Transport, options: Partial<ConnectionOptions> = {}): Connection {
   return new Connection({
     endpoints: ['http://127.0.0.1:1', 'http://127.0.0.1:2'],
@@ -362,6 +367,119 @@ describe('Connection with a scripted transport', () => {
     const error = await conn
       .unary(PUT, { key }, 'write', { signal: AbortSignal.abort('stop') })
       .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AbortedError);
+    expect((error as Error).cause).toBe('stop');
+    expect(transport.calls).toHaveLength(0);
+    await conn.close();
+  });
+
+  it('reports a write aborted after it was sent as outcome unknown, the abort as its cause', async () => {
+    let controller = new AbortController();
+    const reason = new Error('user gave up');
+    // The transport reports the abort as it does for a call whose request it wrote: sent.
+    const transport = new ScriptedTransport(() => {
+      controller.abort(reason);
+      throw failure(GrpcStatus.Cancelled, 'the call was aborted', true);
+    });
+    const conn = connect(transport);
+    for (const policy of ['write', 'guarded-write'] as const) {
+      controller = new AbortController();
+      const error = await conn
+        .unary(PUT, { key }, policy, { signal: controller.signal })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OutcomeUnknownError);
+      expect((error as Error).message).toBe(
+        'the write may or may not have been applied: the operation was aborted',
+      );
+      expect((error as Error).cause).toBeInstanceOf(AbortedError);
+      expect(((error as Error).cause as Error).cause).toBe(reason);
+    }
+    // A read aborted the same way is just aborted.
+    controller = new AbortController();
+    const read = await conn
+      .unary(RANGE, { key }, 'read', { signal: controller.signal })
+      .catch((e: unknown) => e);
+    expect(read).toBeInstanceOf(AbortedError);
+    await conn.close();
+  });
+
+  it('reports a write aborted before it was sent as AbortedError', async () => {
+    const controller = new AbortController();
+    const transport = new ScriptedTransport(() => {
+      controller.abort('stop');
+      throw failure(GrpcStatus.Cancelled, 'the call was aborted', false);
+    });
+    const conn = connect(transport);
+    const error = await conn
+      .unary(PUT, { key }, 'write', { signal: controller.signal })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AbortedError);
+    expect((error as Error).cause).toBe('stop');
+    await conn.close();
+  });
+
+  it('resolves a write answered as it is aborted with its answer: its outcome is known', async () => {
+    const controller = new AbortController();
+    const transport = new ScriptedTransport(() => {
+      controller.abort('late');
+      return { header: { revision: 7 } };
+    });
+    const conn = connect(transport);
+    const response = await conn.unary(PUT, { key }, 'write', { signal: controller.signal });
+    expect(response).toEqual({ header: { revision: 7 } });
+    // A read answered as it is aborted ends as aborted: nothing depends on its answer.
+    const reading = new AbortController();
+    transport.handler = () => {
+      reading.abort('late');
+      return { header: { revision: 7 } };
+    };
+    const read = await conn
+      .unary(RANGE, { key }, 'read', { signal: reading.signal })
+      .catch((e: unknown) => e);
+    expect(read).toBeInstanceOf(AbortedError);
+    await conn.close();
+  });
+
+  it('reports a guarded write aborted in its backoff after a sent attempt as outcome unknown', async () => {
+    const transport = new ScriptedTransport(() => {
+      throw failure(GrpcStatus.Unavailable, 'etcdserver: request timed out', true);
+    });
+    const conn = connect(transport, {
+      endpoints: ['http://127.0.0.1:1'],
+      retry: { maxAttempts: 10, minDelayMs: 60_000, maxDelayMs: 60_000 },
+    });
+    const controller = new AbortController();
+    const pending = conn
+      .unary(PUT, { key }, 'guarded-write', { signal: controller.signal })
+      .catch((e: unknown) => e);
+    await until(() => transport.calls.length === 1);
+    controller.abort('stop');
+    const error = await pending;
+    expect(error).toBeInstanceOf(OutcomeUnknownError);
+    expect((error as Error).cause).toBeInstanceOf(AbortedError);
+    // Closed in its backoff instead: the same, with ClientClosedError as the cause.
+    const closing = conn.unary(PUT, { key }, 'guarded-write').catch((e: unknown) => e);
+    await until(() => transport.calls.length === 2);
+    await conn.close();
+    const closed = await closing;
+    expect(closed).toBeInstanceOf(OutcomeUnknownError);
+    expect((closed as Error).cause).toBeInstanceOf(ClientClosedError);
+  });
+
+  it('reports a guarded write aborted in its backoff before any attempt was sent as AbortedError', async () => {
+    const transport = new ScriptedTransport(() => ({}));
+    transport.down.add('127.0.0.1:1');
+    transport.down.add('127.0.0.1:2');
+    const conn = connect(transport, {
+      retry: { maxAttempts: 10, minDelayMs: 60_000, maxDelayMs: 60_000 },
+    });
+    const controller = new AbortController();
+    const pending = conn
+      .unary(PUT, { key }, 'guarded-write', { signal: controller.signal })
+      .catch((e: unknown) => e);
+    await until(() => transport.opened.length === 2);
+    controller.abort('stop');
+    const error = await pending;
     expect(error).toBeInstanceOf(AbortedError);
     expect((error as Error).cause).toBe('stop');
     expect(transport.calls).toHaveLength(0);

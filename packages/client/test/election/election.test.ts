@@ -10,6 +10,7 @@ import {
   ElectionNotLeaderError,
   ElectionSessionExpiredError,
   InvalidArgumentError,
+  OutcomeUnknownError,
 } from '../../src/errors.js';
 import { Etcd } from '../../src/etcd.js';
 import type { KeyValue } from '../../src/key-value.js';
@@ -164,7 +165,7 @@ describeEachBackend(
       expect(current.version).toBe(2n);
     });
 
-    it('aborting a waiting campaign fails it with AbortedError and withdraws its key', async () => {
+    it('aborting a waiting campaign fails it with OutcomeUnknownError (the abort as cause) and withdraws its key', async () => {
       const [first, second] = [await lease(), await lease()];
       await etcd.election.campaign(election(), 'one', { lease: first });
       const controller = new AbortController();
@@ -174,7 +175,9 @@ describeEachBackend(
       });
       await eventually(async () => (await candidates()).length === 2);
       controller.abort();
-      expect(await rejection(waiting)).toBeInstanceOf(AbortedError);
+      const error = await rejection(waiting);
+      expect(error).toBeInstanceOf(OutcomeUnknownError);
+      expect((error as OutcomeUnknownError).cause).toBeInstanceOf(AbortedError);
       await eventually(async () => (await candidates()).length === 1);
       expect(await candidates()).toEqual([hex(first)]);
     });
