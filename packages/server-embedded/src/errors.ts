@@ -7,30 +7,13 @@ import {
   etcdErrors,
   etcdErrorVariants,
 } from '@etcdkit/client';
+import { GrpcCode } from '@etcdkit/client/internal';
 
-/** gRPC status codes (https://grpc.github.io/grpc/core/md_doc_statuscodes.html). */
-export const GrpcCode = {
-  OK: 0,
-  CANCELLED: 1,
-  UNKNOWN: 2,
-  INVALID_ARGUMENT: 3,
-  DEADLINE_EXCEEDED: 4,
-  NOT_FOUND: 5,
-  ALREADY_EXISTS: 6,
-  PERMISSION_DENIED: 7,
-  RESOURCE_EXHAUSTED: 8,
-  FAILED_PRECONDITION: 9,
-  ABORTED: 10,
-  OUT_OF_RANGE: 11,
-  UNIMPLEMENTED: 12,
-  INTERNAL: 13,
-  UNAVAILABLE: 14,
-  DATA_LOSS: 15,
-  UNAUTHENTICATED: 16,
-} as const;
-
-/** A gRPC status code. */
-export type GrpcCode = (typeof GrpcCode)[keyof typeof GrpcCode];
+/**
+ * gRPC status codes under the names of gRPC's specification (UNAVAILABLE...): the client's table
+ * (its GrpcStatus), which both roles read.
+ */
+export { GrpcCode };
 
 // The errors only this server sends: statuses of its own limits, never etcd's words.
 const embeddedErrors = {

@@ -10,3 +10,4 @@
 export { type LinkedSignal, linkSignals } from '../connection/link-signals.js';
 export { fromTransportError, serverErrorClass, toEtcdError } from '../errors.js';
 export { type BackoffOptions, backoffDelay } from '../transport/backoff.js';
+export { GrpcCode } from '../transport/types.js';

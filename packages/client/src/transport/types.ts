@@ -26,6 +26,33 @@ export enum GrpcStatus {
   Unauthenticated = 16,
 }
 
+/**
+ * The same codes under the names of gRPC's specification (doc/statuscodes.md: `UNAVAILABLE`...), as
+ * the embedded server spells them. Its values are {@link GrpcStatus}'s, the one table of codes.
+ */
+export const GrpcCode = {
+  OK: GrpcStatus.OK,
+  CANCELLED: GrpcStatus.Cancelled,
+  UNKNOWN: GrpcStatus.Unknown,
+  INVALID_ARGUMENT: GrpcStatus.InvalidArgument,
+  DEADLINE_EXCEEDED: GrpcStatus.DeadlineExceeded,
+  NOT_FOUND: GrpcStatus.NotFound,
+  ALREADY_EXISTS: GrpcStatus.AlreadyExists,
+  PERMISSION_DENIED: GrpcStatus.PermissionDenied,
+  RESOURCE_EXHAUSTED: GrpcStatus.ResourceExhausted,
+  FAILED_PRECONDITION: GrpcStatus.FailedPrecondition,
+  ABORTED: GrpcStatus.Aborted,
+  OUT_OF_RANGE: GrpcStatus.OutOfRange,
+  UNIMPLEMENTED: GrpcStatus.Unimplemented,
+  INTERNAL: GrpcStatus.Internal,
+  UNAVAILABLE: GrpcStatus.Unavailable,
+  DATA_LOSS: GrpcStatus.DataLoss,
+  UNAUTHENTICATED: GrpcStatus.Unauthenticated,
+} as const satisfies Record<string, GrpcStatus>;
+
+/** A gRPC status code, under the name the embedded server uses ({@link GrpcStatus}'s values). */
+export type GrpcCode = GrpcStatus;
+
 /** Request metadata (gRPC headers). Keys are lower case. */
 export type Metadata = Readonly<Record<string, string>>;
 
