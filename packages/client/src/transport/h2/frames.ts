@@ -1,6 +1,7 @@
 // HTTP/2 frames (RFC 9113 section 4 and 6): the header of every frame, the header block fragment
-// inside a HEADERS or CONTINUATION frame, and the frames that carry a header block. The client's
-// own HTTP/2 transport (h2-connection.ts) and the embedded server's authority filter both use them.
+// inside a HEADERS or CONTINUATION frame, and the frames that carry a header block. The connection
+// core (session.ts) and both roles over it (the client's h2-connection.ts, the embedded server's
+// net/h2) use them.
 
 /** What a client sends before any frame (RFC 9113, 3.4). */
 export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');

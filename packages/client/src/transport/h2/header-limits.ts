@@ -1,6 +1,6 @@
 // The limits node:http2 (nghttp2 under it) puts on a header block, the defaults of both roles of
 // the connection core (session.ts): what a client meets when its metadata is too large is what it
-// would meet on grpc-js's server, and a server's oversized answer headers fail as on node.
+// would meet on a node:http2 server, and a server's oversized answer headers fail as on node.
 
 /**
  * Most CONTINUATION frames after a HEADERS frame (nghttp2's default max_continuations): one more

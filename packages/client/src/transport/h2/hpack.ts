@@ -1,8 +1,7 @@
 // HPACK header blocks (RFC 7541): a decoder that follows the peer's dynamic table, and an encoder
-// that writes literals only. The client's own HTTP/2 transport decodes the server's blocks with it
-// (grpc-go servers index their response headers); the embedded server's authority filter decodes
-// a client's blocks with the client's table state and re-encodes them without indexing, so the
-// receiver's dynamic table stays empty and never disagrees with what the client meant.
+// that writes literals only. The connection core (session.ts) decodes the peer's blocks with it in
+// both roles (grpc-go servers and node:http2 clients index their headers); literals keep the
+// peer's dynamic table empty, so it never disagrees with what was meant.
 import { decodeHuffman } from './huffman.js';
 
 /** One header field; names and values are bytes, held as latin1 strings (one char per byte). */
@@ -129,7 +128,7 @@ export class HeaderBlockDecoder {
   /**
    * Decodes one complete header block, updating the dynamic table as the encoder did. A block
    * whose header list is larger than the receiver accepts is refused: a few octets that refer to
-   * a large table entry would otherwise decode, and be re-encoded, to megabytes.
+   * a large table entry would otherwise decode to megabytes.
    */
   decode(block: Uint8Array): HeaderField[] {
     const fields: HeaderField[] = [];
