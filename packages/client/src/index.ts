@@ -228,7 +228,7 @@ export type {
 } from './lease/lease-events.js';
 export { LeaseLostError, type LeaseLostReason } from './lease/lease-lost.js';
 export { GrpcJsTransport } from './transport/grpc-js.js';
-export { H2Transport } from './transport/h2.js';
+export { H2Transport, type H2TransportOptions } from './transport/h2.js';
 export { Http2Transport } from './transport/http2.js';
 export type { TransportName } from './transport/select.js';
 export {

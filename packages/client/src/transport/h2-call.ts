@@ -5,7 +5,12 @@ import type { IncomingHttpHeaders } from 'node:http2';
 import { CallBase, NO_FRAMES } from './call-base.js';
 import { failure, noStreamsAllowed } from './failures.js';
 import { CANCEL, NO_ERROR } from './h2/frames.js';
-import type { H2Connection, H2Stream, H2StreamEvents } from './h2-connection.js';
+import {
+  type H2Connection,
+  type H2Stream,
+  type H2StreamEvents,
+  RequestBufferFullError,
+} from './h2-connection.js';
 import type { Link } from './http2-link.js';
 import { GrpcStatus, type TransportError } from './types.js';
 
@@ -45,7 +50,8 @@ export class H2Call<Req, Res> extends CallBase<Req, Res, H2Connection> implement
         this.halfClosed,
       );
     } catch (error) {
-      this.cannotStart(link, error);
+      if (error instanceof RequestBufferFullError) this.finish(bufferFull(error, false));
+      else this.cannotStart(link, error);
       return;
     }
     this.pending = NO_FRAMES;
@@ -105,10 +111,24 @@ export class H2Call<Req, Res> extends CallBase<Req, Res, H2Connection> implement
     }
   }
 
+  /** A write on the open stream went beyond the connection's request bound: the call fails. */
+  onRefused(error: RequestBufferFullError): void {
+    this.#ended();
+    this.finish(bufferFull(error, true));
+  }
+
   /** The link counts the call's stream as ended, once. */
   #ended(): void {
     const link = this.#link;
     this.#link = undefined;
     link?.callEnded();
   }
+}
+
+/**
+ * The connection holds as many request bytes as it may: Unavailable (this server is not taking
+ * requests; another endpoint may), unsent when the refused request never reached a stream.
+ */
+function bufferFull(error: RequestBufferFullError, sent: boolean): TransportError {
+  return failure(GrpcStatus.Unavailable, error.message, sent, error);
 }

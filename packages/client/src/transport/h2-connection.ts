@@ -3,7 +3,8 @@
 // frames, answers SETTINGS and PING, keeps the connection windows and writes once per tick; this
 // role opens request streams (beyond the server's concurrency limit they wait), sends their DATA
 // within the windows, and reports what the server says on each. A unary call's HEADERS and DATA
-// leave in one buffer.
+// leave in one buffer. What the server does not take (its windows closed, its socket not read) is
+// held up to a bound, as the server role bounds its answers: beyond it, requests are refused.
 import type { IncomingHttpHeaders } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import {
@@ -41,11 +42,51 @@ import { H2Session, type SessionLimits } from './h2/session.js';
 export const STREAM_WINDOW = 512 * 1024;
 /** The receive window of the connection, across its streams. */
 export const CONNECTION_WINDOW = 16 * 1024 * 1024;
+/**
+ * The default of {@link H2ConnectionLimits.maxBufferedRequestBytes}: 64 MiB, the server role's
+ * bound on answers held for windows, about 40 requests of etcd's largest (1.5 MiB).
+ */
+export const DEFAULT_MAX_BUFFERED_REQUEST_BYTES = 64 * 1024 * 1024;
 /** Stream ids are odd and 31 bits: the last one a client can open. */
 const LAST_STREAM_ID = 0x7fff_ffff;
 const EMPTY = Buffer.alloc(0);
 
-/** What a stream reports. After onEnd, onReset or onDropped nothing more comes. */
+/** What the client role accepts from a server: the core's limits, and its own request bound. */
+export interface H2ConnectionLimits extends SessionLimits {
+  /**
+   * Request octets the connection may hold that the server has not taken: DATA waiting for its
+   * flow-control windows or its concurrency limit, and bytes queued for the socket or in its
+   * buffer (a server that does not read). A request or stream write that would go beyond it is
+   * refused with {@link RequestBufferFullError}; one is always taken when nothing is held.
+   * Default {@link DEFAULT_MAX_BUFFERED_REQUEST_BYTES}.
+   */
+  readonly maxBufferedRequestBytes?: number;
+}
+
+/**
+ * A request refused because the connection already holds as many request bytes as it may
+ * (`maxBufferedRequestBytes`): the server is not taking what was sent (closed windows, a socket
+ * it does not read). Nothing of the refused request was written.
+ */
+export class RequestBufferFullError extends Error {
+  constructor(
+    /** Request octets the connection held. */
+    readonly buffered: number,
+    /** Octets of the refused request. */
+    readonly bytes: number,
+    /** The bound, maxBufferedRequestBytes. */
+    readonly limit: number,
+  ) {
+    super(
+      `the server is not taking this connection's requests: ${buffered} bytes wait for its ` +
+        `flow-control window or its reads, and ${bytes} more would exceed the client's bound of ` +
+        `${limit} (maxBufferedRequestBytes)`,
+    );
+    this.name = 'RequestBufferFullError';
+  }
+}
+
+/** What a stream reports. After onEnd, onReset, onDropped or onRefused nothing more comes. */
 export interface H2StreamEvents {
   /** A header block: the response headers, then possibly trailers (`endStream` set). */
   onHeaders(headers: IncomingHttpHeaders, endStream: boolean): void;
@@ -60,6 +101,11 @@ export interface H2StreamEvents {
    * concurrency limit), so nothing of it reached the server.
    */
   onDropped(error: Error, unsent: boolean): void;
+  /**
+   * A write on the open stream would have gone beyond the connection's request bound: the stream
+   * was reset (CANCEL), the write dropped.
+   */
+  onRefused(error: RequestBufferFullError): void;
 }
 
 /** What a connection reports to its owner. */
@@ -86,6 +132,8 @@ export class H2Stream {
   unacked = 0;
   /** DATA waiting for the stream to open or for window. */
   readonly queue: Buffer[] = [];
+  /** Octets in `queue`, counted in the connection's held request bytes. */
+  queuedBytes = 0;
   /** END_STREAM is to follow the queued data. */
   endQueued = false;
   localEnded = false;
@@ -110,7 +158,14 @@ export class H2Stream {
   /** Sends `data` (queued while the stream waits or lacks window); `end` half-closes after it. */
   write(data: Buffer, end = false): void {
     if (this.closed || this.endQueued) return;
-    if (data.length > 0) this.queue.push(data);
+    if (data.length > 0) {
+      const refused = this.#connection.hold(this, [data]);
+      if (refused !== undefined) {
+        this.cancel(CANCEL);
+        this.events.onRefused(refused);
+        return;
+      }
+    }
     if (end) this.endQueued = true;
     if (this.opened) this.#connection.pump(this);
   }
@@ -165,13 +220,19 @@ export class H2Connection extends H2Session {
   #nextStreamId = 1;
   #ready = false;
   #goingAway = false;
+  readonly #maxBuffered: number;
+  /** Request octets in the streams' queues (waiting for windows or to open). */
+  #held = 0;
 
-  /** `limits`: what the server may make this side hold (session.ts, DEFAULT_LIMITS). */
+  /**
+   * `limits`: what the server may make this side hold (session.ts, DEFAULT_LIMITS; and
+   * maxBufferedRequestBytes).
+   */
   constructor(
     socket: Duplex,
     template: RequestTemplate,
     events: H2ConnectionEvents,
-    limits?: SessionLimits,
+    limits?: H2ConnectionLimits,
   ) {
     super(socket, {
       expectPreface: false,
@@ -181,6 +242,7 @@ export class H2Connection extends H2Session {
     });
     this.#template = template;
     this.#events = events;
+    this.#maxBuffered = limits?.maxBufferedRequestBytes ?? DEFAULT_MAX_BUFFERED_REQUEST_BYTES;
     socket.on('error', (error: Error) => this.destroy(error));
     // The server's end of the byte stream ends the connection: no frame can follow.
     socket.on('end', () => this.destroy(new Error('the connection closed')));
@@ -210,6 +272,14 @@ export class H2Connection extends H2Session {
     return this.#streams.size + this.#waiting.length;
   }
 
+  /**
+   * Request octets the server has not taken: held for its windows or its concurrency limit, queued
+   * for the socket or in the socket's buffer.
+   */
+  get bufferedRequestBytes(): number {
+    return this.#held + this.unwrittenBytes;
+  }
+
   /** The server's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited until it says one). */
   get maxConcurrentStreams(): number {
     return this.peerMaxStreams;
@@ -219,7 +289,8 @@ export class H2Connection extends H2Session {
    * A new request stream on `path` with the call's own header `fields` (grpc-timeout, metadata),
    * the request `data` first sent on it, and `end` to half-close after it. It opens at once, or
    * once the server's concurrency limit lets it. Throws when the connection takes no new streams
-   * (closed, or told to go away).
+   * (closed, or told to go away), and RequestBufferFullError when `data` would take the request
+   * bytes the connection holds beyond maxBufferedRequestBytes.
    */
   request(
     path: string,
@@ -235,7 +306,8 @@ export class H2Connection extends H2Session {
       this.#prefixes.set(path, prefix);
     }
     const stream = new H2Stream(this, requestBlock(prefix, fields), events);
-    for (const chunk of data) if (chunk.length > 0) stream.queue.push(chunk);
+    const refused = this.hold(stream, data);
+    if (refused !== undefined) throw refused;
     stream.endQueued = end;
     if (this.#streams.size < this.peerMaxStreams && this.#waiting.length === 0) {
       this.#openStream(stream);
@@ -297,6 +369,30 @@ export class H2Connection extends H2Session {
     this.#events.onClose(error);
   }
 
+  /**
+   * @internal Queues `data` on `stream`, counted against maxBufferedRequestBytes; returns the
+   * error instead when it would go beyond (nothing is queued then). One request is always taken
+   * while nothing is held, so a bound below one message does not refuse every call.
+   */
+  hold(stream: H2Stream, data: readonly Buffer[]): RequestBufferFullError | undefined {
+    let bytes = 0;
+    for (const chunk of data) bytes += chunk.length;
+    const buffered = this.bufferedRequestBytes;
+    if (buffered > 0 && buffered + bytes > this.#maxBuffered) {
+      return new RequestBufferFullError(buffered, bytes, this.#maxBuffered);
+    }
+    for (const chunk of data) if (chunk.length > 0) stream.queue.push(chunk);
+    stream.queuedBytes += bytes;
+    this.#held += bytes;
+    return undefined;
+  }
+
+  /** What `stream` still queued is no longer held (the stream ended, or moves elsewhere). */
+  #release(stream: H2Stream): void {
+    this.#held -= stream.queuedBytes;
+    stream.queuedBytes = 0;
+  }
+
   /** @internal Sends what `stream` has queued, as far as the windows allow. */
   pump(stream: H2Stream): void {
     const queue = stream.queue;
@@ -309,6 +405,8 @@ export class H2Connection extends H2Session {
       }
       if (size === head.length) queue.shift();
       else queue[0] = head.subarray(size);
+      stream.queuedBytes -= size;
+      this.#held -= size;
       stream.sendWindow -= size;
       this.take(size);
       const last = queue.length === 0 && stream.endQueued;
@@ -330,6 +428,7 @@ export class H2Connection extends H2Session {
       const at = this.#waiting.indexOf(stream);
       if (at >= 0) this.#waiting.splice(at, 1);
       stream.closed = true;
+      this.#release(stream);
       return;
     }
     if (!this.ended) this.queue(rstStreamFrame(stream.id, code));
@@ -364,6 +463,7 @@ export class H2Connection extends H2Session {
       writeFrameHeader(out, at, first.length, FRAME_DATA, FLAG_END_STREAM, stream.id);
       first.copy(out, at + FRAME_HEADER_BYTES);
       stream.queue.length = 0;
+      this.#release(stream);
       stream.sendWindow -= first.length;
       this.take(first.length);
       stream.localEnded = true;
@@ -392,6 +492,7 @@ export class H2Connection extends H2Session {
   #close(stream: H2Stream): void {
     if (stream.closed) return;
     stream.closed = true;
+    this.#release(stream);
     this.#streams.delete(stream.id);
     this.#blocked.delete(stream);
     this.#openWaiting();
@@ -411,6 +512,7 @@ export class H2Connection extends H2Session {
   #drop(stream: H2Stream, error: Error, unsent: boolean): void {
     if (stream.closed) return;
     stream.closed = true;
+    this.#release(stream);
     stream.deliver(() => stream.events.onDropped(error, unsent));
   }
 

@@ -3,11 +3,12 @@
 // (http2-link.ts) and what callers get for a call (http2-streams.ts) are the http2 transport's;
 // h2-connection.ts is the HTTP/2 connection, h2-call.ts one call on one of its streams.
 import type { TLSSocket } from 'node:tls';
+import { InvalidConfigError } from '../errors.js';
 import type { Wire } from './channel-call.js';
 import { goawayOf } from './goaway.js';
 import { ENHANCE_YOUR_CALM } from './h2/frames.js';
 import { H2Call } from './h2-call.js';
-import { H2Connection } from './h2-connection.js';
+import { H2Connection, type H2ConnectionLimits } from './h2-connection.js';
 import { Http2Channel } from './http2-channel.js';
 import { CONNECT_TIMEOUT_MS, dial } from './http2-connect.js';
 import type { Channel, ChannelOptions, Transport } from './types.js';
@@ -15,8 +16,10 @@ import type { Channel, ChannelOptions, Transport } from './types.js';
 const USER_AGENT = 'etcdkit-h2';
 const CONTENT_TYPE = 'application/grpc+proto';
 
-/** Connections are H2Connections over a socket this side dials; calls are H2Calls. */
-const h2Wire: Wire<H2Connection> = {
+/**
+ * Connections are H2Connections over a socket this side dials, with `limits`; calls are H2Calls.
+ */
+const h2Wire = (limits: H2ConnectionLimits): Wire<H2Connection> => ({
   connect(endpoint, events) {
     const socket = dial(endpoint);
     let ready = false;
@@ -46,6 +49,7 @@ const h2Wire: Wire<H2Connection> = {
           else events.failed(error?.message || 'connection closed before the HTTP/2 handshake');
         },
       },
+      limits,
     );
     connection.unref();
     if (endpoint.tls) {
@@ -66,7 +70,20 @@ const h2Wire: Wire<H2Connection> = {
   },
   newCall: (host, method, options, sink, maxReceiveBytes, maxSendBytes) =>
     new H2Call(host, method, options, sink, maxReceiveBytes, maxSendBytes),
-};
+});
+
+/** Options of {@link H2Transport}. */
+export interface H2TransportOptions {
+  /**
+   * Request bytes one connection may hold that its server has not taken (DATA waiting for the
+   * server's flow-control windows or concurrency limit, bytes its socket has not read), in octets;
+   * default 64 MiB. A call that would go beyond it fails at once with `UnavailableError` (a write:
+   * `WriteNotAppliedError`, since nothing of it was sent) naming the bound, and may be retried on
+   * another endpoint; a stream write beyond it ends the stream. One request is always taken while
+   * nothing is held.
+   */
+  readonly maxBufferedRequestBytes?: number;
+}
 
 /**
  * The default transport: gRPC over HTTP/2 spoken by the client itself over a TCP, TLS (ALPN h2) or
@@ -79,9 +96,20 @@ const h2Wire: Wire<H2Connection> = {
 export class H2Transport implements Transport {
   /** Identifies the implementation in logs and tests. */
   readonly name = 'h2';
+  readonly #wire: Wire<H2Connection>;
+
+  constructor(options: H2TransportOptions = {}) {
+    const bound = options.maxBufferedRequestBytes;
+    if (bound !== undefined && !(Number.isSafeInteger(bound) && bound > 0)) {
+      throw new InvalidConfigError(
+        `maxBufferedRequestBytes must be a positive integer number of bytes, got ${String(bound)}`,
+      );
+    }
+    this.#wire = h2Wire({ maxBufferedRequestBytes: bound });
+  }
 
   /** Creates a channel to one endpoint; it connects lazily. */
   open(options: ChannelOptions): Channel {
-    return new Http2Channel(options, h2Wire);
+    return new Http2Channel(options, this.#wire);
   }
 }

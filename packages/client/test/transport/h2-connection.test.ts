@@ -127,6 +127,7 @@ function recorder() {
     onEnd: () => seen.push('end'),
     onReset: (code) => seen.push(`reset ${code}`),
     onDropped: (error, unsent) => seen.push(`dropped${unsent ? ' unsent' : ''}: ${error.message}`),
+    onRefused: (error) => seen.push(`refused: ${error.message}`),
   };
   return {
     events,

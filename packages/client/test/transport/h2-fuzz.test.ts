@@ -97,6 +97,7 @@ async function feedClient(chunks: readonly Buffer[], streams = 0) {
     onEnd: () => {},
     onReset: () => {},
     onDropped: () => {},
+    onRefused: () => {},
   };
   for (let i = 0; i < streams; i++) connection.request('/p', [], events, [], false);
   for (const chunk of chunks) {
@@ -183,6 +184,7 @@ describe("the client's frame loop on random input", () => {
               onEnd: () => {},
               onReset: () => {},
               onDropped: () => {},
+              onRefused: () => {},
             },
             [],
             false,

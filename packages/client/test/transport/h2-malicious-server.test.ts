@@ -128,6 +128,7 @@ const silent: H2StreamEvents = {
   onEnd: () => {},
   onReset: () => {},
   onDropped: () => {},
+  onRefused: () => {},
 };
 
 /** The GOAWAY code the client sent, if any. */
