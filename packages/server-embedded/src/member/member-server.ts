@@ -9,6 +9,8 @@ import type { CallMiddleware } from '../net/call-middleware.js';
 import type { ClientListeners } from '../net/client-listeners.js';
 import { type ClientPortOptions, openClientPort } from '../net/client-port.js';
 import { type GrpcEngine, grpcEngine } from '../net/grpc-engine.js';
+import { contextView } from '../net/http1/context-view.js';
+import { EtcdEndpoints } from '../net/http1/etcd-endpoints.js';
 import { registerAuthService } from '../services/auth-service.js';
 import { registerClusterService } from '../services/cluster-service.js';
 import type { ServiceContext } from '../services/context.js';
@@ -112,6 +114,7 @@ export class MemberServer {
     registerLockService(registry, context, local);
     registerElectionService(registry, context, local);
     for (const service of SERVED_SERVICES) registry.unimplemented(service);
+    this.engine.serveHttp(new EtcdEndpoints(contextView(context, '3.5')));
     return { watchable, closeWatchStreams, dropWaits: () => local.dropWaits() };
   }
 }

@@ -36,7 +36,8 @@ export function tlsServerOptions(options: ServerTlsOptions): TlsOptions {
     requestCert: verify,
     rejectUnauthorized: verify,
     // gRPC runs over HTTP/2; newer gRPC clients refuse a TLS server that does not agree on h2.
-    ALPNProtocols: ['h2'],
+    // HTTP/1.1 is offered too, for etcd's HTTP endpoints (a health check's curl).
+    ALPNProtocols: ['h2', 'http/1.1'],
   };
 }
 

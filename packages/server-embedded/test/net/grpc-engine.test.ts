@@ -1,6 +1,6 @@
 // The gRPC server under EmbeddedEtcd and every EmbeddedCluster member is the server's own HTTP/2
-// (net/h2), told on the wire: it sends its SETTINGS as soon as a connection opens, before the
-// client says anything.
+// (net/h2), told on the wire: its SETTINGS answer the client's HTTP/2 preface at once, with
+// nothing else asked. (It waits for the client's first octets: the port serves HTTP/1.x too.)
 import { createConnection } from 'node:net';
 import { Etcd } from '@etcdkit/client';
 import { describe, expect, it } from 'vitest';
@@ -8,12 +8,15 @@ import { EmbeddedCluster, EmbeddedEtcd } from '../../src/index.js';
 
 const FRAME_SETTINGS = 0x4;
 
-/** The first bytes the server sends on a new connection within `ms`, before the client speaks. */
+const H2_PREFACE = 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n';
+
+/** The first bytes the server sends within `ms` on a new connection that sent only the preface. */
 async function firstBytes(port: number, ms: number): Promise<Buffer> {
   const socket = createConnection({ host: '127.0.0.1', port });
   const chunks: Buffer[] = [];
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
   await new Promise((resolve) => socket.once('connect', resolve));
+  socket.write(H2_PREFACE);
   await new Promise((resolve) => setTimeout(resolve, ms));
   socket.destroy();
   return Buffer.concat(chunks);
