@@ -77,10 +77,11 @@ export interface H2TransportOptions {
   /**
    * Request bytes one connection may hold that its server has not taken (DATA waiting for the
    * server's flow-control windows or concurrency limit, bytes its socket has not read), in octets;
-   * default 64 MiB. A call that would go beyond it fails at once with `UnavailableError` (a write:
-   * `WriteNotAppliedError`, since nothing of it was sent) naming the bound, and may be retried on
-   * another endpoint; a stream write beyond it ends the stream. One request is always taken while
-   * nothing is held.
+   * default 64 MiB. A call that would go beyond it is refused on that connection before any byte
+   * of it is written: the client retries it as any unsent call (on another endpoint when there is
+   * one), then fails with `UnavailableError` (a write: `WriteNotAppliedError`) whose message names
+   * the bound; a stream write beyond it ends the stream. One request is always taken while nothing
+   * is held, so a bound below one message refuses nothing alone.
    */
   readonly maxBufferedRequestBytes?: number;
 }
