@@ -4,7 +4,8 @@
 // at once, unsent, with an error naming the bound; what the connection holds stays within it.
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { InvalidConfigError } from '../../src/errors.js';
+import { InvalidConfigError, WriteNotAppliedError } from '../../src/errors.js';
+import { Etcd } from '../../src/etcd.js';
 import { etcdserverpb_KV } from '../../src/generated/methods.js';
 import {
   MAX_WINDOW,
@@ -187,6 +188,25 @@ describe('the h2 transport with maxBufferedRequestBytes', () => {
       /^the server is not taking this connection's requests: 400\d\d bytes wait .* bound of 50000 \(maxBufferedRequestBytes\)$/,
     );
   });
+
+  it('fails a put beyond the bound, after the retries of an unsent call, with WriteNotAppliedError naming the bound', async () => {
+    const port = await serverSending(CLOSED_WINDOWS, true);
+    const etcd = new Etcd({
+      endpoints: [`http://127.0.0.1:${port}`],
+      transport: new H2Transport({ maxBufferedRequestBytes: 50_000 }),
+    });
+    cleanups.push(() => etcd.close());
+    const held = [etcd.put('a', Buffer.alloc(20_000)), etcd.put('b', Buffer.alloc(20_000))];
+    for (const put of held) put.catch(() => {});
+    const error = await etcd.put('c', Buffer.alloc(20_000)).then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
+    expect(error).toBeInstanceOf(WriteNotAppliedError);
+    expect((error as Error).message).toMatch(
+      /^the write was not applied: the server is not taking this connection's requests: .* bound of 50000 \(maxBufferedRequestBytes\)$/,
+    );
+  }, 60_000);
 
   it('defaults to 64 MiB and refuses a bound that is not a positive integer', () => {
     expect(DEFAULT_MAX_BUFFERED_REQUEST_BYTES).toBe(64 * 1024 * 1024);
