@@ -8,13 +8,14 @@ import os from 'node:os';
 export type Row = Record<string, string | number>;
 
 /**
- * One bar of the chart: etcdkit's figure divided by the alternative's, measured in the same run.
- * Below 1 etcdkit costs less (or takes less time); `goal` marks the target the issue set, if any.
+ * One bar of the chart: etcdkit's figure divided by its baseline's, measured in the same run.
+ * Below 1 etcdkit costs less (or takes less time). Bars of one `group` share a heading that names
+ * what is measured and the baseline.
  */
 export interface ChartBar {
+  readonly group: string;
   readonly label: string;
   readonly ratio: number;
-  readonly goal?: number;
 }
 
 /** What a suite's report() may return: rows alone, or rows with bars for the chart. */
@@ -28,7 +29,10 @@ export interface SuiteResult {
   readonly chart: readonly ChartBar[];
   /** Seconds the suite took. */
   readonly seconds: number;
-  /** When the suite was rerun alone (`--update`), after the rest of the page's run. */
+  /**
+   * When the suite was rerun apart from the page's run (`--update`), and the load average it
+   * ended under.
+   */
   readonly rerun?: string;
 }
 
@@ -97,46 +101,66 @@ function escapeXml(text: string): string {
   return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 }
 
-/** A horizontal bar chart of ratios, with the line at 1 (level with the alternative) and goals. */
+// The chart's log axis: its ticks, and the range every bar is clamped into.
+const TICKS = [0.01, 0.03, 0.1, 0.3, 1, 3];
+const AXIS_MIN = 0.01;
+const AXIS_MAX = 4;
+
+/**
+ * A horizontal bar chart of ratios on a log axis, grouped under headings that name each group's
+ * baseline: a bar runs from 1x (level with the baseline) to its ratio, leftwards when etcdkit
+ * costs less, so 0.02x is as visible as 2x would be.
+ */
 export function renderChart(bars: readonly ChartBar[]): string {
-  const labelWidth = 480;
-  const plotWidth = 420;
-  const rowHeight = 22;
-  const top = 30;
-  const max = Math.max(
-    1.5,
-    ...bars.map((b) => Math.min(b.ratio, 4)),
-    ...bars.map((b) => b.goal ?? 0),
-  );
-  const x = (value: number) => labelWidth + (Math.min(value, max) / max) * plotWidth;
-  const height = top + bars.length * rowHeight + 30;
+  const labelWidth = 330;
+  const plotWidth = 470;
+  const rowHeight = 20;
+  const headingHeight = 26;
+  const top = 62;
+  const span = Math.log(AXIS_MAX / AXIS_MIN);
+  const x = (value: number) => {
+    const clamped = Math.min(AXIS_MAX, Math.max(AXIS_MIN, value));
+    return labelWidth + (Math.log(clamped / AXIS_MIN) / span) * plotWidth;
+  };
+  const groups = [...new Set(bars.map((bar) => bar.group))];
+  const height = top + groups.length * headingHeight + bars.length * rowHeight + 34;
   const parts = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${labelWidth + plotWidth + 70}" height="${height}" font-family="sans-serif" font-size="12">`,
-    '<title>etcdkit against the alternatives, measured in the same run</title>',
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${labelWidth + plotWidth + 40}" height="${height}" font-family="sans-serif" font-size="12">`,
+    '<title>etcdkit against its baselines, measured in the same run</title>',
     '<rect width="100%" height="100%" fill="white"/>',
-    `<text x="10" y="18" font-weight="bold">etcdkit / the alternative, same run (lower is better; | = goal)</text>`,
+    '<text x="10" y="18" font-weight="bold">etcdkit / its baseline, measured in the same run (median ratio; log scale)</text>',
+    '<text x="10" y="36" fill="#555">A bar runs from 1x (level) to the ratio: leftwards, etcdkit costs less CPU or time; rightwards, more.</text>',
   ];
-  bars.forEach((bar, i) => {
-    const y = top + i * rowHeight;
-    const color = bar.goal !== undefined && bar.ratio > bar.goal ? '#d9822b' : '#2b7bd9';
+  const axisBottom = height - 26;
+  for (const tick of TICKS) {
+    const tx = x(tick).toFixed(1);
     parts.push(
-      `<text x="${labelWidth - 8}" y="${y + 14}" text-anchor="end">${escapeXml(bar.label)}</text>`,
-      `<rect x="${labelWidth}" y="${y + 3}" width="${(x(bar.ratio) - labelWidth).toFixed(1)}" height="${rowHeight - 8}" fill="${color}"/>`,
-      `<text x="${(x(bar.ratio) + 4).toFixed(1)}" y="${y + 14}">${bar.ratio.toFixed(2)}x</text>`,
+      `<line x1="${tx}" x2="${tx}" y1="${top - 8}" y2="${axisBottom}" stroke="${tick === 1 ? '#888' : '#e3e3e3'}"${tick === 1 ? ' stroke-dasharray="4 3"' : ''}/>`,
+      `<text x="${tx}" y="${axisBottom + 14}" text-anchor="middle" fill="#555">${tick}x</text>`,
+      `<text x="${tx}" y="${top - 12}" text-anchor="middle" fill="#555">${tick}x</text>`,
     );
-    if (bar.goal !== undefined) {
-      const gx = x(bar.goal).toFixed(1);
+  }
+  let y = top;
+  const one = x(1);
+  for (const group of groups) {
+    parts.push(`<text x="10" y="${y + 17}" font-weight="bold">${escapeXml(group)}</text>`);
+    y += headingHeight;
+    for (const bar of bars.filter((b) => b.group === group)) {
+      const end = x(bar.ratio);
+      const left = Math.min(one, end);
+      const width = Math.max(1, Math.abs(end - one));
+      const color = bar.ratio > 1 ? '#d9822b' : '#2b7bd9';
+      // The figure sits beside the 1x line, on the side the bar does not take.
+      const textX = bar.ratio > 1 ? end + 4 : one + 4;
       parts.push(
-        `<line x1="${gx}" x2="${gx}" y1="${y + 1}" y2="${y + rowHeight - 3}" stroke="black" stroke-width="2"/>`,
+        `<text x="${labelWidth - 8}" y="${y + 14}" text-anchor="end">${escapeXml(bar.label)}</text>`,
+        `<rect x="${left.toFixed(1)}" y="${y + 3}" width="${width.toFixed(1)}" height="${rowHeight - 6}" fill="${color}"/>`,
+        `<text x="${textX.toFixed(1)}" y="${y + 14}">${bar.ratio.toFixed(bar.ratio < 0.1 ? 3 : 2)}x</text>`,
       );
+      y += rowHeight;
     }
-  });
-  const one = x(1).toFixed(1);
-  parts.push(
-    `<line x1="${one}" x2="${one}" y1="${top - 4}" y2="${height - 24}" stroke="#888" stroke-dasharray="4 3"/>`,
-    `<text x="${one}" y="${height - 10}" text-anchor="middle" fill="#555">1x</text>`,
-    '</svg>',
-  );
+  }
+  parts.push('</svg>');
   return `${parts.join('\n')}\n`;
 }
 
@@ -166,8 +190,8 @@ export function writeBenchmarksPage(
   const lines = [
     '# Benchmarks',
     '',
-    'Written by `npm run bench` (every suite, in one run; a suite rerun alone with `--update` says',
-    'so under its heading); do not edit by hand. Each figure is',
+    'Written by `npm run bench` (every suite, in one run; suites rerun apart with `--update` say',
+    'so under their heading, with the load they ran under); do not edit by hand. Each figure is',
     'measured beside its alternative in the same run, over several rounds whose order rotates, and',
     "reported as a median; ratios are etcdkit's figure divided by the alternative's. This machine is",
     'noisy: identical configurations can differ by 20% in one pass.',
@@ -182,7 +206,7 @@ export function writeBenchmarksPage(
       '',
       `## ${result.name}`,
       '',
-      `${result.description} (${result.seconds.toFixed(0)} s${result.rerun ? `; rerun alone on ${result.rerun}` : ''}).`,
+      `${result.description} (${result.seconds.toFixed(0)} s${result.rerun ? `; rerun on ${result.rerun}` : ''}).`,
     );
     // How a suite measures, where it needs more than its description, is kept beside the bench.
     const method = new URL(`methods/${result.name}.md`, import.meta.url);
@@ -193,18 +217,23 @@ export function writeBenchmarksPage(
 }
 
 /**
- * Replaces one suite's results in docs/benchmarks.json with a run of that suite alone (marked with
- * when it ran) and draws the page again; the other suites keep their run.
+ * Replaces some suites' results in docs/benchmarks.json with a run of those suites (marked with
+ * when it ran and the load it ran under) and draws the page again; the others keep their run.
  */
-export function updateBenchmarksPage(result: SuiteResult, docsDir: URL): void {
+export function updateBenchmarksPage(rerunResults: readonly SuiteResult[], docsDir: URL): void {
   const record = JSON.parse(readFileSync(new URL('benchmarks.json', docsDir), 'utf8')) as RunRecord;
-  const rerun = {
-    ...result,
-    rerun: `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
-  };
-  const results = record.results.some((r) => r.name === result.name)
-    ? record.results.map((r) => (r.name === result.name ? rerun : r))
-    : [...record.results, rerun];
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(', ');
+  const note = `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, with ${rerunResults.map((r) => r.name).join(', ')}; load average then ${load} (1, 5, 15 min) on ${os.cpus().length} cores`;
+  let results = [...record.results];
+  for (const result of rerunResults) {
+    const rerun = { ...result, rerun: note };
+    results = results.some((r) => r.name === result.name)
+      ? results.map((r) => (r.name === result.name ? rerun : r))
+      : [...results, rerun];
+  }
   writeBenchmarksPage(results, docsDir, { date: record.date, machine: record.machine });
 }
 

@@ -1,6 +1,7 @@
 // `npm run bench`: runs every benchmark suite and prints each result beside its alternative; a run
-// of every suite also writes docs/benchmarks.{md,svg,json}. `npm run bench <suite>` runs one suite
-// (`--update` also puts its results in place of that suite's on the page);
+// of every suite also writes docs/benchmarks.{md,svg,json}. `npm run bench <suite> [<suite>...]`
+// runs those suites, one after the other in one run (`--update` also puts their results in place
+// of theirs on the page, with the load they ran under);
 // `npm run bench -- --redraw` draws the page again from docs/benchmarks.json.
 // Benchmarks are never assertions: they report numbers for people to compare.
 import type { Bench } from 'tinybench';
@@ -42,14 +43,17 @@ const suites: Suite[] = [
   serverCpuSuite,
   verifySuite,
 ];
-const only = process.argv[2];
-if (only === '--redraw') {
+const only = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
+if (process.argv.includes('--redraw')) {
   redrawBenchmarksPage(new URL('../docs/', import.meta.url));
   console.log('drew docs/benchmarks.md and docs/benchmarks.svg again from docs/benchmarks.json');
   process.exit(0);
 }
-if (only && !suites.some((suite) => suite.name === only)) {
-  console.error(`no suite named ${only}; the suites: ${suites.map((s) => s.name).join(', ')}`);
+const unknown = only.filter((name) => !suites.some((suite) => suite.name === name));
+if (unknown.length > 0) {
+  console.error(
+    `no suite named ${unknown.join(', ')}; the suites: ${suites.map((s) => s.name).join(', ')}`,
+  );
   process.exit(2);
 }
 
@@ -69,7 +73,7 @@ function benchRows(bench: Bench): Row[] {
 
 const results: SuiteResult[] = [];
 for (const suite of suites) {
-  if (only && suite.name !== only) continue;
+  if (only.length > 0 && !only.includes(suite.name)) continue;
   console.log(`\n## ${suite.name}: ${suite.description}\n`);
   const started = performance.now();
   const { rows, chart } =
@@ -85,10 +89,10 @@ for (const suite of suites) {
     seconds: (performance.now() - started) / 1000,
   });
 }
-if (!only) {
+if (only.length === 0) {
   writeBenchmarksPage(results, new URL('../docs/', import.meta.url));
   console.log('\nwrote docs/benchmarks.md and docs/benchmarks.svg');
-} else if (process.argv.includes('--update') && results[0]) {
-  updateBenchmarksPage(results[0], new URL('../docs/', import.meta.url));
-  console.log(`\nreplaced ${only} in docs/benchmarks.json and drew the page again`);
+} else if (process.argv.includes('--update')) {
+  updateBenchmarksPage(results, new URL('../docs/', import.meta.url));
+  console.log(`\nreplaced ${only.join(', ')} in docs/benchmarks.json and drew the page again`);
 }

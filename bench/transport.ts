@@ -324,12 +324,10 @@ async function report() {
       const reference = perOp.get(etcd3.name);
       const ours = perOp.get(clients[0]!.name);
       if (reference !== undefined && ours !== undefined && scenario.includes(' in flight')) {
-        const goal = scenario.includes(`${IN_FLIGHT} in flight`) ? 0.5 : 0.6;
-        const call = scenario.replace(/ \(\d+\)$/, '');
         chart.push({
-          label: `client CPU, ${call} (${backend.name}) / etcd3`,
+          group: `client CPU per call, default transport / etcd3 1.1.2 (server: ${backend.name})`,
+          label: scenario.replace(/ \(\d+\)$/, ''),
           ratio: ours / reference,
-          goal,
         });
       }
       for (const { name } of clients) {
