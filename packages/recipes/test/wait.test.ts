@@ -4,7 +4,7 @@ import { AbortedError, Etcd, op } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { SessionExpiredError } from '../src/errors.js';
-import { waitForPredecessors, waitInLine } from '../src/line/predecessors.js';
+import { waitForPredecessors } from '../src/line/predecessors.js';
 import { waitForDelete, waitForEvent } from '../src/wait.js';
 import { recording, rejection, stillPending } from './recipes-support.js';
 
@@ -124,64 +124,66 @@ describeEachBackend('wait primitives', ({ backend, prefix }) => {
     expect(watches.every((w) => !('prefix' in w && w.prefix !== undefined))).toBe(true);
   });
 
-  // waitInLine (the wait of an own key outside the line, or of more slots) with one key ahead:
-  // the read after its delete, which checks the own key, decides.
+  // An own key outside the line waited on (an RWMutex reader: its key under read/, the writers
+  // under write/) with one key ahead: one watch over the range from one to the other.
   const lastAhead = async (p: string) => {
-    await etcd.put(`${p}a`, '');
-    const mine = await etcd.put(`${p}c`, '');
-    const read = await etcd.range({ prefix: p, maxCreateRevision: mine.header.revision - 1n });
+    await etcd.put(`${p}w/a`, '');
+    const mine = await etcd.put(`${p}r/c`, '');
+    const read = await etcd.range({
+      prefix: `${p}w/`,
+      maxCreateRevision: mine.header.revision - 1n,
+    });
     const own = {
-      key: `${p}c`,
+      key: `${p}r/c`,
       createRevision: mine.header.revision,
       seenAt: read.header.revision,
     };
     const { etcd: spy, watches } = recording(etcd);
-    const waiting = waitInLine(
-      spy,
-      {
-        prefix: p,
-        createRevision: mine.header.revision,
-        ownKey: own,
-        ahead: { predecessors: read.kvs, complete: !read.more, header: read.header },
-      },
-      1,
-      new AbortController().signal,
-    );
-    await vi.waitFor(() => expect(watches).toHaveLength(1), { timeout: 5_000 });
+    const waiting = waitForPredecessors(spy, {
+      prefix: `${p}w/`,
+      createRevision: mine.header.revision,
+      ownKey: own,
+      ahead: { predecessors: read.kvs, complete: !read.more, header: read.header },
+    });
+    const first = () =>
+      watches[0]?.range && [text(watches[0].range.start), text(watches[0].range.end)];
+    await vi.waitFor(() => expect(first()).toEqual([`${p}r/c`, `${p}w/a\0`]), { timeout: 5_000 });
     return { waiting, mine };
   };
 
-  it('waitInLine with one key ahead: the own key deleted first fails, even if the other goes next', async () => {
+  it('waitForPredecessors with the own key outside the line: the own key deleted first fails, even if the other goes next', async () => {
     const p = `${prefix()}queue/`;
     const { waiting } = await lastAhead(p);
     expect(await stillPending(waiting, 50)).toBe(true);
-    // A later waiter's key between the two is no turn.
-    await etcd.put(`${p}b`, '');
-    await etcd.delete(`${p}b`);
+    // Another key in the watched range is no turn.
+    await etcd.put(`${p}s`, '');
+    await etcd.delete(`${p}s`);
     expect(await stillPending(waiting, 50)).toBe(true);
     const failure = rejection(waiting);
-    await etcd.delete(`${p}c`);
-    await etcd.delete(`${p}a`);
+    await etcd.delete(`${p}r/c`);
+    await etcd.delete(`${p}w/a`);
     const error = await failure;
     expect(error).toBeInstanceOf(SessionExpiredError);
-    expect((error as SessionExpiredError).key).toBe(`${p}c`);
+    expect((error as SessionExpiredError).key).toBe(`${p}r/c`);
   });
 
-  it('waitInLine with one key ahead: both deleted in one txn is a loss, not a turn', async () => {
+  it('waitForPredecessors with the own key outside the line: both deleted in one txn is a loss, not a turn', async () => {
     const p = `${prefix()}queue/`;
     const { waiting } = await lastAhead(p);
     const failure = rejection(waiting);
     await etcd
       .txn()
-      .then(op.delete(`${p}a`), op.delete(`${p}c`))
+      .then(op.delete(`${p}w/a`), op.delete(`${p}r/c`))
       .commit();
-    expect(await failure).toBeInstanceOf(SessionExpiredError);
+    const error = await failure;
+    expect(error).toBeInstanceOf(SessionExpiredError);
+    expect((error as SessionExpiredError).key).toBe(`${p}r/c`);
   });
 
-  it('waitInLine with one key ahead: its delete is the turn, at the delete revision', async () => {
+  it('waitForPredecessors with the own key outside the line: the delete of the only key ahead is the turn, at its revision', async () => {
     const p = `${prefix()}queue/`;
     const { waiting, mine } = await lastAhead(p);
-    const deleted = await etcd.delete(`${p}a`);
+    const deleted = await etcd.delete(`${p}w/a`);
     const header = await waiting;
     expect(header.revision).toBe(deleted.header.revision);
     expect(header.revision).toBeGreaterThan(mine.header.revision);
@@ -264,15 +266,43 @@ describeEachBackend('wait primitives', ({ backend, prefix }) => {
     await etcd.put(`${p}b`, '');
     await etcd.put(`${p}c`, '');
     const mine = await etcd.put(`${p}d`, '');
+    const { etcd: spy, watches } = recording(etcd);
+    const waiting = waitForPredecessors(spy, {
+      prefix: p,
+      createRevision: mine.header.revision,
+      slots: 2,
+      ownKey: { key: `${p}d`, createRevision: mine.header.revision, seenAt: mine.header.revision },
+    });
+    expect(await stillPending(waiting, 50)).toBe(true);
+    // One watch over every key ahead and the own key, not the prefix.
+    const first = watches[0];
+    expect(first?.range && [text(first.range.start), text(first.range.end)]).toEqual([
+      `${p}a`,
+      `${p}d\0`,
+    ]);
+    await etcd.delete(`${p}b`);
+    expect(await stillPending(waiting, 100)).toBe(true);
+    // The read had every key ahead: the second delete is the turn, at its revision.
+    const deletedA = await etcd.delete(`${p}a`);
+    expect((await waiting).revision).toBe(deletedA.header.revision);
+  });
+
+  it('waitForPredecessors with slots fails with SessionExpiredError when its own key goes', async () => {
+    const p = `${prefix()}sem/`;
+    await etcd.put(`${p}a`, '');
+    await etcd.put(`${p}b`, '');
+    const mine = await etcd.put(`${p}c`, '');
     const waiting = waitForPredecessors(etcd, {
       prefix: p,
       createRevision: mine.header.revision,
       slots: 2,
+      ownKey: { key: `${p}c`, createRevision: mine.header.revision, seenAt: mine.header.revision },
     });
-    expect(await stillPending(waiting, 50)).toBe(true);
-    await etcd.delete(`${p}b`);
-    expect(await stillPending(waiting, 100)).toBe(true);
+    const failure = rejection(waiting);
+    await etcd.delete(`${p}c`);
     await etcd.delete(`${p}a`);
-    await waiting;
+    const error = await failure;
+    expect(error).toBeInstanceOf(SessionExpiredError);
+    expect((error as SessionExpiredError).key).toBe(`${p}c`);
   });
 });

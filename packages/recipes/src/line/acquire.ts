@@ -8,7 +8,6 @@ import type { Session } from '../session/session.js';
 import { throwIfAborted } from '../wait.js';
 import { deleteIfCreatedAt, type LineEntry, sessionEnded } from './entry.js';
 import { Holding } from './holding.js';
-import { waitInLine } from './predecessors.js';
 import { useSessionKey } from './session-key.js';
 import { watchForTurn } from './turn.js';
 
@@ -97,11 +96,8 @@ export interface HoldWait {
  */
 export async function waitToHold(session: Session, wait: HoldWait): Promise<Holding> {
   const { entry, signal } = wait;
-  const slots = wait.slots ?? 1;
-  // One slot, the own key in the line waited on: one watch over the key ahead and the own key
-  // serves the wait and then the hold (not so for an RWMutex reader, or a Semaphore).
-  const inLine = slots === 1 && entry.key.startsWith(wait.prefix);
-  const holding = new Holding(session, entry, wait.what, !inLine);
+  // One watch over the keys ahead and the own key serves the wait, then the hold (the loss watch).
+  const holding = new Holding(session, entry, wait.what, false);
   // Linked by hand, and let go of at the end: the caller's signal outlives the wait. Without one,
   // the holding's own signal serves (a link would only follow it, with the same reason).
   const both =
@@ -111,24 +107,14 @@ export async function waitToHold(session: Session, wait: HoldWait): Promise<Hold
     createRevision: entry.createRevision,
     seenAt: entry.header.revision,
   };
-  const waiter = { prefix: wait.prefix, createRevision: entry.createRevision, ownKey };
+  const slots = wait.slots ?? 1;
+  const waiter = { prefix: wait.prefix, createRevision: entry.createRevision, slots, ownKey };
   try {
-    if (inLine) {
-      // The creating txn's read of the line when there is one (a key found existing has none).
-      const found = await watchForTurn(session.etcd, waiter, entry.ahead, both.signal);
-      holding.established(found.header);
-      if (found.watch === undefined) holding.watchKey();
-      else holding.adopt(found.watch);
-      return holding;
-    }
-    const header = await waitInLine(
-      session.etcd,
-      // What the creating txn read is the newest predecessor only: enough for one slot.
-      { ...waiter, ahead: slots === 1 ? entry.ahead : undefined },
-      slots,
-      both.signal,
-    );
-    holding.established(header);
+    // The creating txn's read of the line when there is one (a key found existing has none).
+    const found = await watchForTurn(session.etcd, waiter, entry.ahead, both.signal);
+    holding.established(found.header);
+    if (found.watch === undefined) holding.watchKey();
+    else holding.adopt(found.watch);
     return holding;
   } catch (error) {
     const failure = whyNotHeld(error, session, holding, signal);

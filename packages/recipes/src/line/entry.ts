@@ -4,7 +4,7 @@
 import { cmp, type KeyValue, LeaseNotFoundError, op, type ResponseHeader } from '@etcdkit/client';
 import { SessionExpiredError } from '../errors.js';
 import type { Session } from '../session/session.js';
-import type { LineRead } from './turn.js';
+import type { LineRead } from './line-read.js';
 
 /** A key a recipe put (or found) in its queue. */
 export interface LineEntry {

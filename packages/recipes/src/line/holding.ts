@@ -5,7 +5,7 @@ import { LockLostError, LockNotHeldError } from '../errors.js';
 import type { Session } from '../session/session.js';
 import { STOPPED, waitForDeleteOf } from '../wait.js';
 import { deleteIfCreatedAt, type LineEntry } from './entry.js';
-import type { TurnWatch } from './turn.js';
+import type { TurnWatch } from './turn-watch.js';
 
 /**
  * @internal The shared mechanics of a held key. The public handles (Lock, Permit, Leadership) wrap

@@ -1,5 +1,6 @@
-// The queue-acquire algorithm, written once over a minimal store: the recipes run it over the
-// client, the embedded server's Lock and Election services over their in-process client.
+// The queue-acquire algorithm over a minimal store, one holder at a time: the embedded server's
+// Lock and Election services run it over their in-process client, whose reads and watches are
+// synchronous (the recipes wait over the client's watches with turn.ts).
 import { linkSignals } from '@etcdkit/client/internal';
 
 /** A key in a line of keys ordered by create revision: its place is its create revision. */
@@ -12,10 +13,8 @@ export interface LinePlace<K> {
 
 /** A read of the keys ahead of a waiter, at one revision. */
 export interface AheadRead<P, H> {
-  /** The keys created before the waiter, newest first (with one slot, at least the newest). */
+  /** The keys created before the waiter, newest first (at least the newest). */
   readonly predecessors: readonly P[];
-  /** True when `predecessors` is every key ahead (the read was not cut short by a limit). */
-  readonly complete?: boolean;
   /** The read's revision: every predecessor existed then. */
   readonly revision: bigint;
   /** The read's header, what a wait that ends at this read resolves with. */
@@ -27,8 +26,6 @@ export interface AheadRead<P, H> {
  * server's local client each implement it.
  */
 export interface QueueLine<K, P extends LinePlace<K>, H> {
-  /** Holders admitted at once (1: a mutex). */
-  readonly slots: number;
   /**
    * Reads the keys ahead of the waiter, checking its own key is still the incarnation that
    * queued (rejecting when it is not).
@@ -40,12 +37,10 @@ export interface QueueLine<K, P extends LinePlace<K>, H> {
    */
   waitForDelete(place: LinePlace<K>, seenAt: bigint, signal: AbortSignal): Promise<bigint>;
   /**
-   * With one slot: waits for `newest`, the newest key of `read`, to go. Resolves with the turn's
-   * header when its delete proves the turn, or undefined to read the line again.
+   * Waits for `newest`, the newest key of `read`, to go. Resolves with the turn's header when its
+   * delete proves the turn, or undefined to read the line again.
    */
   waitForPredecessor(newest: P, read: AheadRead<P, H>, signal: AbortSignal): Promise<H | undefined>;
-  /** With more than one slot: resolves once fewer than `slots` of `read`'s keys may remain. */
-  waitForSlot?(read: AheadRead<P, H>, signal: AbortSignal): Promise<unknown>;
   /** The error for the waiter's own key, deleted at `revision` while it waited. */
   lost(revision: bigint): unknown;
 }
@@ -64,9 +59,9 @@ export interface TurnOptions<K, P, H> {
 }
 
 /**
- * Waits for the waiter's turn: resolves with the header of the read that found fewer than
- * `slots` predecessors. With one slot it waits on the newest predecessor only (a release wakes one
- * waiter, not the line), then reads again. Every watch it opened is settled when it returns.
+ * Waits for the waiter's turn (one holder at a time): resolves with the header of the read that
+ * found no predecessor. It waits on the newest predecessor only (a release wakes one waiter, not
+ * the line), then reads again. Every watch it opened is settled when it returns.
  */
 export async function waitForTurn<K, P extends LinePlace<K>, H>(
   line: QueueLine<K, P, H>,
@@ -99,12 +94,9 @@ async function inLine<K, P extends LinePlace<K>, H>(
   let read = ahead ?? (await line.readAhead(signal));
   for (;;) {
     const newest = read.predecessors[0];
-    if (newest === undefined || read.predecessors.length < line.slots) return read.header;
-    if (line.slots === 1) {
-      const turn = await line.waitForPredecessor(newest, read, signal);
-      if (turn !== undefined) return turn;
-    } else if (line.waitForSlot) await line.waitForSlot(read, signal);
-    else throw new Error('this queue line admits one holder only');
+    if (newest === undefined) return read.header;
+    const turn = await line.waitForPredecessor(newest, read, signal);
+    if (turn !== undefined) return turn;
     read = await line.readAhead(signal);
   }
 }

@@ -115,7 +115,6 @@ function storeLine(
   queued: QueuedKey,
 ): QueueLine<Uint8Array, LinePlace<Uint8Array>, ResponseHeader> {
   return {
-    slots: 1,
     readAhead: async () => {
       if (!isIncarnation(client, queued)) throw queued.lost();
       const read = client.range(newestUnderBefore(queued.prefix, queued.createRevision - 1n));
