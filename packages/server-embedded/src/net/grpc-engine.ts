@@ -14,6 +14,7 @@ import { H2Registry } from './h2-registry.js';
 import { errorAnswer } from './http1/answer.js';
 import { DEFAULT_HTTP1_LIMITS, Http1Connection } from './http1/connection.js';
 import type { EtcdEndpoints } from './http1/etcd-endpoints.js';
+import { h2Request, sendH2Answer } from './http1/h2-answer.js';
 import { sniffProtocol } from './http1/protocol-sniff.js';
 
 /** A member's gRPC server. */
@@ -40,8 +41,17 @@ export interface GrpcEngineOptions {
 /** A member's gRPC server on the server's own HTTP/2. */
 export function grpcEngine(options: GrpcEngineOptions): GrpcEngine {
   const routes = new Routes();
-  const server = new H2GrpcServer({ routes, maxReceiveBytes: options.maxReceiveBytes });
   let endpoints: EtcdEndpoints | undefined;
+  const server = new H2GrpcServer({
+    routes,
+    maxReceiveBytes: options.maxReceiveBytes,
+    otherRequest: (stream, fields) => {
+      if (endpoints === undefined) return false;
+      const request = h2Request(fields);
+      sendH2Answer(stream, endpoints.answer(request), request.method);
+      return true;
+    },
+  });
   const http1 = (socket: Socket, first: Buffer): void => {
     new Http1Connection(
       socket,

@@ -22,6 +22,11 @@ export interface H2GrpcServerOptions extends ConnectionOptions {
   readonly routes: Routes;
   /** The largest request message accepted (grpc-js's max_receive_message_length). */
   readonly maxReceiveBytes?: number;
+  /**
+   * Takes a request that is not gRPC (etcd's HTTP endpoints over h2); returns false to leave it
+   * to the default answer, 415.
+   */
+  readonly otherRequest?: (stream: H2Stream, fields: readonly HeaderField[]) => boolean;
 }
 
 /** The request fields a call needs, found in one pass. */
@@ -148,6 +153,7 @@ export class H2GrpcServer {
     const request = requestFields(fields);
     const { contentType, path } = request;
     if (contentType === undefined || !contentType.startsWith('application/grpc')) {
+      if (this.#options.otherRequest?.(stream, fields) === true) return;
       stream.respond(httpStatusBlock(UNSUPPORTED_MEDIA_TYPE), true);
       return;
     }

@@ -19,6 +19,8 @@ export interface Exchange {
   readonly responses: readonly RawResponse[];
   /** The server closed the connection (before the expected responses were all in, or after). */
   readonly closed: boolean;
+  /** The error that ended the connection, if one did (a refused TLS handshake). */
+  readonly failure?: string;
 }
 
 /** Options of {@link exchange}. */
@@ -47,9 +49,9 @@ export function exchange(
         : tlsConnect({ host: '127.0.0.1', port, ALPNProtocols: ['http/1.1'], ...options.tls });
     let received = Buffer.alloc(0);
     let responses: RawResponse[] = [];
-    const finish = (closed: boolean): void => {
+    const finish = (closed: boolean, failure?: string): void => {
       socket.destroy();
-      resolve({ responses, closed });
+      resolve(failure === undefined ? { responses, closed } : { responses, closed, failure });
     };
     socket.once(options.tls === undefined ? 'connect' : 'secureConnect', () =>
       socket.write(request),
@@ -62,6 +64,7 @@ export function exchange(
     socket.on('error', (error: NodeJS.ErrnoException) => {
       // A reset after the answers is a close (Go resets when it discards unread input).
       if (error.code === 'ECONNRESET') finish(true);
+      else if (options.tls !== undefined) finish(true, error.code ?? error.message);
       else reject(error);
     });
     socket.on('close', () => finish(true));
