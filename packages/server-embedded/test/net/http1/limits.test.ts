@@ -1,0 +1,148 @@
+// The HTTP/1.x side of the client port keeps what a peer can make it hold bounded: the head it
+// buffers, the time a head may take, an idle keep-alive connection, answers the peer does not
+// read, and a body too large to skip.
+import { connect, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_HTTP1_LIMITS, type Http1Limits } from '../../../src/net/http1/connection.js';
+import { exchange, get, parseResponses } from './raw-http.js';
+import { handView, serveView, type ViewServer } from './view-server.js';
+
+const LIMITS: Http1Limits = {
+  ...DEFAULT_HTTP1_LIMITS,
+  maxHeadBytes: 4096,
+  headTimeoutMs: 300,
+  idleTimeoutMs: 300,
+  maxUnreadBytes: 16 * 1024,
+  maxDiscardBytes: 1024,
+};
+
+let server: ViewServer | undefined;
+
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+function open(port: number): Promise<Socket> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port }, () => resolve(socket));
+  });
+}
+
+function closed(socket: Socket): Promise<string> {
+  let received = '';
+  socket.on('data', (chunk: Buffer) => {
+    received += chunk.toString('latin1');
+  });
+  return new Promise((resolve) => socket.on('close', () => resolve(received)));
+}
+
+describe('HTTP/1.x limits', () => {
+  it('a head past the limit, sent in pieces without its end, gets 431 and the connection ends', async () => {
+    server = await serveView(handView('3.5', '3.5.30'), LIMITS);
+    const socket = await open(server.port);
+    const ended = closed(socket);
+    socket.write('GET /health HTTP/1.1\r\nHost: a\r\n');
+    for (let i = 0; i < 10; i++) socket.write(`X-Filler-${i}: ${'a'.repeat(500)}\r\n`);
+    const received = await ended;
+    expect(received.split('\r\n')[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+  });
+
+  it('a head that stops arriving is dropped after the head limit, unanswered', async () => {
+    server = await serveView(handView('3.5', '3.5.30'), LIMITS);
+    const socket = await open(server.port);
+    const ended = closed(socket);
+    socket.write('GET /health HTTP/1.1\r\nHost:');
+    expect(await ended).toBe('');
+  });
+
+  it('a head sent one octet at a time is still bounded by the head limit', async () => {
+    server = await serveView(handView('3.5', '3.5.30'), LIMITS);
+    const socket = await open(server.port);
+    const ended = closed(socket);
+    const head = get('/health');
+    let sent = 0;
+    // Each octet resets no timer: the head limit counts from the first octet of the request.
+    const drip = setInterval(() => {
+      if (sent < head.length && !socket.destroyed) socket.write(head[sent++]!);
+    }, 50);
+    try {
+      expect(await ended).toBe('');
+      expect(sent).toBeLessThan(head.length);
+    } finally {
+      clearInterval(drip);
+    }
+  });
+
+  it('an idle keep-alive connection is closed after the idle limit', async () => {
+    server = await serveView(handView('3.5', '3.5.30'), LIMITS);
+    const socket = await open(server.port);
+    const ended = closed(socket);
+    socket.write(get('/version'));
+    const responses = parseResponses(Buffer.from(await ended, 'latin1'), false);
+    expect(responses.map((response) => response.status)).toEqual([200]);
+  });
+
+  it('a body too large to skip is answered, then the connection ends', async () => {
+    server = await serveView(handView('3.5', '3.5.30'), LIMITS);
+    const body = 'x'.repeat(2048);
+    const result = await exchange(
+      server.port,
+      `POST /version HTTP/1.1\r\nHost: a\r\nContent-Length: ${body.length}\r\n\r\n${body}${get('/version')}`,
+      { untilClose: true },
+    );
+    expect(result.responses.map((response) => response.status)).toEqual([405]);
+    expect(result.responses[0]!.headers).toContainEqual(['Connection', 'close']);
+    expect(result.closed).toBe(true);
+  });
+
+  it('a peer that pipelines and never reads stops being read; reading resumes it in order', async () => {
+    const view = handView('3.5', '3.5.30');
+    let answered = 0;
+    const counted = {
+      ...view,
+      // /health reads the alarms once per request: a count of requests served.
+      alarms: () => {
+        answered++;
+        return view.alarms();
+      },
+    };
+    server = await serveView(counted, LIMITS);
+    // Every answer has the same length (the Date field's is fixed): learn it from one.
+    const one = await exchange(server.port, get('/health'), { responses: 1 });
+    const size = Buffer.byteLength(
+      `${one.responses[0]!.statusLine}\r\n${one.responses[0]!.headers.map(([n, v]) => `${n}: ${v}\r\n`).join('')}\r\n${one.responses[0]!.body}`,
+    );
+    answered = 0;
+    // Far more answers (about 23 MB) than the kernel's socket buffers hold.
+    const requests = 100_000;
+    const socket = connect({ host: '127.0.0.1', port: server.port });
+    socket.pause();
+    socket.write(get('/health').repeat(requests));
+    // Wait until the server has stopped answering (two looks 200 ms apart agree).
+    let last = -1;
+    while (answered !== last) {
+      last = answered;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(answered).toBeGreaterThan(0);
+    expect(answered).toBeLessThan(requests);
+    // Reading again lets every answer through.
+    let received = 0;
+    let tail = '';
+    await new Promise<void>((resolve) => {
+      socket.on('data', (chunk: Buffer) => {
+        received += chunk.length;
+        if (received >= requests * size) {
+          tail = chunk.subarray(chunk.length - 29).toString();
+          resolve();
+        }
+      });
+      socket.resume();
+    });
+    socket.destroy();
+    expect(received).toBe(requests * size);
+    expect(tail).toBe('{"health":"true","reason":""}');
+    expect(answered).toBe(requests);
+  }, 120_000);
+});
