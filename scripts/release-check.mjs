@@ -12,11 +12,19 @@
 //     lease-expiry fault: its worker processes), and on real etcd processes it starts itself
 //     (`--etcd-binary`, one member under kill -9 and a 3-member cluster under pauses), when an
 //     etcd binary is there (ETCDKIT_ETCD_BIN, else /usr/bin/etcd), leaving none running.
-// Exit code 0 when everything holds; otherwise the first failure, and exit code 1.
+//   - runs both programs again against each real etcd it starts itself (ETCDKIT_ETCD_BINS, a
+//     comma-separated list of binaries, else the one etcd binary above),
+//   - on every other runtime given (`--runtime NAME=BINARY`: Node of another major, Bun, Deno):
+//     both programs on the embedded server and on each real etcd, `etcdkit-server` (with etcdctl)
+//     and `etcdkit lock` run by that runtime.
+// Exit code 0 when everything holds; otherwise the first failure, and exit code 1. The last line
+// names the runtimes every check passed on.
 //
-//   node scripts/release-check.mjs [--skip-build] [--keep]
+//   node scripts/release-check.mjs [--skip-build] [--keep] [--runtime NAME=BINARY]...
 //     --skip-build  use the packages' dist/ as built (CI builds them in `npm run check` before)
 //     --keep        leave the temporary project in place and print its path
+//     --runtime     also run the consumer programs and bins with BINARY (a node, bun or deno
+//                   binary; deno's runs as `deno run -A`); NAME labels it in the output
 import { spawn } from 'node:child_process';
 import {
   copyFileSync,
@@ -37,12 +45,20 @@ import { SOURCE_CONDITION } from './pack-manifest.mjs';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PROGRAMS = fileURLToPath(new URL('./release-check/', import.meta.url));
 const PACKAGES = ['client', 'recipes', 'otel', 'server-embedded', 'verify', 'cli'];
-const args = new Set(process.argv.slice(2));
-for (const arg of args) {
-  if (arg !== '--skip-build' && arg !== '--keep') {
-    console.error(
-      `release-check: unknown argument ${arg}\nusage: release-check.mjs [--skip-build] [--keep]`,
-    );
+const USAGE = 'usage: release-check.mjs [--skip-build] [--keep] [--runtime NAME=BINARY]...';
+const args = new Set();
+/** The other runtimes to run the programs with: `{ name, command }`, command = binary and its flags. */
+const runtimes = [];
+for (let i = 2; i < process.argv.length; i++) {
+  const arg = process.argv[i];
+  if (arg === '--skip-build' || arg === '--keep') args.add(arg);
+  else if (arg === '--runtime' && /^[^=]+=.+/.test(process.argv[i + 1] ?? '')) {
+    const [name, binary] = process.argv[++i].split(/=(.*)/s);
+    // Deno runs a file with `deno run`; -A: the programs start servers and processes.
+    const command = /(^|\/)deno$/.test(binary) ? [binary, 'run', '-A'] : [binary];
+    runtimes.push({ name, command });
+  } else {
+    console.error(`release-check: bad argument ${arg}\n${USAGE}`);
     process.exit(2);
   }
 }
@@ -185,17 +201,48 @@ async function compileAndRun(dir) {
       commonJs.includes('require("@etcdkit/verify")'),
     'out/program.cjs does not require() the packages',
   );
-  for (const program of ['out/program.js', 'out/program.cjs']) {
-    const { stdout } = await run(process.execPath, [program], { cwd: dir });
-    console.log(`  node ${program}: ${stdout.trim()}`);
+  const esm = readFileSync(join(dir, 'out', 'program.js'), 'utf8');
+  check(
+    /from ['"]@etcdkit\/recipes['"]/.test(esm) && !/\brequire\(/.test(esm),
+    'out/program.js does not import the packages',
+  );
+}
+
+/**
+ * Runs both compiled programs with `runtime` (`{ name, command }`) on the embedded server, then on
+ * the real etcd at each of `etcdEndpoints`.
+ */
+async function runPrograms(dir, runtime, etcdEndpoints) {
+  for (const endpoint of [undefined, ...etcdEndpoints]) {
+    for (const program of ['out/program.js', 'out/program.cjs']) {
+      const [binary, ...flags] = runtime.command;
+      const { stdout } = await run(binary, [...flags, program, ...(endpoint ? [endpoint] : [])], {
+        cwd: dir,
+      });
+      console.log(`  ${runtime.name} ${program}: ${stdout.trim()}`);
+    }
   }
 }
 
-/** `npx etcdkit-server` in the project, then etcdctl put and get against it. */
-async function serveWithBin(dir) {
+/**
+ * The command line of the bin `bin` of @etcdkit/`pkg`: `npx --no -- BIN` (the linked bin, on this
+ * Node), or its file run by `runtime` when one is given.
+ */
+function binCommand(pkg, bin, runtime) {
+  if (runtime === undefined) return ['npx', '--no', '--', bin];
+  return [...runtime.command, join('node_modules', '@etcdkit', pkg, 'bin', `${bin}.js`)];
+}
+
+/**
+ * `etcdkit-server` in the project (`npx`, or run by `runtime`), then etcdctl put and get against it,
+ * then {@link lockWithBin} there.
+ */
+async function serveWithBin(dir, runtime) {
   const endpoint = `http://127.0.0.1:${await freePort()}`;
+  const [command, ...commandArgs] = binCommand('server-embedded', 'etcdkit-server', runtime);
+  const how = runtime === undefined ? 'npx etcdkit-server' : `etcdkit-server on ${runtime.name}`;
   // detached: its own process group, so npx, the bin and the server stop together.
-  const child = spawn('npx', ['--no', '--', 'etcdkit-server', '--listen-client-urls', endpoint], {
+  const child = spawn(command, [...commandArgs, '--listen-client-urls', endpoint], {
     cwd: dir,
     detached: true,
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -210,7 +257,7 @@ async function serveWithBin(dir) {
   try {
     await new Promise((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new CheckFailed(`etcdkit-server not ready in 30 s:\n${log}`)),
+        () => reject(new CheckFailed(`${how} not ready in 30 s:\n${log}`)),
         30_000,
       );
       const poll = setInterval(() => {
@@ -223,7 +270,7 @@ async function serveWithBin(dir) {
       void exited.then(({ code }) => {
         clearInterval(poll);
         clearTimeout(timer);
-        reject(new CheckFailed(`etcdkit-server exited with ${code} before it was ready:\n${log}`));
+        reject(new CheckFailed(`${how} exited with ${code} before it was ready:\n${log}`));
       });
     });
     const etcdctl = (...command) =>
@@ -232,54 +279,112 @@ async function serveWithBin(dir) {
     const { stdout } = await etcdctl('get', 'release-check', '--print-value-only');
     check(
       stdout === 'served by the packed bin\n',
-      `etcdctl get through npx etcdkit-server gave ${JSON.stringify(stdout)}`,
+      `etcdctl get through ${how} gave ${JSON.stringify(stdout)}`,
     );
-    console.log(`  npx etcdkit-server at ${endpoint}: etcdctl put and get ok`);
-    await lockWithBin(dir, endpoint);
+    console.log(`  ${how} at ${endpoint}: etcdctl put and get ok`);
+    await lockWithBin(dir, endpoint, runtime);
   } finally {
     process.kill(-child.pid, 'SIGTERM');
   }
   await exited;
-  check(
-    log.includes('received signal; shutting down'),
-    `etcdkit-server did not stop on SIGTERM:\n${log}`,
-  );
+  check(log.includes('received signal; shutting down'), `${how} did not stop on SIGTERM:\n${log}`);
 }
 
-/** `npx etcdkit --help`, then `npx etcdkit lock NAME -- CMD` against the server at `endpoint`. */
-async function lockWithBin(dir, endpoint) {
-  const help = await run('npx', ['--no', '--', 'etcdkit', '--help'], { cwd: dir });
-  check(help.stdout.includes('etcdkit lock'), `npx etcdkit --help gave ${help.stdout}`);
+/**
+ * `etcdkit --help`, then `etcdkit lock NAME -- CMD` against the server at `endpoint` (`npx`, or run
+ * by `runtime`).
+ */
+async function lockWithBin(dir, endpoint, runtime) {
+  const [command, ...commandArgs] = binCommand('cli', 'etcdkit', runtime);
+  const how = runtime === undefined ? 'npx etcdkit' : `etcdkit on ${runtime.name}`;
+  const help = await run(command, [...commandArgs, '--help'], { cwd: dir });
+  check(help.stdout.includes('etcdkit lock'), `${how} --help gave ${help.stdout}`);
   const script =
     'process.stdout.write(process.env.ETCD_LOCK_KEY + " " + process.env.ETCDKIT_FENCING_TOKEN)';
   const { stdout } = await run(
-    'npx',
-    [
-      '--no',
-      '--',
-      'etcdkit',
-      'lock',
-      '--endpoints',
-      endpoint,
-      'release-check',
+    command,
+    [...commandArgs, 'lock', '--endpoints', endpoint, 'release-check'].concat([
       '--',
       process.execPath,
       '-e',
       script,
-    ],
+    ]),
     { cwd: dir },
   );
   check(
     /^release-check\/[0-9a-f]+ [1-9][0-9]*$/.test(stdout),
-    `npx etcdkit lock ran its command with ${JSON.stringify(stdout)}`,
+    `${how} lock ran its command with ${JSON.stringify(stdout)}`,
   );
-  console.log(`  npx etcdkit lock release-check -- CMD: CMD held ${stdout}`);
+  console.log(`  ${how} lock release-check -- CMD: CMD held ${stdout}`);
+}
+
+/**
+ * Starts the real etcd `binary` on free loopback ports with its data in `dataDir`; resolves with
+ * its client URL and a function that stops it (SIGTERM) and waits for its exit.
+ */
+async function startEtcd(binary, dataDir) {
+  const client = `http://127.0.0.1:${await freePort()}`;
+  const peer = `http://127.0.0.1:${await freePort()}`;
+  const child = spawn(
+    binary,
+    ['--data-dir', dataDir, '--listen-client-urls', client, '--advertise-client-urls', client]
+      .concat(['--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer])
+      .concat(['--initial-cluster', `default=${peer}`]),
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let log = '';
+  child.stderr.on('data', (chunk) => {
+    log += chunk;
+  });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const stop = async () => {
+    child.kill('SIGTERM');
+    await exited;
+  };
+  const ready = await Promise.race([
+    new Promise((resolve) => {
+      const poll = setInterval(() => {
+        if (!log.includes('ready to serve client requests')) return;
+        clearInterval(poll);
+        resolve(true);
+      }, 20);
+      void exited.then(() => clearInterval(poll));
+    }),
+    exited.then(() => false),
+    new Promise((resolve) => setTimeout(() => resolve(false), 30_000)),
+  ]);
+  if (!ready) {
+    await stop();
+    throw new CheckFailed(`${binary} did not get ready in 30 s:\n${log}`);
+  }
+  const { stdout } = await run(binary, ['--version']);
+  return { endpoint: client, version: /etcd Version: (\S+)/.exec(stdout)?.[1], stop };
+}
+
+/** The version `runtime` reports (`--version`: `v22.23.5`, `1.4.5`, `deno 2.9.6 (stable...)`). */
+async function versionOf(runtime) {
+  const { stdout } = await run(runtime.command[0], ['--version']);
+  const version = /\d+\.\d+\.\d+\S*/.exec(stdout)?.[0];
+  check(version !== undefined, `${runtime.command[0]} --version said ${JSON.stringify(stdout)}`);
+  return version;
 }
 
 /** The etcd binary for `--etcd-binary`: ETCDKIT_ETCD_BIN, else /usr/bin/etcd; undefined if none. */
 function etcdBinary() {
   const path = process.env.ETCDKIT_ETCD_BIN || '/usr/bin/etcd';
   return existsSync(path) ? path : undefined;
+}
+
+/**
+ * The etcd binaries the programs run on: ETCDKIT_ETCD_BINS (comma-separated, as the testkit reads
+ * it), else {@link etcdBinary}'s one, else none.
+ */
+function programEtcdBinaries() {
+  const listed = (process.env.ETCDKIT_ETCD_BINS ?? '').split(',').filter((path) => path !== '');
+  for (const path of listed) check(existsSync(path), `ETCDKIT_ETCD_BINS names ${path}: not found`);
+  if (listed.length > 0) return listed;
+  const binary = etcdBinary();
+  return binary === undefined ? [] : [binary];
 }
 
 /** Pids of the etcd processes running with a data dir under `dir`. */
@@ -370,13 +475,42 @@ async function main() {
     for (const tarball of tarballs) await lint(tarball);
     step('installing the tarballs into a fresh project');
     await project(projectDir, tarballs);
-    step('compiling and running the program as an ES module and as CommonJS');
+    step('compiling the program as an ES module and as CommonJS');
     await compileAndRun(projectDir);
+    const node = { name: `node ${process.version.slice(1)}`, command: [process.execPath] };
+    const others = [];
+    for (const runtime of runtimes) {
+      others.push({ ...runtime, name: `${runtime.name} ${await versionOf(runtime)}` });
+    }
+    // Each real etcd the programs run on, started once for every runtime.
+    const servers = [];
+    try {
+      for (const [i, binary] of programEtcdBinaries().entries()) {
+        servers.push(await startEtcd(binary, join(work, `etcd-data-${i}`)));
+      }
+      const on = ['the embedded server', ...servers.map((etcd) => `etcd ${etcd.version}`)];
+      step(`running the programs on ${on.join(', ')}`);
+      const endpoints = servers.map((etcd) => etcd.endpoint);
+      for (const runtime of [node, ...others]) await runPrograms(projectDir, runtime, endpoints);
+    } finally {
+      for (const etcd of servers) await etcd.stop();
+    }
+    if (servers.length === 0) {
+      console.log(
+        '  no etcd binary (ETCDKIT_ETCD_BINS, ETCDKIT_ETCD_BIN, /usr/bin/etcd): not run on etcd',
+      );
+    }
     step('npx etcdkit-server with etcdctl, and npx etcdkit lock');
     await serveWithBin(projectDir);
+    for (const runtime of others) {
+      step(`etcdkit-server with etcdctl, and etcdkit lock, on ${runtime.name}`);
+      await serveWithBin(projectDir, runtime);
+    }
     step('npx etcdkit-verify');
     await verifyWithBin(projectDir);
-    console.log('release-check: ok');
+    console.log(
+      `release-check: ok on ${[node, ...others].map((runtime) => runtime.name).join(', ')}`,
+    );
   } finally {
     if (args.has('--keep')) console.log(`release-check: kept ${work}`);
     else rmSync(work, { recursive: true, force: true });

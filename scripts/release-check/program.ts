@@ -2,9 +2,11 @@
 // installed the packed tarballs twice: as program.ts (an ES module: import) and as program.cts
 // (CommonJS: require), compiled there with tsc (strict, nodenext, skipLibCheck false) against the
 // .d.ts and .d.cts declarations, and both run. A lock, an STM transfer, an election, a watch and a
-// lease on the embedded server, each checked, then a recorded register history checked by
-// @etcdkit/verify (and the same history with a stale read, which must not be linearizable); it
-// prints one line when everything held, and fails with exit code 1 otherwise. No top-level await, so the same source is valid CommonJS.
+// lease on the embedded server (or on the etcd at the endpoint given as the one argument), each
+// checked, then a recorded register history checked by @etcdkit/verify (and the same history with a
+// stale read, which must not be linearizable); it prints one line naming the server when everything
+// held, and fails with exit code 1 otherwise. No top-level await, so the same source is valid
+// CommonJS. release-check runs it on each runtime it is given (Node, Bun, Deno).
 import assert from 'node:assert/strict';
 import { Etcd, InvalidConfigError } from '@etcdkit/client';
 import { Election, Mutex, runStm, Session } from '@etcdkit/recipes';
@@ -19,13 +21,21 @@ import {
   registerModel,
 } from '@etcdkit/verify';
 
-/** `cjs` when this file runs as CommonJS (program.cts), `esm` as an ES module. */
-const format = typeof module === 'undefined' ? 'esm' : 'cjs';
+/**
+ * `cjs` when this file runs as CommonJS (program.cts, compiled to out/program.cjs), `esm` as an ES
+ * module. Told by the file's name: Bun runs an ES module that mentions `module` as CommonJS.
+ */
+const format = process.argv[1]?.endsWith('.cjs') ? 'cjs' : 'esm';
 
 async function main(): Promise<void> {
-  const server = await EmbeddedEtcd.start();
-  const etcd = new Etcd({ endpoints: [...server.endpoints] });
+  const endpoint = process.argv[2];
+  const server = endpoint === undefined ? await EmbeddedEtcd.start() : undefined;
+  const endpoints = server === undefined ? [endpoint ?? ''] : [...server.endpoints];
+  const etcd = new Etcd({ endpoints });
   try {
+    // A real etcd may hold a previous run's keys.
+    await etcd.delete({ prefix: 'accounts/' });
+    const { version } = await etcd.maintenance.status();
     const watcher = etcd.watch({ prefix: 'accounts/' });
     await watcher.ready();
 
@@ -95,17 +105,17 @@ async function main(): Promise<void> {
     // @grpc/grpc-js is an optional peer dependency, not installed here: choosing its transport
     // fails where the client is made, saying what to install.
     assert.throws(
-      () => new Etcd({ endpoints: [...server.endpoints], transport: 'grpc-js' }),
+      () => new Etcd({ endpoints, transport: 'grpc-js' }),
       (error: unknown) =>
         error instanceof InvalidConfigError && error.message.includes('npm install @grpc/grpc-js'),
     );
     console.log(
-      `${format} program: lock, stm transfer, election, watch, lease, a checked history and ` +
-        'no grpc-js ok',
+      `${format} program on ${server === undefined ? 'etcd' : 'the embedded server'} ${version}: ` +
+        'lock, stm transfer, election, watch, lease, a checked history and no grpc-js ok',
     );
   } finally {
     await etcd.close();
-    await server.stop();
+    await server?.stop();
   }
 }
 
