@@ -9,53 +9,16 @@
 // A ```ts block that cannot compile on purpose (a signature, an outline) says so in the markdown
 // itself: its first line is `// not compiled: <reason>`. It is reported as skipped, with the reason.
 // Prefer a block that compiles; a block that merely shows text can use another fence (```text).
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+// Every other block is also run as pasted by `npm run docs:run` (scripts/run-doc-blocks.mjs),
+// except a fragment, whose first line is `// fragment: <reason>`: compiled here, not run there.
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { beforeAll, describe, expect, test } from 'vitest';
+import { allBlocks, type DocBlock } from '../../scripts/doc-blocks.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
 
-interface Sample {
-  /** Where the block is: `docs/kv.md:42` (the line of its opening fence). */
-  readonly where: string;
-  readonly code: string;
-  /** Why the block is not compiled (its first line is `// not compiled: <reason>`), if it is not. */
-  readonly notCompiled?: string;
-}
-
-const NOT_COMPILED = /^\s*\/\/\s*not compiled:\s*(\S.*)$/;
-
-/** Every ```ts block of a markdown file. */
-function extractSamples(file: string, markdown: string): Sample[] {
-  const samples: Sample[] = [];
-  const lines = markdown.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    if (!/^```(ts|typescript)\s*$/.test(lines[i]?.trim() ?? '')) continue;
-    const start = i;
-    const body: string[] = [];
-    for (i++; i < lines.length && lines[i]?.trim() !== '```'; i++) body.push(lines[i] ?? '');
-    const where = `${file}:${start + 1}`;
-    const reason = NOT_COMPILED.exec(body[0] ?? '')?.[1];
-    samples.push(
-      reason === undefined
-        ? { where, code: body.join('\n') }
-        : { where, code: body.join('\n'), notCompiled: reason },
-    );
-  }
-  return samples;
-}
-
-function guides(): string[] {
-  const docs = readdirSync(`${ROOT}/docs`).filter((name) => name.endsWith('.md'));
-  const packages = readdirSync(`${ROOT}/packages`).map((name) => `packages/${name}/README.md`);
-  return [
-    'README.md',
-    ...docs.map((name) => `docs/${name}`),
-    ...packages.filter((file) => existsSync(`${ROOT}/${file}`)),
-    'examples/README.md',
-  ];
-}
+type Sample = DocBlock;
 
 /** Compiles the samples together (one virtual module each); returns the diagnostics per sample. */
 function compile(samples: readonly Sample[]): Map<string, string[]> {
@@ -110,9 +73,7 @@ function compile(samples: readonly Sample[]): Map<string, string[]> {
 }
 
 describe('code samples of the guides compile', () => {
-  const samples = guides().flatMap((file) =>
-    extractSamples(file, readFileSync(`${ROOT}/${file}`, 'utf8')),
-  );
+  const samples = allBlocks(ROOT);
   let results = new Map<string, string[]>();
   // One program for all blocks: type-checking the packages' sources once takes a while.
   beforeAll(() => {
