@@ -30,6 +30,10 @@ export default defineConfig({
         replacement: here('./packages/server-embedded/src/index.ts'),
       },
       { find: /^@etcdkit\/testkit$/, replacement: here('./testkit/src/index.ts') },
+      {
+        find: /^@etcdkit\/testkit\/describe-layers$/,
+        replacement: here('./testkit/src/describe-layers.ts'),
+      },
       { find: /^@etcdkit\/testkit\/layers$/, replacement: here('./testkit/src/layers.ts') },
       { find: /^@etcdkit\/verify$/, replacement: here('./packages/verify/src/index.ts') },
     ],

@@ -2,15 +2,8 @@
 // own, and no import cycle exists, type-only imports included.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  type ImportEdge,
-  importCycles,
-  type LayerList,
-  layering,
-  sourceImports,
-  unresolvedImports,
-} from '@etcdkit/testkit/layers';
-import { describe, expect, it } from 'vitest';
+import { describeLayers } from '@etcdkit/testkit/describe-layers';
+import type { LayerList } from '@etcdkit/testkit/layers';
 
 const SRC = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
 
@@ -33,34 +26,12 @@ const LAYERS: LayerList = [
   ['generated'],
 ];
 
-const { placed, upwardImports } = layering(LAYERS);
-
-describe('client source layers', () => {
-  const { files, edges } = sourceImports(SRC);
-
-  it('places every source folder in a layer', () => {
-    const unplaced = files.filter((file) => file.includes('/') && !placed(file));
-    expect(unplaced).toEqual([]);
-  });
-
-  it('keeps at most 10 files directly in src/', () => {
-    expect(files.filter((file) => !file.includes('/')).length).toBeLessThanOrEqual(10);
-  });
-
-  it('imports only from lower layers', () => {
-    expect(upwardImports(edges)).toEqual([]);
-  });
-
-  it('has no import cycle', () => {
-    expect(importCycles(edges)).toEqual([]);
-  });
-
-  it('resolves every relative import to a source file', () => {
-    expect(unresolvedImports({ files, edges })).toEqual([]);
-  });
-
-  it('reports an upward or sideways import, and a cycle', () => {
-    const made: ImportEdge[] = [
+describeLayers('client source layers', {
+  src: SRC,
+  layers: LAYERS,
+  mostFilesAtTop: 10,
+  refused: {
+    edges: [
       { from: 'connection/retry.ts', to: 'watch/hub.ts' },
       { from: 'watch/hub.ts', to: 'kv/kv.ts' },
       { from: 'lease/lease.ts', to: 'election/lock.ts' },
@@ -68,16 +39,16 @@ describe('client source layers', () => {
       { from: 'kv/kv.ts', to: 'watch/hub.ts' },
       { from: 'watch/hub.ts', to: 'connection/retry.ts' },
       { from: 'bytes.ts', to: 'errors.ts' },
-    ];
-    expect(upwardImports(made)).toEqual([
+    ],
+    upward: [
       'connection/retry.ts -> watch/hub.ts',
       'watch/hub.ts -> kv/kv.ts',
       'lease/lease.ts -> election/lock.ts',
       'transport/types.ts -> errors.ts',
-    ]);
-    expect(importCycles(made)).toEqual([
+    ],
+    cycles: [
       'watch/hub.ts -> kv/kv.ts -> watch/hub.ts',
       'connection/retry.ts -> watch/hub.ts -> connection/retry.ts',
-    ]);
-  });
+    ],
+  },
 });

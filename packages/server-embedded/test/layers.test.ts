@@ -2,15 +2,8 @@
 // layers below its own, and no import cycle exists, type-only imports included.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  type ImportEdge,
-  importCycles,
-  type LayerList,
-  layering,
-  sourceImports,
-  unresolvedImports,
-} from '@etcdkit/testkit/layers';
-import { describe, expect, it } from 'vitest';
+import { describeLayers } from '@etcdkit/testkit/describe-layers';
+import type { LayerList } from '@etcdkit/testkit/layers';
 
 const SRC = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
 
@@ -39,38 +32,17 @@ const LAYERS: LayerList = [
   ['.'],
 ];
 
-const { placed, upwardImports } = layering(LAYERS);
-
-describe('server-embedded source layers', () => {
-  const { files, edges } = sourceImports(SRC);
-
-  it('places every source folder in a layer', () => {
-    expect(files.filter((file) => !placed(file))).toEqual([]);
-  });
-
-  it('imports only from lower layers', () => {
-    expect(upwardImports(edges)).toEqual([]);
-  });
-
-  it('has no import cycle', () => {
-    expect(importCycles(edges)).toEqual([]);
-  });
-
-  it('resolves every relative import to a source file', () => {
-    expect(unresolvedImports({ files, edges })).toEqual([]);
-  });
-
-  it('reports an upward or sideways import, and a cycle', () => {
-    const made: ImportEdge[] = [
+describeLayers('server-embedded source layers', {
+  src: SRC,
+  layers: LAYERS,
+  refused: {
+    edges: [
       { from: 'mvcc/store.ts', to: 'kv/txn.ts' },
       { from: 'watch/wire.ts', to: 'maintenance/quota.ts' },
       { from: 'kv/txn.ts', to: 'mvcc/store.ts' },
       { from: 'clock.ts', to: 'errors.ts' },
-    ];
-    expect(upwardImports(made)).toEqual([
-      'mvcc/store.ts -> kv/txn.ts',
-      'watch/wire.ts -> maintenance/quota.ts',
-    ]);
-    expect(importCycles(made)).toEqual(['kv/txn.ts -> mvcc/store.ts -> kv/txn.ts']);
-  });
+    ],
+    upward: ['mvcc/store.ts -> kv/txn.ts', 'watch/wire.ts -> maintenance/quota.ts'],
+    cycles: ['kv/txn.ts -> mvcc/store.ts -> kv/txn.ts'],
+  },
 });
