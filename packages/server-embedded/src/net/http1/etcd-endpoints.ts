@@ -62,7 +62,7 @@ function versionAnswer(view: MemberView): HttpAnswer {
   const cluster = `${view.etcdVersion}.0`;
   const versions: Record<string, string> = { etcdserver: view.serverVersion, etcdcluster: cluster };
   // 3.6 adds the storage version, which follows the cluster's.
-  if (view.etcdVersion === '3.6') versions.storage = cluster;
+  if (view.etcdVersion === '3.6' || view.etcdVersion === '3.7') versions.storage = cluster;
   return {
     status: 200,
     headers: [['Content-Type', 'application/json']],

@@ -1,8 +1,8 @@
 // What etcd's HTTP endpoints read of a member: its versions, leader, alarms, store and backend.
 // Kept apart from the services' context so the endpoints can be tested on a view made by hand.
 
-/** The etcd release lines whose HTTP endpoints the server can answer as. */
-export type EtcdHttpVersion = '3.4' | '3.5' | '3.6';
+/** The etcd release lines whose HTTP endpoints the server can answer as (3.7: etcd's main branch). */
+export type EtcdHttpVersion = '3.4' | '3.5' | '3.6' | '3.7';
 
 /** An alarm's name as etcd spells its type (NOSPACE, CORRUPT). */
 export type AlarmName = string;
