@@ -1,26 +1,27 @@
 // RWMutex (Go's read/write key layout, shared readers, exclusive and fair writers) and Semaphore
 // (N holders, FIFO, any release admits the next waiter), all cancellable without leaks.
-import { AbortedError, Etcd, InvalidArgumentError } from '@etcdkit/client';
+import { AbortedError, InvalidArgumentError } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LockedError, SessionExpiredError } from '../../src/errors.js';
 import type { Lock } from '../../src/lock/mutex.js';
 import { RWMutex } from '../../src/lock/rwmutex.js';
 import { type Permit, Semaphore } from '../../src/lock/semaphore.js';
-import { eventually, Fixture, rejection, sleep, stillPending } from '../recipes-support.js';
+import {
+  eventually,
+  type Fixture,
+  rejection,
+  sleep,
+  stillPending,
+  suiteClients,
+} from '../recipes-support.js';
 
 describeEachBackend('RWMutex and Semaphore', ({ backend, prefix }) => {
-  const fixture = new Fixture(() => backend().endpoints);
-  let admin: Etcd;
-  beforeAll(() => {
-    admin = new Etcd({ endpoints: backend().endpoints });
-  });
-  afterEach(() => fixture.close());
-  afterAll(() => admin?.close());
+  const { fixture, admin } = suiteClients(() => backend().endpoints);
 
   const keys = async (p: string) =>
-    (await admin.range({ prefix: p, sort: { target: 'create', order: 'ascend' } })).kvs.map((kv) =>
-      kv.keyText(),
+    (await admin().range({ prefix: p, sort: { target: 'create', order: 'ascend' } })).kvs.map(
+      (kv) => kv.keyText(),
     );
 
   /** Starts an acquisition and resolves once its key is in the queue. */
@@ -42,8 +43,8 @@ describeEachBackend('RWMutex and Semaphore', ({ backend, prefix }) => {
       await read.unlock();
       const write = await rw.writeLock();
       expect(write.key).toMatch(new RegExp(`^${name}/write/\\d+$`));
-      expect((await admin.get(write.key))?.lease).toBe(session.leaseId);
-      expect(write.fencingToken).toBe((await admin.get(write.key))?.createRevision);
+      expect((await admin().get(write.key))?.lease).toBe(session.leaseId);
+      expect(write.fencingToken).toBe((await admin().get(write.key))?.createRevision);
       await write.unlock();
       expect(await keys(`${name}/`)).toEqual([]);
     });
@@ -121,7 +122,7 @@ describeEachBackend('RWMutex and Semaphore', ({ backend, prefix }) => {
       expect(await keys(`${name}/`)).toEqual([write.key]);
 
       const other = await queued(`${name}/`, () => new RWMutex(session, name).writeLock());
-      await admin.lease.revoke(session.leaseId);
+      await admin().lease.revoke(session.leaseId);
       expect(await rejection(other.done)).toBeInstanceOf(SessionExpiredError);
       expect(await keys(`${name}/`)).toEqual([write.key]);
       await write.unlock();
