@@ -62,6 +62,11 @@ describeEachBackend('RWMutex and Semaphore', ({ backend, prefix }) => {
       expect(await stillPending(writer.done, 100)).toBe(true);
       await r1.unlock();
       const write = await writer.done;
+      // Held at a revision where neither reader's key was left.
+      const at = { revision: write.header.revision };
+      expect(await admin().get(r1.key, at)).toBeUndefined();
+      expect(await admin().get(r2.key, at)).toBeUndefined();
+      expect((await admin().get(write.key, at))?.createRevision).toBe(write.fencingToken);
       await write.unlock();
     });
 
@@ -164,6 +169,10 @@ describeEachBackend('RWMutex and Semaphore', ({ backend, prefix }) => {
       await oldest.release();
       const admitted = await waiter.done;
       expect(await keys(`${name}/`)).toEqual([newer.key, admitted.key]);
+      // Admitted at a revision where the oldest was gone and the newer one still held.
+      const at = { revision: admitted.header.revision };
+      expect(await admin().get(oldest.key, at)).toBeUndefined();
+      expect((await admin().get(newer.key, at))?.createRevision).toBe(newer.fencingToken);
     });
 
     it('never admits more than N under contention', async () => {
