@@ -161,13 +161,29 @@ describe('backend providers', () => {
     });
     const backend = await embeddedBackend.start({});
     try {
-      expect(backend.name).toBe('embedded');
-      expect(backend.features.rangeStream).toBe(true);
+      // The server's default version, etcd 3.5, has no RangeStream.
+      expect([backend.name, backend.version, backend.features.rangeStream]).toEqual([
+        'embedded',
+        '3.5.30',
+        false,
+      ]);
       expect(backend.endpoints).toHaveLength(1);
       expect(backend.endpoints[0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     } finally {
       await backend.stop();
     }
+  });
+
+  it('embedded answers as ETCDKIT_EMBEDDED_ETCD_VERSION', async () => {
+    const backend = await embeddedBackend.start({ ETCDKIT_EMBEDDED_ETCD_VERSION: '3.7' });
+    try {
+      expect([backend.version, backend.features.rangeStream]).toEqual(['3.7.0', true]);
+    } finally {
+      await backend.stop();
+    }
+    await expect(embeddedBackend.start({ ETCDKIT_EMBEDDED_ETCD_VERSION: '3.3' })).rejects.toThrow(
+      /unknown etcd version "3.3"/,
+    );
   });
 
   it('external is available when ETCDKIT_ENDPOINTS lists endpoints', () => {

@@ -4,6 +4,12 @@ import type { AuthStore } from './auth/auth-store.js';
 import type { Clock } from './clock.js';
 import { type MemberIdentity, randomId } from './consensus/member-identity.js';
 import { EtcdServerError } from './errors.js';
+import {
+  type EtcdVersion,
+  type EtcdVersionTraits,
+  etcdVersionTraits,
+  parseEtcdVersion,
+} from './etcd-version.js';
 import type { FaultInjector } from './faults/fault-injector.js';
 import type { LeaseTable } from './lease/lease-table.js';
 import { createLogger, type LoggerOption, type ServerLogger } from './logger.js';
@@ -19,9 +25,6 @@ import { persistCoreState } from './persistence/core-state.js';
 import { DataDir } from './persistence/data-dir.js';
 import type { VirtualClock } from './virtual-clock.js';
 import type { WatchableStore } from './watch/watchable-store.js';
-
-/** The etcd version the server claims by default: the API level it implements (RangeStream). */
-export const DEFAULT_ETCD_VERSION = '3.7.0';
 
 /** Options of {@link EmbeddedEtcd.start}. Every limit defaults to etcd's default. */
 export interface EmbeddedEtcdOptions {
@@ -112,7 +115,19 @@ export interface EmbeddedEtcdOptions {
   readonly minLeaseTtl?: number;
   /** How often expired leases are looked for, in ms of the clock. Default 500, as in etcd. */
   readonly leaseCheckIntervalMs?: number;
-  /** The version Status reports; clients pick features by it. Default {@link DEFAULT_ETCD_VERSION}. */
+  /**
+   * The etcd version the server answers as: Status' version and every behaviour that differs
+   * between etcd releases (watch progress, the compaction-boundary delete, Status fields, the RPCs
+   * a version has, error codes). `'3.4'` and `'3.5'` are checked against etcd 3.4.23 and 3.5.30;
+   * `'3.6'` follows etcd's source; `'3.7'` is etcd's main branch, the only one with RangeStream.
+   * Pick the version you deploy. Default {@link DEFAULT_ETCD_VERSION} (`'3.5'`). Anything else
+   * fails the start with {@link UnknownEtcdVersionError}.
+   */
+  readonly etcdVersion?: EtcdVersion;
+  /**
+   * The release Status reports, when it should differ from the chosen version's (e.g. `'3.5.21'`);
+   * only the text changes. Default: the release {@link etcdVersion} was checked against.
+   */
   readonly version?: string;
   /** Cluster id of response headers. Default: random per server. */
   readonly clusterId?: bigint;
@@ -139,8 +154,12 @@ export class EmbeddedEtcd {
   readonly endpoints: readonly string[];
   /** The port of {@link endpoint}; 0 when it is a unix socket. */
   readonly port: number;
-  /** The etcd version the server claims (Status' `version`). */
+  /** The etcd release the server claims (Status' `version`), e.g. `3.5.30`. */
   readonly version: string;
+  /** The etcd version the server answers as (its behaviour), e.g. `3.5`. */
+  readonly etcdVersion: EtcdVersion;
+  /** What that version's behaviour is, switch by switch (for tests and the HTTP endpoints). */
+  readonly etcdVersionTraits: EtcdVersionTraits;
   /** Ids and URLs the server reports for itself. */
   readonly member: MemberIdentity;
   /** The MVCC store behind the KV API. */
@@ -177,6 +196,8 @@ export class EmbeddedEtcd {
     this.self = self;
     this.logger = init.logger;
     this.version = cluster.version;
+    this.etcdVersion = cluster.traits.version;
+    this.etcdVersionTraits = cluster.traits;
     this.member = self.identity;
     this.store = cluster.core.store;
     this.leases = cluster.core.leaseTable;
@@ -199,6 +220,7 @@ export class EmbeddedEtcd {
   ): Promise<EmbeddedEtcd & { readonly clock: VirtualClock }>;
   static start(options?: EmbeddedEtcdOptions): Promise<EmbeddedEtcd>;
   static async start(options: EmbeddedEtcdOptions = {}): Promise<EmbeddedEtcd> {
+    const traits = etcdVersionTraits(parseEtcdVersion(options.etcdVersion));
     const maxRequestBytes = options.maxRequestBytes ?? 1.5 * 1024 * 1024;
     const logger = createLogger(options.logger);
     // Read back before listening, so that recovery below is synchronous like the rest of start().
@@ -237,7 +259,7 @@ export class EmbeddedEtcd {
       member,
       maxRequestBytes,
       clientCertAuth: options.tls?.clientCertAuth === true,
-      version: options.version ?? DEFAULT_ETCD_VERSION,
+      traits,
       logger,
     });
     if (dataDir !== undefined) {

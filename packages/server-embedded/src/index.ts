@@ -28,12 +28,19 @@ export {
 export type { MemberIdentity } from './consensus/member-identity.js';
 export type { Member } from './consensus/membership.js';
 export {
-  DEFAULT_ETCD_VERSION,
   EmbeddedEtcd,
   type EmbeddedEtcdOptions,
   type RestartOptions,
 } from './embedded-etcd.js';
 export { EtcdServerError, GrpcCode, type ServerErrorCode } from './errors.js';
+export {
+  DEFAULT_ETCD_VERSION,
+  ETCD_VERSIONS,
+  type EtcdVersion,
+  type EtcdVersionTraits,
+  etcdVersionTraits,
+  UnknownEtcdVersionError,
+} from './etcd-version.js';
 export {
   type CancelFault,
   FaultInjector,

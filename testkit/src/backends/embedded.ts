@@ -1,4 +1,4 @@
-import { EmbeddedEtcd } from '@etcdkit/server-embedded';
+import { EmbeddedEtcd, type EtcdVersion } from '@etcdkit/server-embedded';
 import type { BackendProvider, TestBackend } from './types.js';
 
 /** `@etcdkit/server-embedded`: in-process and in memory, so always available. */
@@ -8,17 +8,21 @@ export const embeddedBackend: BackendProvider = {
   availability() {
     return { available: true, detail: 'in-process @etcdkit/server-embedded' };
   },
-  start: () => startEmbedded(),
+  start: (env) => startEmbedded(env.ETCDKIT_EMBEDDED_ETCD_VERSION),
 };
 
-async function startEmbedded(): Promise<TestBackend> {
-  const server = await EmbeddedEtcd.start();
+/**
+ * Starts the server answering as `etcdVersion` (`ETCDKIT_EMBEDDED_ETCD_VERSION`, e.g. `3.4`;
+ * default the server's own default); a version it does not know fails the start.
+ */
+async function startEmbedded(etcdVersion: string | undefined): Promise<TestBackend> {
+  const chosen = etcdVersion?.trim() || undefined;
+  const server = await EmbeddedEtcd.start({ etcdVersion: chosen as EtcdVersion | undefined });
   return {
     name: 'embedded',
     endpoints: [...server.endpoints],
     version: server.version,
-    // The embedded server implements the 3.7 protocol, RangeStream included.
-    features: { rangeStream: true },
+    features: { rangeStream: server.etcdVersionTraits.rangeStream },
     stop: () => server.stop(),
   };
 }

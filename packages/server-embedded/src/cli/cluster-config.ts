@@ -120,6 +120,7 @@ export function requestTimeoutMs(heartbeatMs: number, electionMs: number): numbe
 function pick(options: EmbeddedEtcdOptions): EmbeddedClusterOptions {
   const shared: { -readonly [K in keyof EmbeddedClusterOptions]: EmbeddedClusterOptions[K] } = {};
   if (options.tls !== undefined) shared.tls = options.tls;
+  if (options.etcdVersion !== undefined) shared.etcdVersion = options.etcdVersion;
   if (options.authTokenTtlSeconds !== undefined)
     shared.authTokenTtlSeconds = options.authTokenTtlSeconds;
   if (options.maxTxnOps !== undefined) shared.maxTxnOps = options.maxTxnOps;

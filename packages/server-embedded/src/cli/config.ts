@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import type { EmbeddedClusterOptions } from '../cluster/embedded-cluster.js';
 import type { EmbeddedEtcdOptions } from '../embedded-etcd.js';
+import { type EtcdVersion, parseEtcdVersion, UnknownEtcdVersionError } from '../etcd-version.js';
 import type { LogLevel } from '../logger.js';
 import type { AutoCompactionOptions } from '../maintenance/auto-compaction.js';
 import type { ServerTlsOptions } from '../net/server-tls.js';
@@ -90,6 +91,7 @@ export async function buildConfig(flags: ParsedFlags): Promise<CliConfig> {
   if (tls !== undefined) options.tls = tls;
   const dataDir = value('data-dir');
   if (dataDir !== undefined && dataDir !== '') options.dataDir = dataDir;
+  if (given('etcd-version')) options.etcdVersion = etcdVersionFlag(value('etcd-version'));
   if (given('snapshot-count')) options.snapshotCount = Number(value('snapshot-count'));
   const authToken = value('auth-token') ?? 'simple';
   if (authToken.split(',')[0] !== 'simple') {
@@ -119,6 +121,16 @@ export async function buildConfig(flags: ParsedFlags): Promise<CliConfig> {
     return { options, cluster: simulatedClusterOf(flags, options), logLevel, logOutput, warnings };
   }
   return { options, logLevel, logOutput, warnings };
+}
+
+/** The `--etcd-version` flag as a version, or a ConfigError saying which there are. */
+export function etcdVersionFlag(text: string | undefined): EtcdVersion {
+  try {
+    return parseEtcdVersion(text);
+  } catch (error) {
+    if (!(error instanceof UnknownEtcdVersionError)) throw error;
+    throw new ConfigError(`--etcd-version: ${error.message}`);
+  }
 }
 
 function urlList(text: string): string[] {

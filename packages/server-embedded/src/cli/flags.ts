@@ -113,6 +113,17 @@ export const FLAGS: readonly FlagSpec[] = [
   flag('auth-token-ttl', 'uint', '300', 'Seconds an unused simple token lives.'),
   {
     ...flag(
+      'etcd-version',
+      'string',
+      '3.5',
+      'The etcd version to answer as: 3.4, 3.5 or 3.6 (the one you deploy), or 3.7 (etcd main, ' +
+        'with RangeStream). Status reports its release (3.4.23, 3.5.30, 3.6.14, 3.7.0) and every ' +
+        'behaviour that changed between releases follows it.',
+    ),
+    origin: 'etcdkit',
+  },
+  {
+    ...flag(
       'simulated-members',
       'uint',
       '0: one server',

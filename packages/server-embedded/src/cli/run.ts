@@ -4,11 +4,12 @@
 // With --simulated-members it serves a simulated cluster instead, driven by commands on stdin.
 import type { Readable } from 'node:stream';
 import { EmbeddedCluster, type EmbeddedClusterOptions } from '../cluster/embedded-cluster.js';
-import { DEFAULT_ETCD_VERSION, EmbeddedEtcd } from '../embedded-etcd.js';
+import { EmbeddedEtcd } from '../embedded-etcd.js';
+import { etcdVersionTraits } from '../etcd-version.js';
 import { createLogger, jsonLogSink, type LogSink } from '../logger.js';
 import { memberLine } from './cluster-commands.js';
 import { openClusterConsole } from './cluster-console.js';
-import { buildConfig, type CliConfig, ConfigError } from './config.js';
+import { buildConfig, type CliConfig, ConfigError, etcdVersionFlag } from './config.js';
 import { FlagError, parseFlags } from './flags.js';
 import { shortUsage, usage } from './usage.js';
 import { packageVersion } from './version.js';
@@ -48,7 +49,7 @@ export async function runCli(
       return ExitCode.ok;
     }
     if (flags.values.get('version') === 'true') {
-      environment.stdout(versionText());
+      environment.stdout(versionText(etcdReleaseOf(flags.values.get('etcd-version'))));
       return ExitCode.ok;
     }
     config = await buildConfig(flags);
@@ -77,7 +78,7 @@ async function serve(
     sink({ level, time: new Date(), message, fields });
   log('info', 'starting etcdkit-server', {
     'etcdkit-version': packageVersion(),
-    'etcd-version': DEFAULT_ETCD_VERSION,
+    'etcd-version': etcdReleaseOf(config.options.etcdVersion),
     'node-version': process.version,
     'os-arch': `${process.platform}/${process.arch}`,
     args: [...args],
@@ -139,10 +140,15 @@ async function serveCluster(
   return ExitCode.ok;
 }
 
-function versionText(): string {
+/** The release a server started with `--etcd-version` `given` reports. */
+function etcdReleaseOf(given: string | undefined): string {
+  return etcdVersionTraits(etcdVersionFlag(given)).release;
+}
+
+function versionText(etcdRelease: string): string {
   return [
     `etcdkit-server Version: ${packageVersion()}`,
-    `etcd Version: ${DEFAULT_ETCD_VERSION}`,
+    `etcd Version: ${etcdRelease}`,
     `Node.js Version: ${process.version}`,
     `OS/Arch: ${process.platform}/${process.arch}`,
     '',

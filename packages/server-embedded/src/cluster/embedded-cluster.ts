@@ -8,8 +8,8 @@ import type { Clock } from '../clock.js';
 import { type MemberIdentity, randomId } from '../consensus/member-identity.js';
 import { type Membership, type MembershipState, quorumOf } from '../consensus/membership.js';
 import type { EmbeddedEtcdOptions } from '../embedded-etcd.js';
-import { DEFAULT_ETCD_VERSION } from '../embedded-etcd.js';
 import { EtcdServerError } from '../errors.js';
+import { type EtcdVersion, etcdVersionTraits, parseEtcdVersion } from '../etcd-version.js';
 import type { LeaseTable } from '../lease/lease-table.js';
 import { createLogger, type ServerLogger } from '../logger.js';
 import { ClusterCore } from '../member/cluster-core.js';
@@ -38,6 +38,7 @@ export interface EmbeddedClusterOptions
     | 'clock'
     | 'minLeaseTtl'
     | 'leaseCheckIntervalMs'
+    | 'etcdVersion'
     | 'version'
     | 'clusterId'
     | 'watchProgressNotifyIntervalMs'
@@ -47,8 +48,9 @@ export interface EmbeddedClusterOptions
   /** The members' ports on 127.0.0.1, in member order. Default: free ports chosen by the system. */
   readonly ports?: readonly number[];
   /**
-   * How long a member without a leader holds a call that needs one before it fails it as etcd 3.4
-   * does (a write with Unknown "context deadline exceeded", a linearizable read with Unavailable
+   * How long a member without a leader holds a call that needs one before it fails it as etcd
+   * does (a write with "context deadline exceeded": Unknown on 3.4, DeadlineExceeded from 3.5 on;
+   * a linearizable read with Unavailable
    * "etcdserver: request timed out", a lease keep-alive or time-to-live with "etcdserver: no
    * leader"), in ms of real time. Default 7000, etcd's request timeout with
    * its default election timeout (5 s + 2 x 1 s). `Infinity`: held until the member has a leader.
@@ -81,8 +83,10 @@ const LEARNER_READY_FRACTION = 0.9;
 export class EmbeddedCluster {
   /** The cluster id of every member's response headers. */
   readonly clusterId: bigint;
-  /** The etcd version the members claim (Status' `version`). */
+  /** The etcd release the members claim (Status' `version`), e.g. `3.5.30`. */
   readonly version: string;
+  /** The etcd version the members answer as (their behaviour), e.g. `3.5`. */
+  readonly etcdVersion: EtcdVersion;
   /** The MVCC store every member serves. */
   readonly store: MvccStore;
   /** The leases and the keys attached to them. */
@@ -111,6 +115,7 @@ export class EmbeddedCluster {
     this.settings = settings;
     this.clusterId = settings.clusterId;
     this.version = settings.version;
+    this.etcdVersion = settings.traits.version;
     this.shared = shared;
     this.store = shared.core.store;
     this.leases = shared.core.leaseTable;
@@ -138,12 +143,14 @@ export class EmbeddedCluster {
     if (Number.isNaN(requestTimeoutMs) || requestTimeoutMs <= 0) {
       throw new RangeError(`requestTimeoutMs must be positive, got ${requestTimeoutMs}`);
     }
+    const traits = etcdVersionTraits(parseEtcdVersion(options.etcdVersion));
     const settings: MemberSettings = {
       options,
       requestTimeoutMs,
       maxRequestBytes: options.maxRequestBytes ?? 1.5 * 1024 * 1024,
       clusterId: options.clusterId ?? randomId(),
-      version: options.version ?? DEFAULT_ETCD_VERSION,
+      version: options.version ?? traits.release,
+      traits,
       logger: createLogger(options.logger),
     };
     const { logger, clusterId } = settings;
@@ -179,6 +186,7 @@ export class EmbeddedCluster {
       member: identities[0]!,
       maxRequestBytes: settings.maxRequestBytes,
       clientCertAuth: options.tls?.clientCertAuth === true,
+      traits,
       version: settings.version,
       logger,
     });

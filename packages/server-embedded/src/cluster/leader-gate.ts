@@ -12,7 +12,7 @@ import {
 } from '@etcdkit/client/protocol';
 import type { RangeRequest, TxnRequest } from '../api/requests.js';
 import { type Clock, systemClock, type Timer } from '../clock.js';
-import { EtcdServerError, type GrpcCode } from '../errors.js';
+import { EtcdServerError, GrpcCode } from '../errors.js';
 import { isReadOnlyTxn } from '../kv/txn.js';
 import type {
   CallArrival,
@@ -97,10 +97,19 @@ const NO_LEADER: GateStatus = new EtcdServerError('NO_LEADER');
 const NOT_SUPPORTED_FOR_LEARNER: GateStatus = new EtcdServerError('NOT_SUPPORTED_FOR_LEARNER');
 /** What a call held for the leader fails with after the request timeout, by how it waited. */
 const TIMED_OUT: Readonly<Record<'proposal' | 'read-index' | 'forward', GateStatus>> = {
-  // etcd returns the proposal's context error unmapped, and grpc-go sends it as Unknown.
+  // etcd 3.4 returns the proposal's context error unmapped, and grpc-go sends it as Unknown.
   proposal: new EtcdServerError('PROPOSAL_TIMEOUT'),
   'read-index': new EtcdServerError('REQUEST_TIMEOUT'),
   forward: NO_LEADER,
+};
+
+/**
+ * A proposal that timed out on etcd 3.5 and later: grpc-go maps Go's context error to its own
+ * status, DeadlineExceeded, with the same words.
+ */
+export const PROPOSAL_DEADLINE_EXCEEDED: GateStatus = {
+  grpcCode: GrpcCode.DEADLINE_EXCEEDED,
+  message: EtcdServerError.messageOf('PROPOSAL_TIMEOUT'),
 };
 
 /** A wait for the leader that can be given up. */
@@ -121,17 +130,21 @@ export class LeaderGate implements CallMiddleware {
   private readonly waits = new Set<(regained: boolean) => void>();
   private readonly precheck: (path: string, message: unknown) => GateStatus | undefined;
   private readonly isLearner: () => boolean;
+  private readonly timedOut: Readonly<Record<'proposal' | 'read-index' | 'forward', GateStatus>>;
 
   /**
    * `requestTimeoutMs`: how long a call that needs the leader is held; Infinity: forever.
    * `precheck`: what refuses a call at once even without a leader (a checked member change).
    * `isLearner`: true while the member is a learner (default never).
+   * `proposalTimedOut`: what a proposal held past the timeout fails with (default etcd 3.4's).
    */
   constructor(options: {
     readonly requestTimeoutMs: number;
     readonly precheck?: (path: string, message: unknown) => GateStatus | undefined;
     readonly isLearner?: () => boolean;
+    readonly proposalTimedOut?: GateStatus;
   }) {
+    this.timedOut = { ...TIMED_OUT, proposal: options.proposalTimedOut ?? TIMED_OUT.proposal };
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.precheck = options.precheck ?? (() => undefined);
     this.isLearner = options.isLearner ?? (() => false);
@@ -218,7 +231,7 @@ export class LeaderGate implements CallMiddleware {
           const regained = await pending.done;
           pending = undefined;
           if (!regained) {
-            end(TIMED_OUT[need]);
+            end(this.timedOut[need]);
             return;
           }
         }

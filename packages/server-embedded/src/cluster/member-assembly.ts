@@ -3,12 +3,13 @@
 
 import type { MemberIdentity } from '../consensus/member-identity.js';
 import type { EmbeddedEtcdOptions } from '../embedded-etcd.js';
+import type { EtcdVersionTraits } from '../etcd-version.js';
 import type { ServerLogger } from '../logger.js';
 import type { ClusterCore } from '../member/cluster-core.js';
 import { MemberServer } from '../member/member-server.js';
 import { MemberAppliedState } from './applied-state.js';
 import { EmbeddedClusterMember } from './cluster-member.js';
-import { type GateStatus, LeaderGate } from './leader-gate.js';
+import { type GateStatus, LeaderGate, PROPOSAL_DEADLINE_EXCEEDED } from './leader-gate.js';
 
 /** What every member of a cluster is built with, also those started later. */
 export interface MemberSettings {
@@ -17,7 +18,10 @@ export interface MemberSettings {
   readonly requestTimeoutMs: number;
   readonly maxRequestBytes: number;
   readonly clusterId: bigint;
+  /** The release Status reports. */
   readonly version: string;
+  /** The etcd version the members answer as. */
+  readonly traits: EtcdVersionTraits;
   readonly logger: ServerLogger;
 }
 
@@ -52,6 +56,9 @@ export async function openMember(
     requestTimeoutMs: settings.requestTimeoutMs,
     precheck: (path, message) => checks.precheck(path, message),
     isLearner: () => checks.isLearner(),
+    ...(settings.traits.noQuorumDeadlineExceeded
+      ? { proposalTimedOut: PROPOSAL_DEADLINE_EXCEEDED }
+      : {}),
   });
   const network = await MemberServer.open(
     {

@@ -3,6 +3,7 @@
 // (embedded-etcd.ts); a simulated cluster runs several (cluster/embedded-cluster.ts).
 import type { Timer } from '../clock.js';
 import type { MemberIdentity } from '../consensus/member-identity.js';
+import type { EtcdVersionTraits } from '../etcd-version.js';
 import type { ServerLogger } from '../logger.js';
 import type { AutoCompactionOptions } from '../maintenance/auto-compaction.js';
 import { Member, type MemberHost } from './member.js';
@@ -17,8 +18,10 @@ import {
 
 /** Options of a {@link ClusterCore}, besides those of its server core. */
 export interface ClusterCoreOptions extends ServerCoreOptions {
-  /** The etcd version every member claims. */
-  readonly version: string;
+  /** The etcd version every member answers as. */
+  readonly traits: EtcdVersionTraits;
+  /** The release every member's Status reports; default the version's own. */
+  readonly version?: string;
   readonly logger: ServerLogger;
   readonly watchProgressNotifyIntervalMs?: number;
   readonly leaseCheckIntervalMs?: number;
@@ -29,7 +32,10 @@ export interface ClusterCoreOptions extends ServerCoreOptions {
 export class ClusterCore {
   /** The state every member serves. */
   readonly core: ServerCore;
+  /** The release Status reports. */
   readonly version: string;
+  /** The etcd version the members answer as. */
+  readonly traits: EtcdVersionTraits;
   private readonly options: ClusterCoreOptions;
   private elect: () => number;
   /** The leader's timers; undefined while nobody leads. */
@@ -38,7 +44,8 @@ export class ClusterCore {
   /** A fresh, empty core (revision 1); `options.member` starts its raft ids and member list. */
   constructor(options: ClusterCoreOptions) {
     this.options = options;
-    this.version = options.version;
+    this.traits = options.traits;
+    this.version = options.version ?? options.traits.release;
     this.core = createServerCore(options);
     this.elect = () => this.core.proposals.electLeader();
   }
@@ -52,6 +59,7 @@ export class ClusterCore {
   assemble(identity: MemberIdentity, network: MemberServer, host: MemberHost): Member {
     return new Member(this.core, identity, network, host, {
       version: this.version,
+      traits: this.traits,
       progressNotifyIntervalMs: this.options.watchProgressNotifyIntervalMs,
     });
   }

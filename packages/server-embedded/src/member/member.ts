@@ -1,6 +1,7 @@
 // One member over a server core: its services on its port, its fault injector, and its stop and
 // start. The single server and every member of a simulated cluster are this same object.
 import type { MemberIdentity } from '../consensus/member-identity.js';
+import type { EtcdVersionTraits } from '../etcd-version.js';
 import { FaultInjector } from '../faults/fault-injector.js';
 import type { AppliedState, LeaderView, ServiceContext } from '../services/context.js';
 import type { WatchableStore } from '../watch/watchable-store.js';
@@ -24,7 +25,9 @@ export interface MemberHost {
 
 /** What a member serves with besides the core, its identity and its port. */
 export interface MemberOptions {
+  /** The release Status reports. */
   readonly version: string;
+  readonly traits: EtcdVersionTraits;
   readonly progressNotifyIntervalMs?: number;
 }
 
@@ -47,7 +50,7 @@ export class Member {
     this.identity = identity;
     this.network = network;
     this.host = host;
-    const base = serviceContext(core, identity, options.version, host.leaderView);
+    const base = serviceContext(core, identity, options, host.leaderView);
     const context: ServiceContext =
       host.appliedState === undefined
         ? base

@@ -8,6 +8,7 @@ import { Authorizer } from '../auth/authorizer.js';
 import type { Clock, Timer } from '../clock.js';
 import type { MemberIdentity } from '../consensus/member-identity.js';
 import { ProposalLog } from '../consensus/proposals.js';
+import type { EtcdVersionTraits } from '../etcd-version.js';
 import { KvApplier } from '../kv/kv-applier.js';
 import { LeaseTable } from '../lease/lease-table.js';
 import type { ServerLogger } from '../logger.js';
@@ -108,7 +109,7 @@ export function createServerCore(options: ServerCoreOptions): ServerCore {
 export function serviceContext(
   core: ServerCore,
   member: MemberIdentity,
-  version: string,
+  answersAs: { readonly version: string; readonly traits: EtcdVersionTraits },
   leaderView: LeaderView,
 ): ServiceContext {
   return {
@@ -116,7 +117,8 @@ export function serviceContext(
     proposals: core.proposals,
     store: core.store,
     kv: core.kv,
-    version,
+    version: answersAs.version,
+    traits: answersAs.traits,
     maxRequestBytes: core.maxRequestBytes,
     quotaBackendBytes: core.quotaBackendBytes,
     clock: core.clock,

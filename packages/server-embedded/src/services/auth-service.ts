@@ -56,11 +56,14 @@ export function registerAuthService(registry: ServiceRegistry, context: ServiceC
     return { header: header() };
   });
 
-  registry.unary(A.AuthStatus, (_request, size, call) => {
-    propose(call, size);
-    const status = store.status();
-    return { header: header(), enabled: status.enabled, authRevision: BigInt(status.revision) };
-  });
+  // AuthStatus came with etcd 3.5; on 3.4 the method is unknown (see registry.unimplemented).
+  if (context.traits.authStatus) {
+    registry.unary(A.AuthStatus, (_request, size, call) => {
+      propose(call, size);
+      const status = store.status();
+      return { header: header(), enabled: status.enabled, authRevision: BigInt(status.revision) };
+    });
+  }
 
   registry.unary(A.UserAdd, (request, size, call) => {
     const noPassword = request.options?.noPassword === true;

@@ -6,6 +6,7 @@ import type { Clock } from '../clock.js';
 import type { MemberIdentity } from '../consensus/member-identity.js';
 import type { Member, Membership } from '../consensus/membership.js';
 import type { ProposalLog } from '../consensus/proposals.js';
+import type { EtcdVersionTraits } from '../etcd-version.js';
 import type { KvApplier } from '../kv/kv-applier.js';
 import type { LeaseApplier } from '../lease/lease-applier.js';
 import type { LeaseTable } from '../lease/lease-table.js';
@@ -19,8 +20,10 @@ export interface ServiceContext {
   readonly proposals: ProposalLog;
   readonly store: MvccStore;
   readonly kv: KvApplier;
-  /** The etcd version the server claims (Status). */
+  /** The etcd release the server claims (Status). */
   readonly version: string;
+  /** The etcd version the server answers as: what each version-dependent behaviour follows. */
+  readonly traits: EtcdVersionTraits;
   readonly maxRequestBytes: number;
   /** --quota-backend-bytes, reported by Status. */
   readonly quotaBackendBytes: number;

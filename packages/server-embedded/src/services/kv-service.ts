@@ -39,6 +39,8 @@ export function registerKvService(registry: ServiceRegistry, context: ServiceCon
   registry.unary(etcdserverpb_KV.Compact, (request, size, call) =>
     withHeader(kv.compact(request, size, credentials(call))),
   );
+  // Only etcd 3.7 has RangeStream; below, the method is unknown (see registry.unimplemented).
+  if (!context.traits.rangeStream) return;
   registry.serverStream(etcdserverpb_KV.RangeStream, async (request, send, call) => {
     const applied = appliedFor(isLocalRange(request));
     (applied?.kv ?? kv).checkRangeStream(request, credentials(call));

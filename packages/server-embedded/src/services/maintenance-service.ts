@@ -1,6 +1,7 @@
 // etcdserverpb.Maintenance over gRPC. Status, Alarm, Hash, HashKV, Defragment, Snapshot and
 // MoveLeader answer as the member the context describes (who leads: its LeaderView); Downgrade is
-// not served (Unimplemented). Headers are filled as etcd's maintenance server fills them:
+// not served (Unimplemented, in every version, though etcd 3.5+ has it). Status and Snapshot
+// carry the fields of the etcd version answered as (ServiceContext.traits). Headers are filled as etcd's maintenance server fills them:
 // Defragment and MoveLeader answer without one. With auth on, Status and listing alarms need a
 // user, everything else the root role, checked before anything else (etcd's
 // authMaintenanceServer). A member of a simulated cluster cut off from the quorum answers from
@@ -41,9 +42,14 @@ export function registerMaintenanceService(
       errors: leader === 0n ? [NO_LEADER, ...alarmErrors] : [...alarmErrors],
       dbSizeInUse: BigInt(applied?.dbSizeInUse ?? backend.sizeInUse),
       isLearner: context.membership.get(context.member.memberId)?.isLearner === true,
-      storageVersion: storageVersionOf(context.version),
-      dbSizeQuota: BigInt(context.quotaBackendBytes),
-      downgradeInfo: { enabled: false },
+      // Fields etcd 3.6 added; an older etcd does not know them, so never sends them.
+      ...(context.traits.storageVersion
+        ? {
+            storageVersion: storageVersionOf(context.version),
+            dbSizeQuota: BigInt(context.quotaBackendBytes),
+            downgradeInfo: { enabled: false },
+          }
+        : {}),
     };
   };
   registry.unary(etcdserverpb_Maintenance.Status, (_request, _size, call) => {
@@ -67,7 +73,7 @@ export function registerMaintenanceService(
       header: fillHeader(context, revisionHeader(hash.revision)),
       hash: hash.hash,
       compactRevision: BigInt(hash.compactRevision),
-      hashRevision: BigInt(hash.hashRevision),
+      ...(context.traits.hashRevision ? { hashRevision: BigInt(hash.hashRevision) } : {}),
     };
   });
 
@@ -93,7 +99,9 @@ export function registerMaintenanceService(
     admin(call);
     // Taken at once: the store is synchronous, so the snapshot is one consistent state.
     const data = takeSnapshot(context);
-    for (const message of snapshotMessages(data, storageVersionOf(context.version))) {
+    // Snapshot messages carry the storage version from 3.6 on; '' is the field left out.
+    const version = context.traits.storageVersion ? storageVersionOf(context.version) : '';
+    for (const message of snapshotMessages(data, version)) {
       if (call.cancelled) return;
       await send(message);
     }

@@ -122,10 +122,14 @@ export interface ServiceRegistry {
   unimplemented(service: Record<string, MethodDescriptor<unknown, unknown>>): void;
 }
 
-/** The status of a method that has no handler. */
+/**
+ * The status of a method that has no handler: grpc-go's answer to a method its server does not
+ * register, which is what an etcd release without the method sends (RangeStream before 3.7).
+ */
 export function unimplementedStatus(path: string): { code: GrpcCode; details: string } {
+  const [service = '', method = ''] = path.replace(/^\//, '').split('/');
   return {
     code: GrpcCode.UNIMPLEMENTED,
-    details: `${path} is not implemented by the embedded etcd server yet`,
+    details: `unknown method ${method} for service ${service}`,
   };
 }

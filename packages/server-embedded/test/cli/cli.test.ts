@@ -46,7 +46,7 @@ describe('etcdkit-server', () => {
         level: 'info',
         msg: 'starting etcdkit-server',
         'etcdkit-version': '0.1.0',
-        'etcd-version': '3.7.0',
+        'etcd-version': '3.5.30',
       });
       expect(logs.find((line) => line.msg === 'started etcd server')).toMatchObject({
         name: 'cli-test',
@@ -136,7 +136,14 @@ describe('etcdkit-server', () => {
     expect(exit.code).toBe(0);
     expect(exit.stdout.split('\n').slice(0, 2)).toEqual([
       'etcdkit-server Version: 0.1.0',
-      'etcd Version: 3.7.0',
+      'etcd Version: 3.5.30',
+    ]);
+    const chosen = await runCli(['--etcd-version', '3.4', '--version']);
+    expect(chosen.stdout.split('\n')[1]).toBe('etcd Version: 3.4.23');
+    const unknown = await runCli(['--etcd-version', '3.3', '--version']);
+    expect([unknown.code, unknown.stderr]).toEqual([
+      1,
+      "etcdkit-server: --etcd-version: unknown etcd version \"3.3\": the embedded server answers as '3.4', '3.5', '3.6', '3.7'\n",
     ]);
   });
 

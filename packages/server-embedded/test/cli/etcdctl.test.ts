@@ -6,10 +6,12 @@ import {
   type EtcdProcess,
   findEtcdBinary,
   makeTestCertificates,
+  requireEtcdBinary,
   startEtcd,
   type TestCertificates,
 } from '@etcdkit/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
+import { etcdVersionTraits, parseEtcdVersion } from '../../src/etcd-version.js';
 import { type CliProcess, startCli, stopAllCliProcesses } from './cli-process.js';
 import {
   type CtlResult,
@@ -133,9 +135,11 @@ async function onBoth(
           `--cert=${certs.client.certFile}`,
           `--key=${certs.client.keyFile}`,
         ];
+  // etcdkit-server answers as the version of the real etcd it is compared with.
+  const answersAs = etcdVersionTraits(parseEtcdVersion(requireEtcdBinary().version));
   try {
     [cli, real] = await Promise.all([
-      startCli(['--name', NAME, ...TIMING, ...serverTls], {
+      startCli(['--name', NAME, '--etcd-version', answersAs.version, ...TIMING, ...serverTls], {
         scheme: certs === undefined ? 'http' : 'https',
       }),
       startEtcd({
@@ -146,7 +150,7 @@ async function onBoth(
     const embeddedFacts: ServerFacts = {
       endpoint: cli.endpoint,
       globalArgs,
-      version: '3.7.0',
+      version: answersAs.release,
       peerUrls: ['http://localhost:2380'],
       ids: new Map(),
     };

@@ -24,7 +24,8 @@ const PEER_URL_EXISTS = status(
   GrpcCode.FAILED_PRECONDITION,
   'etcdserver: Peer URLs already exists',
 );
-const PROPOSAL_TIMED_OUT = status(GrpcCode.UNKNOWN, 'context deadline exceeded');
+// etcd 3.5 (the default version) sends a proposal's timeout as DeadlineExceeded; 3.4 as Unknown.
+const PROPOSAL_TIMED_OUT = status(GrpcCode.DEADLINE_EXCEEDED, 'context deadline exceeded');
 
 describe('EmbeddedCluster membership', () => {
   const fixture = clusterFixture();

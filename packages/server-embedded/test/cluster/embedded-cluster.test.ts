@@ -146,44 +146,52 @@ describe('EmbeddedCluster', () => {
     expect(await readKey(cut, 'k', true)).toEqual({ value: 'after', revision: stale + 2 });
   });
 
-  it('a partitioned member times held calls out after requestTimeoutMs as etcd does, and applies nothing', async () => {
-    const c = await start({ members: 3, requestTimeoutMs: 150 });
-    const m2 = c.members[2]!;
-    const before = c.store.revision;
-    const lease = await clientOf(m2).unary(Lease.LeaseGrant, { TTL: 60n });
-    m2.partition();
-    const cut = clientOf(m2);
-    // A proposal: raft takes none without a leader; etcd hands the request timeout's context
-    // error to grpc-go as it is, which sends it as Unknown.
-    const proposalTimedOut = status(GrpcCode.UNKNOWN, 'context deadline exceeded');
-    await expect(put(cut, 'k', 'v')).rejects.toMatchObject(proposalTimedOut);
-    await expect(
-      cut.unary(KV.Txn, { success: [{ requestPut: { key: b('k'), value: b('v') } }] }),
-    ).rejects.toMatchObject(proposalTimedOut);
-    await expect(cut.unary(Lease.LeaseGrant, { TTL: 60n })).rejects.toMatchObject(proposalTimedOut);
-    // A linearizable read: the read index never comes.
-    const readTimedOut = status(GrpcCode.UNAVAILABLE, 'etcdserver: request timed out');
-    await expect(cut.unary(KV.Range, { key: b('k') })).rejects.toMatchObject(readTimedOut);
-    await expect(
-      cut.unary(KV.Txn, { success: [{ requestRange: { key: b('k') } }] }),
-    ).rejects.toMatchObject(readTimedOut);
-    // Forwarded to the leader: there is none to forward to.
-    await expect(cut.unary(Lease.LeaseTimeToLive, { ID: lease.ID })).rejects.toMatchObject(
-      NO_LEADER,
-    );
-    const keepAlive = closeAfter(openKeepAlive(m2.endpoint));
-    keepAlive.send(lease.ID);
-    expect(await keepAlive.ended).toMatchObject({
-      code: GrpcCode.UNAVAILABLE,
-      details: 'etcdserver: no leader',
-    });
-    // The member's lessor lists its leases alone.
-    expect((await cut.unary(Lease.LeaseLeases, {})).leases.map((l) => l.ID)).toEqual([lease.ID]);
-    m2.heal();
-    expect(c.store.revision).toBe(before);
-    expect(c.leases.all().map((l) => l.id)).toEqual([lease.ID]);
-    expect((await readKey(clientOf(c.members[0]!), 'k')).value).toBeUndefined();
-  });
+  it.each([
+    ['3.4', GrpcCode.UNKNOWN],
+    ['3.5', GrpcCode.DEADLINE_EXCEEDED],
+  ] as const)(
+    'a partitioned member times held calls out after requestTimeoutMs as etcd %s does, and applies nothing',
+    async (etcdVersion, proposalCode) => {
+      const c = await start({ members: 3, requestTimeoutMs: 150, etcdVersion });
+      const m2 = c.members[2]!;
+      const before = c.store.revision;
+      const lease = await clientOf(m2).unary(Lease.LeaseGrant, { TTL: 60n });
+      m2.partition();
+      const cut = clientOf(m2);
+      // A proposal: raft takes none without a leader; etcd 3.4 hands the request timeout's context
+      // error to grpc-go as it is, which sends it as Unknown; 3.5 maps it to DeadlineExceeded.
+      const proposalTimedOut = status(proposalCode, 'context deadline exceeded');
+      await expect(put(cut, 'k', 'v')).rejects.toMatchObject(proposalTimedOut);
+      await expect(
+        cut.unary(KV.Txn, { success: [{ requestPut: { key: b('k'), value: b('v') } }] }),
+      ).rejects.toMatchObject(proposalTimedOut);
+      await expect(cut.unary(Lease.LeaseGrant, { TTL: 60n })).rejects.toMatchObject(
+        proposalTimedOut,
+      );
+      // A linearizable read: the read index never comes.
+      const readTimedOut = status(GrpcCode.UNAVAILABLE, 'etcdserver: request timed out');
+      await expect(cut.unary(KV.Range, { key: b('k') })).rejects.toMatchObject(readTimedOut);
+      await expect(
+        cut.unary(KV.Txn, { success: [{ requestRange: { key: b('k') } }] }),
+      ).rejects.toMatchObject(readTimedOut);
+      // Forwarded to the leader: there is none to forward to.
+      await expect(cut.unary(Lease.LeaseTimeToLive, { ID: lease.ID })).rejects.toMatchObject(
+        NO_LEADER,
+      );
+      const keepAlive = closeAfter(openKeepAlive(m2.endpoint));
+      keepAlive.send(lease.ID);
+      expect(await keepAlive.ended).toMatchObject({
+        code: GrpcCode.UNAVAILABLE,
+        details: 'etcdserver: no leader',
+      });
+      // The member's lessor lists its leases alone.
+      expect((await cut.unary(Lease.LeaseLeases, {})).leases.map((l) => l.ID)).toEqual([lease.ID]);
+      m2.heal();
+      expect(c.store.revision).toBe(before);
+      expect(c.leases.all().map((l) => l.id)).toEqual([lease.ID]);
+      expect((await readKey(clientOf(c.members[0]!), 'k')).value).toBeUndefined();
+    },
+  );
 
   it("a partitioned member's watchers see nothing new, then catch up in order when it heals", async () => {
     const c = await start({ members: 3 });

@@ -168,7 +168,12 @@ describe('embedded server', () => {
   });
 
   it('uses the ids and version it is given', async () => {
-    const server = await EmbeddedEtcd.start({ clusterId: 11n, memberId: 22n, version: '3.6.5' });
+    const server = await EmbeddedEtcd.start({
+      clusterId: 11n,
+      memberId: 22n,
+      etcdVersion: '3.6',
+      version: '3.6.5',
+    });
     const client = new RawClient(server.endpoint);
     try {
       const status = await client.unary(Maintenance.Status, {});

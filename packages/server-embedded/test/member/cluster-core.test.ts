@@ -2,6 +2,7 @@
 // in which every lease gets its full TTL again; a bare term change (the single server's
 // changeLeader fault) leaves the leases alone; the leader's timers run once, on the core's clock.
 import { describe, expect, it } from 'vitest';
+import { etcdVersionTraits } from '../../src/etcd-version.js';
 import { createLogger } from '../../src/logger.js';
 import { ClusterCore } from '../../src/member/cluster-core.js';
 import { VirtualClock } from '../../src/virtual-clock.js';
@@ -19,7 +20,7 @@ function newCluster(): { cluster: ClusterCore; clock: VirtualClock } {
     maxRequestBytes: 1.5 * 1024 * 1024,
     clientCertAuth: false,
     clock,
-    version: '3.7.0',
+    traits: etcdVersionTraits('3.7'),
     logger: createLogger('silent'),
   });
   return { cluster, clock };

@@ -39,7 +39,7 @@ describe('logger', () => {
     expect(entries[0]!.fields).toEqual({ address, tls: false });
     expect(entries[1]!.fields).toMatchObject({
       name: 'logged',
-      'etcd-version': '3.7.0',
+      'etcd-version': '3.5.30',
       'listen-client-urls': [server.endpoint],
       'advertise-client-urls': [server.endpoint],
     });

@@ -30,6 +30,8 @@ export type TestServerOptions = Pick<
   | 'watchProgressNotifyIntervalMs'
   | 'quotaBackendBytes'
   | 'minLeaseTtl'
+  // The embedded server's only: a real etcd is the version it is.
+  | 'etcdVersion'
 >;
 
 /** A fresh server of the spec backend (ETCDKIT_SERVER_SPEC_BACKEND), embedded by default. */

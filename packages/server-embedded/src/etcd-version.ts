@@ -1,0 +1,99 @@
+// The etcd release the server answers as. Each behaviour that changed between etcd releases reads
+// its switch from the chosen version's traits here, so one table says what each mode does.
+// '3.4' and '3.5' are checked against the real binaries (3.4.23, 3.5.30) by the conformance and
+// differential suites; '3.6' follows etcd's source and CHANGELOG-3.6.md (cited per trait); '3.7'
+// is etcd's main branch, the only one with RangeStream.
+
+/** An etcd minor release the embedded server can answer as. */
+export type EtcdVersion = '3.4' | '3.5' | '3.6' | '3.7';
+
+/** Every version the server can answer as, oldest first. */
+export const ETCD_VERSIONS: readonly EtcdVersion[] = ['3.4', '3.5', '3.6', '3.7'];
+
+/** The version answered as by default: the newest one pinned against a real etcd binary. */
+export const DEFAULT_ETCD_VERSION: EtcdVersion = '3.5';
+
+/** What differs between the versions, as switches the services read. */
+export interface EtcdVersionTraits {
+  readonly version: EtcdVersion;
+  /** The release Status reports (and `etcdkit-server --version` prints). */
+  readonly release: string;
+  /**
+   * Status carries storage_version, db_size_quota and downgrade_info, and Snapshot's messages the
+   * version (3.6: CHANGELOG-3.6.md lines 371, 418 and 325); older servers do not send them.
+   */
+  readonly storageVersion: boolean;
+  /** HashKV answers hash_revision (3.6: CHANGELOG-3.6.md line 414). */
+  readonly hashRevision: boolean;
+  /** The AuthStatus RPC exists (added in 3.5); 3.4 answers it Unimplemented. */
+  readonly authStatus: boolean;
+  /** The RangeStream RPC exists (3.7, etcd's main branch); older servers answer Unimplemented. */
+  readonly rangeStream: boolean;
+  /**
+   * A watch started at the compaction revision gets the delete event recorded at that revision
+   * (3.5 kept the tombstone at the compaction revision; 3.4 drops it from what watches replay).
+   */
+  readonly compactionBoundaryDelete: boolean;
+  /**
+   * 3.4's watch rules: a progress request is answered at once (even without watches, out of order
+   * with pending events), and a watch created below the compaction revision is answered as
+   * created, then cancelled with the compaction revision.
+   */
+  readonly legacyWatchProgress: boolean;
+  /**
+   * A call proposed without a quorum fails with DeadlineExceeded when its context times out
+   * (3.5 on); 3.4 answers Unknown "context deadline exceeded".
+   */
+  readonly noQuorumDeadlineExceeded: boolean;
+}
+
+const RELEASES: Readonly<Record<EtcdVersion, string>> = {
+  '3.4': '3.4.23',
+  '3.5': '3.5.30',
+  // The newest 3.6 release CHANGELOG-3.6.md records (v3.6.14, 2026-07-23).
+  '3.6': '3.6.14',
+  '3.7': '3.7.0',
+};
+
+/** The traits of `version`. */
+export function etcdVersionTraits(version: EtcdVersion): EtcdVersionTraits {
+  const from = (minor: number) => Number(version.split('.')[1]) >= minor;
+  return {
+    version,
+    release: RELEASES[version],
+    storageVersion: from(6),
+    hashRevision: from(6),
+    authStatus: from(5),
+    rangeStream: from(7),
+    compactionBoundaryDelete: from(5),
+    legacyWatchProgress: !from(5),
+    noQuorumDeadlineExceeded: from(5),
+  };
+}
+
+/** An `etcdVersion` option or `--etcd-version` flag that names no version the server knows. */
+export class UnknownEtcdVersionError extends Error {
+  /** Stable identifier of the failure. */
+  readonly code = 'UNKNOWN_ETCD_VERSION';
+
+  constructor(readonly given: unknown) {
+    super(
+      `unknown etcd version ${JSON.stringify(given)}: the embedded server answers as ${ETCD_VERSIONS.map((v) => `'${v}'`).join(', ')}`,
+    );
+    this.name = 'UnknownEtcdVersionError';
+  }
+}
+
+/**
+ * The version `given` names: `undefined` is the default; `'3.5'`, `'v3.5'` and a full release
+ * like `'3.5.21'` name 3.5. Throws {@link UnknownEtcdVersionError} for anything else.
+ */
+export function parseEtcdVersion(given: unknown): EtcdVersion {
+  if (given === undefined) return DEFAULT_ETCD_VERSION;
+  if (typeof given !== 'string') throw new UnknownEtcdVersionError(given);
+  const match = /^v?(\d+\.\d+)(?:\.\d+)?$/.exec(given.trim());
+  const minor = match?.[1];
+  const known = ETCD_VERSIONS.find((version) => version === minor);
+  if (known === undefined) throw new UnknownEtcdVersionError(given);
+  return known;
+}
