@@ -67,14 +67,60 @@ export class LockLostError extends RecipeError<'LOCK_LOST'> {
   }
 }
 
-/** `unlock()` on a handle that this process already unlocked. Nothing was deleted. */
+/**
+ * `unlock()` on a hold this process already ended: unlocked through this handle, or released by
+ * closing (or orphaning) its session or its client. Nothing was deleted. Also the reason of the
+ * hold's signal after such an end.
+ */
 export class LockNotHeldError extends RecipeError<'LOCK_NOT_HELD'> {
   /** The key the handle held. */
   readonly key: string;
 
-  /** `key` is the key the handle held. */
-  constructor(key: string) {
-    super('LOCK_NOT_HELD', `${key} was already unlocked through this handle`);
+  /** `key` is the key the handle held; `message` says how it was released when not by unlock. */
+  constructor(key: string, message?: string, options?: { readonly cause?: unknown }) {
+    super('LOCK_NOT_HELD', message ?? `${key} was already unlocked through this handle`, options);
+    this.key = key;
+  }
+}
+
+/**
+ * A leadership was lost while held: its key was deleted (lease expired or revoked elsewhere, or
+ * deleted) or re-created, or its session ended without this process closing it. The reason of
+ * `leadership.signal` then, what a guarded txn of the leadership rejects with, and what the end of
+ * an `await using` block over it throws. (The election's own LockLostError.)
+ */
+export class LeadershipLostError extends RecipeError<'LEADERSHIP_LOST'> {
+  /** The leader key. */
+  readonly key: string;
+  /** Its create revision while leading: the epoch that no longer leads. */
+  readonly epoch: bigint;
+
+  /** `key` and `epoch` identify the lost leadership. */
+  constructor(key: string, epoch: bigint, message?: string, options?: { cause?: unknown }) {
+    super(
+      'LEADERSHIP_LOST',
+      message ?? `leadership ${key} (epoch ${epoch}) is no longer held`,
+      options,
+    );
+    this.key = key;
+    this.epoch = epoch;
+  }
+}
+
+/**
+ * A `lock()` (or `tryLock()`, `withLock()`) was called inside the `withLock` of the same lock on
+ * the same session: it would wait for its own hold to end, forever. Nothing was queued.
+ */
+export class NestedLockError extends RecipeError<'NESTED_LOCK'> {
+  /** The key the enclosing `withLock` holds. */
+  readonly key: string;
+
+  /** `name` is the lock's name, `key` the key the enclosing `withLock` holds. */
+  constructor(name: string, key: string) {
+    super(
+      'NESTED_LOCK',
+      `${name}: lock() inside withLock of the same lock and session would wait for its own hold (${key}); use the lock withLock gave you`,
+    );
     this.key = key;
   }
 }

@@ -1,20 +1,26 @@
 // Leader election in the key layout of Go's concurrency.Election, so Go services and `etcdctl elect`
 // take part in the same election; candidates queue like mutex waiters.
-import { AbortedError, cmp, type KeyValue, op, type ResponseHeader } from '@etcdkit/client';
-import { ElectionNoLeaderError, ElectionNotLeaderError } from '../errors.js';
-import type { Holding } from '../line/place.js';
-import { acquireHold, acquireSessionKey, sessionKey } from '../line/place.js';
+import { cmp, type KeyValue, op, type ResponseHeader } from '@etcdkit/client';
+import {
+  ElectionNoLeaderError,
+  ElectionNotLeaderError,
+  LeadershipLostError,
+  type RecipeError,
+} from '../errors.js';
+import { acquireHold } from '../line/acquire.js';
+import type { Holding } from '../line/holding.js';
+import { acquireSessionKey, sessionKey } from '../line/session-key.js';
 import { Hold } from '../lock/hold.js';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
-import { type WaitOptions, waitForEvent } from '../wait.js';
+import { throwIfAborted, type WaitOptions, waitForEvent } from '../wait.js';
 
 /** Options of {@link Election.campaign}. */
 export interface CampaignOptions extends WaitOptions {}
 
 /** Options of {@link Election.observe}. */
 export interface ObserveOptions {
-  /** Aborting it ends the iteration (cleanly: the loop just stops). */
+  /** Aborting it ends the iteration with the client's AbortedError (as a watch's does). */
   readonly signal?: AbortSignal;
 }
 
@@ -132,8 +138,9 @@ export class Election {
    * Follows the election: yields the current leader's key-value, then every value it proclaims,
    * then, when its key is deleted, the next leader, and so on. Leaders come in increasing create
    * revision; a deleted key is never yielded; when there is no leader it waits for one (nothing
-   * is yielded meanwhile, as in Go). Ends when `signal` aborts or the loop is left; fails with
-   * the error of a read or watch (ClientClosedError...).
+   * is yielded meanwhile, as in Go). Leaving the loop ends it; an aborted `signal` ends it with the
+   * client's AbortedError, as it ends a watch and `etcd.election.observe()`; it fails with the
+   * error of a read or watch (ClientClosedError...).
    *
    * @example
    * ```ts
@@ -145,39 +152,35 @@ export class Election {
   async *observe(options: ObserveOptions = {}): AsyncGenerator<KeyValue, void, undefined> {
     const { signal } = options;
     const kv = this.session.etcd;
-    try {
-      for (;;) {
-        const read = await kv.range({
-          prefix: this.prefix,
-          sort: { target: 'create', order: 'ascend' },
-          limit: 1,
-          signal,
-        });
-        let leader = read.kvs[0];
-        let from = read.header.revision + 1n;
-        if (leader === undefined) {
-          // No candidate at the read: the first put after it creates the oldest key.
-          const first = await waitForEvent(kv, { prefix: this.prefix }, 'put', from, { signal });
-          leader = first.kv;
-          from = first.kv.modRevision + 1n;
-        }
-        yield leader;
-        // Follow the leader's key from just after what was yielded: proclaims, then its delete.
-        const watcher = kv.watch({ key: leader.key, startRevision: from, signal });
-        try {
-          for await (const batch of watcher) {
-            const deleted = batch.events.some((event) => event.type === 'delete');
-            if (deleted) break;
-            for (const event of batch.events) yield event.kv;
-          }
-        } finally {
-          await watcher.close();
-        }
-        if (signal?.aborted) return;
+    throwIfAborted(signal);
+    for (;;) {
+      const read = await kv.range({
+        prefix: this.prefix,
+        sort: { target: 'create', order: 'ascend' },
+        limit: 1,
+        signal,
+      });
+      let leader = read.kvs[0];
+      let from = read.header.revision + 1n;
+      if (leader === undefined) {
+        // No candidate at the read: the first put after it creates the oldest key.
+        const first = await waitForEvent(kv, { prefix: this.prefix }, 'put', from, { signal });
+        leader = first.kv;
+        from = first.kv.modRevision + 1n;
       }
-    } catch (error) {
-      if (error instanceof AbortedError && signal?.aborted) return;
-      throw error;
+      yield leader;
+      // Follow the leader's key from just after what was yielded: proclaims, then its delete.
+      const watcher = kv.watch({ key: leader.key, startRevision: from, signal });
+      try {
+        for await (const batch of watcher) {
+          const deleted = batch.events.some((event) => event.type === 'delete');
+          if (deleted) break;
+          for (const event of batch.events) yield event.kv;
+        }
+      } finally {
+        await watcher.close();
+      }
+      throwIfAborted(signal);
     }
   }
 
@@ -265,23 +268,40 @@ export class Leadership extends Hold implements AsyncDisposable {
 
   /**
    * Gives up the leadership: deletes the leader key only if it is still this leadership's (the
-   * next candidate then wins). Not being the leader (any more) is not an error, and calling it
-   * again does nothing.
+   * next candidate then wins). Not being the leader (any more) is not an error (as Go's Resign),
+   * calling it again does nothing, and neither does a resign after this process closed the
+   * session or the client (the leadership ended with them).
    */
   async resign(): Promise<void> {
     if (this.#resigned) return;
-    try {
-      await this.holding.release();
-    } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (code !== 'LOCK_LOST' && code !== 'LOCK_NOT_HELD') throw error;
+    if (!this.endedHere) {
+      try {
+        await this.holding.release();
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (code !== 'LOCK_LOST' && code !== 'LOCK_NOT_HELD') throw error;
+      }
     }
     this.#clear();
   }
 
-  /** Resigns, for `await using`. */
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.resign();
+  /**
+   * Ends the leadership at the end of an `await using` block: resigns it, and throws
+   * {@link LeadershipLostError} when it was lost while held, so a lost leadership is reported as
+   * its signal reports it. Does nothing after a resign, or once this process closed the session or
+   * the client.
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    try {
+      await this.end();
+    } finally {
+      this.#clear();
+    }
+  }
+
+  /** @internal A lost leadership is reported as a LeadershipLostError. */
+  override lostError(key: string, epoch: bigint, message?: string, cause?: unknown): RecipeError {
+    return new LeadershipLostError(key, epoch, message, { cause });
   }
 
   #clear(): void {

@@ -153,7 +153,8 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Asyn
   /**
    * Yields the state now, then every transition: `'leader'`, `'not-leader'`, and ends after the
    * latch closed (a `'not-leader'` comes first if it led). Every transition is yielded, in order,
-   * however slow the loop. Leaving the loop only stops the iteration.
+   * however slow the loop. Leaving the loop only stops the iteration; an aborted `signal` ends it
+   * with the client's AbortedError (as every iteration of the recipes and the client).
    */
   async *transitions(options: WaitOptions = {}): AsyncGenerator<'leader' | 'not-leader'> {
     const queued: LatchState[] = [this.#state];
@@ -170,8 +171,9 @@ export class LeaderLatch extends EventEmitter<LeaderLatchEvents> implements Asyn
     options.signal?.addEventListener('abort', onAbort);
     try {
       for (;;) {
+        throwIfAborted(options.signal);
         const state = queued.shift();
-        if (state === 'closed' || options.signal?.aborted) return;
+        if (state === 'closed') return;
         if (state !== undefined) {
           yield state;
           continue;

@@ -36,6 +36,11 @@ export interface Ownership {
    * re-creates the key.)
    */
   isOwner(): Compare;
+  /**
+   * @internal The error a guarded txn that found the hold gone rejects with (a leadership has its
+   * own); LockLostError without it.
+   */
+  lostError?(key: string, token: bigint, message: string): Error;
 }
 
 /**
@@ -120,8 +125,8 @@ export class GuardedTxn<T extends readonly Op[] = [], E extends readonly Op[] = 
 
   /**
    * Sends the txn. Resolves with the outcome of YOUR txn (`succeeded` says whether your compares
-   * held) when the lock was held at the txn's revision; rejects with LockLostError when it was not
-   * (nothing applied). Options are the client's (`retry: 'guarded'` only if your compares make a
+   * held) when the lock was held at the txn's revision; rejects with LockLostError (a leadership's
+   * LeadershipLostError) when it was not (nothing applied). Options are the client's (`retry: 'guarded'` only if your compares make a
    * second application impossible).
    */
   async commit(options?: CommitOptions): Promise<TxnResult<T, E>> {
@@ -149,11 +154,12 @@ export class GuardedTxn<T extends readonly Op[] = [], E extends readonly Op[] = 
     } as TxnResult<T, E>;
   }
 
-  #lost(): LockLostError {
-    return new LockLostError(
-      this.owner.key,
-      this.owner.fencingToken,
-      `${this.owner.key} (fencing token ${this.owner.fencingToken}) is no longer held: the guarded txn did not apply`,
+  #lost(): Error {
+    const { key, fencingToken } = this.owner;
+    const message = `${key} (fencing token ${fencingToken}) is no longer held: the guarded txn did not apply`;
+    return (
+      this.owner.lostError?.(key, fencingToken, message) ??
+      new LockLostError(key, fencingToken, message)
     );
   }
 }

@@ -125,9 +125,17 @@ export class MultiLockHeld implements AsyncDisposable {
     if (failed !== undefined) throw failed.reason;
   }
 
-  /** Unlocks every name still held, for `await using`. */
+  /**
+   * Unlocks every name still held, for `await using`, as each lock's own disposal does: a name
+   * this process already ended is skipped, and the first name found lost is thrown (LockLostError)
+   * once every name has been tried.
+   */
   async [Symbol.asyncDispose](): Promise<void> {
-    await Promise.all([...this.locks.values()].map((lock) => lock[Symbol.asyncDispose]()));
+    const results = await Promise.allSettled(
+      [...this.locks.values()].map((lock) => lock[Symbol.asyncDispose]()),
+    );
     this.#lost.release();
+    const failed = results.find((result) => result.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
   }
 }

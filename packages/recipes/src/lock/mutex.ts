@@ -1,9 +1,11 @@
 // A distributed mutex with the key layout of Go's concurrency.Mutex (so Go services and
 // `etcdctl lock` contend on the same lock), FIFO by create revision, and without Go's known bugs.
 
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { AbortedError, InvalidArgumentError } from '@etcdkit/client';
-import { LockedError } from '../errors.js';
-import { acquireHold, acquireSessionKey } from '../line/place.js';
+import { LockedError, NestedLockError } from '../errors.js';
+import { acquireHold } from '../line/acquire.js';
+import { acquireSessionKey } from '../line/session-key.js';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
 import type { WaitOptions } from '../wait.js';
@@ -89,23 +91,32 @@ export class Mutex {
   }
 
   /**
-   * Runs `fn` holding the lock, then unlocks, whether `fn` succeeds or throws. `fn` gets the
+   * Runs `fn` holding the lock, then ends the hold, whether `fn` succeeds or throws: exactly
+   * `{ await using lock = await mutex.lock(options); return await fn(lock); }`. `fn` gets the
    * {@link Lock}: pass `lock.signal` to work that must stop when the lock may be lost, and guard
-   * writes with `lock.txn()`. If `fn` succeeded but the lock was lost before the unlock, this
-   * rejects with LockLostError, since `fn` did not run under the lock to the end.
+   * writes with `lock.txn()`.
+   *
+   * When the lock was lost before the end, this rejects with LockLostError, since `fn` did not
+   * run under the lock to the end; when `fn` threw too, with a SuppressedError whose `error` is the
+   * LockLostError and `suppressed` fn's error, as `await using` reports both. A hold this process
+   * ended itself (its session or client closed meanwhile) is no loss. A `lock()` of the same lock
+   * and session inside `fn` fails at once with {@link NestedLockError}.
    */
   async withLock<T>(fn: (lock: Lock) => Promise<T> | T, options: LockOptions = {}): Promise<T> {
     const lock = await this.lock(options);
     let result: T;
     try {
-      result = await fn(lock);
+      const outer = heldInContext.getStore() ?? [];
+      result = await heldInContext.run([...outer, lock], () => fn(lock));
     } catch (error) {
-      await lock.unlock().catch(() => {
-        // fn's failure is the one to report; the key goes with the session at the latest.
-      });
+      try {
+        await lock.end();
+      } catch (endError) {
+        throw suppressed(endError, error);
+      }
       throw error;
     }
-    await lock.unlock();
+    await lock.end();
     return result;
   }
 
@@ -116,6 +127,10 @@ export class Mutex {
     if (typeof delayMs !== 'number' || !(delayMs >= 0)) {
       throw new InvalidArgumentError('Mutex: lockDelayMs must be a number of milliseconds >= 0');
     }
+    const enclosing = heldInContext
+      .getStore()
+      ?.find((held) => held.session === session && held.key === key && !held.ended.aborted);
+    if (enclosing !== undefined) throw new NestedLockError(this.name, key);
     // One call of this process at a time holds or waits with the session's key (below).
     const giveBack = tryOnly
       ? takeKeyNow(session, key)
@@ -146,7 +161,7 @@ export class Mutex {
         if (await tookOverFromLostHolder(session, prefix, lock, options.signal)) {
           await lockDelay(delayMs, options.signal);
         }
-        if (lock.signal.aborted) throw lock.signal.reason;
+        if (lock.ended.aborted) throw lock.signal.reason;
       } catch (error) {
         await lock.unlock().catch(() => {
           // The failure is the one to report; the key goes with the session at the latest.
@@ -156,8 +171,8 @@ export class Mutex {
       }
     }
     // The next call gets the key when this hold ends: unlocked, or lost.
-    if (lock.signal.aborted) giveBack();
-    else lock.signal.addEventListener('abort', giveBack, { once: true });
+    if (lock.ended.aborted) giveBack();
+    else lock.ended.addEventListener('abort', giveBack, { once: true });
     return lock;
   }
 }
@@ -166,27 +181,60 @@ export class Mutex {
  * A held lock, from {@link Mutex.lock} or the {@link RWMutex}. Unlock it when done
  * ({@link unlock}, or `await using`); guard what it protects with {@link Hold.txn} or
  * {@link Hold.fencingToken}.
+ *
+ * One rule on every path: a lock lost while held (see {@link Hold.signal}) is reported as
+ * LockLostError by its signal, by `unlock()`, by `withLock` and by the end of an `await using`
+ * block; a lock this process ended itself (unlocked, or its session or client closed) is no loss,
+ * and ending it again does nothing (an explicit `unlock()` says LockNotHeldError).
  */
 export class Lock extends Hold implements AsyncDisposable {
   /**
    * Releases the lock: deletes its key only if it is still this incarnation (Go deletes
    * unconditionally; a retried unlock could then delete a newer holder's key).
-   * Rejects with LockNotHeldError when already unlocked through this handle, with LockLostError
-   * when the key was already gone or re-created (nothing deleted). A failed call can be retried.
+   * Rejects with LockNotHeldError when this process already ended it (unlocked through this
+   * handle, or its session or client closed), with LockLostError when the key was already gone or
+   * re-created (nothing deleted). A call that failed otherwise can be retried.
    */
   async unlock(): Promise<void> {
+    // Ended by this process's own close: the signal's reason says how (a LockNotHeldError).
+    if (!this.holding.released && this.endedHere) throw this.signal.reason;
     await this.holding.release();
   }
 
-  /** Unlocks, for `await using`; a lock already unlocked or lost is not an error here. */
-  async [Symbol.asyncDispose](): Promise<void> {
-    if (this.holding.released) return;
-    try {
-      await this.unlock();
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== 'LOCK_LOST') throw error;
-    }
+  /**
+   * Ends the lock at the end of an `await using` block: unlocks it; does nothing when this
+   * process already ended it; throws LockLostError when it was lost (see the class doc).
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.end();
   }
+
+  /** @internal For {@link Mutex.withLock}: the end of the hold, as disposal does. */
+  override end(): Promise<void> {
+    return super.end();
+  }
+}
+
+/** The locks `withLock` holds in the current async context (its `fn` and what that calls). */
+const heldInContext = new AsyncLocalStorage<readonly Lock[]>();
+
+/** What JavaScript's SuppressedError is, also where the runtime has none (Node 20). */
+interface Suppressed extends Error {
+  readonly error: unknown;
+  readonly suppressed: unknown;
+}
+
+/**
+ * The error `await using` throws when disposal fails after the block threw: the runtime's
+ * SuppressedError, or one of the same shape (as TypeScript's and esbuild's helpers make it).
+ */
+function suppressed(error: unknown, hidden: unknown): Suppressed {
+  const message = 'An error was suppressed during disposal.';
+  const native = (
+    globalThis as { SuppressedError?: new (e: unknown, s: unknown, m: string) => Suppressed }
+  ).SuppressedError;
+  if (native !== undefined) return new native(error, hidden, message);
+  return Object.assign(new Error(message), { name: 'SuppressedError', error, suppressed: hidden });
 }
 
 // The lock calls of one process with one session's mutex key take that key in call order here,

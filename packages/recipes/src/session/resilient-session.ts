@@ -11,7 +11,7 @@ import { linkSignals, toEtcdError } from '@etcdkit/client/internal';
 import { EventEmitter } from 'eventemitter3';
 import { SessionExpiredError } from '../errors.js';
 import { backoffDelay, pause, type StmBackoff } from '../stm/backoff.js';
-import { Session } from './session.js';
+import { CLIENT_CLOSE_REVOKE_MS, Session } from './session.js';
 
 /** Options of {@link ResilientSession.create}. */
 export interface ResilientSessionOptions {
@@ -89,6 +89,8 @@ export class ResilientSession
   }> = [];
   #closing: Promise<void> | undefined;
   #ended = false;
+  /** Forgets this one in the client's close (once it ended on its own). */
+  readonly #forget: () => void;
   /** A lost lease that may still live on the server and is not revoked yet. */
   #unrevoked: bigint | undefined;
 
@@ -101,6 +103,8 @@ export class ResilientSession
     super();
     this.#ttl = options.ttl;
     this.#retry = { ...DEFAULT_RETRY, ...options.retry };
+    // Closing the client closes this first: its sessions' revokes are not losses to renew after.
+    this.#forget = etcd.ownedByClient(() => this.#closeWithClient());
     this.#adopt(first);
   }
 
@@ -160,20 +164,28 @@ export class ResilientSession
     return this.#closing;
   }
 
+  /** The client's close ends this: best effort, bounded, never a failure. */
+  #closeWithClient(): Promise<void> {
+    this.#closing ??= this.#close({ timeoutMs: CLIENT_CLOSE_REVOKE_MS }).catch(() => {
+      // A lease not revoked expires after its TTL; the client's close goes on.
+    });
+    return this.#closing;
+  }
+
   /** Closes, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
 
-  async #close(): Promise<void> {
+  async #close(withClient?: { readonly timeoutMs: number }): Promise<void> {
     const current = this.#current;
     const unrevoked = this.#unrevoked;
     this.#end();
     if (unrevoked !== undefined) {
       // Best effort: if etcd cannot be reached, the lease expires after its TTL anyway.
-      await this.etcd.lease.revoke(unrevoked).catch(() => {});
+      await this.etcd.lease.revoke(unrevoked, withClient).catch(() => {});
     }
-    await current?.close();
+    await (withClient ? current?.closeWithClient() : current?.close());
   }
 
   #adopt(session: Session, renewed = false): void {
@@ -254,6 +266,7 @@ export class ResilientSession
   #end(): void {
     if (this.#ended) return;
     this.#ended = true;
+    this.#forget();
     this.#current = undefined;
     this.#stop.abort();
     const error = this.#endError();

@@ -2,6 +2,8 @@
 // it ends, everything it held must be treated as lost.
 import {
   type Acknowledged,
+  type CallOptions,
+  ClientClosedError,
   type Etcd,
   Lease,
   type LeaseLostError,
@@ -32,6 +34,11 @@ export interface SessionOptions {
 }
 
 const DEFAULT_TTL_SECONDS = 60;
+/**
+ * @internal How long closing the client waits for a session's revoke; a lease not revoked expires
+ * after its TTL anyway.
+ */
+export const CLIENT_CLOSE_REVOKE_MS = 2_000;
 
 /**
  * A lease kept alive for as long as the process wants the locks, leaderships and other keys
@@ -63,6 +70,12 @@ export class Session implements AsyncDisposable {
     readonly lease: Lease,
     signal: AbortSignal | undefined,
   ) {
+    // Closing the client closes the session first, while its revoke can still be sent.
+    const forget = etcd.ownedByClient(() => this.closeWithClient());
+    void lease.lost.then((lost) => {
+      // Orphaned or lost: nothing left to revoke. Closed: the client waits for that revoke.
+      if (lost.reason !== 'revoked') forget();
+    });
     if (signal) {
       const onAbort = () => this.orphan();
       signal.addEventListener('abort', onAbort, { once: true });
@@ -142,16 +155,28 @@ export class Session implements AsyncDisposable {
    * queue entries) is deleted in ONE revision. The keepalive stops before the revoke so no refresh
    * races it. A lease that had already expired is not an error. Calling it again returns the
    * same promise.
+   *
+   * Closing the client closes its sessions first (their revoke bounded to 2 s, best effort: a
+   * lease not revoked expires after its TTL); a `close()` (or `await using` disposal) after that
+   * does nothing and resolves.
    */
   close(): Promise<void> {
     this.#closing ??= this.#revoke();
     return this.#closing;
   }
 
-  async #revoke(): Promise<void> {
+  /** @internal The client's close ends the session: best effort, bounded, never a failure. */
+  closeWithClient(): Promise<void> {
+    this.#closing ??= this.#revoke({ timeoutMs: CLIENT_CLOSE_REVOKE_MS }).catch(() => {
+      // The lease expires after its TTL; the client's close goes on.
+    });
+    return this.#closing;
+  }
+
+  async #revoke(options?: CallOptions): Promise<void> {
     let revoke: Promise<Acknowledged>;
     try {
-      revoke = this.lease.revoke();
+      revoke = this.lease.revoke(options);
     } catch (error) {
       revoke = Promise.reject(error);
     }
@@ -160,6 +185,9 @@ export class Session implements AsyncDisposable {
     } catch (error) {
       // Already gone (expired, revoked elsewhere): the keys went with it, which is what close wants.
       if (error instanceof LeaseNotFoundError) return;
+      // The client was closed: its close ended the session already (the lease, if it could not be
+      // revoked, expires after its TTL), so there is nothing left to do here.
+      if (error instanceof ClientClosedError) return;
       throw error;
     }
   }

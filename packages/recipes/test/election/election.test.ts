@@ -7,6 +7,7 @@ import { Election, type Leadership } from '../../src/election/election.js';
 import {
   ElectionNoLeaderError,
   ElectionNotLeaderError,
+  LeadershipLostError,
   LockLostError,
   SessionExpiredError,
 } from '../../src/errors.js';
@@ -183,7 +184,12 @@ describeEachBackend('Election', ({ backend, prefix }) => {
       const leadership = await new Election(await fixture.session(), name).campaign('v');
       await admin.delete(leadership.key);
       await eventually(() => leadership.signal.aborted);
-      expect(leadership.signal.reason).toBeInstanceOf(LockLostError);
+      expect(leadership.signal.reason).toBeInstanceOf(LeadershipLostError);
+      expect(leadership.signal.reason).toMatchObject({
+        code: 'LEADERSHIP_LOST',
+        key: leadership.key,
+        epoch: leadership.epoch,
+      });
     });
 
     it("a leadership won on a resign keeps the watch that waited: its key's delete fires the signal, a resign is no loss", async () => {
@@ -197,6 +203,7 @@ describeEachBackend('Election', ({ backend, prefix }) => {
         const { won } = await enter(next, 'x');
         await leader.resign();
         expect(leader.signal.aborted).toBe(true);
+        expect(leader.signal.reason).not.toBeInstanceOf(LeadershipLostError);
         expect(leader.signal.reason).not.toBeInstanceOf(LockLostError);
         leader = await won;
         expect(leader.key).toBe(next.key);
@@ -204,8 +211,8 @@ describeEachBackend('Election', ({ backend, prefix }) => {
       }
       const deleted = await admin.delete(leader.key);
       await eventually(() => leader.signal.aborted);
-      expect(leader.signal.reason).toBeInstanceOf(LockLostError);
-      expect((leader.signal.reason as LockLostError).message).toContain(
+      expect(leader.signal.reason).toBeInstanceOf(LeadershipLostError);
+      expect((leader.signal.reason as LeadershipLostError).message).toContain(
         `deleted at revision ${deleted.header.revision}`,
       );
     });
@@ -245,7 +252,8 @@ describeEachBackend('Election', ({ backend, prefix }) => {
       await leaderB.proclaim('b2');
       await eventually(() => seen.length === 4);
       controller.abort();
-      await observing;
+      // Ended by its signal as a watch is: with the client's AbortedError.
+      expect(await rejection(observing)).toBeInstanceOf(AbortedError);
       expect(seen.map((kv) => kv.text())).toEqual(['a1', 'a2', 'b1', 'b2']);
       expect(seen.map((kv) => kv.keyText())).toEqual([
         leaderA.key,
@@ -266,6 +274,45 @@ describeEachBackend('Election', ({ backend, prefix }) => {
         expect(leader.keyText()).toBe(leadership.key);
         expect(leader.text()).toBe('now');
         break;
+      }
+    });
+
+    it('ends on abort as etcd.election.observe() does: with AbortedError, waiting or not', async () => {
+      const name = `${prefix()}election`;
+      const observer = new Election(await fixture.session(), name);
+      const client = fixture.client();
+      // Two ways to follow one election, each aborted while it waits for a leader, then once
+      // following one.
+      const ways = [
+        (signal: AbortSignal) => observer.observe({ signal }),
+        (signal: AbortSignal) => client.election.observe(name, { signal }),
+      ];
+      for (const observe of ways) {
+        const waiting = new AbortController();
+        const idle = (async () => {
+          for await (const _ of observe(waiting.signal));
+        })();
+        setTimeout(() => waiting.abort(), 50);
+        expect(await rejection(idle)).toBeInstanceOf(AbortedError);
+      }
+      await new Election(await fixture.session(), name).campaign('a');
+      for (const observe of ways) {
+        const following = new AbortController();
+        const seen: string[] = [];
+        const busy = (async () => {
+          for await (const leader of observe(following.signal)) {
+            seen.push(leader.text());
+            following.abort();
+          }
+        })();
+        expect(await rejection(busy)).toBeInstanceOf(AbortedError);
+        expect(seen).toEqual(['a']);
+      }
+      const already = AbortSignal.abort();
+      for (const observe of ways) {
+        expect(await rejection(observe(already)[Symbol.asyncIterator]().next())).toBeInstanceOf(
+          AbortedError,
+        );
       }
     });
   });

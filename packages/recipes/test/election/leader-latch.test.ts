@@ -103,4 +103,21 @@ describeEachBackend('LeaderLatch', ({ backend, prefix }) => {
     await leader.close();
     expect((await admin().range({ prefix: `${name}/` })).kvs).toEqual([]);
   });
+
+  it('transitions() ends with AbortedError when its signal aborts, as every iteration does', async () => {
+    const latch = new LeaderLatch(await fixture.session(), `${prefix()}latch`).start();
+    await latch.leadership();
+    const controller = new AbortController();
+    const states: string[] = [];
+    const following = (async () => {
+      for await (const state of latch.transitions({ signal: controller.signal })) {
+        states.push(state);
+        controller.abort();
+      }
+    })();
+    expect(await rejection(following)).toBeInstanceOf(AbortedError);
+    expect(states).toEqual(['leader']);
+    expect(latch.state).toBe('leader');
+    await latch.close();
+  });
 });

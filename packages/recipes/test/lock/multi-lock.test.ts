@@ -132,6 +132,12 @@ describeEachBackend('MultiLock', ({ backend, prefix }) => {
     const failed = await rejection(held.unlock());
     expect(failed).toBeInstanceOf(LockLostError);
     expect(await keysUnder(`${base}a`)).toEqual([]);
+    // Disposal reports the loss the same way, after releasing the names still held.
+    const again = await new MultiLock(session, [`${base}a`, `${base}b`]).lock();
+    await admin().delete(again.locks.get(`${base}a`)?.key ?? '');
+    await eventually(() => again.signal.aborted);
+    expect(await rejection(again[Symbol.asyncDispose]())).toBeInstanceOf(LockLostError);
+    expect(await keysUnder(`${base}b`)).toEqual([]);
     expect(() => new MultiLock(session, [])).toThrow(InvalidArgumentError);
     expect(() => new MultiLock(session, [`${base}a`, `${base}a`])).toThrow(InvalidArgumentError);
   });

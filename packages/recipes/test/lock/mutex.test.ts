@@ -798,12 +798,20 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       await eventually(() => lockA.signal.aborted);
       expect(lockA.signal.reason).toBeInstanceOf(LockLostError);
 
+      // A session ended elsewhere (its lease revoked by another client): lost.
       const b = await fixture.session();
       const lockB = await new Mutex(b, name).lock();
-      b.orphan();
-      expect(lockB.signal.aborted).toBe(true);
-      expect(lockB.signal.reason).toBeInstanceOf(LockLostError);
       await admin.lease.revoke(b.leaseId);
+      await eventually(() => lockB.signal.aborted);
+      expect(lockB.signal.reason).toBeInstanceOf(LockLostError);
+
+      // A session this process ended (orphaned, closed): released, not lost.
+      const c = await fixture.session();
+      const lockC = await new Mutex(c, name).lock();
+      c.orphan();
+      expect(lockC.signal.aborted).toBe(true);
+      expect(lockC.signal.reason).toBeInstanceOf(LockNotHeldError);
+      await admin.lease.revoke(c.leaseId);
     });
 
     it('a lock taken over from its holder keeps watching with the watch that waited: one watch, its loss seen', async () => {

@@ -57,6 +57,8 @@ describeEachBackend('ResilientSession', ({ backend, prefix }) => {
     await admin.lease.revoke(first!.leaseId);
     await eventually(() => seen.length === 2);
     const second = resilient.current;
+    // The setup's put follows its push: wait for it to land.
+    await eventually(async () => (await admin.get(key))?.lease === second?.leaseId);
     expect(second).toBe(seen[1]);
     expect(second?.leaseId).not.toBe(first?.leaseId);
     expect(first?.isDone).toBe(true);
@@ -147,16 +149,19 @@ describeEachBackend('ResilientSession', ({ backend, prefix }) => {
     expect(await rejection(resilient.session())).toBeInstanceOf(SessionExpiredError);
   });
 
-  it('ends when its client closes, without granting again', async () => {
+  it('ends when its client closes, revoking its lease first, without granting again', async () => {
     const etcd = fixture.client();
     const resilient = await create(3, etcd);
     const events = recordEvents(resilient);
     const lease = resilient.current!.leaseId;
     await etcd.close();
-    await eventually(() => events.includes('end'));
     expect(events).toEqual(['end']);
     expect(resilient.closed).toBe(true);
-    await admin.lease.revoke(lease);
+    expect((await admin.lease.timeToLive(lease)).ttl).toBe(-1n);
+    expect((await admin.lease.leases()).includes(lease)).toBe(false);
+    // Closing it afterwards does nothing.
+    await resilient.close();
+    expect(events).toEqual(['end']);
   });
 
   it('session() waits for the renewal while there is no current session', async () => {
