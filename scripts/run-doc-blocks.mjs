@@ -135,6 +135,8 @@ function importedPackages(blocks) {
       const name = specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
       if (!name.startsWith('@etcdkit/')) names.add(name);
     }
+    // The grpc-js transport loads its optional peer dependency; a reader choosing it installs it.
+    if (/transport:\s*'grpc-js'/.test(code)) names.add('@grpc/grpc-js');
   }
   return [...names].sort().map((name) => `${name}@${pinnedVersion(name)}`);
 }
