@@ -12,6 +12,17 @@ export function toBytes(value: Bytes): Uint8Array {
   return typeof value === 'string' ? encoder.encode(value) : value;
 }
 
+/**
+ * The same bytes as a plain Uint8Array, without copying; absent bytes become empty. Decoders hand
+ * out Node Buffers, and a Buffer is not equal to a Uint8Array under deep equality, so results
+ * present their memory under the public type.
+ */
+export function plainBytes(bytes: Uint8Array | null | undefined): Uint8Array {
+  if (!bytes) return new Uint8Array(0);
+  if (Object.getPrototypeOf(bytes) === Uint8Array.prototype) return bytes;
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 /** Decodes UTF-8 bytes to a string. */
 export function toText(bytes: Uint8Array): string {
   return decoder.decode(bytes);

@@ -1,6 +1,7 @@
 // The header etcd attaches to every response (who answered and at which revision), and the answer
 // of calls that return nothing else.
 import type { etcdserverpb } from './generated/protocol.js';
+import { jsonReady } from './json.js';
 
 /** Metadata of a response: which cluster and member answered, and the store revision it saw. */
 export interface ResponseHeader {
@@ -18,16 +19,19 @@ export interface ResponseHeader {
   readonly raftTerm: bigint;
 }
 
-/** Turns a decoded protocol header into the public shape; absent fields are 0. */
+/**
+ * Turns a decoded protocol header into the public shape; absent fields are 0. It serializes with
+ * JSON.stringify (its numbers as decimal strings).
+ */
 export function toResponseHeader(
   header: etcdserverpb.ResponseHeader.$Properties | null | undefined,
 ): ResponseHeader {
-  return {
+  return jsonReady({
     clusterId: header?.clusterId ?? 0n,
     memberId: header?.memberId ?? 0n,
     revision: header?.revision ?? 0n,
     raftTerm: header?.raftTerm ?? 0n,
-  };
+  });
 }
 
 /**
@@ -43,5 +47,5 @@ export interface Acknowledged {
 export function acknowledged(response: {
   readonly header?: etcdserverpb.ResponseHeader.$Properties | null;
 }): Acknowledged {
-  return { header: toResponseHeader(response.header) };
+  return jsonReady({ header: toResponseHeader(response.header) });
 }

@@ -171,7 +171,8 @@ export {
 } from './errors.js';
 export { type ConnectionHooks, Etcd, type EtcdOptions } from './etcd.js';
 export type { Acknowledged, ResponseHeader } from './header.js';
-export { KeyValue, type KeyValueFields } from './key-value.js';
+export { jsonReplacer, toJSONValue } from './json.js';
+export { KeyValue, type KeyValueFields, type KeyValueJSON } from './key-value.js';
 export type { KeyRange, KeySelector } from './keys/key-range.js';
 export { type Compare, type CompareOperator, type CompareTarget, cmp } from './kv/compare.js';
 export type { DeleteOptions, DeleteResponseBody, DeleteResult } from './kv/delete.js';

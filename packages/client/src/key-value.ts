@@ -1,6 +1,7 @@
 // One stored key as etcd returns it: bytes plus the revisions that tell its history.
-import { toText } from './bytes.js';
+import { plainBytes, toText } from './bytes.js';
 import type { mvccpb } from './generated/protocol.js';
+import { fieldsToJSON } from './json.js';
 
 /** The fields of a {@link KeyValue}. */
 export interface KeyValueFields {
@@ -10,6 +11,19 @@ export interface KeyValueFields {
   readonly modRevision: bigint;
   readonly version: bigint;
   readonly lease: bigint;
+}
+
+/**
+ * What JSON.stringify writes for a {@link KeyValue}: bytes as base64 and numbers as decimal
+ * strings, the way etcd's JSON gateway and `etcdctl -w json` write keys and values.
+ */
+export interface KeyValueJSON {
+  readonly key: string;
+  readonly value: string;
+  readonly createRevision: string;
+  readonly modRevision: string;
+  readonly version: string;
+  readonly lease: string;
 }
 
 /**
@@ -57,14 +71,14 @@ export class KeyValue implements KeyValueFields {
   json<T = unknown>(): T {
     return JSON.parse(this.text()) as T;
   }
-}
 
-// Decoders hand out Node Buffers; the public type is a plain Uint8Array, so present the same
-// memory under that type (no copy) to keep equality checks and `instanceof` predictable.
-function plainBytes(bytes: Uint8Array | null | undefined): Uint8Array {
-  if (!bytes) return new Uint8Array(0);
-  if (Object.getPrototypeOf(bytes) === Uint8Array.prototype) return bytes;
-  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  /**
+   * The JSON form, which JSON.stringify uses: key and value in base64 (bytes need not be text),
+   * revisions, version and lease as decimal strings (JSON numbers lose precision above 2^53).
+   */
+  toJSON(): KeyValueJSON {
+    return fieldsToJSON(this) as unknown as KeyValueJSON;
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
 // Auth administration: enabling auth, users, roles and their key-range permissions.
 // `authenticate()` is for tools managing tokens themselves: the connection gets its own.
 
-import { type Bytes, prefixEnd, toBytes } from '../bytes.js';
+import { type Bytes, plainBytes, prefixEnd, toBytes } from '../bytes.js';
 import type { CallOptions, Rpc } from '../connection/types.js';
 import { etcdserverpb_Auth as methods } from '../generated/methods.js';
 import { authpb } from '../generated/protocol.js';
@@ -11,7 +11,7 @@ import {
   type ResponseHeader,
   toResponseHeader,
 } from '../header.js';
-import { plainBytes } from '../plain-bytes.js';
+import { jsonReady } from '../json.js';
 
 /** What a permission allows on its keys. */
 export type PermissionType = 'read' | 'write' | 'readwrite';
@@ -116,11 +116,11 @@ export class AuthClient {
   /** Whether auth is enabled. Needs etcd 3.5+; etcd 3.4 answers UnimplementedError. */
   async status(options: CallOptions = {}): Promise<AuthStatus> {
     const response = await this.rpc.unary(methods.AuthStatus, {}, 'read', options);
-    return {
+    return jsonReady({
       enabled: response.enabled,
       authRevision: response.authRevision,
       header: toResponseHeader(response.header),
-    };
+    });
   }
 
   /**
@@ -152,7 +152,7 @@ export class AuthClient {
   /** A user and its roles. An unknown name fails with UserNotFoundError. */
   async userGet(name: string, options: CallOptions = {}): Promise<User> {
     const response = await this.rpc.unary(methods.UserGet, { name }, 'read', options);
-    return { name, roles: response.roles, header: toResponseHeader(response.header) };
+    return jsonReady({ name, roles: response.roles, header: toResponseHeader(response.header) });
   }
 
   /** Names of every user, sorted. */
@@ -206,11 +206,11 @@ export class AuthClient {
   /** A role and its permissions. An unknown name fails with RoleNotFoundError. */
   async roleGet(name: string, options: CallOptions = {}): Promise<Role> {
     const response = await this.rpc.unary(methods.RoleGet, { role: name }, 'read', options);
-    return {
+    return jsonReady({
       name,
       permissions: response.perm.map(toPermission),
       header: toResponseHeader(response.header),
-    };
+    });
   }
 
   /** Names of every role, sorted. */

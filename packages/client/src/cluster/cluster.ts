@@ -4,6 +4,7 @@ import type { CallOptions, Rpc } from '../connection/types.js';
 import { etcdserverpb_Cluster as methods } from '../generated/methods.js';
 import type { etcdserverpb } from '../generated/protocol.js';
 import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { jsonReady } from '../json.js';
 
 /** One member of the cluster. */
 export interface Member {
@@ -80,7 +81,7 @@ export class ClusterClient {
       'write',
       options,
     );
-    return { ...toMemberList(response), member: toMember(response.member ?? {}) };
+    return jsonReady({ ...toMemberList(response), member: toMember(response.member ?? {}) });
   }
 
   /** Removes a member. Unknown ids fail with MemberNotFoundError. */
@@ -120,18 +121,18 @@ interface MembersResponse {
 }
 
 function toMemberList(response: MembersResponse): MemberList {
-  return {
+  return jsonReady({
     members: (response.members ?? []).map(toMember),
     header: toResponseHeader(response.header),
-  };
+  });
 }
 
 function toMember(member: etcdserverpb.Member.$Properties): Member {
-  return {
+  return jsonReady({
     id: member.ID ?? 0n,
     name: member.name ?? '',
     peerUrls: member.peerURLs ?? [],
     clientUrls: member.clientURLs ?? [],
     isLearner: member.isLearner ?? false,
-  };
+  });
 }

@@ -1,6 +1,7 @@
 // Maintenance: status, alarms, defragmentation, hashes, snapshots and leader transfer. Most calls
 // are about the one member they reach: use a client with that member as its only endpoint.
 import { Readable } from 'node:stream';
+import { plainBytes } from '../bytes.js';
 import type { CallOptions, Rpc } from '../connection/types.js';
 import { etcdserverpb_Maintenance as methods } from '../generated/methods.js';
 import { etcdserverpb } from '../generated/protocol.js';
@@ -10,7 +11,7 @@ import {
   type ResponseHeader,
   toResponseHeader,
 } from '../header.js';
-import { plainBytes } from '../plain-bytes.js';
+import { jsonReady } from '../json.js';
 import { type SnapshotFile, verifySnapshot, writeSnapshotFile } from './snapshot.js';
 
 /** The state of the member that answered {@link MaintenanceClient.status}. */
@@ -100,7 +101,7 @@ export class MaintenanceClient {
   async status(options: CallOptions = {}): Promise<MemberStatus> {
     const response = await this.rpc.unary(methods.Status, {}, 'read', options);
     const header = toResponseHeader(response.header);
-    return {
+    return jsonReady({
       memberId: header.memberId,
       version: response.version,
       dbSize: response.dbSize,
@@ -124,7 +125,7 @@ export class MaintenanceClient {
           }
         : {}),
       header,
-    };
+    });
   }
 
   /** Every active alarm in the cluster. */
@@ -170,7 +171,7 @@ export class MaintenanceClient {
   /** CRC-32 of the member's whole backend. For tests and debugging; prefer {@link hashKV}. */
   async hash(options: CallOptions = {}): Promise<BackendHash> {
     const response = await this.rpc.unary(methods.Hash, {}, 'read', options);
-    return { hash: response.hash, header: toResponseHeader(response.header) };
+    return jsonReady({ hash: response.hash, header: toResponseHeader(response.header) });
   }
 
   /**
@@ -180,12 +181,12 @@ export class MaintenanceClient {
    */
   async hashKV(revision = 0n, options: CallOptions = {}): Promise<KeyValueHash> {
     const response = await this.rpc.unary(methods.HashKV, { revision }, 'read', options);
-    return {
+    return jsonReady({
       hash: response.hash,
       compactRevision: response.compactRevision,
       ...(response.hashRevision ? { hashRevision: response.hashRevision } : {}),
       header: toResponseHeader(response.header),
-    };
+    });
   }
 
   /**
@@ -251,7 +252,7 @@ export class MaintenanceClient {
     );
     return response.alarms.flatMap((member) => {
       const type = alarmNames.get(member.alarm ?? etcdserverpb.AlarmType.NONE);
-      return type ? [{ memberId: member.memberID ?? 0n, type }] : [];
+      return type ? [jsonReady({ memberId: member.memberID ?? 0n, type })] : [];
     });
   }
 }

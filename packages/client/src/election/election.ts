@@ -2,6 +2,7 @@
 // step; Go's key layout, so it shares elections with recipes' Election, Go and `etcdctl elect`.
 
 import type { Bytes } from '../bytes.js';
+import { plainBytes } from '../bytes.js';
 import type { CallOptions, Rpc } from '../connection/types.js';
 import { v3electionpb_Election as methods } from '../generated/methods.js';
 import type { v3electionpb } from '../generated/protocol.js';
@@ -11,8 +12,8 @@ import {
   type ResponseHeader,
   toResponseHeader,
 } from '../header.js';
+import { jsonReady } from '../json.js';
 import { type KeyValue, toKeyValue } from '../key-value.js';
-import { plainBytes } from '../plain-bytes.js';
 import { bytesArg, flagArg, type LeaseRef, leaseArg, objectArg, revisionArg } from '../validate.js';
 import { ElectionObservers, observeOnce, observeResuming } from './election-observe.js';
 import type { ElectionHooks } from './election-observe-events.js';
@@ -139,7 +140,10 @@ export class ElectionClient {
         timeoutMs: options.timeoutMs ?? Number.POSITIVE_INFINITY,
       }),
     );
-    return { ...toLeaderKey(response.leader), header: toResponseHeader(response.header) };
+    return jsonReady({
+      ...toLeaderKey(response.leader),
+      header: toResponseHeader(response.header),
+    });
   }
 
   /**
@@ -230,12 +234,12 @@ export class ElectionClient {
 }
 
 function toLeaderKey(leader: v3electionpb.LeaderKey.$Properties | null | undefined): LeaderKey {
-  return {
+  return jsonReady({
     name: plainBytes(leader?.name),
     key: plainBytes(leader?.key),
     rev: leader?.rev ?? 0n,
     lease: leader?.lease ?? 0n,
-  };
+  });
 }
 
 function fromLeaderKey(leader: LeaderKey): v3electionpb.LeaderKey.$Properties {

@@ -2,6 +2,7 @@
 // key layout, so it contends with recipes' Mutex, Go services and `etcdctl lock`.
 
 import type { Bytes } from '../bytes.js';
+import { plainBytes } from '../bytes.js';
 import type { CallOptions, Rpc } from '../connection/types.js';
 import { v3lockpb_Lock as methods } from '../generated/methods.js';
 import {
@@ -10,7 +11,7 @@ import {
   type ResponseHeader,
   toResponseHeader,
 } from '../header.js';
-import { plainBytes } from '../plain-bytes.js';
+import { jsonReady } from '../json.js';
 import { bytesArg, type LeaseRef, leaseArg, objectArg } from '../validate.js';
 import { withServiceAnswers } from './service-answers.js';
 
@@ -104,7 +105,7 @@ export class LockClient {
         timeoutMs: options.timeoutMs ?? Number.POSITIVE_INFINITY,
       }),
     );
-    return { key: plainBytes(response.key), header: toResponseHeader(response.header) };
+    return jsonReady({ key: plainBytes(response.key), header: toResponseHeader(response.header) });
   }
 
   /**

@@ -1,6 +1,7 @@
 // Deletes of a key or a range: the options of a DeleteRange request and the shape of its result.
 import type { etcdserverpb } from '../generated/protocol.js';
 import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { jsonReady } from '../json.js';
 import { type KeyValue, toKeyValue } from '../key-value.js';
 import { type Interval, toInterval } from '../keys/key-range.js';
 import type { KeyPrefix } from '../keys/namespace.js';
@@ -65,5 +66,8 @@ export function decodeDelete(
   response: etcdserverpb.DeleteRangeResponse.$Properties,
   ns: KeyPrefix,
 ): DeleteResult {
-  return { header: toResponseHeader(response.header), ...decodeDeleteBody(response, ns) };
+  return jsonReady({
+    header: toResponseHeader(response.header),
+    ...decodeDeleteBody(response, ns),
+  });
 }

@@ -5,6 +5,7 @@ import type { CallOptions, Rpc } from '../connection/types.js';
 import { InvalidArgumentError } from '../errors.js';
 import { etcdserverpb_KV } from '../generated/methods.js';
 import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { jsonReady } from '../json.js';
 import { type KeyValue, toKeyValue } from '../key-value.js';
 import { type KeySelector, toInterval } from '../keys/key-range.js';
 import { KeyPrefix } from '../keys/namespace.js';
@@ -241,7 +242,7 @@ export class KV {
       physical: flagArg(o.physical, 'physical'),
     };
     const response = await this.rpc.unary(etcdserverpb_KV.Compact, request, 'write', call(o));
-    return { header: toResponseHeader(response.header) };
+    return jsonReady({ header: toResponseHeader(response.header) });
   }
 }
 

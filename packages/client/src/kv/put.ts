@@ -1,6 +1,7 @@
 // Writes of one key: the options of a Put request and the shape of its result.
 import type { etcdserverpb } from '../generated/protocol.js';
 import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { jsonReady } from '../json.js';
 import { type KeyValue, toKeyValue } from '../key-value.js';
 import type { KeyPrefix } from '../keys/namespace.js';
 import { bytesArg, flagArg, type LeaseRef, leaseArg, objectArg } from '../validate.js';
@@ -88,5 +89,5 @@ export function decodePut(
 ): PutResult {
   const header = toResponseHeader(response.header);
   const { prevKv } = decodePutBody(response, ns);
-  return prevKv ? { header, prevKv } : { header };
+  return jsonReady(prevKv ? { header, prevKv } : { header });
 }

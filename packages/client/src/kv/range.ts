@@ -1,6 +1,7 @@
 // Reads: the options of a Range request, their validation, and the shape of the result.
 import type { etcdserverpb } from '../generated/protocol.js';
 import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { jsonReady } from '../json.js';
 import { type KeyValue, toKeyValue } from '../key-value.js';
 import { type Interval, type KeyRange, toInterval } from '../keys/key-range.js';
 import type { KeyPrefix } from '../keys/namespace.js';
@@ -173,10 +174,10 @@ export function decodeRange(
   ns: KeyPrefix,
 ): RangeResult {
   const body = decodeRangeBody(response, ns);
-  return {
+  return jsonReady({
     header: toResponseHeader(response.header),
     kvs: body.kvs,
     more: body.more,
     count: body.count,
-  };
+  });
 }

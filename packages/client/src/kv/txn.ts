@@ -4,6 +4,7 @@ import type { CallOptions, RetryPolicy } from '../connection/types.js';
 import { InvalidArgumentError, TooManyTxnOpsError, UnknownEtcdError } from '../errors.js';
 import type { etcdserverpb } from '../generated/protocol.js';
 import { type ResponseHeader, toResponseHeader } from '../header.js';
+import { jsonReady } from '../json.js';
 import type { KeyPrefix } from '../keys/namespace.js';
 import { choiceArg, objectArg } from '../validate.js';
 import { Compare, encodeCompare } from './compare.js';
@@ -113,10 +114,10 @@ export class Txn<T extends readonly Op[] = [], E extends readonly Op[] = []> {
     } catch (error) {
       throw error instanceof TooManyTxnOpsError ? this.#tooManyOps(error) : error;
     }
-    return {
+    return jsonReady({
       header: toResponseHeader(response.header),
       ...decodeTxnOutcome(response, this.ns),
-    } as TxnResult<T, E>;
+    }) as TxnResult<T, E>;
   }
 
   /** etcd's refusal, with this txn's counts: etcd checks each of the three lists on its own. */

@@ -13,6 +13,7 @@ import {
 } from '../errors.js';
 import { etcdserverpb_Lease as methods } from '../generated/methods.js';
 import type { etcdserverpb } from '../generated/protocol.js';
+import { jsonReady } from '../json.js';
 import type { BidiStream } from '../transport/types.js';
 import type { LeaseHooks, LeaseKeepAliveEvent } from './lease-events.js';
 import type { LeaseLostReason } from './lease-lost.js';
@@ -284,12 +285,12 @@ export class LeaseKeeper {
     if (sentAt === undefined) return;
     const now = performance.now();
     const ttlMs = Number(reply.TTL) * 1000;
-    const event: LeaseKeepAliveEvent = {
+    const event: LeaseKeepAliveEvent = jsonReady({
       leaseId: entry.lease.id,
       ttl: reply.TTL,
       roundTripMs: now - sentAt,
       marginMs: entry.aliveUntil - now,
-    };
+    });
     entry.ttlMs = ttlMs;
     entry.aliveUntil = Math.max(entry.aliveUntil, sentAt + ttlMs);
     entry.nextSendAt = now + entry.intervalMs;

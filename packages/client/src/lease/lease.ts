@@ -3,7 +3,7 @@
 
 import { setMaxListeners } from 'node:events';
 import { EventEmitter } from 'eventemitter3';
-import { compareBytes } from '../bytes.js';
+import { compareBytes, plainBytes } from '../bytes.js';
 import { callHook } from '../connection/hooks.js';
 import type { CallOptions, Rpc } from '../connection/types.js';
 import { type EtcdError, InvalidArgumentError } from '../errors.js';
@@ -14,7 +14,7 @@ import {
   type ResponseHeader,
   toResponseHeader,
 } from '../header.js';
-import { plainBytes } from '../plain-bytes.js';
+import { fieldsToJSON, jsonReady } from '../json.js';
 import type {
   LeaseEvents,
   LeaseHooks,
@@ -126,14 +126,14 @@ export class LeaseClient {
       'read',
       options,
     );
-    return {
+    return jsonReady({
       id: response.ID,
       ttl: response.TTL,
       grantedTtl: response.grantedTTL,
       // etcd lists them in hash-map order; sorted, equal states read equal.
       keys: response.keys.map(plainBytes).sort(compareBytes),
       header: toResponseHeader(response.header),
-    };
+    });
   }
 
   /** Ids of every lease alive in the cluster, in ascending order. */
@@ -225,6 +225,12 @@ export class Lease extends EventEmitter<LeaseEvents> {
       signal?.removeEventListener('abort', release);
     };
     return this;
+  }
+
+  /** The JSON form, which JSON.stringify uses: `id`, `ttl` (decimal strings) and `header`. */
+  toJSON(): { readonly id: string; readonly ttl: string; readonly header: unknown } {
+    const { id, ttl, header } = this;
+    return fieldsToJSON({ id, ttl, header }) as { id: string; ttl: string; header: unknown };
   }
 
   /** True while `keepAlive()` refreshes the lease. */

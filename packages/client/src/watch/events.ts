@@ -2,6 +2,7 @@
 // across complete responses (fragments are joined first), so grouping by revision gives whole ones.
 import { mvccpb } from '../generated/protocol.js';
 import type { ResponseHeader } from '../header.js';
+import { jsonReady } from '../json.js';
 import { toKeyValue } from '../key-value.js';
 import type { WatchBatch, WatchEvent } from './types.js';
 
@@ -40,7 +41,7 @@ export function toBatches(
     if (current === undefined || r !== revision) {
       revision = r;
       current = [];
-      batches.push({ revision: r, events: current, header });
+      batches.push(jsonReady({ revision: r, events: current, header }));
     }
     current.push(toWatchEvent(event, strip));
   }

@@ -4,6 +4,7 @@ import { EventEmitter } from 'eventemitter3';
 import { callHook } from '../connection/hooks.js';
 import { AbortedError, type EtcdError, InvalidArgumentError } from '../errors.js';
 import type { ResponseHeader } from '../header.js';
+import { jsonReady } from '../json.js';
 import { BatchQueue } from './batch-queue.js';
 import type { WatchSubscriber } from './session.js';
 import type { WatchSpec } from './spec.js';
@@ -175,7 +176,7 @@ export class Watcher
     const wasDisconnected = this.#disconnected;
     this.#disconnected = false;
     if (wasDisconnected && !first) {
-      const resumed = { startRevision, createdRevision };
+      const resumed = jsonReady({ startRevision, createdRevision });
       callHook(this.#host.hooks.onResume, resumed);
       this.#emit('resumed', resumed);
     }
@@ -216,7 +217,7 @@ export class Watcher
     if (this.#lastDelivered === undefined || revision > this.#lastDelivered) {
       this.#lastDelivered = revision;
     }
-    this.#emit('progress', { revision, header });
+    this.#emit('progress', jsonReady({ revision, header }));
   }
 
   /** @internal */
