@@ -27,6 +27,11 @@ export interface EtcdVersionTraits {
   readonly hashRevision: boolean;
   /** The AuthStatus RPC exists (added in 3.5); 3.4 answers it Unimplemented. */
   readonly authStatus: boolean;
+  /**
+   * AuthStatus with auth on needs the root role (3.5 and 3.6: needAdminPermission lists it,
+   * v3.6.14 server/etcdserver/apply/apply_auth.go line 249); etcd main answers anyone.
+   */
+  readonly authStatusNeedsAdmin: boolean;
   /** The RangeStream RPC exists (3.7, etcd's main branch); older servers answer Unimplemented. */
   readonly rangeStream: boolean;
   /**
@@ -64,6 +69,7 @@ export function etcdVersionTraits(version: EtcdVersion): EtcdVersionTraits {
     storageVersion: from(6),
     hashRevision: from(6),
     authStatus: from(5),
+    authStatusNeedsAdmin: from(5) && !from(7),
     rangeStream: from(7),
     compactionBoundaryDelete: from(5),
     legacyWatchProgress: !from(5),

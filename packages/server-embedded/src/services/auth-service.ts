@@ -59,7 +59,8 @@ export function registerAuthService(registry: ServiceRegistry, context: ServiceC
   // AuthStatus came with etcd 3.5; on 3.4 the method is unknown (see registry.unimplemented).
   if (context.traits.authStatus) {
     registry.unary(A.AuthStatus, (_request, size, call) => {
-      propose(call, size);
+      if (context.traits.authStatusNeedsAdmin) admin(call, size);
+      else propose(call, size);
       const status = store.status();
       return { header: header(), enabled: status.enabled, authRevision: BigInt(status.revision) };
     });

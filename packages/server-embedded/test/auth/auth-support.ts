@@ -351,7 +351,7 @@ export function describeAuth(title: string, body: (context: AuthSuiteContext) =>
   );
 }
 
-/** True for servers that answer as etcd 3.5+ (the embedded one claims 3.7). */
+/** True for servers that answer as etcd 3.5+ (the embedded one by default). */
 export function isModern(version: string): boolean {
   return !version.startsWith('3.4.');
 }
