@@ -114,7 +114,7 @@ export class MemberServer {
     registerLockService(registry, context, local);
     registerElectionService(registry, context, local);
     for (const service of SERVED_SERVICES) registry.unimplemented(service);
-    this.engine.serveHttp(new EtcdEndpoints(contextView(context, '3.5')));
+    this.engine.serveHttp(new EtcdEndpoints(contextView(context, context.traits.version)));
     return { watchable, closeWatchStreams, dropWaits: () => local.dropWaits() };
   }
 }

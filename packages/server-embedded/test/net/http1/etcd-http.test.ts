@@ -1,13 +1,11 @@
 // The client port's HTTP/1.x answers side by side with a real etcd of each installed version:
 // the same requests, on raw connections, must get the same status lines, header fields (Date
-// aside) and bodies. On etcd 3.5 the embedded server itself answers; on 3.4 the endpoints answer
-// as 3.4 over a member view set by hand (the server runs as 3.5 until it can be started as 3.4).
+// aside) and bodies; the embedded server answers as the real one's version (etcdVersion).
 import { Etcd } from '@etcdkit/client';
 import { describeRealEtcd, type EtcdProcess, lookUpEtcdBinary, startEtcd } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { EmbeddedEtcd } from '../../../src/index.js';
+import { EmbeddedEtcd, type EtcdVersion } from '../../../src/index.js';
 import { comparable, type Exchange, exchange, get, type RawResponse } from './raw-http.js';
-import { type HandView, handView, serveView, type ViewServer } from './view-server.js';
 
 /** The embedded side of a comparison. */
 interface Counterpart {
@@ -20,7 +18,8 @@ interface Counterpart {
 }
 
 async function embeddedCounterpart(version: string): Promise<Counterpart> {
-  const server = await EmbeddedEtcd.start({ version });
+  const etcdVersion = version.split('.').slice(0, 2).join('.') as EtcdVersion;
+  const server = await EmbeddedEtcd.start({ etcdVersion, version });
   const client = new Etcd({ endpoints: [...server.endpoints] });
   return {
     port: server.port,
@@ -32,23 +31,6 @@ async function embeddedCounterpart(version: string): Promise<Counterpart> {
       await client.close();
       await server.stop();
     },
-  };
-}
-
-async function viewCounterpart(view: HandView): Promise<Counterpart> {
-  const server: ViewServer = await serveView(view);
-  return {
-    port: server.port,
-    alarm: async (type, on) => {
-      view.alarmNames = on
-        ? [...view.alarmNames, type]
-        : view.alarmNames.filter((name) => name !== type);
-    },
-    putNew: async () => {
-      view.revision++;
-      view.keys++;
-    },
-    stop: () => server.close(),
   };
 }
 
@@ -84,10 +66,7 @@ describeRealEtcd('HTTP/1.x on the client port, as etcd answers', ({ binary }) =>
   beforeAll(async () => {
     etcd = await startEtcd();
     realClient = new Etcd({ endpoints: [...etcd.endpoints] });
-    ours =
-      line === '3.5'
-        ? await embeddedCounterpart(version)
-        : await viewCounterpart(handView('3.4', version));
+    ours = await embeddedCounterpart(version);
   }, 60_000);
 
   afterAll(async () => {
