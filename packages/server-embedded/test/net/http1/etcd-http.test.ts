@@ -1,6 +1,8 @@
 // The client port's HTTP/1.x answers side by side with a real etcd of each installed version:
 // the same requests, on raw connections, must get the same status lines, header fields (Date
 // aside) and bodies; the embedded server answers as the real one's version (etcdVersion).
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { Etcd } from '@etcdkit/client';
 import { describeRealEtcd, type EtcdProcess, lookUpEtcdBinary, startEtcd } from '@etcdkit/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -53,6 +55,22 @@ function comparableExchange(result: Exchange, normalise = (r: RawResponse) => r)
     closed: result.closed,
     responses: result.responses.map((response) => normalise(comparable(response))),
   };
+}
+
+/** Why curl cannot be run, or undefined when it can. */
+const noCurl = ((): string | undefined => {
+  try {
+    execFileSync('curl', ['--version'], { stdio: 'ignore' });
+    return undefined;
+  } catch {
+    return 'curl is not installed';
+  }
+})();
+
+/** `curl -si URL` with the Date line left out. */
+async function curl(url: string): Promise<string> {
+  const { stdout } = await promisify(execFile)('curl', ['-si', '--path-as-is', url]);
+  return stdout.replace(/^Date: .*\r\n/m, '');
 }
 
 describeRealEtcd('HTTP/1.x on the client port, as etcd answers', ({ binary }) => {
@@ -240,6 +258,19 @@ describeRealEtcd('HTTP/1.x on the client port, as etcd answers', ({ binary }) =>
     const tooLarge = await same(large, { untilClose: true });
     expect(tooLarge.responses[0]!.status).toBe(431);
   });
+
+  it.skipIf(noCurl !== undefined)(
+    `curl http://127.0.0.1:PORT/health prints what it prints for etcd${noCurl === undefined ? '' : ` (skipped: ${noCurl})`}`,
+    async () => {
+      for (const path of ['/health', '/version', '/livez', '/nope']) {
+        const [theirs, mine] = await Promise.all([
+          curl(`http://127.0.0.1:${etcd.clientPort}${path}`),
+          curl(`http://127.0.0.1:${ours.port}${path}`),
+        ]);
+        expect(mine).toBe(theirs);
+      }
+    },
+  );
 
   it('/metrics: Prometheus text with etcd names, types and the values that agree', async () => {
     await Promise.all([realClient.put('metrics/a', 'v'), ours.putNew('metrics/a')]);
