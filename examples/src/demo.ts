@@ -19,6 +19,7 @@ import {
   Election,
   FencedResource,
   type Leadership,
+  LeadershipLostError,
   LockLostError,
   Mutex,
   Session,
@@ -192,7 +193,7 @@ async function main(): Promise<void> {
     try {
       await heartbeat(leadership, `${root}/heartbeat`, first.name, 3);
     } catch (error) {
-      if (!(error instanceof LockLostError)) throw error;
+      if (!(error instanceof LeadershipLostError)) throw error;
       heartbeatRejected = true;
       timeline.log(first.name, 'heartbeat 3 is REJECTED: its leadership is lost');
     }
