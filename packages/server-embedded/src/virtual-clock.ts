@@ -55,6 +55,10 @@ export class VirtualClock implements Clock {
    * timers those timers set. Synchronous callbacks run before this returns; a callback that returns
    * a promise is awaited before the next one runs, so await the result. If callbacks throw, the
    * other due timers still run and the returned promise rejects with the first error.
+   *
+   * The jump is instant, and clients refresh their leases on real time, so it models every client
+   * being stalled for `ms` (a GC pause, a partition): a lease not refreshed within the jump (one
+   * whose remaining TTL is shorter) expires, even one a client keeps alive.
    */
   advance(ms: number): Promise<void> {
     if (!Number.isFinite(ms) || ms < 0) {
