@@ -175,7 +175,11 @@ async function project(dir, tarballs) {
   return dir;
 }
 
-async function compileAndRun(dir) {
+/**
+ * Compiles release-check/program.ts in the project as an ES module and as CommonJS (out/program.js,
+ * out/program.cjs) and checks that each loads the packages its own way.
+ */
+async function compileProgram(dir) {
   copyFileSync(join(PROGRAMS, 'program.ts'), join(dir, 'program.ts'));
   copyFileSync(join(PROGRAMS, 'program.ts'), join(dir, 'program.cts'));
   const tsconfig = {
@@ -476,7 +480,7 @@ async function main() {
     step('installing the tarballs into a fresh project');
     await project(projectDir, tarballs);
     step('compiling the program as an ES module and as CommonJS');
-    await compileAndRun(projectDir);
+    await compileProgram(projectDir);
     const node = { name: `node ${process.version.slice(1)}`, command: [process.execPath] };
     const others = [];
     for (const runtime of runtimes) {
