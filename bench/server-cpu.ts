@@ -9,7 +9,7 @@
 // the next seven. ETCDKIT_BENCH_SCALE multiplies the operation counts.
 // Reports numbers; asserts nothing. Skipped (with a line saying so) where /usr/bin/etcd is missing.
 
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -79,9 +79,31 @@ function stopper(child: ChildProcess, cleanup: () => void = () => {}): () => Pro
 
 /**
  * ETCDKIT_BENCH_BASELINE_CLI=path/to/cli/main.ts (another checkout's): that etcdkit-server runs
- * too, as 'baseline', for a before/after comparison in the same run.
+ * too, named for its checkout's commit, for a before/after comparison in the same run.
  */
 const BASELINE_CLI = process.env.ETCDKIT_BENCH_BASELINE_CLI;
+
+/**
+ * The checkout a CLI's sources belong to (the folder above `packages/`): it runs from there, as
+ * tsx maps the @etcdkit/* imports through the tsconfig.json of its working directory.
+ */
+function checkoutOf(cli: string): string {
+  const at = cli.lastIndexOf('/packages/');
+  return at < 0 ? REPO : cli.slice(0, at);
+}
+
+/** What the baseline is called in the rows: its checkout's commit, when git can tell. */
+function baselineName(cli: string): string {
+  try {
+    const commit = execFileSync('git', ['-C', checkoutOf(cli), 'rev-parse', '--short', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    return `etcdkit-server at ${commit}`;
+  } catch {
+    return 'baseline';
+  }
+}
 
 async function startEtcdkitServer(
   name = 'etcdkit-server',
@@ -100,7 +122,7 @@ async function startEtcdkitServer(
       endpoint,
       ...extraArgs,
     ],
-    { cwd: REPO, stdio: 'ignore' },
+    { cwd: checkoutOf(cli), stdio: 'ignore' },
   );
   await untilServing(endpoint, child);
   return { name, endpoint, pid: child.pid!, stop: stopper(child) };
@@ -227,7 +249,9 @@ async function inProcessStartMs(): Promise<{ first: number; median: number }> {
 async function report() {
   if (!existsSync(ETCD)) return [{ row: `skipped: ${ETCD} is not installed` }];
   const servers = [await startEtcdkitServer(), await startRealEtcd()];
-  if (BASELINE_CLI) servers.push(await startEtcdkitServer('baseline', BASELINE_CLI));
+  if (BASELINE_CLI) {
+    servers.push(await startEtcdkitServer(baselineName(BASELINE_CLI), BASELINE_CLI));
+  }
   const others = servers.filter((server) => server.name !== 'etcd');
   const samples = new Map<string, Sample[]>();
   // etcdkit's CPU over etcd's, per row and round: each pair ran back to back, under the same load.
