@@ -6,9 +6,6 @@ import type { KV, ResponseHeader } from '@etcdkit/client';
 import { type LineRead, ownKeyDeleted, readAhead, type Waiter } from './line-read.js';
 import { TurnWatch } from './turn-watch.js';
 
-// The public types of a turn wait (index.ts takes them from here).
-export type { LineRead, OwnKey } from './line-read.js';
-
 /** @internal The turn {@link watchForTurn} found. */
 export interface Turn {
   /** The header of the revision the turn came at. */
