@@ -16,6 +16,8 @@ export interface Http1Limits {
   readonly idleTimeoutMs: number;
   /** Answers written but not yet read by the peer beyond which reading stops until they drain. */
   readonly maxUnreadBytes: number;
+  /** How long answers past {@link maxUnreadBytes} may stay unread before the connection is dropped. */
+  readonly unreadTimeoutMs: number;
   /** The largest request body skipped to serve the next request; a larger one ends the connection. */
   readonly maxDiscardBytes: number;
 }
@@ -29,6 +31,7 @@ export const DEFAULT_HTTP1_LIMITS: Http1Limits = {
   headTimeoutMs: 30_000,
   idleTimeoutMs: 120_000,
   maxUnreadBytes: 1024 * 1024,
+  unreadTimeoutMs: 120_000,
   maxDiscardBytes: 256 * 1024,
 };
 
@@ -45,8 +48,8 @@ export class Http1Connection {
   #discard = 0;
   #ended = false;
   #timer: NodeJS.Timeout | undefined;
-  /** What the timer bounds: the wait for a request, or the arrival of one begun. */
-  #timing: 'idle' | 'head' | undefined;
+  /** What the timer bounds: the wait for a request, the arrival of one begun, or unread answers. */
+  #timing: 'idle' | 'head' | 'unread' | undefined;
 
   constructor(socket: Socket, handler: Http1Handler, limits: Http1Limits, first: Buffer) {
     this.#socket = socket;
@@ -59,6 +62,7 @@ export class Http1Connection {
     });
     socket.on('drain', () => {
       if (this.#ended) return;
+      this.#clearTimer();
       socket.resume();
       this.#serve();
     });
@@ -75,9 +79,13 @@ export class Http1Connection {
         if (this.#discard > 0) break;
       }
       if (this.#socket.writableLength > this.#limits.maxUnreadBytes) {
-        // Resumed on 'drain': a peer that never reads holds at most this much of our answers.
+        // Resumed on 'drain': a peer that never reads holds at most this much of our answers,
+        // and not for ever.
         this.#socket.pause();
         this.#clearTimer();
+        this.#timing = 'unread';
+        this.#timer = setTimeout(() => this.#socket.destroy(), this.#limits.unreadTimeoutMs);
+        this.#timer.unref();
         return;
       }
       const end = headEnd(this.#pending);

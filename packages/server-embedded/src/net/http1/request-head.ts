@@ -43,8 +43,9 @@ export function parseHead(text: string): RequestHead | HeadFault {
   const lines = text.replace(/^(\r?\n)+/, '').split(/\r?\n/);
   const line = REQUEST_LINE.exec(lines[0] ?? '');
   if (line === null) return { fault: 'not an HTTP/1.x request', answer: false };
-  const [, method, target, minor] = line as unknown as [string, string, string, string];
-  const version = `1.${minor}`;
+  const method = line[1]!;
+  const target = line[2]!;
+  const version = `1.${line[3]!}`;
   let host = false;
   let close = version === '1.0';
   let bodyBytes = 0;

@@ -13,6 +13,8 @@ const LIMITS: Http1Limits = {
   headTimeoutMs: 300,
   idleTimeoutMs: 300,
   maxUnreadBytes: 16 * 1024,
+  // Long enough for the test that stops reading to look twice and read again.
+  unreadTimeoutMs: 30_000,
   maxDiscardBytes: 1024,
 };
 
@@ -82,6 +84,18 @@ describe('HTTP/1.x limits', () => {
     const responses = parseResponses(Buffer.from(await ended, 'latin1'), false);
     expect(responses.map((response) => response.status)).toEqual([200]);
   });
+
+  it('answers left unread past the limit for the unread time end the connection', async () => {
+    server = await serveView(handView('3.5', '3.5.30'), { ...LIMITS, unreadTimeoutMs: 300 });
+    const socket = connect({ host: '127.0.0.1', port: server.port });
+    // The server's reset of a connection still being written to is the expected end.
+    socket.on('error', () => {});
+    socket.pause();
+    // About 23 MB of answers: more than the kernel buffers and the 16 KiB limit hold.
+    socket.write(get('/health').repeat(100_000));
+    await new Promise((resolve) => socket.on('close', resolve));
+    expect(socket.bytesRead).toBe(0);
+  }, 60_000);
 
   it('a body too large to skip is answered, then the connection ends', async () => {
     server = await serveView(handView('3.5', '3.5.30'), LIMITS);

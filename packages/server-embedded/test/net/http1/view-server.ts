@@ -1,7 +1,7 @@
 // etcd's HTTP endpoints over a member view made by hand, on a port of their own: the client port's
 // HTTP/1.x side without a member behind it, for a version the embedded server is not started as
 // and for states (no leader, a learner) a single member never reaches.
-import { createServer, type Server } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import {
   DEFAULT_HTTP1_LIMITS,
   Http1Connection,
@@ -64,7 +64,7 @@ export async function serveView(
   limits: Http1Limits = DEFAULT_HTTP1_LIMITS,
 ): Promise<ViewServer> {
   const endpoints = new EtcdEndpoints(view);
-  const sockets = new Set<import('node:net').Socket>();
+  const sockets = new Set<Socket>();
   const server: Server = createServer((socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
