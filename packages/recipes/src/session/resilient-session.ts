@@ -61,7 +61,7 @@ const DEFAULT_RETRY: Required<StmBackoff> = { minDelayMs: 100, maxDelayMs: 5_000
  *   that session while it is current (`failed` on each failure). The first run of a setup decides
  *   {@link register}'s outcome: its failure rejects and the setup is not kept.
  * - {@link close} revokes the current lease (every key attached to it goes in one revision) and
- *   stops everything; closing the client ends it too (`end`). Closing or orphaning the current
+ *   stops everything; closing the client closes it too, first (`end`). Closing or orphaning the current
  *   Session directly counts as a loss: a new session replaces it.
  *
  * @example

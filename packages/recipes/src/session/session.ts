@@ -47,8 +47,10 @@ export const CLIENT_CLOSE_REVOKE_MS = 2_000;
  *
  * The lease is refreshed every TTL/3 (with the TTL of the last reply) over the client's shared
  * keepalive stream. The session is *done* when a reply reports TTL <= 0, when no reply came within
- * the TTL of the last one, on {@link close}, {@link orphan} or client close: then {@link signal}
- * aborts and {@link done} resolves, with the client's LeaseLostError (`reason` says why).
+ * the TTL of the last one, on {@link close} (also when its client closes: the client closes its
+ * sessions first) or {@link orphan}: then {@link signal} aborts and {@link done} resolves, with the
+ * client's LeaseLostError (`reason` says why). The locks and leaderships of a session this process
+ * closed or orphaned are released, not lost (see `Hold.signal`).
  *
  * "Not done" never proves ownership: the server counts the TTL on its own clock and can expire the
  * lease before this process notices. Protect what a lock guards with its fencing token (see

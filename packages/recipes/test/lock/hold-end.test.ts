@@ -1,13 +1,13 @@
 // One rule on every path a hold ends by: a lock or leadership lost while held is reported with the
 // same error by its signal, unlock(), withLock and the end of an `await using` block; a lock()
 // nested in its own withLock fails at once instead of waiting on itself.
-import { Etcd, op } from '@etcdkit/client';
+import { op } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Election } from '../../src/election/election.js';
 import { LeadershipLostError, LockLostError, NestedLockError } from '../../src/errors.js';
 import { type Lock, Mutex } from '../../src/lock/mutex.js';
-import { eventually, Fixture, rejection, sleep } from '../recipes-support.js';
+import { eventually, rejection, sleep, suiteClients } from '../recipes-support.js';
 
 /** The error a block ending with `dispose` throws, the block's own failure being `thrown`. */
 async function blockEnd(held: AsyncDisposable, thrown?: Error): Promise<unknown> {
@@ -21,18 +21,12 @@ async function blockEnd(held: AsyncDisposable, thrown?: Error): Promise<unknown>
 }
 
 describeEachBackend('how a hold ends', ({ backend, prefix }) => {
-  const fixture = new Fixture(() => backend().endpoints);
-  let admin: Etcd;
-  beforeAll(() => {
-    admin = new Etcd({ endpoints: backend().endpoints });
-  });
-  afterEach(() => fixture.close());
-  afterAll(() => admin?.close());
+  const { fixture, admin } = suiteClients(() => backend().endpoints);
 
   /** A lock whose key another client deleted; resolves once its signal says so. */
   async function lostLock(mutex: Mutex): Promise<Lock> {
     const lock = await mutex.lock();
-    await admin.delete(lock.key);
+    await admin().delete(lock.key);
     await eventually(() => lock.signal.aborted);
     return lock;
   }
@@ -51,14 +45,14 @@ describeEachBackend('how a hold ends', ({ backend, prefix }) => {
 
       const viaWithLock = await rejection(
         mutex.withLock(async (lock) => {
-          await admin.delete(lock.key);
+          await admin().delete(lock.key);
           await eventually(() => lock.signal.aborted);
           return 'done';
         }),
       );
       expect(viaWithLock).toBeInstanceOf(LockLostError);
       expect(viaWithLock).toMatchObject({ key: mutex.key });
-      expect(await admin.get(mutex.key)).toBeUndefined();
+      expect(await admin().get(mutex.key)).toBeUndefined();
     });
 
     it('when the body failed too, both paths report both: SuppressedError(loss, body error)', async () => {
@@ -71,7 +65,7 @@ describeEachBackend('how a hold ends', ({ backend, prefix }) => {
 
       const viaWithLock = await rejection(
         mutex.withLock(async (lock) => {
-          await admin.delete(lock.key);
+          await admin().delete(lock.key);
           await eventually(() => lock.signal.aborted);
           throw bodyError;
         }),
@@ -87,7 +81,7 @@ describeEachBackend('how a hold ends', ({ backend, prefix }) => {
       const bodyError = new Error('the work failed');
       expect(await blockEnd(await mutex.lock(), bodyError)).toBe(bodyError);
       expect(await rejection(mutex.withLock(() => Promise.reject(bodyError)))).toBe(bodyError);
-      expect(await admin.get(mutex.key)).toBeUndefined();
+      expect(await admin().get(mutex.key)).toBeUndefined();
     });
   });
 
@@ -96,7 +90,7 @@ describeEachBackend('how a hold ends', ({ backend, prefix }) => {
       const election = new Election(await fixture.session(), `${prefix()}election`);
       const lose = async () => {
         const leadership = await election.campaign('a');
-        await admin.delete(leadership.key);
+        await admin().delete(leadership.key);
         await eventually(() => leadership.signal.aborted);
         return leadership;
       };
@@ -117,7 +111,7 @@ describeEachBackend('how a hold ends', ({ backend, prefix }) => {
       const disposed = await blockEnd(await lose());
       expect(disposed).toBeInstanceOf(LeadershipLostError);
       expect(await blockEnd(await election.campaign('b'))).toBeUndefined();
-      expect(await admin.get(election.key)).toBeUndefined();
+      expect(await admin().get(election.key)).toBeUndefined();
     });
   });
 
@@ -142,7 +136,7 @@ describeEachBackend('how a hold ends', ({ backend, prefix }) => {
         expect(error).toBeInstanceOf(NestedLockError);
         expect(error).toMatchObject({ code: 'NESTED_LOCK', key: mutex.key });
       }
-      expect(await admin.get(mutex.key)).toBeUndefined();
+      expect(await admin().get(mutex.key)).toBeUndefined();
     });
 
     it('another lock, or the same one once unlocked inside, is taken as usual', async () => {

@@ -2,24 +2,18 @@
 // their locks and leaderships end), and disposing any of them afterwards does nothing.
 import { Etcd, LeaseLostError } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { Election } from '../../src/election/election.js';
 import { LeaderLatch } from '../../src/election/leader-latch.js';
 import { LockNotHeldError } from '../../src/errors.js';
 import { Mutex } from '../../src/lock/mutex.js';
 import { Session } from '../../src/session/session.js';
-import { Fixture, rejection } from '../recipes-support.js';
+import { rejection, suiteClients } from '../recipes-support.js';
 
 describeEachBackend('teardown in any order', ({ backend, prefix }) => {
-  const fixture = new Fixture(() => backend().endpoints);
-  let admin: Etcd;
-  beforeAll(() => {
-    admin = new Etcd({ endpoints: backend().endpoints });
-  });
-  afterEach(() => fixture.close());
-  afterAll(() => admin?.close());
+  const { fixture, admin } = suiteClients(() => backend().endpoints);
 
-  const alive = async (lease: bigint) => (await admin.lease.timeToLive(lease)).ttl > 0n;
+  const alive = async (lease: bigint) => (await admin().lease.timeToLive(lease)).ttl > 0n;
 
   it('client closed first: the session revokes its lease, the holds end released, their disposal does nothing', async () => {
     const p = prefix();
@@ -43,8 +37,8 @@ describeEachBackend('teardown in any order', ({ backend, prefix }) => {
 
       expect((await session.done).reason).toBe('revoked');
       expect(await alive(lease)).toBe(false);
-      expect(await admin.get(lockKey)).toBeUndefined();
-      expect(await admin.get(leaderKey)).toBeUndefined();
+      expect(await admin().get(lockKey)).toBeUndefined();
+      expect(await admin().get(leaderKey)).toBeUndefined();
       // Ended by this process: released, not lost.
       for (const hold of [lock, leadership]) {
         expect(hold.signal.aborted).toBe(true);
@@ -70,7 +64,7 @@ describeEachBackend('teardown in any order', ({ backend, prefix }) => {
     await lock[Symbol.asyncDispose]();
     await leadership[Symbol.asyncDispose]();
     await session[Symbol.asyncDispose]();
-    expect(await admin.get(lock.key)).toBeUndefined();
+    expect(await admin().get(lock.key)).toBeUndefined();
   });
 
   it('orphaned session: the holds end released and their disposal leaves the keys to the lease', async () => {
@@ -81,7 +75,7 @@ describeEachBackend('teardown in any order', ({ backend, prefix }) => {
     expect(lock.signal.reason).toBeInstanceOf(LockNotHeldError);
     await lock[Symbol.asyncDispose]();
     // Handed over, not deleted: the key lives with the lease (the fixture's close revokes it).
-    expect((await admin.get(lock.key))?.createRevision).toBe(lock.fencingToken);
+    expect((await admin().get(lock.key))?.createRevision).toBe(lock.fencingToken);
   });
 
   it('the usual order: lock, leadership and session disposed, then the client closed', async () => {
@@ -98,7 +92,7 @@ describeEachBackend('teardown in any order', ({ backend, prefix }) => {
       expect(leadership.signal.aborted).toBe(false);
     }
     expect(await alive(lease)).toBe(false);
-    expect(await admin.get(lockKey)).toBeUndefined();
+    expect(await admin().get(lockKey)).toBeUndefined();
     await etcd.close();
   });
 
