@@ -25,6 +25,17 @@ export interface EtcdVersionTraits {
   readonly storageVersion: boolean;
   /** HashKV answers hash_revision (3.6: CHANGELOG-3.6.md line 414). */
   readonly hashRevision: boolean;
+  /**
+   * HashKV of a revision a kept compaction was at answers the hash taken then, with the previous
+   * compaction's revision (3.5 on: hashStorage.HashByRev, v3.5.33 server/mvcc/hash.go); after a
+   * compaction at 0, HashKV of the current revision (0) answers compact_revision -1 that way.
+   */
+  readonly compactionHashes: boolean;
+  /**
+   * HashKV exactly at the compaction revision fails as compacted (3.4: `rev <= compactRev`,
+   * v3.4.23 mvcc/kvstore.go line 201); later versions hash it.
+   */
+  readonly hashKvAtCompactionCompacted: boolean;
   /** The AuthStatus RPC exists (added in 3.5); 3.4 answers it Unimplemented. */
   readonly authStatus: boolean;
   /**
@@ -32,6 +43,17 @@ export interface EtcdVersionTraits {
    * v3.6.14 server/etcdserver/apply/apply_auth.go line 249); etcd main answers anyone.
    */
   readonly authStatusNeedsAdmin: boolean;
+  /**
+   * RoleGet of the root role shows read-write on every key, whatever was granted (3.6: v3.6.14
+   * server/auth/store.go line 663); 3.4 and 3.5 show what was granted.
+   */
+  readonly rootRoleShowsEveryKey: boolean;
+  /**
+   * A simple token ends in the raft index before its Authenticate entry's (3.5 on: the applier
+   * reads the consistent index, v3.5.21 server/etcdserver/apply.go line 831, which 3.5 moves only
+   * after the entry; checked on 3.5.30); 3.4 moved it first, so its tokens end in their own index.
+   */
+  readonly tokenIndexBeforeEntry: boolean;
   /** The RangeStream RPC exists (3.7, etcd's main branch); older servers answer Unimplemented. */
   readonly rangeStream: boolean;
   /**
@@ -68,8 +90,12 @@ export function etcdVersionTraits(version: EtcdVersion): EtcdVersionTraits {
     release: RELEASES[version],
     storageVersion: from(6),
     hashRevision: from(6),
+    compactionHashes: from(5),
+    hashKvAtCompactionCompacted: !from(5),
     authStatus: from(5),
     authStatusNeedsAdmin: from(5) && !from(7),
+    rootRoleShowsEveryKey: from(6),
+    tokenIndexBeforeEntry: from(5),
     rangeStream: from(7),
     compactionBoundaryDelete: from(5),
     legacyWatchProgress: !from(5),

@@ -233,11 +233,15 @@ export class AuthStore {
     this.changed();
   }
 
-  /** RoleGet: the role's permissions sorted by key; the root role shows read-write on all keys. */
-  roleGet(name: string): KeyPermission[] {
+  /**
+   * RoleGet: the role's permissions sorted by key; the root role shows read-write on all keys
+   * (etcd 3.6 on), or with `rootAsGranted` what was granted to it (etcd 3.4 and 3.5).
+   */
+  roleGet(name: string, rootAsGranted = false): KeyPermission[] {
     const role = this.roles.get(name);
     if (role === undefined) throw new EtcdServerError('ROLE_NOT_FOUND');
-    return name === ROOT ? [ROOT_PERMISSION] : role.permissions.map((p) => ({ ...p }));
+    if (name === ROOT && !rootAsGranted) return [ROOT_PERMISSION];
+    return role.permissions.map((p) => ({ ...p }));
   }
 
   /** RoleList: every role name, in byte order. */

@@ -40,6 +40,9 @@ export interface StoreState {
   readonly changes: Iterable<HistoryEntry>;
 }
 
+/** How many compaction hashes etcd keeps (hashStorageMaxSize). */
+const KEPT_COMPACTION_HASHES = 10;
+
 /** The multi-version key-value store. */
 export class MvccStore implements ReadView {
   /** @internal */ readonly index = new KeyIndexTree();
@@ -47,6 +50,8 @@ export class MvccStore implements ReadView {
   /** @internal */ readonly lessor: Lessor | undefined;
   private current = 1;
   private compacted = -1;
+  /** The hashes of the last compactions, as etcd 3.5+ keeps them (see {@link compactionHash}). */
+  private compactionHashes: Omit<KvHash, 'revision'>[] = [];
   private writing: StoreWrite | undefined;
   private readonly listeners = new Set<CommitListener>();
   private readonly compactionListeners = new Set<CompactionListener>();
@@ -176,6 +181,8 @@ export class MvccStore implements ReadView {
     }
     this.current = state.revision;
     this.compacted = state.compactRevision;
+    // etcd keeps its compaction hashes in memory only: a restored store has none.
+    this.compactionHashes = [];
   }
 
   /**
@@ -208,6 +215,7 @@ export class MvccStore implements ReadView {
   compact(revision: number): void {
     if (revision <= this.compacted) throw new EtcdServerError('COMPACTED');
     if (revision > this.current) throw new EtcdServerError('FUTURE_REVISION');
+    this.keepCompactionHash(revision);
     this.compacted = revision;
     const dropped: { main: number; sub: number }[] = [];
     this.index.compact(revision, (dropRevision) => dropped.push(dropRevision));
@@ -221,6 +229,24 @@ export class MvccStore implements ReadView {
         });
       }
     }
+  }
+
+  /**
+   * The hash etcd 3.5+ took when it compacted at `revision` (of the history from the previous
+   * compaction up to it), which its HashKV answers for that revision instead of hashing again
+   * (hashStorage.HashByRev), even when `revision` is 0 after a compaction at 0; undefined when no
+   * kept compaction was at `revision`. etcd keeps the last 10.
+   */
+  compactionHash(revision: number): KvHash | undefined {
+    const kept = this.compactionHashes.find((hash) => hash.hashRevision === revision);
+    return kept === undefined ? undefined : { ...kept, revision: this.current };
+  }
+
+  private keepCompactionHash(revision: number): void {
+    // Revision 0 hashes nothing: no change is at or below it.
+    const hash = revision === 0 ? newHistoryHasher().digest() : this.hashKV(revision).hash;
+    this.compactionHashes.push({ hash, compactRevision: this.compacted, hashRevision: revision });
+    if (this.compactionHashes.length > KEPT_COMPACTION_HASHES) this.compactionHashes.shift();
   }
 
   /**

@@ -41,7 +41,9 @@ export function registerAuthService(registry: ServiceRegistry, context: ServiceC
     // The proposed request carries the token's random part where the password was.
     const proposed = { name, password: 'x'.repeat(TOKEN_PREFIX_LENGTH) };
     context.proposals.propose(ProposalKind.auth, encodedSize(A.Authenticate.request, proposed));
-    return { header: header(), token: store.authenticate(name, context.proposals.index) };
+    // etcd 3.5 on reads its consistent index while applying, before it counts this entry.
+    const index = context.proposals.index - (context.traits.tokenIndexBeforeEntry ? 1 : 0);
+    return { header: header(), token: store.authenticate(name, index) };
   });
 
   registry.unary(A.AuthEnable, (_request, size, call) => {
@@ -121,7 +123,8 @@ export function registerAuthService(registry: ServiceRegistry, context: ServiceC
   registry.unary(A.RoleGet, (request, size, call) => {
     const role = request.role ?? '';
     propose(call, size).checkRoleGet(role);
-    return { header: header(), perm: store.roleGet(role).map(toWirePermission) };
+    const perm = store.roleGet(role, !context.traits.rootRoleShowsEveryKey);
+    return { header: header(), perm: perm.map(toWirePermission) };
   });
 
   registry.unary(A.RoleList, (_request, size, call) => {

@@ -68,7 +68,13 @@ export function registerMaintenanceService(
   registry.unary(etcdserverpb_Maintenance.HashKV, (request, _size, call) => {
     admin(call);
     const hashed = context.appliedState?.()?.store ?? store;
-    const hash = hashed.hashKV(Number(request.revision ?? 0n));
+    const revision = Number(request.revision ?? 0n);
+    // etcd 3.5 on answers a revision it compacted at with the hash it took then.
+    const kept = context.traits.compactionHashes ? hashed.compactionHash(revision) : undefined;
+    if (context.traits.hashKvAtCompactionCompacted && revision > 0) {
+      if (revision === hashed.compactRevision) throw new EtcdServerError('COMPACTED');
+    }
+    const hash = kept ?? hashed.hashKV(revision);
     return {
       header: fillHeader(context, revisionHeader(hash.revision)),
       hash: hash.hash,

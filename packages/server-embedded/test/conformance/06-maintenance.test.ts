@@ -105,6 +105,29 @@ describeConformance('Maintenance and Cluster (52-55)', ({ fresh }) => {
     );
   });
 
+  it('54 HashKV of a revision compacted at: 3.5+ answers the hash its compaction kept (a compaction at 0 included), 3.4 hashes again', async () => {
+    const { client, api, version } = await fresh();
+    const hashKV = async (revision = 0n) => {
+      const { hash, compactRevision } = await client.unary(Maintenance.HashKV, { revision });
+      return [hash, Number(compactRevision)];
+    };
+    const EMPTY = 1_084_519_789;
+    await api.compact(0);
+    await api.put('a', '1'); // 2
+    await api.compact(1);
+    await api.put('b', '1'); // 3
+    await api.compact(2);
+    const kept = atLeast(version, 3, 5);
+    const current = await hashKV(3n);
+    expect(current[1]).toBe(2);
+    // Revision 0 is the current one, unless a compaction was at 0: 3.5+ answers that one's hash.
+    expect(await hashKV()).toEqual(kept ? [EMPTY, -1] : current);
+    // At the compaction revision, 3.5+ answers the hash taken then, with the compaction before
+    // it; 3.4 refuses it as compacted.
+    if (kept) expect((await hashKV(2n))[1]).toBe(1);
+    else await expect(hashKV(2n)).rejects.toMatchObject(Errors.compacted);
+  });
+
   it('55 NOSPACE blocks put: puts, txns with a put and lease grants fail; reads and deletes go on', async () => {
     const { client, api } = await fresh();
     await api.put('a', '1'); // 2

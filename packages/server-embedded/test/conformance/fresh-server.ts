@@ -2,6 +2,7 @@
 // gives the kind), so that every expectation can be written with the absolute revisions a new
 // store has: revision 1, the first write 2, and so on.
 import type { BackendName } from '@etcdkit/testkit';
+import type { EtcdVersion } from '../../src/etcd-version.js';
 import { startServer, type TestServer } from '../support/test-server.js';
 
 export { atLeast } from '../support/test-server.js';
@@ -22,6 +23,8 @@ export interface ServerLimits {
    * server agree. 2 starts etcd with its default timing (1 s), which takes about a second longer.
    */
   readonly minLeaseTtl?: 1 | 2;
+  /** The etcd version the embedded server answers as (a real etcd is the version it is). */
+  readonly etcdVersion?: EtcdVersion | undefined;
 }
 
 /** The kinds of server the conformance suites compare. */
@@ -35,5 +38,10 @@ export function startFreshServer(
   if (backend !== 'etcd' && backend !== 'embedded') {
     throw new Error(`the conformance suites start only embedded and etcd servers, not ${backend}`);
   }
-  return startServer(backend, { ...limits, minLeaseTtl: limits.minLeaseTtl ?? 1 });
+  const { etcdVersion, ...rest } = limits;
+  return startServer(backend, {
+    ...rest,
+    minLeaseTtl: limits.minLeaseTtl ?? 1,
+    ...(backend === 'embedded' && etcdVersion !== undefined ? { etcdVersion } : {}),
+  });
 }

@@ -2,7 +2,8 @@
 // embedded server and a real etcd, which CI requires), each test on a server of its own.
 import { type EtcdServerErrorCode, etcdErrors } from '@etcdkit/client';
 import { type BackendName, describeEachBackend } from '@etcdkit/testkit';
-import { afterEach } from 'vitest';
+import { afterEach, describe } from 'vitest';
+import { ETCD_VERSIONS, type EtcdVersion } from '../../src/etcd-version.js';
 import { type CallError, status } from '../support/grpc-client.js';
 import { kv } from '../support/kv.js';
 import type { TestServer } from '../support/test-server.js';
@@ -22,8 +23,10 @@ export interface ConformanceContext {
 }
 
 /**
- * Declares `body` for the embedded server and for real etcd. Every test starts its own server
- * with {@link ConformanceContext.fresh}, so revisions are the absolute ones of a new store.
+ * Declares `body` for real etcd (each version the run has) and for the embedded server answering
+ * as each etcd version it knows (tests that differ by version read the server's Status version).
+ * Every test starts its own server with {@link ConformanceContext.fresh}, so revisions are the
+ * absolute ones of a new store.
  */
 export function describeConformance(
   title: string,
@@ -32,21 +35,35 @@ export function describeConformance(
   describeEachBackend(
     `conformance: ${title}`,
     ({ name }) => {
-      const started: TestServer[] = [];
-      afterEach(async () => {
-        await Promise.all(started.splice(0).map((server) => server.stop()));
-      });
-      body({
-        backend: name,
-        async fresh(limits) {
-          const server = await startFreshServer(name, limits);
-          started.push(server);
-          return { ...server, api: kv(server) };
-        },
-      });
+      if (name !== 'embedded') {
+        declareOn(name, undefined, body);
+        return;
+      }
+      for (const etcdVersion of ETCD_VERSIONS) {
+        describe(`answering as etcd ${etcdVersion}`, () => declareOn(name, etcdVersion, body));
+      }
     },
     { only: CONFORMANCE_BACKENDS },
   );
+}
+
+function declareOn(
+  backend: BackendName,
+  etcdVersion: EtcdVersion | undefined,
+  body: (context: ConformanceContext) => void,
+): void {
+  const started: TestServer[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((server) => server.stop()));
+  });
+  body({
+    backend,
+    async fresh(limits) {
+      const server = await startFreshServer(backend, { ...limits, etcdVersion });
+      started.push(server);
+      return { ...server, api: kv(server) };
+    },
+  });
 }
 
 /** An entry of the client's error catalog, as a raw call fails with it. */

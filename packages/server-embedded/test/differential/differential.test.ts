@@ -1,9 +1,10 @@
 // The differential property: random sequences of KV, txn, compaction and lease operations give
-// the same answers, step by step, on a fresh embedded server and a fresh real etcd. A divergence
-// fails with the shrunk sequence and both answers (see docs/testing.md).
-import { BackendUnavailableError, planBackends } from '@etcdkit/testkit';
+// the same answers, step by step, on a fresh embedded server and a fresh real etcd, the embedded
+// one answering as that etcd's version. Declared once per real etcd (ETCDKIT_ETCD_BINS lists
+// several). A divergence fails with the shrunk sequence and both answers (see docs/testing.md).
+import { describeRealEtcd } from '@etcdkit/testkit';
 import * as fc from 'fast-check';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll, it } from 'vitest';
 import { sequence } from './arbitraries.js';
 import { EtcdPool } from './etcd-pool.js';
 import { DIFFERENTIAL_ETCD_ARGS, runSequence } from './run-sequence.js';
@@ -29,20 +30,7 @@ const PATH = process.env.ETCDKIT_DIFFERENTIAL_PATH?.trim();
 /** Time for the runs and the shrinking of a failure; a run that takes longer fails. */
 const TIME_LIMIT_MS = Math.max(600_000, RUNS * 3_000);
 
-const etcdPlan = planBackends({ only: ['etcd'] }).find((plan) => plan.name === 'etcd');
-
-describe('differential: random sequences on the embedded server and etcd agree', () => {
-  if (etcdPlan === undefined || etcdPlan.status === 'skip') {
-    it.skip(`skipped: ${etcdPlan?.status === 'skip' ? etcdPlan.reason : 'no etcd plan'}`, () => {});
-    return;
-  }
-  if (etcdPlan.status === 'fail') {
-    it(`real etcd is required but unavailable: ${etcdPlan.reason}`, () => {
-      throw new BackendUnavailableError('etcd', etcdPlan.reason);
-    });
-    return;
-  }
-
+describeRealEtcd('differential: random sequences on the embedded server and etcd agree', () => {
   let pool: EtcdPool;
   beforeAll(() => {
     pool = new EtcdPool(DIFFERENTIAL_ETCD_ARGS);

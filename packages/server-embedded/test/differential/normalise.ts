@@ -4,7 +4,6 @@
 // - lease ids the server picked become `picked#n` (n-th pick of the sequence);
 // - fields at their protobuf default are left out (the wire cannot tell them from absent);
 // - TimeToLive keys are sorted (etcd lists them in Go map order, which varies);
-// - hash_revision is left out when etcd is older than 3.6, which does not send it;
 // - HashKV's hash is not compared once a server picked a lease id (the kvs it hashes hold them).
 
 /** A plain, JSON-like value. */
@@ -14,8 +13,6 @@ export type Plain = null | boolean | number | string | Plain[] | { [field: strin
 export interface NormaliseOptions {
   /** Lease ids the server picked, in grant order. */
   readonly picked: readonly bigint[];
-  /** Keep `hashRevision` (both servers send it from etcd 3.6 on). */
-  readonly hashRevision: boolean;
 }
 
 /** What HashKV's hash becomes when the servers picked lease ids, which the hashed kvs hold. */
@@ -42,7 +39,6 @@ export function normalise(value: unknown, options: NormaliseOptions, field = '')
     const out: { [field: string]: Plain } = {};
     for (const [name, item] of Object.entries(value)) {
       if (name === '$unknowns' || isDefault(item)) continue;
-      if (name === 'hashRevision' && !options.hashRevision) continue;
       if (name === 'hash' && options.picked.length > 0) {
         out[name] = HASH_WITH_PICKED_LEASES;
         continue;

@@ -2,7 +2,8 @@
 // same tests run against a real etcd (a fresh process each time, through the testkit), which is
 // how the expectations here were checked.
 import { startEtcd } from '@etcdkit/testkit';
-import { EmbeddedEtcd, type EmbeddedEtcdOptions } from '../../src/index.js';
+import { parseEtcdVersion } from '../../src/etcd-version.js';
+import { EmbeddedEtcd, type EmbeddedEtcdOptions, type EtcdVersion } from '../../src/index.js';
 import { RawClient } from './grpc-client.js';
 
 /** A started server and a raw client connected to it. */
@@ -59,7 +60,7 @@ export async function startServer(
       },
     };
   }
-  const server = await EmbeddedEtcd.start(options);
+  const server = await EmbeddedEtcd.start({ etcdVersion: embeddedEtcdVersion(), ...options });
   const client = new RawClient(server.endpoint);
   return {
     backend: 'embedded',
@@ -72,6 +73,15 @@ export async function startServer(
       await server.stop();
     },
   };
+}
+
+/**
+ * The version the embedded server answers as unless a test picks one: `ETCDKIT_EMBEDDED_ETCD_VERSION`
+ * (as the testkit's embedded backend reads it), else the server's default.
+ */
+export function embeddedEtcdVersion(): EtcdVersion | undefined {
+  const given = process.env.ETCDKIT_EMBEDDED_ETCD_VERSION?.trim();
+  return given === undefined || given === '' ? undefined : parseEtcdVersion(given);
 }
 
 /** etcd's flags for the options both backends take. */
