@@ -78,7 +78,9 @@ export class Http1Connection {
         this.#pending = this.#pending.subarray(skipped);
         if (this.#discard > 0) break;
       }
-      if (this.#socket.writableLength > this.#limits.maxUnreadBytes) {
+      // Past the socket's high-water mark too, so that a 'drain' is sure to come.
+      const unread = Math.max(this.#limits.maxUnreadBytes, this.#socket.writableHighWaterMark);
+      if (this.#socket.writableLength > unread) {
         // Resumed on 'drain': a peer that never reads holds at most this much of our answers,
         // and not for ever.
         this.#socket.pause();
