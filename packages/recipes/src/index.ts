@@ -66,7 +66,7 @@ export {
   SessionExpiredError,
   StaleFencingTokenError,
 } from './errors.js';
-export type { LineRead, OwnKey } from './line/line-read.js';
+export type { LineRead, OwnKey } from './line/turn.js';
 export { type PredecessorWait, waitForPredecessors } from './line/predecessors.js';
 export {
   type FencedRead,

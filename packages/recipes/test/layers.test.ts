@@ -32,17 +32,17 @@ describeLayers('recipes source layers', {
   mostFilesAtTop: 6,
   refused: {
     edges: [
-      { from: 'line/holding.ts', to: 'lock/hold.ts' },
+      { from: 'line/place.ts', to: 'lock/hold.ts' },
       { from: 'lock/mutex.ts', to: 'queue/queue.ts' },
       { from: 'wait.ts', to: 'session/session.ts' },
-      { from: 'line/turn.ts', to: 'line/acquire.ts' },
-      { from: 'line/acquire.ts', to: 'line/turn.ts' },
+      { from: 'line/turn.ts', to: 'line/place.ts' },
+      { from: 'line/place.ts', to: 'line/turn.ts' },
     ],
     upward: [
-      'line/holding.ts -> lock/hold.ts',
+      'line/place.ts -> lock/hold.ts',
       'lock/mutex.ts -> queue/queue.ts',
       'wait.ts -> session/session.ts',
     ],
-    cycles: ['line/acquire.ts -> line/turn.ts -> line/acquire.ts'],
+    cycles: ['line/place.ts -> line/turn.ts -> line/place.ts'],
   },
 });

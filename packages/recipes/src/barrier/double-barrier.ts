@@ -10,8 +10,7 @@ import {
 } from '@etcdkit/client';
 import { linkSignals } from '@etcdkit/client/internal';
 import { RecipeError } from '../errors.js';
-import { deleteIfCreatedAt, type LineEntry, sessionEnded } from '../line/entry.js';
-import { createUniqueKey } from '../line/unique-key.js';
+import { createUniqueKey, deleteIfCreatedAt, type LineEntry, sessionEnded } from '../line/place.js';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
 import { throwIfAborted, type WaitOptions, waitForChange, waitForDelete } from '../wait.js';

@@ -7,9 +7,7 @@ import {
   LeadershipLostError,
   type RecipeError,
 } from '../errors.js';
-import { acquireHold } from '../line/acquire.js';
-import type { Holding } from '../line/holding.js';
-import { acquireSessionKey, sessionKey } from '../line/session-key.js';
+import { acquireHold, acquireSessionKey, type Holding, sessionKey } from '../line/place.js';
 import { Hold } from '../lock/hold.js';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';

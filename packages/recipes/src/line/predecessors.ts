@@ -2,7 +2,7 @@
 // (turn.ts), its watch closed once the turn comes.
 import { InvalidArgumentError, type KV, type ResponseHeader } from '@etcdkit/client';
 import { throwIfAborted, type WaitOptions } from '../wait.js';
-import type { LineRead, OwnKey } from './line-read.js';
+import type { LineRead, OwnKey } from './turn.js';
 import { watchForTurn } from './turn.js';
 
 /** What {@link waitForPredecessors} waits for. */

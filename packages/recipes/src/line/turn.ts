@@ -1,10 +1,57 @@
 // Waiting for one's turn in a line of keys ordered by create revision (Mutex, Election, RWMutex,
 // Semaphore, waitForPredecessors), the one way every waiter waits, compaction or not: a read of the
-// keys ahead, then ONE watch over them and the own key (turn-watch.ts), kept as the hold's loss
-// watch once the turn comes; when the watch cannot tell, a read of the line again.
-import type { KV, ResponseHeader } from '@etcdkit/client';
-import { type LineRead, ownKeyDeleted, readAhead, type Waiter } from './line-read.js';
-import { TurnWatch } from './turn-watch.js';
+// keys ahead and, in the same txn, the own key (readAhead); then ONE watch over the range from the
+// lowest to the highest of them (TurnWatch), which tells the turn (or the own key's loss first) in
+// revision order and is kept as the hold's loss watch once the turn comes; when the watch cannot
+// tell, a read of the line again.
+import {
+  AbortedError,
+  CompactedError,
+  type KeyValue,
+  type KV,
+  op,
+  type ResponseHeader,
+  type WatchBatch,
+  type Watcher,
+} from '@etcdkit/client';
+import { SessionExpiredError } from '../errors.js';
+import { STOPPED } from '../wait.js';
+
+/** The recipe's own queue key, watched while waiting so its loss ends the wait at once. */
+export interface OwnKey {
+  /** The full key. */
+  readonly key: string;
+  /** Its create revision (the recipe's position in the queue). */
+  readonly createRevision: bigint;
+  /** A revision at which the key was seen to exist, e.g. the header revision of the acquire txn. */
+  readonly seenAt: bigint;
+}
+
+/** A read of the queue ahead of a waiter, at one revision. */
+export interface LineRead {
+  /**
+   * The keys ahead of the waiter (created before it), newest first: all of them, or with one
+   * slot at least the newest (the only one waited on).
+   */
+  readonly predecessors: readonly KeyValue[];
+  /** True when `predecessors` is every key ahead (the read was not cut short by its limit). */
+  readonly complete?: boolean;
+  /** Header of the read; the waiter's own key existed at `header.revision`. */
+  readonly header: ResponseHeader;
+}
+
+/**
+ * @internal A waiter: the keys under `prefix` created before `createRevision` are ahead of it, and
+ * it holds once fewer than `slots` of them are left.
+ */
+export interface Waiter {
+  readonly prefix: string;
+  readonly createRevision: bigint;
+  /** Holders admitted at once (1: a mutex). */
+  readonly slots: number;
+  /** Its own key, checked by every read of the line and watched by the wait when given. */
+  readonly ownKey?: OwnKey;
+}
 
 /** @internal The turn {@link watchForTurn} found. */
 export interface Turn {
@@ -15,6 +62,31 @@ export interface Turn {
    * close; undefined when a read found the turn (nothing watches the own key then).
    */
   readonly watch: TurnWatch | undefined;
+}
+
+/** @internal How the wait of a {@link TurnWatch} ended. */
+export type TurnOutcome =
+  /** Fewer than `slots` keys ahead (before the own key went): held at that revision. */
+  | { readonly held: ResponseHeader }
+  /** The own key was deleted first (or by the same txn), at `lostAt`. */
+  | { readonly lostAt: bigint }
+  /** Keys ahead went and this read found others still ahead: the caller waits for those. */
+  | { readonly next: LineRead }
+  /** The start revision was compacted: the caller reads the queue again. */
+  | { readonly compacted: true };
+
+/**
+ * @internal A read of the queue ahead of the waiter, rejecting when the own key is
+ * gone: held when fewer than `slots` keys are ahead any more.
+ */
+export type TurnRecheck = (signal: AbortSignal) => Promise<LineRead>;
+
+/** @internal Where a held key's loss is reported, once the turn came. */
+export interface LossListener {
+  /** The own key was deleted at `revision`. */
+  lost(revision: bigint): void;
+  /** The watch failed for good: the key can no longer be watched. */
+  failed(error: unknown): void;
 }
 
 /**
@@ -45,4 +117,347 @@ export async function watchForTurn(
     if ('lostAt' in outcome) throw ownKeyDeleted(waiter.ownKey?.key, outcome.lostAt);
     read = 'next' in outcome ? outcome.next : await recheck(signal);
   }
+}
+
+/**
+ * @internal Reads the keys ahead of `waiter` (with one slot only the newest) and, with its
+ * `ownKey`, checks in the same txn that the own key is still the incarnation that queued: one
+ * round trip. Rejects with SessionExpiredError when the own key is gone.
+ */
+export async function readAhead(kv: KV, waiter: Waiter, signal: AbortSignal): Promise<LineRead> {
+  const request = {
+    prefix: waiter.prefix,
+    maxCreateRevision: waiter.createRevision - 1n,
+    keysOnly: true,
+    sort: { target: 'create', order: 'descend' },
+    ...(waiter.slots === 1 ? { limit: 1 } : {}),
+  } as const;
+  const own = waiter.ownKey;
+  if (own === undefined) {
+    const read = await kv.range({ ...request, signal });
+    return { predecessors: read.kvs, complete: !read.more, header: read.header };
+  }
+  const result = await kv
+    .txn()
+    .then(op.range(request), op.get(own.key, { keysOnly: true }))
+    .commit({ signal });
+  const [ahead, mine] = result.responses;
+  if (mine?.kvs[0]?.createRevision !== own.createRevision) {
+    throw new SessionExpiredError(
+      `${own.key} is gone: the session's lease expired or the key was deleted`,
+      { key: own.key },
+    );
+  }
+  return {
+    predecessors: ahead?.kvs ?? [],
+    complete: ahead !== undefined && !ahead.more,
+    header: result.header,
+  };
+}
+
+/** @internal The failure of a wait whose own key was deleted at `revision`. */
+export function ownKeyDeleted(key: string | undefined, revision: bigint): SessionExpiredError {
+  return new SessionExpiredError(
+    `${String(key)} was deleted at revision ${revision} while waiting (its lease expired or was revoked, or it was deleted)`,
+    { key },
+  );
+}
+
+const ZERO = Buffer.from([0]);
+
+/**
+ * @internal Watches, for deletes, the key range from the lowest to the highest of the own key and
+ * the keys ahead it waits on (with one slot the newest; with more every key ahead, of which enough
+ * must go), from just after the revision the read found them at. A watcher's events come in
+ * revision order, so when the read had every key ahead (`exact`) the delete that leaves fewer than
+ * `slots` of them, seen before any delete of the own key, is the turn; otherwise `recheck` reads
+ * the queue then, and fewer than `slots` keys ahead is the turn, more are the next to wait for.
+ * Other keys in the range (other waiters) are ignored. After the turn the same watch reports the
+ * own key's delete to the hold ({@link onLoss}).
+ *
+ * A watch created behind the store (it changed since the read, or while the watch was created) is
+ * served by etcd from its 100 ms catch-up loop. With `exact` a second watch, from now, is opened
+ * with it: when the two show the store moved, `recheck` reads the queue and the live watch's
+ * events count from the read's revision on; otherwise the live one is closed at once. Without
+ * `exact` (a longer wait) the second watch is opened only when the first one's creation shows the
+ * store past its start, as waitForChange (wait.ts) does. The first watch alone stays for the loss.
+ */
+export class TurnWatch {
+  /** Settles once: the outcome, or the failure of the watch, of a read, or the abort of `signal`. */
+  readonly turn: Promise<TurnOutcome>;
+  /** The own key, when the waiter has one. */
+  readonly #own: Buffer | undefined;
+  readonly #slots: number;
+  /** The keys ahead waited on and not seen deleted yet, by {@link nameOf}. */
+  readonly #ahead: Set<string>;
+  /** Deletes of keys ahead that still have to come for the turn. */
+  #needed: number;
+  /** The read had every key ahead: the `needed`-th delete is the turn. */
+  readonly #exact: boolean;
+  readonly #stop = new AbortController();
+  readonly #signal: AbortSignal;
+  readonly #onAbort: () => void;
+  #resolve!: (outcome: TurnOutcome) => void;
+  #reject!: (error: unknown) => void;
+  #settled = false;
+  #held = false;
+  /** Enough keys ahead were deleted: a read of the queue (`recheck`) tells whether it is the turn. */
+  #confirming = false;
+  /** The highest revision decided on, from either watch. */
+  #seen: bigint;
+  #live: Watcher | undefined;
+  /** The live watch's batches, until the read tells from which revision they count. */
+  #liveHeld: WatchBatch[] | undefined = [];
+  #liveFrom: bigint | undefined;
+  #loss: LossListener | undefined;
+  /** A loss seen after the turn and before {@link onLoss}. */
+  #early: { readonly revision: bigint } | { readonly error: unknown } | undefined;
+
+  readonly #recheck: TurnRecheck;
+
+  /** Watches for the turn of `waiter` after `read`, which found at least `slots` keys ahead. */
+  constructor(kv: KV, waiter: Waiter, read: LineRead, recheck: TurnRecheck, signal: AbortSignal) {
+    this.turn = new Promise<TurnOutcome>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    const { slots, ownKey } = waiter;
+    const ahead = slots === 1 ? read.predecessors.slice(0, 1) : read.predecessors;
+    this.#own = ownKey && Buffer.from(ownKey.key);
+    this.#slots = slots;
+    this.#ahead = new Set(ahead.map((kv) => nameOf(kv.key)));
+    this.#needed = slots === 1 ? 1 : read.predecessors.length - slots + 1;
+    this.#exact = read.complete === true && ahead.length === read.predecessors.length;
+    const from = read.header.revision + 1n;
+    this.#seen = read.header.revision;
+    this.#recheck = recheck;
+    this.#signal = signal;
+    this.#onAbort = () => this.#fail(new AbortedError({ cause: signal.reason }));
+    if (signal.aborted) {
+      this.#onAbort();
+      return;
+    }
+    signal.addEventListener('abort', this.#onAbort, { once: true });
+    const keys: Buffer[] = ahead.map((kv) => Buffer.from(kv.key));
+    if (this.#own) keys.push(this.#own);
+    keys.sort((a, b) => Buffer.compare(a, b));
+    const low = keys[0] ?? ZERO;
+    const high = keys[keys.length - 1] ?? ZERO;
+    const open = (startRevision: bigint) =>
+      kv.watch({
+        range: { start: low, end: Buffer.concat([high, ZERO]) },
+        startRevision,
+        filters: ['noPut'],
+        signal: this.#stop.signal,
+      });
+    // Listened to, not iterated: the event is handled as it is read, without an iterator's hops.
+    const first = open(from);
+    first.on('batch', (batch) => this.#apply(batch));
+    first.on('error', (error) => this.#fail(error));
+    const openLive = () => {
+      const live = open(0n);
+      this.#live = live;
+      live.on('batch', (batch) => {
+        if (this.#liveFrom === undefined) this.#liveHeld?.push(batch);
+        else if (batch.revision > this.#liveFrom) this.#apply(batch);
+      });
+      // The first watch sees everything anyway, later: the live one's failure is not the wait's.
+      live.on('error', () => undefined);
+      return live;
+    };
+    // Right behind it on the stream, a watch from now: etcd creates the two in order, so its
+    // created revision is read after the first one was registered.
+    const live = this.#exact ? openLive() : undefined;
+    void this.#created(first, live ?? openLive, from);
+  }
+
+  /**
+   * Once both watches exist: a first one created below its start revision, with nothing committed
+   * until the live one was created, is synced (etcd reports the revision it read BEFORE it
+   * registers a watch, v3rpc/watch.go, so the first one's answer alone does not prove it); the
+   * live one then goes. Otherwise the first one may wait for etcd's catch-up loop: a read of the
+   * queue, and the live watch's events after it, tell sooner. Given `openLive` instead of a live
+   * watch, a first one created below its start is taken as synced, and only otherwise is the live
+   * one opened.
+   */
+  async #created(first: Watcher, live: Watcher | (() => Watcher), from: bigint): Promise<void> {
+    let createdAt: bigint;
+    let liveFrom: bigint | undefined;
+    try {
+      createdAt = await first.ready();
+      if (typeof live === 'function') {
+        if (createdAt < from || this.#settled) return;
+        live = live();
+      } else if (this.#settled) return;
+      // A live watch that fails leaves the first one to tell.
+      liveFrom = await live.ready().catch(() => undefined);
+    } catch {
+      return;
+    }
+    if (this.#settled) return;
+    if (liveFrom === undefined || (createdAt < from && liveFrom === createdAt)) {
+      this.#dropLive();
+      return;
+    }
+    try {
+      const read = await this.#recheck(this.#stop.signal);
+      // No key ahead any more: held, whatever the live watch will tell.
+      if (this.#takeRead(read)) return;
+      // A read answered before the live watch existed: a change in between is only in the first
+      // watch's catch-up, so read once more.
+      const covered =
+        liveFrom <= read.header.revision ? read : await this.#recheck(this.#stop.signal);
+      if (this.#takeRead(covered)) return;
+      this.#liveFrom = covered.header.revision;
+      const held = this.#liveHeld ?? [];
+      this.#liveHeld = undefined;
+      for (const batch of held) if (batch.revision > covered.header.revision) this.#apply(batch);
+    } catch (error) {
+      // A read that found the own key gone fails the wait (SessionExpiredError).
+      if (!this.#stop.signal.aborted) this.#fail(error);
+    }
+  }
+
+  #dropLive(): void {
+    this.#live?.close();
+    this.#live = undefined;
+    this.#liveHeld = undefined;
+  }
+
+  /** Where the own key's loss goes once held; a loss seen before is reported at once. */
+  onLoss(listener: LossListener): void {
+    this.#loss = listener;
+    const early = this.#early;
+    this.#early = undefined;
+    if (early === undefined) return;
+    if ('revision' in early) listener.lost(early.revision);
+    else listener.failed(early.error);
+  }
+
+  /** Ends the watch (every watcher closes); the turn, if still open, rejects with AbortedError. */
+  close(): void {
+    // Stopped first: a close after the turn is no loss.
+    this.#stop.abort(STOPPED);
+    // An error only for a turn still awaited: a close after it is the hot path of every release.
+    if (!this.#settled) this.#fail(new AbortedError({ message: 'the turn watch was closed' }));
+  }
+
+  /**
+   * True when the wait is over or decided elsewhere: a read found fewer than `slots` keys ahead
+   * (held), or other keys than the ones watched (the next to wait for), the wait ended meanwhile,
+   * or the deletes of the keys ahead are being confirmed by a read of their own.
+   */
+  #takeRead(read: LineRead): boolean {
+    if (this.#settled || this.#confirming) return true;
+    if (read.predecessors.length < this.#slots) {
+      // The read checked the own key too; events up to its revision are decided by it.
+      if (read.header.revision > this.#seen) this.#seen = read.header.revision;
+      this.#take(read.header);
+      return true;
+    }
+    // Keys watched went before the read: wait for the ones it found.
+    if (!this.#stillAhead(read)) {
+      this.#settle({ next: read });
+      return true;
+    }
+    return false;
+  }
+
+  /** True when `read` found exactly the keys still waited on (with one slot, its newest). */
+  #stillAhead(read: LineRead): boolean {
+    const found = this.#slots === 1 ? read.predecessors.slice(0, 1) : read.predecessors;
+    return (
+      found.length === this.#ahead.size && found.every((kv) => this.#ahead.has(nameOf(kv.key)))
+    );
+  }
+
+  /** Enough keys ahead were deleted (the read had not every one): a read of the queue decides. */
+  async #confirm(): Promise<void> {
+    this.#confirming = true;
+    let read: LineRead;
+    try {
+      read = await this.#recheck(this.#stop.signal);
+    } catch (error) {
+      // A read that found the own key gone fails the wait (SessionExpiredError).
+      if (!this.#stop.signal.aborted) this.#fail(error);
+      return;
+    }
+    if (this.#settled) return;
+    if (read.predecessors.length >= this.#slots) {
+      this.#settle({ next: read });
+      return;
+    }
+    if (read.header.revision > this.#seen) this.#seen = read.header.revision;
+    this.#take(read.header);
+  }
+
+  #apply(batch: WatchBatch): void {
+    if (batch.revision <= this.#seen) return;
+    this.#seen = batch.revision;
+    const own = this.#own;
+    for (const event of batch.events) {
+      if (event.type !== 'delete') continue;
+      if (own?.equals(event.kv.key)) {
+        // While a read confirms the turn, the own key's delete ends the wait at once, as before.
+        if (this.#held) this.#lost({ revision: event.kv.modRevision });
+        else this.#settle({ lostAt: event.kv.modRevision });
+        return;
+      }
+      if (this.#held || this.#confirming || !this.#ahead.delete(nameOf(event.kv.key))) continue;
+      // A key ahead deleted then re-created is behind us now: each name counts once.
+      if (--this.#needed > 0) continue;
+      // Deleted in the batch that holds the turn: the own key is gone at that revision too.
+      const alsoOwn = own && batch.events.some((other) => own.equals(other.kv.key));
+      if (alsoOwn) this.#settle({ lostAt: event.kv.modRevision });
+      else if (this.#exact) this.#take({ ...batch.header, revision: event.kv.modRevision });
+      else void this.#confirm();
+      return;
+    }
+  }
+
+  #take(header: ResponseHeader): void {
+    this.#held = true;
+    this.#settle({ held: header });
+  }
+
+  #settle(outcome: TurnOutcome): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#signal.removeEventListener('abort', this.#onAbort);
+    // The live watch only helped find the turn; the first one watches for the loss.
+    this.#dropLive();
+    if (!this.#held) this.#stop.abort(STOPPED);
+    this.#resolve(outcome);
+  }
+
+  #fail(error: unknown): void {
+    if (this.#held) {
+      if (!this.#stop.signal.aborted) this.#lost({ error });
+      return;
+    }
+    if (error instanceof CompactedError) {
+      this.#settle({ compacted: true });
+      return;
+    }
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#signal.removeEventListener('abort', this.#onAbort);
+    this.#stop.abort(STOPPED);
+    this.#reject(error);
+  }
+
+  #lost(loss: { readonly revision: bigint } | { readonly error: unknown }): void {
+    const listener = this.#loss;
+    if (listener === undefined) {
+      this.#early ??= loss;
+      return;
+    }
+    if ('revision' in loss) listener.lost(loss.revision);
+    else listener.failed(loss.error);
+  }
+}
+
+/** A key as a string that tells every byte apart (keys need not be UTF-8). */
+function nameOf(key: Uint8Array): string {
+  return Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('latin1');
 }

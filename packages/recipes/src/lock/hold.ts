@@ -1,9 +1,9 @@
 // What every held key (a lock, a permit, a leadership) offers its user; the mechanics behind it
-// (the loss watch, the guarded release) are line/holding.ts's Holding. Here: how a hold's end is
+// (the loss watch, the guarded release) are line/place.ts's Holding. Here: how a hold's end is
 // told, one rule for every path (the signal, unlock, withLock, `await using`).
 import { type Compare, LeaseLostError, type ResponseHeader } from '@etcdkit/client';
 import { LockLostError, LockNotHeldError, type RecipeError } from '../errors.js';
-import type { Holding } from '../line/holding.js';
+import type { Holding } from '../line/place.js';
 import type { Session } from '../session/session.js';
 import { GuardedTxn, type Ownership } from './fencing.js';
 

@@ -4,8 +4,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { AbortedError, InvalidArgumentError } from '@etcdkit/client';
 import { LockedError, NestedLockError } from '../errors.js';
-import { acquireHold } from '../line/acquire.js';
-import { acquireSessionKey } from '../line/session-key.js';
+import { acquireHold, acquireSessionKey } from '../line/place.js';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
 import type { WaitOptions } from '../wait.js';

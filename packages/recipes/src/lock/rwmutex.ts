@@ -1,7 +1,6 @@
 // A readers-writer lock in the key layout of Go's experimental recipes.RWMutex, so Go readers and
 // writers share it; a reader waits only for older writers, a writer for every older key.
-import { acquireHold } from '../line/acquire.js';
-import { createUniqueKey } from '../line/unique-key.js';
+import { acquireHold, createUniqueKey } from '../line/place.js';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
 import type { WaitOptions } from '../wait.js';

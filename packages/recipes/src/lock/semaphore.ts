@@ -2,9 +2,7 @@
 // holders are the N keys with the oldest create revisions under the prefix.
 import { InvalidArgumentError } from '@etcdkit/client';
 import { LockedError } from '../errors.js';
-import { acquireHold } from '../line/acquire.js';
-import type { Holding } from '../line/holding.js';
-import { createUniqueKey } from '../line/unique-key.js';
+import { acquireHold, createUniqueKey, type Holding } from '../line/place.js';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
 import type { WaitOptions } from '../wait.js';
