@@ -106,7 +106,7 @@ describe('API categories', () => {
       'recipes runStm': 'STM',
       'server-embedded FaultInjector': 'Testing',
       'server-embedded EmbeddedCluster': 'Embedded server',
-      'server-embedded Watcher': 'Server internals',
+      'server-embedded StoreWatcher': 'Server internals',
       'server-embedded DataDirLockedError': ERRORS,
     };
     const actual = Object.fromEntries(Object.keys(expected).map((e) => [e, categoryOfExport(e)]));

@@ -30,7 +30,7 @@ export const CATEGORIES = [
   {
     title: 'KV and txn',
     description: 'Reading, writing, deleting and scanning keys; transactions and their operations.',
-    rules: ['client:kv/', 'client:keys/', 'client:key-value.ts'],
+    rules: ['client:kv/', 'client:keys/', 'client:key-value.ts', 'client:json.ts'],
   },
   {
     title: 'Watch',
@@ -101,6 +101,7 @@ export const CATEGORIES = [
     description: 'The in-process etcd server, its simulated cluster, options and logging.',
     rules: [
       'server-embedded:embedded-etcd.ts',
+      'server-embedded:etcd-version.ts',
       'server-embedded:cluster/',
       'server-embedded:net/',
       'server-embedded:consensus/',
