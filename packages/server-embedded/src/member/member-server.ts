@@ -103,7 +103,9 @@ export class MemberServer {
     registerLeaseService(registry, context);
     registerAuthService(registry, context);
     registerHealthService(registry);
-    const watchable = new WatchableStore(context.store);
+    const watchable = new WatchableStore(context.store, {
+      replaysCompactionDelete: context.traits.compactionBoundaryDelete,
+    });
     const closeWatchStreams = registerWatchService(registry, context, {
       watchable,
       clock: context.clock,

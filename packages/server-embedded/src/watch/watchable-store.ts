@@ -38,6 +38,11 @@ export interface WatchableStoreOptions {
   readonly maxBatchRevisions?: number;
   /** Most unsynced watchers one sync pass serves, so one pass stays short. Default 512. */
   readonly maxWatchersPerSync?: number;
+  /**
+   * A watch from the compaction revision replays the delete recorded at it, as etcd 3.5 on does;
+   * default false, etcd 3.4's way (the tombstone is gone from what it replays).
+   */
+  readonly replaysCompactionDelete?: boolean;
 }
 
 /** Watchers over an MVCC store: live delivery for synced ones, history catch-up for the others. */
@@ -53,10 +58,13 @@ export class WatchableStore {
   /** What the member had applied, while held (see hold()); undefined when up to date. */
   private applied: AppliedHistory | undefined;
 
+  private readonly replaysCompactionDelete: boolean;
+
   constructor(store: MvccStore, options: WatchableStoreOptions = {}) {
     this.store = store;
     this.maxBatchRevisions = options.maxBatchRevisions ?? MAX_BATCH_REVISIONS;
     this.maxWatchersPerSync = options.maxWatchersPerSync ?? 512;
+    this.replaysCompactionDelete = options.replaysCompactionDelete === true;
     this.unsubscribe = store.subscribe((committed) => this.notify(committed));
   }
 
@@ -295,9 +303,10 @@ export class WatchableStore {
     let open = group.size;
     for (let revision = minRevision; revision <= current && open > 0; revision++) {
       for (const event of source.changesAt(revision).events) {
-        // etcd's compaction removes a tombstone at the compaction revision, so it never replays
-        // that delete; this store keeps it (reads need it), so it is skipped here.
-        if (event.type === 'delete' && revision === compactRevision) continue;
+        // etcd 3.4's compaction removes a tombstone at the compaction revision, so it never
+        // replays that delete; this store keeps it (reads need it), so it is skipped there.
+        const boundary = event.type === 'delete' && revision === compactRevision;
+        if (boundary && !this.replaysCompactionDelete) continue;
         this.group(group, event, revision, batches, () => open--);
       }
     }

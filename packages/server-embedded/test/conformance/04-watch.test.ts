@@ -194,6 +194,22 @@ describeConformance('Watch (34-44)', ({ fresh }) => {
     ]);
   });
 
+  it('39 compacted start at a delete: from the compaction revision, 3.5+ replays the delete recorded there, 3.4 does not', async () => {
+    const { stream, api, version } = await watching();
+    await api.put('a', '1'); // 2
+    await api.put('b', '1'); // 3
+    await api.del('a'); // 4
+    await api.compact(4);
+    await api.put('c', '1'); // 5
+    everything(stream, { startRevision: 4n });
+    const created = { revision: 5, watchId: 0, created: true };
+    const later = put('c', '1', 5, 5, 1);
+    expect(await stream.nextMany(2)).toEqual([
+      created,
+      { revision: 5, watchId: 0, events: atLeast(version, 3, 5) ? [del('a', 4), later] : [later] },
+    ]);
+  });
+
   it('40 cancel (and unknown id): {watch_id, canceled} at the current revision; an unknown id gets nothing', async () => {
     const { stream, api } = await watching();
     stream.cancel(42);

@@ -2,7 +2,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { b } from '../support/bytes.js';
 import { kv, op } from '../support/kv.js';
-import { specBackend, startTestServer, type TestServer } from '../support/test-server.js';
+import {
+  specBackend,
+  startTestServer,
+  type TestServer,
+  versionAtLeast,
+} from '../support/test-server.js';
 import { del, put, WatchConnection, type WatchStreamClient } from './watch-client.js';
 
 describe(`Watch history [${specBackend}]`, () => {
@@ -185,17 +190,22 @@ describe(`Watch history [${specBackend}]`, () => {
     ]);
   });
 
-  it('a delete at the compaction revision is gone from history: a watch from there does not see it', async () => {
+  it('a delete at the compaction revision: a watch from there sees it on etcd 3.5+, not on 3.4', async () => {
     await api.put('a', '1'); // 2
     await api.put('b', '1'); // 3
     await api.del('a'); // 4
     await api.put('b', '2'); // 5
-    // etcd drops the tombstone when the compaction is applied to its backend: wait for that.
+    // etcd 3.4 drops the tombstone when the compaction is applied to its backend: wait for that.
     await api.compact(4, true);
     stream.create({ key: b('a'), rangeEnd: b('c'), startRevision: 4n });
+    const later = put('b', '2', 3, 5, 2);
     expect(await stream.nextMany(2)).toEqual([
       { revision: 5, watchId: 0, created: true },
-      { revision: 5, watchId: 0, events: [put('b', '2', 3, 5, 2)] },
+      {
+        revision: 5,
+        watchId: 0,
+        events: versionAtLeast(server.version, 3, 5) ? [del('a', 4), later] : [later],
+      },
     ]);
   });
 
