@@ -8,6 +8,7 @@ import {
   Lease,
   type LeaseLostError,
   LeaseNotFoundError,
+  OutcomeUnknownError,
 } from '@etcdkit/client';
 import { throwIfAborted } from '../wait.js';
 
@@ -169,6 +170,8 @@ export class Session implements AsyncDisposable {
 
   /** @internal The client's close ends the session: best effort, bounded, never a failure. */
   closeWithClient(): Promise<void> {
+    // Orphaned, expired or revoked already: nothing of it left for the client to end.
+    if (this.#closing === undefined && this.isDone) return Promise.resolve();
     this.#closing ??= this.#revoke({ timeoutMs: CLIENT_CLOSE_REVOKE_MS }).catch(() => {
       // The lease expires after its TTL; the client's close goes on.
     });
@@ -188,8 +191,9 @@ export class Session implements AsyncDisposable {
       // Already gone (expired, revoked elsewhere): the keys went with it, which is what close wants.
       if (error instanceof LeaseNotFoundError) return;
       // The client was closed: its close ended the session already (the lease, if it could not be
-      // revoked, expires after its TTL), so there is nothing left to do here.
-      if (error instanceof ClientClosedError) return;
+      // revoked, expires after its TTL), so there is nothing left to do here. A revoke the close
+      // cut off in flight is outcome-unknown for that reason.
+      if (closedClient(error)) return;
       throw error;
     }
   }
@@ -207,4 +211,10 @@ export class Session implements AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/** True for a call refused, or cut off in flight, because its client was closed. */
+function closedClient(error: unknown): boolean {
+  if (error instanceof ClientClosedError) return true;
+  return error instanceof OutcomeUnknownError && error.cause instanceof ClientClosedError;
 }

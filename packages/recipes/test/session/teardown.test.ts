@@ -78,6 +78,18 @@ describeEachBackend('teardown in any order', ({ backend, prefix }) => {
     expect((await admin().get(lock.key))?.createRevision).toBe(lock.fencingToken);
   });
 
+  it('an orphaned session closed after its client: nothing to do, no error', async () => {
+    const etcd = fixture.client();
+    const session = await Session.create(etcd, { ttl: 30 });
+    session.orphan();
+    await etcd.close();
+    // Orphaned, the client's close left its lease alone; closing it now cannot revoke it.
+    expect(await alive(session.leaseId)).toBe(true);
+    await session.close();
+    await session[Symbol.asyncDispose]();
+    await admin().lease.revoke(session.leaseId);
+  });
+
   it('the usual order: lock, leadership and session disposed, then the client closed', async () => {
     const p = prefix();
     const etcd = new Etcd({ endpoints: backend().endpoints });
