@@ -5,7 +5,7 @@
 
 /**
  * Code length of every symbol 0..256, as one letter each: `a` is 5 bits, `b` 6 ... `z` 30.
- * Checked (test/net/hpack.test.ts) against the RFC's examples of Huffman-encoded strings.
+ * Checked (test/transport/h2/hpack.test.ts) against the RFC's examples of Huffman-encoded strings.
  */
 const CODE_LENGTHS =
   'isxxxxxxxtzxxzxxxxxxxxzxxxxxxxxxbffhibdgffdgdbbbaaabbbbbbbcdkbhfibccccccccccccccccccccccdcdioij' +

@@ -1,13 +1,14 @@
-// HPACK decoding (RFC 7541) as the authority rewriter needs it, checked with the RFC's examples.
+// HPACK decoding (RFC 7541) as the client's HTTP/2 transport and the server's authority rewriter
+// need it, checked with the RFC's examples.
 
+import { describe, expect, it } from 'vitest';
 import {
-  decodeHuffman,
   encodeLiterals,
   HeaderBlockDecoder,
   type HeaderField,
   MisplacedTableSizeUpdateError,
-} from '@etcdkit/client/h2';
-import { describe, expect, it } from 'vitest';
+} from '../../../src/transport/h2/hpack.js';
+import { decodeHuffman } from '../../../src/transport/h2/huffman.js';
 
 const hex = (text: string) => Buffer.from(text.replaceAll(' ', ''), 'hex');
 const pairs = (fields: readonly HeaderField[]) => fields.map((f) => `${f.name}: ${f.value}`);
