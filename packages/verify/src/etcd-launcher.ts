@@ -115,7 +115,7 @@ class PortTaken extends Error {}
 class Cluster implements LaunchedEtcd {
   readonly members: readonly Member[];
   readonly endpoints: readonly string[];
-  private stopped = false;
+  #stopped = false;
 
   constructor(
     readonly binary: string,
@@ -180,70 +180,75 @@ class Cluster implements LaunchedEtcd {
   }
 
   async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
+    if (this.#stopped) return;
+    this.#stopped = true;
     await Promise.all(this.members.map((m) => m.kill()));
     await rm(this.dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
     liveDirs.delete(this.dir);
   }
 
   assertNotStopped(): void {
-    if (this.stopped) throw new Error('the etcd processes were stopped and their data removed');
+    if (this.#stopped) throw new Error('the etcd processes were stopped and their data removed');
   }
 }
 
 class Member implements LaunchedMember {
-  private child: ChildProcess | undefined;
-  private exited: Promise<string> | undefined;
-  private stopped = false;
-  private tail: string[] = [];
+  #child: ChildProcess | undefined;
+  #exited: Promise<string> | undefined;
+  #stopped = false;
+  #tail: string[] = [];
+  readonly #args: readonly string[];
+  readonly #cluster: Cluster;
 
   constructor(
     readonly name: string,
     readonly endpoint: string,
-    private readonly args: readonly string[],
-    private readonly cluster: Cluster,
-  ) {}
+    args: readonly string[],
+    cluster: Cluster,
+  ) {
+    this.#args = args;
+    this.#cluster = cluster;
+  }
 
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.#child?.pid;
   }
 
   get running(): boolean {
-    return this.child !== undefined;
+    return this.#child !== undefined;
   }
 
   logs(): string {
-    return this.tail.join('\n');
+    return this.#tail.join('\n');
   }
 
   spawn(): void {
-    this.cluster.assertNotStopped();
-    if (this.child !== undefined) throw new Error(`etcd ${this.name} is already running`);
+    this.#cluster.assertNotStopped();
+    if (this.#child !== undefined) throw new Error(`etcd ${this.name} is already running`);
     // etcd reads every flag from ETCD_* variables too: a stray one would change the server.
     const env = Object.fromEntries(
       Object.entries(process.env).filter(([key]) => !key.startsWith('ETCD_')),
     );
-    const child = spawn(this.cluster.binary, this.args, {
-      cwd: this.cluster.dir,
+    const child = spawn(this.#cluster.binary, this.#args, {
+      cwd: this.#cluster.dir,
       env,
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (text: string) => {
-      this.tail = [...this.tail, ...text.split('\n').filter((l) => l !== '')].slice(-40);
+      this.#tail = [...this.#tail, ...text.split('\n').filter((l) => l !== '')].slice(-40);
     });
     // A member must not keep this process alive: the exit handler kills what is left.
     child.unref();
     if (child.stderr instanceof Socket) child.stderr.unref();
-    this.child = child;
-    this.stopped = false;
+    this.#child = child;
+    this.#stopped = false;
     live.add(child);
     installExitHandlers();
-    this.exited = new Promise((resolve) => {
+    this.#exited = new Promise((resolve) => {
       const gone = (how: string) => {
         live.delete(child);
-        if (this.child === child) this.child = undefined;
+        if (this.#child === child) this.#child = undefined;
         resolve(how);
       };
       child.once('exit', (code, signal) => gone(signal ?? `exit code ${code}`));
@@ -253,7 +258,7 @@ class Member implements LaunchedMember {
 
   /** Polls `GET /version` until it answers: etcd serves only once the member is in a cluster. */
   async untilServing(deadline: number): Promise<void> {
-    const exited = this.exited;
+    const exited = this.#exited;
     if (exited === undefined) throw new Error(`etcd ${this.name} was not started`);
     let gone: string | undefined;
     void exited.then((how) => {
@@ -277,7 +282,7 @@ class Member implements LaunchedMember {
 
   /** Its member id and the leader it knows (`'0'`: none), or undefined when it does not answer. */
   async status(): Promise<{ id: string; leader: string } | undefined> {
-    if (this.child === undefined || this.stopped) return undefined;
+    if (this.#child === undefined || this.#stopped) return undefined;
     const answer = (await httpJson(`${this.endpoint}/v3/maintenance/status`, '{}', 1_000)) as
       | { header?: { member_id?: string }; leader?: string }
       | undefined;
@@ -288,7 +293,7 @@ class Member implements LaunchedMember {
   async start(): Promise<void> {
     this.spawn();
     try {
-      await this.untilServing(Date.now() + this.cluster.startTimeoutMs);
+      await this.untilServing(Date.now() + this.#cluster.startTimeoutMs);
     } catch (error) {
       await this.kill();
       throw error;
@@ -296,11 +301,11 @@ class Member implements LaunchedMember {
   }
 
   async kill(): Promise<void> {
-    await this.signalAndWait('SIGKILL', 0);
+    await this.#signalAndWait('SIGKILL', 0);
   }
 
   async restart(): Promise<void> {
-    await this.signalAndWait('SIGTERM', TERM_GRACE_MS);
+    await this.#signalAndWait('SIGTERM', TERM_GRACE_MS);
     await this.start();
   }
 
@@ -309,13 +314,13 @@ class Member implements LaunchedMember {
    * SIGKILL after `graceMs`. Signals go through the ChildProcess, which stops sending them once
    * node has reaped the process: a pid the system has since reused is never signalled.
    */
-  private async signalAndWait(signal: NodeJS.Signals, graceMs: number): Promise<void> {
-    const child = this.child;
-    const exited = this.exited;
+  async #signalAndWait(signal: NodeJS.Signals, graceMs: number): Promise<void> {
+    const child = this.#child;
+    const exited = this.#exited;
     if (child === undefined || exited === undefined) return;
     child.ref(); // the exit must be seen before this resolves
     child.kill(signal);
-    if (this.stopped) child.kill('SIGCONT');
+    if (this.#stopped) child.kill('SIGCONT');
     if (signal !== 'SIGKILL') {
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<'late'>((resolve) => {
@@ -328,10 +333,10 @@ class Member implements LaunchedMember {
   }
 
   async pause(): Promise<void> {
-    const child = this.child;
+    const child = this.#child;
     if (child === undefined) throw new Error(`cannot pause etcd ${this.name}: not running`);
     child.kill('SIGSTOP');
-    this.stopped = true;
+    this.#stopped = true;
     // The signal lands asynchronously; a loopback request could be answered in between.
     for (let i = 0; i < 200 && child.pid !== undefined; i++) {
       const stat = await readFile(`/proc/${child.pid}/stat`, 'utf8').catch(() => undefined);
@@ -341,9 +346,9 @@ class Member implements LaunchedMember {
   }
 
   resume(): void {
-    if (this.child === undefined) throw new Error(`cannot resume etcd ${this.name}: not running`);
-    this.child.kill('SIGCONT');
-    this.stopped = false;
+    if (this.#child === undefined) throw new Error(`cannot resume etcd ${this.name}: not running`);
+    this.#child.kill('SIGCONT');
+    this.#stopped = false;
   }
 }
 

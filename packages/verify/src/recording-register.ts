@@ -8,6 +8,10 @@ import type { Recorder } from './recorder.js';
  * recorded in `recorder`. Errors are rethrown after being recorded.
  */
 export class RecordingRegister {
+  readonly #kv: KV;
+  readonly #recorder: Recorder<RegisterInput, RegisterOutput>;
+  readonly #getOptions: GetOptions;
+
   /**
    * @param kv the client the process uses
    * @param recorder where operations go
@@ -15,24 +19,28 @@ export class RecordingRegister {
    * @param getOptions options of every get, e.g. `{ serializable: true }`
    */
   constructor(
-    private readonly kv: KV,
-    private readonly recorder: Recorder<RegisterInput, RegisterOutput>,
+    kv: KV,
+    recorder: Recorder<RegisterInput, RegisterOutput>,
     readonly process: number,
-    private readonly getOptions: GetOptions = {},
-  ) {}
+    getOptions: GetOptions = {},
+  ) {
+    this.#kv = kv;
+    this.#recorder = recorder;
+    this.#getOptions = getOptions;
+  }
 
   /** Reads `key`: its value (undefined when absent) and mod_revision (0 when absent). */
   get(key: string, signal?: AbortSignal): Promise<RegisterOutput & { type: 'get' }> {
-    return this.recorder.run(this.process, { type: 'get', key }, 'read', async () => {
-      const kv = await this.kv.get(key, { ...this.getOptions, signal });
+    return this.#recorder.run(this.process, { type: 'get', key }, 'read', async () => {
+      const kv = await this.#kv.get(key, { ...this.#getOptions, signal });
       return { type: 'get', value: kv?.text(), modRevision: kv?.modRevision ?? 0n };
     }) as Promise<RegisterOutput & { type: 'get' }>;
   }
 
   /** Writes `key`; answers with the revision of the write. */
   put(key: string, value: string, signal?: AbortSignal): Promise<RegisterOutput> {
-    return this.recorder.run(this.process, { type: 'put', key, value }, 'write', async () => {
-      const r = await this.kv.put(key, value, { signal });
+    return this.#recorder.run(this.process, { type: 'put', key, value }, 'write', async () => {
+      const r = await this.#kv.put(key, value, { signal });
       return { type: 'put', revision: r.header.revision };
     });
   }
@@ -45,10 +53,10 @@ export class RecordingRegister {
     signal?: AbortSignal,
   ): Promise<RegisterOutput> {
     const input: RegisterInput = { type: 'cas', key, expect, value };
-    return this.recorder.run(this.process, input, 'write', async () => {
+    return this.#recorder.run(this.process, input, 'write', async () => {
       const guard =
         expect === undefined ? cmp.version(key, '==', 0n) : cmp.value(key, '==', expect);
-      const r = await this.kv
+      const r = await this.#kv
         .txn()
         .if(guard)
         .then(op.put(key, value))
@@ -70,8 +78,8 @@ export class RecordingRegister {
     signal?: AbortSignal,
   ): Promise<RegisterOutput> {
     const input: RegisterInput = { type: 'casRevision', key, expectRevision, expectValue, value };
-    return this.recorder.run(this.process, input, 'write', async () => {
-      const r = await this.kv
+    return this.#recorder.run(this.process, input, 'write', async () => {
+      const r = await this.#kv
         .txn()
         .if(cmp.modRevision(key, '==', expectRevision))
         .then(op.put(key, value))

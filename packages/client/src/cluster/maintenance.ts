@@ -130,7 +130,7 @@ export class MaintenanceClient {
 
   /** Every active alarm in the cluster. */
   async alarms(options: CallOptions = {}): Promise<Alarm[]> {
-    return this.alarm(Action.GET, 0n, etcdserverpb.AlarmType.NONE, 'read', options);
+    return this.#alarm(Action.GET, 0n, etcdserverpb.AlarmType.NONE, 'read', options);
   }
 
   /**
@@ -143,7 +143,7 @@ export class MaintenanceClient {
     type: AlarmType,
     options: CallOptions = {},
   ): Promise<Alarm[]> {
-    return this.alarm(Action.ACTIVATE, memberId, alarmTypes[type], 'write', options);
+    return this.#alarm(Action.ACTIVATE, memberId, alarmTypes[type], 'write', options);
   }
 
   /**
@@ -155,7 +155,7 @@ export class MaintenanceClient {
     type: AlarmType,
     options: CallOptions = {},
   ): Promise<Alarm[]> {
-    return this.alarm(Action.DEACTIVATE, memberId, alarmTypes[type], 'write', options);
+    return this.#alarm(Action.DEACTIVATE, memberId, alarmTypes[type], 'write', options);
   }
 
   /**
@@ -237,7 +237,7 @@ export class MaintenanceClient {
     );
   }
 
-  private async alarm(
+  async #alarm(
     action: etcdserverpb.AlarmRequest.AlarmAction,
     memberId: bigint,
     alarm: etcdserverpb.AlarmType,

@@ -51,11 +51,14 @@ export class ProcessIds {
 /** Counts operations against a limit shared by all clients. */
 export class OpBudget {
   #used = 0;
+  readonly #max: number;
   /** @param max how many operations in all */
-  constructor(private readonly max: number) {}
+  constructor(max: number) {
+    this.#max = max;
+  }
   /** Takes one; false when none are left. */
   take(): boolean {
-    if (this.#used >= this.max) return false;
+    if (this.#used >= this.#max) return false;
     this.#used++;
     return true;
   }

@@ -111,18 +111,17 @@ export const DEFAULT_MAX_HEADER_LIST_SIZE = 65_535;
 /** Decodes the header blocks of one direction of one connection, in order. */
 export class HeaderBlockDecoder {
   // Newest first, as HPACK indexes them (62 is the newest).
-  private readonly entries: (readonly [string, string])[] = [];
-  private size = 0;
-  private maxSize: number;
+  readonly #entries: (readonly [string, string])[] = [];
+  #size = 0;
+  #maxSize: number;
   /** The table size the encoder may not exceed (SETTINGS_HEADER_TABLE_SIZE). */
-  private readonly sizeLimit: number;
+  readonly #sizeLimit: number;
+  readonly #maxListSize: number;
 
-  constructor(
-    maxSize = DEFAULT_HEADER_TABLE_SIZE,
-    private readonly maxListSize = DEFAULT_MAX_HEADER_LIST_SIZE,
-  ) {
-    this.maxSize = maxSize;
-    this.sizeLimit = maxSize;
+  constructor(maxSize = DEFAULT_HEADER_TABLE_SIZE, maxListSize = DEFAULT_MAX_HEADER_LIST_SIZE) {
+    this.#maxListSize = maxListSize;
+    this.#maxSize = maxSize;
+    this.#sizeLimit = maxSize;
   }
 
   /**
@@ -136,8 +135,8 @@ export class HeaderBlockDecoder {
     let listSize = 0;
     const push = (field: HeaderField): void => {
       listSize += field.name.length + field.value.length + ENTRY_OVERHEAD;
-      if (listSize > this.maxListSize) {
-        throw new HpackError(`header list larger than ${this.maxListSize} octets`);
+      if (listSize > this.#maxListSize) {
+        throw new HpackError(`header list larger than ${this.#maxListSize} octets`);
       }
       fields.push(field);
     };
@@ -145,12 +144,12 @@ export class HeaderBlockDecoder {
       const first = reader.peek();
       if (first & 0x80) {
         // Indexed header field.
-        const [name, value] = this.lookup(reader.integer(7));
+        const [name, value] = this.#lookup(reader.integer(7));
         push({ name, value, sensitive: false });
       } else if (first & 0x40) {
         // Literal with incremental indexing.
-        const field = this.literal(reader, 6, false);
-        this.add(field.name, field.value);
+        const field = this.#literal(reader, 6, false);
+        this.#add(field.name, field.value);
         push(field);
       } else if (first & 0x20) {
         // Dynamic table size update, which may not exceed the receiver's setting (RFC 7541, 6.3).
@@ -158,47 +157,47 @@ export class HeaderBlockDecoder {
         // follow a field: every field representation is in `fields` by now.
         if (fields.length > 0) throw new MisplacedTableSizeUpdateError();
         const size = reader.integer(5);
-        if (size > this.sizeLimit) throw new HpackError(`table size ${size} above the limit`);
-        this.maxSize = size;
-        this.evict(0);
+        if (size > this.#sizeLimit) throw new HpackError(`table size ${size} above the limit`);
+        this.#maxSize = size;
+        this.#evict(0);
       } else {
         // Literal without indexing (0000) or never indexed (0001).
-        push(this.literal(reader, 4, (first & 0x10) !== 0));
+        push(this.#literal(reader, 4, (first & 0x10) !== 0));
       }
     }
     return fields;
   }
 
-  private literal(reader: BlockReader, prefixBits: number, sensitive: boolean): HeaderField {
+  #literal(reader: BlockReader, prefixBits: number, sensitive: boolean): HeaderField {
     const index = reader.integer(prefixBits);
-    const name = index === 0 ? reader.string() : this.lookup(index)[0];
+    const name = index === 0 ? reader.string() : this.#lookup(index)[0];
     return { name, value: reader.string(), sensitive };
   }
 
-  private lookup(index: number): readonly [string, string] {
+  #lookup(index: number): readonly [string, string] {
     if (index === 0) throw new HpackError('index 0');
     const entry =
       index <= STATIC_TABLE.length
         ? STATIC_TABLE[index - 1]
-        : this.entries[index - STATIC_TABLE.length - 1];
+        : this.#entries[index - STATIC_TABLE.length - 1];
     if (entry === undefined) throw new HpackError(`index ${index} is not in the table`);
     return entry;
   }
 
-  private add(name: string, value: string): void {
+  #add(name: string, value: string): void {
     const entrySize = name.length + value.length + ENTRY_OVERHEAD;
     // An entry larger than the table empties it and is not added (RFC 7541, 4.4).
-    this.evict(entrySize);
-    if (entrySize > this.maxSize) return;
-    this.entries.unshift([name, value]);
-    this.size += entrySize;
+    this.#evict(entrySize);
+    if (entrySize > this.#maxSize) return;
+    this.#entries.unshift([name, value]);
+    this.#size += entrySize;
   }
 
   /** Evicts the oldest entries until `room` more octets fit. */
-  private evict(room: number): void {
-    while (this.entries.length > 0 && this.size + room > this.maxSize) {
-      const [name, value] = this.entries.pop()!;
-      this.size -= name.length + value.length + ENTRY_OVERHEAD;
+  #evict(room: number): void {
+    while (this.#entries.length > 0 && this.#size + room > this.#maxSize) {
+      const [name, value] = this.#entries.pop()!;
+      this.#size -= name.length + value.length + ENTRY_OVERHEAD;
     }
   }
 }
@@ -242,26 +241,29 @@ export function writeInteger(
 
 /** Reads HPACK's primitives from one header block. */
 class BlockReader {
-  private offset = 0;
+  #offset = 0;
+  readonly #block: Uint8Array;
 
-  constructor(private readonly block: Uint8Array) {}
+  constructor(block: Uint8Array) {
+    this.#block = block;
+  }
 
   get done(): boolean {
-    return this.offset >= this.block.length;
+    return this.#offset >= this.#block.length;
   }
 
   peek(): number {
-    return this.block[this.offset]!;
+    return this.#block[this.#offset]!;
   }
 
   /** An integer with an N-bit prefix (RFC 7541, 5.1). */
   integer(prefixBits: number): number {
     const limit = 2 ** prefixBits - 1;
-    let value = this.byte() & limit;
+    let value = this.#byte() & limit;
     if (value < limit) return value;
     let factor = 1;
     for (;;) {
-      const byte = this.byte();
+      const byte = this.#byte();
       value += (byte & 0x7f) * factor;
       factor *= 128;
       if ((byte & 0x80) === 0) return value;
@@ -274,15 +276,15 @@ class BlockReader {
   string(): string {
     const huffman = (this.peek() & 0x80) !== 0;
     const length = this.integer(7);
-    if (this.offset + length > this.block.length) throw new HpackError('string past the end');
-    const raw = this.block.subarray(this.offset, this.offset + length);
-    this.offset += length;
+    if (this.#offset + length > this.#block.length) throw new HpackError('string past the end');
+    const raw = this.#block.subarray(this.#offset, this.#offset + length);
+    this.#offset += length;
     return (huffman ? decodeHuffman(raw) : Buffer.from(raw)).toString('latin1');
   }
 
-  private byte(): number {
+  #byte(): number {
     if (this.done) throw new HpackError('truncated');
-    return this.block[this.offset++]!;
+    return this.#block[this.#offset++]!;
   }
 }
 
