@@ -151,25 +151,31 @@ export function matrixCells(size: MatrixSize, short: boolean): MatrixCell[] {
       });
     }
   }
+  // Watch and election runs: six clients through one kind of fault, as long as a lock run.
+  const throughFault = (
+    workload: 'watch' | 'election',
+    server: (typeof SERVERS)[number],
+    fault: FaultName,
+  ): MatrixCell => ({
+    name: `${workload} on ${server.name}, ${fault}`,
+    gates: true,
+    run: {
+      workload,
+      clients: 6,
+      durationMs: size.lockMs,
+      target: server.target,
+      faults: [fault],
+      faultIntervalMs: 1_000,
+      faultDurationMs: 1_500,
+      minFaults: 1,
+    },
+    expect: true,
+  });
   for (const [server, fault] of [
     [SERVERS[1]!, 'partition'],
     [SERVERS[3]!, 'kill'],
   ] as const) {
-    cells.push({
-      name: `watch on ${server.name}, ${fault}`,
-      gates: true,
-      run: {
-        workload: 'watch',
-        clients: 6,
-        durationMs: size.lockMs,
-        target: server.target,
-        faults: [fault],
-        faultIntervalMs: 1_000,
-        faultDurationMs: 1_500,
-        minFaults: 1,
-      },
-      expect: true,
-    });
+    cells.push(throughFault('watch', server, fault));
   }
   // lease-expiry: every leader's lease expires at once and its key goes; the next must win.
   for (const [server, fault] of [
@@ -177,21 +183,7 @@ export function matrixCells(size: MatrixSize, short: boolean): MatrixCell[] {
     [SERVERS[3]!, 'kill'],
     ...(short ? [] : ([[SERVERS[1]!, 'lease-expiry']] as const)),
   ] as const) {
-    cells.push({
-      name: `election on ${server.name}, ${fault}`,
-      gates: true,
-      run: {
-        workload: 'election',
-        clients: 6,
-        durationMs: size.lockMs,
-        target: server.target,
-        faults: [fault],
-        faultIntervalMs: 1_000,
-        faultDurationMs: 1_500,
-        minFaults: 1,
-      },
-      expect: true,
-    });
+    cells.push(throughFault('election', server, fault));
   }
   // The anomalies the checker must catch, made by a script: the fault comes between chosen
   // operations, so each run has exactly one anomaly to find.
