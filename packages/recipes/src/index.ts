@@ -66,8 +66,8 @@ export {
   SessionExpiredError,
   StaleFencingTokenError,
 } from './errors.js';
-export type { LineRead, OwnKey } from './line/turn.js';
 export { type PredecessorWait, waitForPredecessors } from './line/predecessors.js';
+export type { LineRead, OwnKey } from './line/turn.js';
 export {
   type FencedRead,
   FencedResource,
