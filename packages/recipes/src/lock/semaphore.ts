@@ -103,20 +103,20 @@ export class Permit extends Hold implements AsyncDisposable {
 
   /**
    * Gives the permit back: deletes its key only if it is still this incarnation. Rejects with
-   * LockNotHeldError when already released through this handle, with LockLostError when the key
-   * was already gone (nothing deleted).
+   * LockNotHeldError when this process already ended it (released through this handle, or its
+   * session or client closed), with LockLostError when the key was already gone (nothing deleted).
    */
-  release(): Promise<void> {
-    return this.holding.release();
+  async release(): Promise<void> {
+    // Ended by this process's own close: the signal's reason says how (a LockNotHeldError).
+    if (!this.holding.released && this.endedHere) throw this.signal.reason;
+    await this.holding.release();
   }
 
-  /** Releases, for `await using`; a permit already released or lost is not an error here. */
-  async [Symbol.asyncDispose](): Promise<void> {
-    if (this.holding.released) return;
-    try {
-      await this.release();
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== 'LOCK_LOST') throw error;
-    }
+  /**
+   * Gives the permit back at the end of an `await using` block, by the rule locks follow: nothing
+   * when this process already ended it; LockLostError when it was lost while held.
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.end();
   }
 }

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { Election } from '../../src/election/election.js';
 import { LeadershipLostError, LockLostError, NestedLockError } from '../../src/errors.js';
 import { type Lock, Mutex } from '../../src/lock/mutex.js';
+import { Semaphore } from '../../src/lock/semaphore.js';
 import { eventually, rejection, sleep, suiteClients } from '../recipes-support.js';
 
 /** The error a block ending with `dispose` throws, the block's own failure being `thrown`. */
@@ -82,6 +83,28 @@ describeEachBackend('how a hold ends', ({ backend, prefix }) => {
       expect(await blockEnd(await mutex.lock(), bodyError)).toBe(bodyError);
       expect(await rejection(mutex.withLock(() => Promise.reject(bodyError)))).toBe(bodyError);
       expect(await admin().get(mutex.key)).toBeUndefined();
+    });
+  });
+
+  describe('a semaphore permit', () => {
+    it('follows the lock rule: LockLostError from release() and await using when lost; ended by its session, nothing more', async () => {
+      const session = await fixture.session();
+      const semaphore = new Semaphore(session, `${prefix()}permits`, 2);
+      const lost = async () => {
+        const permit = await semaphore.acquire();
+        await admin().delete(permit.key);
+        await eventually(() => permit.signal.aborted);
+        return permit;
+      };
+      expect(await rejection((await lost()).release())).toBeInstanceOf(LockLostError);
+      expect(await blockEnd(await lost())).toBeInstanceOf(LockLostError);
+      expect(await blockEnd(await semaphore.acquire())).toBeUndefined();
+
+      const kept = await semaphore.acquire();
+      await session.close();
+      // The session's close released it: disposing it then does nothing.
+      expect(await blockEnd(kept)).toBeUndefined();
+      expect(await admin().count({ prefix: `${prefix()}permits/` })).toBe(0n);
     });
   });
 
