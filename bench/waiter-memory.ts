@@ -1,13 +1,13 @@
 // Memory of lock waiters, client and server apart: N callers blocked behind a held lock on an
 // EmbeddedEtcd (in a child process, see memory.ts), measured once every waiter waits (the server
 // has a watcher for each). Two ways to wait, with the same key layout:
-// - recipes' Mutex.lock(): the client waits, watching the key just ahead of its own (one watcher
-//   per waiter on the client's shared Watch stream). Its sessions (one lease each, kept alive) are
-//   created before the first measure, so they are not counted here (see lease-memory).
+// - recipes' Mutex.lock(): the client waits with one range watch over the keys ahead of its own and
+//   its own key (one watcher per waiter on the client's shared Watch stream; its own key's delete
+//   fails the wait at once). Its sessions (one lease each, kept alive) are created before the first
+//   measure, so they are not counted here (see lease-memory).
 // - etcd.lock.lock(): the server's Lock service (etcd's v3lock) waits for the client, which keeps
-//   one gRPC call open per waiter. Its leases are granted before the first measure too.
-// Each waiter, either way, has two watchers on the server: on the key just ahead of its own, and
-// on its own key, to fail at once if it is lost while waiting.
+//   one gRPC call open per waiter, with two watchers on the server: the key just ahead, and its own.
+//   Its leases are granted before the first measure too.
 // The `etcd3` npm package has no waiting lock (its Lock.acquire fails at once when the lock is
 // held), so it has no row. ETCDKIT_BENCH_WAITERS (comma list, default 1000) sets N. Reports
 // numbers; asserts nothing.
