@@ -83,6 +83,7 @@ export { MultiLock, MultiLockHeld } from './lock/multi-lock.js';
 export { Lock, type LockOptions, Mutex } from './lock/mutex.js';
 export { type RWLockOptions, RWMutex } from './lock/rwmutex.js';
 export { type AcquireOptions, Permit, Semaphore } from './lock/semaphore.js';
+export { DEFAULT_STM_LOCK_PREFIX, stmKeyLocks } from './lock/stm-key-locks.js';
 export type { Dequeued, DequeueOptions, Enqueued, EnqueueOptions } from './queue/claim.js';
 export { type DelayEnqueueOptions, DelayQueue } from './queue/delay-queue.js';
 export { MAX_QUEUE_PRIORITY, PriorityQueue } from './queue/priority-queue.js';
@@ -107,6 +108,12 @@ export {
 } from './session/resilient-session.js';
 export { Session, type SessionOptions } from './session/session.js';
 export type { StmBackoff } from './stm/backoff.js';
+export {
+  DEFAULT_STM_LOCK_AFTER_CONFLICTS,
+  type StmContention,
+  type StmKeyLocks,
+  type StmKeysHeld,
+} from './stm/contention.js';
 export { STM_CONFLICT, StmConflictError, StmTooManyOpsError } from './stm/errors.js';
 export { STM_ISOLATION_LEVELS, type StmIsolation } from './stm/isolation.js';
 export {

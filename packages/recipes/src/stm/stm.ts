@@ -4,6 +4,7 @@ import {
   AbortedError,
   type AnyOpResponse,
   type Bytes,
+  type Compare,
   InvalidArgumentError,
   type KV,
   op,
@@ -12,6 +13,7 @@ import {
 } from '@etcdkit/client';
 import { type CommitPlan, keyId, type Prefetched, type ReadEntry, StmAttempt } from './attempt.js';
 import { backoffDelay, DEFAULT_STM_BACKOFF, pause, type StmBackoff } from './backoff.js';
+import { contentionOf, distinctKeys, LockedKeys, type StmContention } from './contention.js';
 import { StmConflictError, StmTooManyOpsError } from './errors.js';
 import { isolationRules, STM_ISOLATION_LEVELS, type StmIsolation } from './isolation.js';
 import { type HeldKeys, stmQueueOf } from './local-queue.js';
@@ -54,6 +56,14 @@ export interface StmOptions {
    * writes or compares fails with StmTooManyOpsError before it is sent. Default 128.
    */
   readonly maxTxnOps?: number;
+  /**
+   * Contention across processes: after `afterConflicts` conflicts with writers outside the local
+   * queue, the run locks the keys it touches through `locks` (one lock per key, in byte order) and
+   * retries holding them until it commits, so runs of every process that do the same take turns
+   * in FIFO order instead of failing each other's commits. Runs that do not conflict never take
+   * them: one round trip, as without. Default: none (conflicts pause and retry).
+   */
+  readonly contention?: StmContention;
 }
 
 /** What {@link runStm} resolves with once a commit succeeded. */
@@ -112,8 +122,11 @@ export async function runStm<T>(
     settings.prefetch.length > 0 ? await prefetch(kv, settings.prefetch, signal) : undefined;
   const queue = settings.localQueue ? stmQueueOf(kv) : undefined;
   let keyLocks: HeldKeys | undefined;
+  // The keys locked across processes, once conflicts with writers elsewhere kept coming.
+  let locked: LockedKeys | undefined;
   let pauses = 0;
   let conflictsWithKeys = 0;
+  let failedCommits = 0;
   try {
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
@@ -134,24 +147,49 @@ export async function runStm<T>(
       if (ran && keys) {
         if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
         // Keys a queued run holds are about to change, so a commit now would most likely conflict:
-        // join the queue without sending it (the last attempt allowed is always sent).
+        // join the queue without sending it (the last attempt allowed is always sent). A run
+        // holding the keys' locks always sends: no run of the queue can commit on them meanwhile.
         const doomed =
           queue &&
           !keyLocks &&
+          !locked &&
           attempt <= settings.maxRetries &&
           ran.plan.compares.length > 0 &&
           queue.holdsAny(keys);
         if (!doomed) {
-          const outcome = await commit(kv, ran.plan, settings);
+          // Until it holds its keys' locks, a run commits only while no one holds or waits for
+          // them: a run that took them to get its turn is not overtaken by newcomers.
+          const guards =
+            settings.contention && !locked && ran.plan.compares.length > 0
+              ? settings.contention.locks.free(distinctKeys(keys))
+              : [];
+          const outcome = await commit(kv, ran.plan, settings, guards);
           if (outcome.committed) {
             // The next run waiting for these keys starts from what this commit left.
             keyLocks?.release(stateAfter(ran.plan, outcome.header.revision));
             return { value: ran.value, header: outcome.header, attempts: attempt };
           }
           prefetched = outcome.prefetched;
+          failedCommits++;
         }
       }
       if (attempt > settings.maxRetries) throw new StmConflictError(attempt);
+      const { contention } = settings;
+      if (contention && ran && keys && failedCommits >= contention.afterConflicts) {
+        // Holding the keys, a conflict is a writer that takes no locks: the failed commit
+        // brought the values it left, so retry at once rather than pause with the keys held.
+        if (locked?.covers(keys)) continue;
+        // The locks order local runs too (one session's Mutex waits for its own holds): never
+        // wait for them holding keys of the local queue, which a local run ahead may wait for.
+        keyLocks?.release();
+        keyLocks = undefined;
+        await locked?.held.release();
+        locked = undefined;
+        locked = await LockedKeys.take(contention.locks, keys, signal);
+        // Runs elsewhere committed while this one waited: what the failed commit read is old.
+        prefetched = await prefetch(kv, refetchKeys(ran.plan, settings), signal);
+        continue;
+      }
       if (queue && ran && keys && !keyLocks?.covers(keys)) {
         const first = keyLocks === undefined;
         const held = keyLocks?.ids ?? [];
@@ -174,6 +212,7 @@ export async function runStm<T>(
     }
   } finally {
     keyLocks?.release();
+    await locked?.held.release();
   }
 }
 
@@ -184,6 +223,7 @@ interface Settings {
   readonly backoff: Required<StmBackoff>;
   readonly maxTxnOps: number;
   readonly localQueue: boolean;
+  readonly contention: Required<StmContention> | undefined;
 }
 
 function settingsOf(options: StmOptions): Settings {
@@ -220,6 +260,7 @@ function settingsOf(options: StmOptions): Settings {
     backoff,
     maxTxnOps,
     localQueue: flag(options.localQueue, true, 'localQueue'),
+    contention: contentionOf(options.contention),
   };
 }
 
@@ -256,8 +297,14 @@ type CommitOutcome =
   | { readonly committed: true; readonly header: ResponseHeader }
   | { readonly committed: false; readonly prefetched: Prefetched };
 
-async function commit(kv: KV, plan: CommitPlan, settings: Settings): Promise<CommitOutcome> {
-  const { compares, writes } = plan;
+async function commit(
+  kv: KV,
+  plan: CommitPlan,
+  settings: Settings,
+  guards: readonly Compare[],
+): Promise<CommitOutcome> {
+  const { writes } = plan;
+  const compares = [...plan.compares, ...guards];
   if (writes.length > settings.maxTxnOps || compares.length > settings.maxTxnOps) {
     throw new StmTooManyOpsError(writes.length, compares.length, settings.maxTxnOps);
   }
