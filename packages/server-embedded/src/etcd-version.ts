@@ -63,6 +63,11 @@ export interface EtcdVersionTraits {
    */
   readonly compactionBoundaryDelete: boolean;
   /**
+   * A watch with a negative start revision is refused as compacted (3.5.24 and 3.6.6 on:
+   * CHANGELOG-3.5.md line 189, CHANGELOG-3.6.md line 170); 3.4 takes it as 0, now.
+   */
+  readonly refusesNegativeWatchStart: boolean;
+  /**
    * 3.4's watch rules: a progress request is answered at once (even without watches, out of order
    * with pending events), and a watch created below the compaction revision is answered as
    * created, then cancelled with the compaction revision.
@@ -99,6 +104,7 @@ export function etcdVersionTraits(version: EtcdVersion): EtcdVersionTraits {
     tokenIndexBeforeEntry: from(5),
     rangeStream: from(7),
     compactionBoundaryDelete: from(5),
+    refusesNegativeWatchStart: from(5),
     legacyWatchProgress: !from(5),
     noQuorumDeadlineExceeded: from(5),
   };

@@ -41,6 +41,7 @@ export function registerWatchService(
       fragmentLimitBytes: context.maxRequestBytes + GRPC_OVERHEAD_BYTES,
       header: (revision) => fillHeaderWithoutRevision(context, { revision: BigInt(revision) }),
       authorize: watchAuthorization(context.authorizer, context.authorizer.credentialsOf(call)),
+      negativeStartIsNow: !context.traits.refusesNegativeWatchStart,
     });
     open.add(stream);
     const end = (): void => {

@@ -50,6 +50,11 @@ export interface WatchStreamOptions {
    * as sent, empty for one key): the reason to cancel the watch with, or undefined to create it.
    */
   readonly authorize?: (key: Uint8Array, rangeEnd: Uint8Array) => string | undefined;
+  /**
+   * A negative start revision is taken as 0 (now), as etcd 3.4 does; default false: refused as
+   * compacted, as etcd does since 3.5.24 and 3.6.6.
+   */
+  readonly negativeStartIsNow?: boolean;
 }
 
 /** The gRPC call, as the stream uses it: responses out, and flow control of requests in. */
@@ -139,10 +144,13 @@ export class WatchStream implements WatchSink {
       });
     // An empty key means the smallest key, "\0".
     const key = bytesOf(request.key).length === 0 ? new Uint8Array([0]) : bytesOf(request.key);
-    const startRevision = numberOf(request.startRevision);
+    let startRevision = numberOf(request.startRevision);
     if (startRevision < 0) {
-      refuse(CancelReason.COMPACTED);
-      return;
+      if (this.options.negativeStartIsNow !== true) {
+        refuse(CancelReason.COMPACTED);
+        return;
+      }
+      startRevision = 0;
     }
     const denied = this.options.authorize?.(key, bytesOf(request.rangeEnd));
     if (denied !== undefined) {

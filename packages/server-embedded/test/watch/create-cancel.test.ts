@@ -106,8 +106,8 @@ describe(`Watch create and cancel [${specBackend}]`, () => {
     expect(await stream.next()).toEqual({ revision: 1, watchId: 0, created: true });
   });
 
-  it('a negative start revision is refused with the compacted reason (etcd 3.7+)', async (context) => {
-    if (!versionAtLeast(server.version, 3, 7)) {
+  it('a negative start revision is refused with the compacted reason (etcd 3.5.24+, 3.6.6+)', async (context) => {
+    if (!versionAtLeast(server.version, 3, 5)) {
       context.skip(`etcd ${server.version} treats a negative start revision as 0`);
     }
     stream.create({ key: b('a'), startRevision: -1n });
