@@ -229,4 +229,23 @@ describeEachBackend('STM under contention', ({ backend, prefix }) => {
     await accounts('a', 'b');
     expect(await transfer(etcd, 'a', 'b', 1, { maxRetries: Number.POSITIVE_INFINITY })).toBe(1);
   });
+
+  it('rejects a contention option without locks or with afterConflicts below 1, sending nothing', async () => {
+    const locks = { lock: () => Promise.reject(new Error('unused')), free: () => [] };
+    const noLocks = await rejection(
+      runStm(etcd, () => {}, { contention: { locks: {} as unknown as typeof locks } }),
+    );
+    expect(noLocks).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: 'contention.locks must have lock() and free() methods',
+    });
+    const zero = await rejection(
+      runStm(etcd, () => {}, { contention: { locks, afterConflicts: 0 } }),
+    );
+    expect(zero).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: 'contention.afterConflicts must be an integer >= 1, got 0',
+    });
+    expect(calls).toEqual([]);
+  });
 });
