@@ -51,10 +51,12 @@ import {
 } from '@etcdkit/testkit';
 import type * as grpc from '@grpc/grpc-js';
 import { afterEach, expect, it } from 'vitest';
+import { GrpcCode } from '../../src/errors.js';
 import { b } from '../support/bytes.js';
 import { type CallError, RawClient, status } from '../support/grpc-client.js';
 import { openKeepAlive } from '../support/keepalive-client.js';
 import { put, WatchConnection, type WatchStreamClient } from '../watch/watch-client.js';
+import { atLeast } from './fresh-server.js';
 // The catalog's entries: this suite pins those that need several members on a real cluster.
 import { etcdError } from './suite.js';
 
@@ -70,10 +72,15 @@ const NO_LEADER = etcdError('NO_LEADER');
 const NOT_LEADER = etcdError('NOT_LEADER');
 const BAD_TRANSFEREE = etcdError('BAD_LEADER_TRANSFEREE');
 const READ_TIMED_OUT = etcdError('REQUEST_TIMEOUT');
-const PROPOSAL_TIMED_OUT = status(
-  etcdErrorVariants.PROPOSAL_TIMEOUT.status,
-  etcdErrorVariants.PROPOSAL_TIMEOUT.message,
-);
+/**
+ * A proposal held past the request timeout: etcd 3.4 sends its context error as Unknown, 3.5 on
+ * as DeadlineExceeded, with the same words.
+ */
+const proposalTimedOut = (version: string) =>
+  status(
+    atLeast(version, 3, 5) ? GrpcCode.DEADLINE_EXCEEDED : etcdErrorVariants.PROPOSAL_TIMEOUT.status,
+    etcdErrorVariants.PROPOSAL_TIMEOUT.message,
+  );
 /** etcd's request timeout with the testkit's raft timing: 5 s + 2 x 500 ms. */
 const REQUEST_TIMEOUT_MS = 6_000;
 
@@ -468,6 +475,9 @@ describeConformance('cluster conformance: a member that lost its quorum', ({ clu
     await expect(
       client.unary(Maintenance.MoveLeader, { targetID: idOf(survivor) }),
     ).rejects.toMatchObject(NOT_LEADER);
+    const PROPOSAL_TIMED_OUT = proposalTimedOut(
+      (await client.unary(Maintenance.Status, {})).version,
+    );
     // What needs the leader waits for one, up to the request timeout (all at once: ~6 s).
     const keepAlive = openKeepAlive(survivor.endpoint);
     opened.push(keepAlive);
@@ -505,7 +515,7 @@ describeConformance('cluster conformance: a member that lost its quorum', ({ clu
       linearizable: { error: READ_TIMED_OUT },
       readOnlyTxn: { error: READ_TIMED_OUT },
       // A proposal waits to be taken by raft, which takes none without a leader, until the
-      // request timeout's context ends: grpc-go sends that context error as Unknown. A txn
+      // request timeout's context ends (Unknown on 3.4, DeadlineExceeded from 3.5). A txn
       // holding a nested txn is one, even if it only reads (etcd's isTxnReadonly).
       nestedTxn: { error: PROPOSAL_TIMED_OUT },
       put: { error: PROPOSAL_TIMED_OUT },
@@ -761,7 +771,7 @@ describeConformance(
       await expectDeadlineOr(
         client.unary(Cluster.MemberRemove, { ID: added.member!.ID }, { deadlineMs: 1_000 }),
         READ_TIMED_OUT,
-        PROPOSAL_TIMED_OUT,
+        proposalTimedOut((await client.unary(Maintenance.Status, {})).version),
       );
       expect((await membersSeenBy(only)).map((m) => m.name)).toEqual(['', only.name]);
     }, 60_000);
