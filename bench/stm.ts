@@ -5,19 +5,28 @@
 // default, and at 64 contenders the default with the contenders spread over two clients (two local
 // queues that conflict through etcd, like two processes). Each round runs every setting, in rotated
 // order; the table shows medians over the rounds. Transfers still running at the end finish and count, so commits/s covers that tail.
+// Then across processes (issue 28): 8 contenders in 1, 2 or 8 processes (recipes-stm-process.ts),
+// default vs `contention: { locks: stmKeyLocks(session) }`, with commits/s beside the serial floor
+// (one txn after another from one client) and the slowest transfer's latency beside the median.
 // ETCDKIT_BENCH_STM_MS sets the time per measurement (default 300). Reports numbers; asserts nothing.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '../packages/client/src/etcd.js';
+import { cmp, op } from '../packages/client/src/index.js';
 import { StmConflictError } from '../packages/recipes/src/stm/errors.js';
 import { runStm, type StmOptions } from '../packages/recipes/src/stm/stm.js';
 import { startEtcd } from '../testkit/src/etcd-process.js';
 
 const DURATION_MS = Number(process.env.ETCDKIT_BENCH_STM_MS ?? '300') || 300;
 const ROUNDS = 3;
+// ETCDKIT_BENCH_STM_PROCESSES_ONLY=1: only the rows across processes.
+const ONLY_PROCESSES = process.env.ETCDKIT_BENCH_STM_PROCESSES_ONLY === '1';
 const CONTENDERS = [8, 32, 64];
 const KEYS = [2, 8];
 const INITIAL = 1_000_000;
+const PROCESSES = [1, 2, 8];
+const PROCESS_CONTENDERS = 8;
+const processScript = fileURLToPath(new URL('./recipes-stm-process.ts', import.meta.url));
 
 /** A setting measured: its runStm options, over how many clients the contenders are spread. */
 interface Setting {
@@ -161,18 +170,127 @@ async function backendRows(backend: string, endpoints: readonly string[]) {
   return rows;
 }
 
+/** Back-to-back one-compare txns from one client, per second: the rate one key can change at. */
+async function serialFloor(etcd: Etcd, key: string): Promise<number> {
+  await etcd.put(key, '0');
+  let count = 0;
+  const started = performance.now();
+  while (performance.now() - started < DURATION_MS) {
+    const { kvs } = await etcd.range({ key });
+    const current = kvs[0];
+    await etcd
+      .txn()
+      .if(cmp.modRevision(key, '==', current?.modRevision ?? 0n))
+      .then(op.put(key, String(count)))
+      .commit();
+    count++;
+  }
+  return (count / (performance.now() - started)) * 1000;
+}
+
+/** 8 contenders over `processes` child processes for DURATION_MS; every transfer's latency. */
+async function acrossProcesses(
+  etcd: Etcd,
+  endpoint: string,
+  keys: number,
+  processes: number,
+  contention: boolean,
+) {
+  const prefix = `bench/stm/${run++}/`;
+  for (let i = 0; i < keys; i++) await etcd.put(`${prefix}${i}`, String(INITIAL));
+  const args = [
+    endpoint,
+    prefix,
+    keys,
+    PROCESS_CONTENDERS / processes,
+    DURATION_MS,
+    contention ? 1 : 0,
+  ];
+  const children = Array.from({ length: processes }, () =>
+    fork(processScript, args.map(String), { execArgv: process.execArgv, stdio: 'inherit' }),
+  );
+  try {
+    const results = children.map(
+      (child) =>
+        new Promise<number[]>((resolve, reject) => {
+          child.on('message', (message: 'ready' | { latencies: number[] }) => {
+            if (message !== 'ready') resolve(message.latencies);
+          });
+          child.once('exit', (code) => reject(new Error(`stm process exited (${code})`)));
+        }),
+    );
+    await Promise.all(
+      children.map((child) => new Promise((resolve) => child.once('message', resolve))),
+    );
+    const started = performance.now();
+    for (const child of children) child.send('go');
+    const latencies = (await Promise.all(results)).flat();
+    const ms = performance.now() - started;
+    const { kvs } = await etcd.range({ prefix: `${prefix}` });
+    const accounts = kvs.filter((kv) => !kv.keyText().startsWith(`${prefix}locks`));
+    const conserved = accounts.reduce((sum, kv) => sum + Number(kv.text()), 0) === keys * INITIAL;
+    await etcd.delete({ prefix });
+    return { rate: (latencies.length / ms) * 1000, latencies, conserved };
+  } finally {
+    for (const child of children) child.kill('SIGKILL');
+  }
+}
+
+async function processRows(backend: string, endpoints: readonly string[]) {
+  const etcd = new Etcd({ endpoints: [...endpoints] });
+  const rows: Array<Record<string, string | number>> = [];
+  try {
+    const floor = await serialFloor(etcd, `bench/stm/floor/${run++}`);
+    rows.push({
+      backend,
+      keys: 1,
+      contenders: 1,
+      settings: 'serial floor (one txn after another)',
+      'commits/s': Math.round(floor),
+    });
+    for (const keys of KEYS) {
+      for (const processes of PROCESSES) {
+        for (const contention of [false, true]) {
+          const m = await acrossProcesses(etcd, endpoints[0]!, keys, processes, contention);
+          const sorted = [...m.latencies].sort((a, b) => a - b);
+          const mid = median(sorted);
+          const slowest = sorted.at(-1) ?? 0;
+          rows.push({
+            backend,
+            keys,
+            contenders: `${PROCESS_CONTENDERS} in ${processes} process${processes > 1 ? 'es' : ''}`,
+            settings: contention ? 'contention: stmKeyLocks' : 'default',
+            'commits/s': Math.round(m.rate),
+            'of floor': `${Math.round((m.rate / floor) * 100)}%`,
+            'median ms': mid.toFixed(1),
+            'slowest ms': slowest.toFixed(1),
+            'slowest / median': `${(slowest / Math.max(mid, 1e-9)).toFixed(1)}x`,
+            conserved: m.conserved ? 'yes' : 'NO',
+          });
+        }
+      }
+    }
+  } finally {
+    await etcd.close();
+  }
+  return rows;
+}
+
 async function report() {
   const rows: Array<Record<string, string | number>> = [];
   const embedded = await embeddedChild();
   try {
-    rows.push(...(await backendRows('embedded', embedded.endpoints)));
+    if (!ONLY_PROCESSES) rows.push(...(await backendRows('embedded', embedded.endpoints)));
+    rows.push(...(await processRows('embedded', embedded.endpoints)));
   } finally {
     embedded.stop();
   }
   const external = process.env.ETCDKIT_ENDPOINTS?.split(',').map((e) => e.trim());
   const server = external ? undefined : await startEtcd();
   try {
-    rows.push(...(await backendRows('etcd', external ?? server?.endpoints ?? [])));
+    const endpoints = external ?? server?.endpoints ?? [];
+    if (!ONLY_PROCESSES) rows.push(...(await backendRows('etcd', endpoints)));
+    rows.push(...(await processRows('etcd', endpoints)));
   } finally {
     await server?.stop();
   }
@@ -182,6 +300,6 @@ async function report() {
 export const stmSuite = {
   name: 'stm',
   description:
-    'runStm transfers under contention: commits/s, failed runs and attempts at 8/32/64 contenders on 2 and 8 keys, old default vs default (and over 2 clients at 64), embedded server and real etcd (medians of 3 rotated rounds)',
+    'runStm transfers under contention: commits/s, failed runs and attempts at 8/32/64 contenders on 2 and 8 keys, old default vs default (and over 2 clients at 64), embedded server and real etcd (medians of 3 rotated rounds); then 8 contenders over 1, 2 and 8 processes, default vs contention locks, beside the serial floor, with the slowest transfer beside the median',
   report,
 };

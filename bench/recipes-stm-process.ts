@@ -1,0 +1,46 @@
+// One process of bench/stm.ts' multi-process rows: `contenders` loops moving 1 between two random
+// keys of `keys` with runStm for `ms` after the parent's 'go', each run with its own session's
+// stmKeyLocks when `contention` is 1. Arguments: endpoint, prefix, keys, contenders, ms,
+// contention. Sends 'ready', then { commits, latencies } (each transfer's ms) and exits.
+import { Etcd } from '../packages/client/src/etcd.js';
+import { stmKeyLocks } from '../packages/recipes/src/lock/stm-key-locks.js';
+import { Session } from '../packages/recipes/src/session/session.js';
+import { runStm, type StmOptions } from '../packages/recipes/src/stm/stm.js';
+
+const [endpoint, prefix, keys, contenders, ms, contention] = process.argv.slice(2);
+if (!endpoint || !prefix || !keys || !contenders || !ms || !contention) {
+  throw new Error('usage: endpoint prefix keys contenders ms contention');
+}
+const etcd = new Etcd({ endpoints: [endpoint] });
+const session = contention === '1' ? await Session.create(etcd, { ttl: 30 }) : undefined;
+const options: StmOptions = session
+  ? { contention: { locks: stmKeyLocks(session, `${prefix}locks`) } }
+  : {};
+const count = Number(keys);
+const latencies: number[] = [];
+process.send?.('ready');
+await new Promise((resolve) => process.once('message', resolve));
+const end = performance.now() + Number(ms);
+await Promise.all(
+  Array.from({ length: Number(contenders) }, async () => {
+    while (performance.now() < end) {
+      const from = Math.floor(Math.random() * count);
+      const to = (from + 1 + Math.floor(Math.random() * (count - 1))) % count;
+      const started = performance.now();
+      await runStm(
+        etcd,
+        async (stm) => {
+          const a = Number(await stm.get(`${prefix}${from}`));
+          const b = Number(await stm.get(`${prefix}${to}`));
+          stm.put(`${prefix}${from}`, String(a - 1));
+          stm.put(`${prefix}${to}`, String(b + 1));
+        },
+        options,
+      );
+      latencies.push(performance.now() - started);
+    }
+  }),
+);
+await session?.close();
+await etcd.close();
+process.send?.({ latencies }, () => process.exit(0));
