@@ -394,11 +394,14 @@ export class EmbeddedCluster {
    * connected to; the cluster follows every change (quorum, removed members).
    */
   private watchMembership(): void {
-    this.membership.allowVotingChanges({
-      connected: (local, peer) =>
-        this.member(local)?.reachable === true && this.member(peer)?.reachable === true,
-      inSync: (id) => this.learnerInSync(id),
-    });
+    this.membership.allowVotingChanges(
+      {
+        connected: (local, peer) =>
+          this.member(local)?.reachable === true && this.member(peer)?.reachable === true,
+        inSync: (id) => this.learnerInSync(id),
+      },
+      { addNeedsConnectedQuorum: this.settings.traits.version !== '3.4' },
+    );
     this.membership.subscribe((state) => this.membershipChanged(state));
   }
 

@@ -84,9 +84,16 @@ export class Membership {
    * Lets voting members be added and removed, with etcd's strict reconfiguration check on `peers`
    * (a simulated cluster, whose added members can be started).
    */
-  allowVotingChanges(peers: PeerHealth): void {
+  allowVotingChanges(peers: PeerHealth, options: { addNeedsConnectedQuorum?: boolean } = {}): void {
     this.peers = peers;
+    this.addNeedsConnectedQuorum = options.addNeedsConnectedQuorum === true;
   }
+
+  /**
+   * etcd 3.5 on: an add needs the local member connected to a quorum of the voters with the new
+   * one counted (isConnectedToQuorumAfterAddingNewMemberSince); 3.4 needs every voter connected.
+   */
+  private addNeedsConnectedQuorum = false;
 
   /**
    * An added member starts: it publishes its name and client URLs (etcd's publish, a raft request
@@ -211,7 +218,15 @@ export class Membership {
         throw new EtcdServerError('MEMBER_NOT_ENOUGH_STARTED');
       }
     }
-    // etcd asks this of learners too: a voting member not started blocks every add.
+    if (this.addNeedsConnectedQuorum) {
+      // A single member may always add one; else self and the peers it reaches must be a quorum.
+      const connected = voters.filter((m) => m.id === local || peers.connected(local, m.id));
+      if (voters.length > 1 && connected.length < quorumOf(voters.length + 1)) {
+        throw new EtcdServerError('UNHEALTHY');
+      }
+      return;
+    }
+    // etcd 3.4 asks this of learners too: a voting member not started blocks every add.
     if (voters.some((m) => m.id !== local && !peers.connected(local, m.id))) {
       throw new EtcdServerError('UNHEALTHY');
     }
