@@ -170,7 +170,9 @@ export async function runStm<T>(
             return { value: ran.value, header: outcome.header, attempts: attempt };
           }
           prefetched = outcome.prefetched;
-          failedCommits++;
+          // Conflicts among this process's runs are the local queue's: only those it cannot
+          // explain (a run holding its turn, or no queue) call for locks across processes.
+          if (keyLocks || !queue) failedCommits++;
         }
       }
       if (attempt > settings.maxRetries) throw new StmConflictError(attempt);
