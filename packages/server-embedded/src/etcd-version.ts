@@ -78,6 +78,12 @@ export interface EtcdVersionTraits {
    * (3.5 on); 3.4 answers Unknown "context deadline exceeded".
    */
   readonly noQuorumDeadlineExceeded: boolean;
+  /**
+   * A Lock waiter whose key vanished (its lease expired or was revoked) fails with "session
+   * expired" on its turn, once no key is ahead (3.5 on: etcd issue 11456, Go's Mutex.Lock reads
+   * its key after waitDeletes); 3.4 answers with the vanished key as held. Neither fails earlier.
+   */
+  readonly lockWaiterChecksOwnKey: boolean;
 }
 
 const RELEASES: Readonly<Record<EtcdVersion, string>> = {
@@ -107,6 +113,7 @@ export function etcdVersionTraits(version: EtcdVersion): EtcdVersionTraits {
     refusesNegativeWatchStart: from(5),
     legacyWatchProgress: !from(5),
     noQuorumDeadlineExceeded: from(5),
+    lockWaiterChecksOwnKey: from(5),
   };
 }
 

@@ -10,6 +10,7 @@ import {
   createdAt,
   oldestUnder,
   putOp,
+  type QueuedKey,
   queueKey,
   queuePrefix,
   rangedKv,
@@ -26,6 +27,8 @@ export interface LockRequest {
   readonly lease: bigint;
   /** Aborts the wait (the client went away); the queued key is then deleted. */
   readonly signal: AbortSignal;
+  /** When a waiter whose key vanished learns it, as the etcd version answered as (QueuedKey). */
+  readonly vanished?: QueuedKey['vanished'];
 }
 
 /** A held lock. */
@@ -72,10 +75,18 @@ export async function lock(client: LocalClient, request: LockRequest): Promise<H
         : undefined,
     wait: async ({ createRevision }) => {
       const lost = () => new EtcdServerError('LOCK_SESSION_EXPIRED');
-      const { signal } = request;
+      const { signal, vanished } = request;
       return {
         key,
-        header: await waitInLine(client, { prefix, key, createRevision, signal, halted, lost }),
+        header: await waitInLine(client, {
+          prefix,
+          key,
+          createRevision,
+          signal,
+          halted,
+          lost,
+          ...(vanished === undefined ? {} : { vanished }),
+        }),
       };
     },
     withdraw: (taken) => withdraw(client, halted, key, taken?.createRevision),

@@ -89,6 +89,12 @@ export interface QueuedKey extends LinePlace<Uint8Array> {
   readonly signal: AbortSignal;
   /** The server's halt signal (see LocalClient.halted): ends the wait too. */
   readonly halted: AbortSignal;
+  /**
+   * When a vanished key is noticed: 'at-once' (watched for the whole wait), 'on-turn' (read once
+   * no key is ahead, as etcd 3.5 on: Go's Mutex.Lock), or 'never' (etcd 3.4 answers with it).
+   * Default 'at-once'.
+   */
+  readonly vanished?: 'at-once' | 'on-turn' | 'never';
 }
 
 /**
@@ -100,10 +106,17 @@ export async function waitInLine(client: LocalClient, queued: QueuedKey): Promis
   const stopped = linkSignals(queued.signal, queued.halted);
   try {
     if (stopped.signal.aborted) throw stopped.signal.reason;
-    return await waitForTurn(storeLine(client, queued), {
-      own: { place: queued, seenAt: 0n },
-      signal: stopped.signal,
-    });
+    const vanished = queued.vanished ?? 'at-once';
+    const line = storeLine(client, queued, vanished === 'at-once');
+    if (vanished === 'at-once') {
+      return await waitForTurn(line, {
+        own: { place: queued, seenAt: 0n },
+        signal: stopped.signal,
+      });
+    }
+    const header = await waitForTurn(line, { signal: stopped.signal });
+    if (vanished === 'on-turn' && !isIncarnation(client, queued)) throw queued.lost();
+    return header;
   } finally {
     stopped.release();
   }
@@ -113,10 +126,11 @@ export async function waitInLine(client: LocalClient, queued: QueuedKey): Promis
 function storeLine(
   client: LocalClient,
   queued: QueuedKey,
+  checkOwn: boolean,
 ): QueueLine<Uint8Array, LinePlace<Uint8Array>, ResponseHeader> {
   return {
     readAhead: async () => {
-      if (!isIncarnation(client, queued)) throw queued.lost();
+      if (checkOwn && !isIncarnation(client, queued)) throw queued.lost();
       const read = client.range(newestUnderBefore(queued.prefix, queued.createRevision - 1n));
       const newest = read.kvs?.[0];
       const header = read.header ?? {};

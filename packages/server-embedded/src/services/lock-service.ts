@@ -23,6 +23,7 @@ export function registerLockService(
         name: bytesOf(request.name),
         lease: bigintOf(request.lease),
         signal,
+        vanished: context.traits.lockWaiterChecksOwnKey ? 'on-turn' : 'never',
       });
       return { header: fillHeader(context, held.header), key: held.key };
     } catch (error) {

@@ -112,6 +112,45 @@ describe('server mutex (v3lock)', () => {
     expect(watchable.size).toBe(0);
   });
 
+  it('as etcd 3.5 on (vanished: on-turn), a waiter whose key vanished waits for its turn, then fails', async () => {
+    const { client, grant, queue, clock, watchable } = setup();
+    const holder = grant(60);
+    const held = await lock(client, { name: b('l'), lease: holder, signal: never });
+    const waiting = lock(client, {
+      name: b('l'),
+      lease: grant(5),
+      signal: never,
+      vanished: 'on-turn',
+    });
+    waiting.catch(() => {});
+    await settle();
+    await clock.advance(5_500);
+    await settle();
+    expect(await isPending(waiting)).toBe(true);
+    unlock(client, held.key);
+    await expect(waiting).rejects.toEqual(new EtcdServerError('LOCK_SESSION_EXPIRED'));
+    expect(queue('l/')).toEqual([]);
+    expect(watchable.size).toBe(0);
+  });
+
+  it('as etcd 3.4 (vanished: never), a waiter whose key vanished is answered with that key on its turn', async () => {
+    const { client, grant, queue, clock, get } = setup();
+    const holder = grant(60);
+    const held = await lock(client, { name: b('l'), lease: holder, signal: never });
+    const lease = grant(5);
+    const waiting = lock(client, { name: b('l'), lease, signal: never, vanished: 'never' });
+    waiting.catch(() => {});
+    await settle();
+    await clock.advance(5_500);
+    await settle();
+    expect(await isPending(waiting)).toBe(true);
+    unlock(client, held.key);
+    const granted = await waiting;
+    expect(text(granted.key)).toBe(keyOf('l', lease));
+    expect(get(keyOf('l', lease))).toBeUndefined();
+    expect(queue('l/')).toEqual([]);
+  });
+
   it('an aborted wait rejects with the reason and deletes the key it queued', async () => {
     const { client, grant, queue, watchable } = setup();
     const holder = grant();
