@@ -1,5 +1,6 @@
 // A member's view for the HTTP endpoints, read from the state its services share.
 import { etcdserverpb as pb } from '@etcdkit/client/protocol';
+import { EtcdServerError } from '../../errors.js';
 import type { ServiceContext } from '../../services/context.js';
 import type { EtcdHttpVersion, MemberFigures, MemberView } from './member-view.js';
 
@@ -7,7 +8,7 @@ import type { EtcdHttpVersion, MemberFigures, MemberView } from './member-view.j
 const ALL_KEYS = { key: Uint8Array.of(0), end: new Uint8Array(0) };
 
 /** etcd's error for a linearizable read that no leader can confirm. */
-const NO_LEADER_READ = 'etcdserver: request timed out';
+const NO_LEADER_READ = EtcdServerError.messageOf('REQUEST_TIMEOUT');
 
 /** The view of the member `context` serves, answering as `etcdVersion`. */
 export function contextView(context: ServiceContext, etcdVersion: EtcdHttpVersion): MemberView {
