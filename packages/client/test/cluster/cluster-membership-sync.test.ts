@@ -45,12 +45,18 @@ it('endpoint sync skips an added member until it starts, then takes its endpoint
     name: '',
     clientUrls: [],
   });
-  // Not started: it has no client URL to offer, and nothing else may be added meanwhile.
+  // Not started: it has no client URL to offer.
   const synced = await etcd.syncEndpoints();
   expect([...synced.endpoints].sort()).toEqual([m0, m1, m2].map((m) => m.endpoint).sort());
-  await expect(etcd.cluster.memberAdd(['http://127.0.0.1:2'])).rejects.toEqual(
-    refusedWrite(UnhealthyClusterError),
-  );
+  // Another add meanwhile: etcd 3.4 refuses any while a voter is unreachable; from 3.5 a connected
+  // quorum with the new member counted is enough (the cluster answers as its etcd version).
+  const { version } = await etcd.maintenance.status();
+  const second = etcd.cluster.memberAdd(['http://127.0.0.1:2']);
+  if (version.startsWith('3.4.')) {
+    await expect(second).rejects.toEqual(refusedWrite(UnhealthyClusterError));
+  } else {
+    await etcd.cluster.memberRemove((await second).member.id);
+  }
 
   const m3 = await cluster.startAdded(member.id);
   const joined = await etcd.syncEndpoints();
