@@ -147,7 +147,7 @@ export function deadlineError(
  * be read before the client's own timer fires. Once the call's deadline has passed it is that
  * deadline's doing, so it is reported as DeadlineExceeded; before, it is etcd's own request
  * timeout (a proposal without a leader), as `toEtcdError` types it. So is a call never sent for
- * want of a connection once its deadline has passed.
+ * want of a connection, or cancelled by the server, once its deadline has passed.
  */
 function ownDeadline(error: TransportError, scope: CallScope): TransportError {
   if (Date.now() < scope.deadline) return error;
@@ -157,7 +157,10 @@ function ownDeadline(error: TransportError, scope: CallScope): TransportError {
   const proposalTimeout =
     error.code === GrpcStatus.Unknown &&
     error.details === etcdErrorVariants.PROPOSAL_TIMEOUT.message;
-  if (!unconnected && !proposalTimeout) return error;
+  // grpc-go's server resets a stream whose grpc-timeout ran out (RST_STREAM CANCEL, seen on etcd
+  // 3.5's Lock service): that reset can be read before the client's own timer fires.
+  const cancelledByServer = error.code === GrpcStatus.Cancelled;
+  if (!unconnected && !proposalTimeout && !cancelledByServer) return error;
   return new TransportError({
     code: GrpcStatus.DeadlineExceeded,
     details: error.details,

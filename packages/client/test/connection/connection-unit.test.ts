@@ -619,6 +619,31 @@ describe('Connection with a scripted transport', () => {
     await early.close();
   });
 
+  it("reads a server's reset (Cancelled) after the call's deadline as that deadline, before it as the reset", async () => {
+    // grpc-go's server resets a stream whose grpc-timeout ran out (etcd 3.5's Lock service); the
+    // reset can be read before the client's own deadline timer runs.
+    const reset = (ms: number) => () => {
+      const until = Date.now() + ms;
+      while (Date.now() < until) {
+        // Busy: no timer can run.
+      }
+      throw failure(GrpcStatus.Cancelled, 'Call cancelled', true);
+    };
+    const late = connect(new ScriptedTransport(reset(60)));
+    const write = await late.unary(PUT, { key }, 'write', { timeoutMs: 20 }).catch((e) => e);
+    expect(write).toBeInstanceOf(OutcomeUnknownError);
+    expect((write as Error).cause).toBeInstanceOf(DeadlineExceededError);
+    await late.close();
+
+    const early = connect(new ScriptedTransport(reset(0)));
+    const cancelled = await early
+      .unary(RANGE, { key }, 'read', { timeoutMs: 10_000 })
+      .catch((e) => e);
+    expect(cancelled).not.toBeInstanceOf(DeadlineExceededError);
+    expect(cancelled).toMatchObject({ message: expect.stringContaining('Call cancelled') });
+    await early.close();
+  });
+
   it('applies the call deadline to the whole call, retries included', async () => {
     const transport = new ScriptedTransport(() => {
       throw failure(GrpcStatus.Unavailable, 'etcdserver: no leader', true);
