@@ -160,8 +160,8 @@ export class Etcd extends KV {
   }
 
   /**
-   * Closes the client. First what was built on it ends (see {@link ownedByClient}: the recipes'
-   * sessions revoke their leases, so their locks and leaderships end with them), while calls still
+   * Closes the client. First what was built on it ends (the recipes' sessions revoke their leases,
+   * so their locks and leaderships end with them), while calls still
    * work; then calls in flight and later calls reject with ClientClosedError, streams end,
    * kept-alive leases end with reason `client-closed` (not revoked: they expire after their TTL),
    * election observations end with ClientClosedError, the automatic endpoint sync stops. Resolves
