@@ -18,7 +18,8 @@ import {
   headerFrames,
   settingsFrame,
 } from '../../src/transport/h2/index.js';
-import { H2Connection, type H2StreamEvents } from '../../src/transport/h2-connection.js';
+import { H2Connection } from '../../src/transport/h2-connection.js';
+import { streamEvents } from './stream-events.js';
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -91,14 +92,7 @@ async function feedClient(chunks: readonly Buffer[], streams = 0) {
   );
   server.write(settingsFrame([]));
   await tick();
-  const events: H2StreamEvents = {
-    onHeaders: () => {},
-    onData: () => {},
-    onEnd: () => {},
-    onReset: () => {},
-    onDropped: () => {},
-    onRefused: () => {},
-  };
+  const events = streamEvents();
   for (let i = 0; i < streams; i++) connection.request('/p', [], events, [], false);
   for (const chunk of chunks) {
     server.write(chunk);
@@ -178,14 +172,7 @@ describe("the client's frame loop on random input", () => {
           connection.request(
             '/p',
             [],
-            {
-              onHeaders: (headers) => heard.push(headers),
-              onData: () => {},
-              onEnd: () => {},
-              onReset: () => {},
-              onDropped: () => {},
-              onRefused: () => {},
-            },
+            streamEvents({ onHeaders: (headers) => heard.push(headers) }),
             [],
             false,
           );

@@ -24,7 +24,8 @@ import {
   settingsFrame,
   windowUpdateFrame,
 } from '../../src/transport/h2/index.js';
-import { H2Connection, type H2StreamEvents } from '../../src/transport/h2-connection.js';
+import { H2Connection } from '../../src/transport/h2-connection.js';
+import { streamEvents } from './stream-events.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -122,14 +123,7 @@ function sample(read: () => number) {
   };
 }
 
-const silent: H2StreamEvents = {
-  onHeaders: () => {},
-  onData: () => {},
-  onEnd: () => {},
-  onReset: () => {},
-  onDropped: () => {},
-  onRefused: () => {},
-};
+const silent = streamEvents();
 
 /** The GOAWAY code the client sent, if any. */
 function goawayCode(frames: { type: number; payload: Buffer }[]): number | undefined {

@@ -17,10 +17,10 @@ import { H2Transport } from '../../src/transport/h2.js';
 import {
   DEFAULT_MAX_BUFFERED_REQUEST_BYTES,
   H2Connection,
-  type H2StreamEvents,
   RequestBufferFullError,
 } from '../../src/transport/h2-connection.js';
 import { GrpcStatus, TransportError } from '../../src/transport/types.js';
+import { streamEvents } from './stream-events.js';
 
 const cleanups: (() => unknown)[] = [];
 /** Lets the connection write what it queued this tick. */
@@ -66,14 +66,7 @@ async function connectionTo(port: number, limit: number): Promise<H2Connection> 
 }
 
 const refusals: RequestBufferFullError[] = [];
-const events: H2StreamEvents = {
-  onHeaders: () => {},
-  onData: () => {},
-  onEnd: () => {},
-  onReset: () => {},
-  onDropped: () => {},
-  onRefused: (error) => refusals.push(error),
-};
+const events = streamEvents({ onRefused: (error) => refusals.push(error) });
 
 /** A server whose streams get no window at all: every DATA frame waits for it. */
 const CLOSED_WINDOWS = settingsFrame([[SETTINGS_INITIAL_WINDOW_SIZE, 0]]);
