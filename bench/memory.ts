@@ -24,6 +24,10 @@ export function used(): number {
 export interface ServerStats {
   /** Heap plus ArrayBuffers of the server process, in bytes. */
   readonly used: number;
+  /** The server process's V8 heap in use, in bytes. */
+  readonly heapUsed: number;
+  /** The server process's resident set, in bytes. */
+  readonly rss: number;
   /** Leases in its lease table. */
   readonly leases: number;
   /** Entries in its lease expiry queue (stale ones included). */
@@ -52,9 +56,15 @@ export class ServerProcess {
     });
   }
 
-  /** Starts the server process (with the flags this process runs with, so tsx and conditions). */
-  static async start(): Promise<ServerProcess> {
-    const child = fork(script, [], { execArgv: process.execArgv, stdio: 'inherit' });
+  /**
+   * Starts the server process (with the flags this process runs with, so tsx and conditions).
+   * `serverModule` is the path of the module exporting EmbeddedEtcd (default this checkout's), to
+   * measure another build of the server, e.g. an older commit's worktree.
+   */
+  static async start(serverModule?: string): Promise<ServerProcess> {
+    const env = { ...process.env };
+    if (serverModule !== undefined) env.ETCDKIT_BENCH_SERVER_MODULE = serverModule;
+    const child = fork(script, [], { execArgv: process.execArgv, stdio: 'inherit', env });
     const endpoints = await new Promise<string[]>((resolve, reject) => {
       child.once('message', (message: { endpoints: string[] }) => resolve(message.endpoints));
       child.once('exit', (code) => reject(new Error(`server process exited (${code})`)));

@@ -19,6 +19,7 @@ import {
   writeBenchmarksPage,
 } from './report.js';
 import { serverCpuSuite } from './server-cpu.js';
+import { serverMemorySuite } from './server-memory.js';
 import { stmSuite } from './stm.js';
 import { transportSuite } from './transport.js';
 import { verifySuite } from './verify.js';
@@ -41,6 +42,7 @@ const suites: Suite[] = [
   stmSuite,
   recipesSuite,
   serverCpuSuite,
+  serverMemorySuite,
   verifySuite,
 ];
 const only = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
