@@ -14,30 +14,30 @@ interface PendingTimer {
 
 /** A {@link Clock} that tests advance by hand: `await server.clock.advance(5_000)`. */
 export class VirtualClock implements Clock {
-  private current: number;
-  private sequence = 0;
-  private readonly pending: PendingTimer[] = [];
+  #current: number;
+  #sequence = 0;
+  readonly #pending: PendingTimer[] = [];
   /** Advances asked for and not finished yet; each runs after the one before it. */
-  private outstanding = 0;
-  private tail: Promise<void> = Promise.resolve();
+  #outstanding = 0;
+  #tail: Promise<void> = Promise.resolve();
 
   /** `startMs` is the clock's time before the first advance (default 0). */
   constructor(startMs = 0) {
-    this.current = startMs;
+    this.#current = startMs;
   }
 
   now(): number {
-    return this.current;
+    return this.#current;
   }
 
   setTimer(callback: () => void, delayMs: number): Timer {
     const timer: PendingTimer = {
-      due: this.current + Math.max(0, delayMs),
-      sequence: this.sequence++,
+      due: this.#current + Math.max(0, delayMs),
+      sequence: this.#sequence++,
       callback,
       cancelled: false,
     };
-    this.pending.push(timer);
+    this.#pending.push(timer);
     return {
       cancel: () => {
         timer.cancelled = true;
@@ -47,7 +47,7 @@ export class VirtualClock implements Clock {
 
   /** Number of timers waiting to run (cancelled ones excluded). */
   get pendingTimers(): number {
-    return this.pending.filter((timer) => !timer.cancelled).length;
+    return this.#pending.filter((timer) => !timer.cancelled).length;
   }
 
   /**
@@ -64,25 +64,25 @@ export class VirtualClock implements Clock {
     if (!Number.isFinite(ms) || ms < 0) {
       return Promise.reject(new RangeError(`cannot advance a clock by ${ms} ms`));
     }
-    this.outstanding++;
-    const run = (): Promise<void> => this.runFor(ms);
+    this.#outstanding++;
+    const run = (): Promise<void> => this.#runFor(ms);
     // With nothing in progress, run now: synchronous callbacks then finish before this returns.
-    const result = this.outstanding === 1 ? run() : this.tail.then(run, run);
-    this.tail = result.catch(() => undefined);
+    const result = this.#outstanding === 1 ? run() : this.#tail.then(run, run);
+    this.#tail = result.catch(() => undefined);
     return result;
   }
 
   /** Moves time forward to `time` (no-op if it is already past). See {@link advance}. */
   advanceTo(time: number): Promise<void> {
-    return this.advance(Math.max(0, time - this.current));
+    return this.advance(Math.max(0, time - this.#current));
   }
 
-  private async runFor(ms: number): Promise<void> {
-    const target = this.current + ms;
+  async #runFor(ms: number): Promise<void> {
+    const target = this.#current + ms;
     let firstError: { error: unknown } | undefined;
     try {
-      for (let timer = this.takeNext(target); timer; timer = this.takeNext(target)) {
-        this.current = timer.due;
+      for (let timer = this.#takeNext(target); timer; timer = this.#takeNext(target)) {
+        this.#current = timer.due;
         try {
           const result = timer.callback();
           if (isThenable(result)) await result;
@@ -90,21 +90,21 @@ export class VirtualClock implements Clock {
           firstError ??= { error };
         }
       }
-      this.current = Math.max(this.current, target);
+      this.#current = Math.max(this.#current, target);
     } finally {
       // Inside the run, not after it, so that an advance that ran synchronously is over at once.
-      this.outstanding--;
+      this.#outstanding--;
     }
     if (firstError !== undefined) throw firstError.error;
   }
 
   /** Removes and returns the earliest timer due at or before `target`. */
-  private takeNext(target: number): PendingTimer | undefined {
+  #takeNext(target: number): PendingTimer | undefined {
     let best = -1;
-    for (let i = 0; i < this.pending.length; i++) {
-      const timer = this.pending[i]!;
+    for (let i = 0; i < this.#pending.length; i++) {
+      const timer = this.#pending[i]!;
       if (timer.cancelled || timer.due > target) continue;
-      const chosen = this.pending[best];
+      const chosen = this.#pending[best];
       if (
         chosen === undefined ||
         timer.due < chosen.due ||
@@ -114,9 +114,9 @@ export class VirtualClock implements Clock {
       }
     }
     // Cancelled timers are dropped as they are passed over, so the list stays short.
-    const taken = best === -1 ? undefined : this.pending[best];
-    for (let i = this.pending.length - 1; i >= 0; i--) {
-      if (this.pending[i]!.cancelled || i === best) this.pending.splice(i, 1);
+    const taken = best === -1 ? undefined : this.#pending[best];
+    for (let i = this.#pending.length - 1; i >= 0; i--) {
+      if (this.#pending[i]!.cancelled || i === best) this.#pending.splice(i, 1);
     }
     return taken;
   }

@@ -42,22 +42,22 @@ export interface PeerHealth {
 export class Membership {
   /** This server's member id. */
   readonly selfId: bigint;
-  private readonly proposals: ProposalLog;
-  private readonly members = new Map<bigint, Member>();
+  readonly #proposals: ProposalLog;
+  readonly #members = new Map<bigint, Member>();
   /** Ids removed from the cluster; etcd never lets them back. */
-  private readonly removed = new Set<bigint>();
+  readonly #removed = new Set<bigint>();
   /** Wall-clock milliseconds, which new member ids are derived from. */
-  private readonly wallClock: () => number;
-  private readonly changeListeners = new Set<(state: MembershipState) => void>();
+  readonly #wallClock: () => number;
+  readonly #changeListeners = new Set<(state: MembershipState) => void>();
   /** Set by a simulated cluster: voting members may then be added and removed. */
-  private peers: PeerHealth | undefined;
+  #peers: PeerHealth | undefined;
 
   /** `wallClock` (default Date.now) is for tests of the ids of added members. */
   constructor(self: MemberIdentity, proposals: ProposalLog, wallClock: () => number = Date.now) {
     this.selfId = self.memberId;
-    this.proposals = proposals;
-    this.wallClock = wallClock;
-    this.members.set(self.memberId, {
+    this.#proposals = proposals;
+    this.#wallClock = wallClock;
+    this.#members.set(self.memberId, {
       id: self.memberId,
       name: self.name,
       peerUrls: [...self.peerUrls],
@@ -71,7 +71,7 @@ export class Membership {
    * cluster). Not a membership change: it takes no log entry and tells no listener.
    */
   addStarted(member: MemberIdentity): void {
-    this.members.set(member.memberId, {
+    this.#members.set(member.memberId, {
       id: member.memberId,
       name: member.name,
       peerUrls: [...member.peerUrls],
@@ -85,37 +85,37 @@ export class Membership {
    * (a simulated cluster, whose added members can be started).
    */
   allowVotingChanges(peers: PeerHealth, options: { addNeedsConnectedQuorum?: boolean } = {}): void {
-    this.peers = peers;
-    this.addNeedsConnectedQuorum = options.addNeedsConnectedQuorum === true;
+    this.#peers = peers;
+    this.#addNeedsConnectedQuorum = options.addNeedsConnectedQuorum === true;
   }
 
   /**
    * etcd 3.5 on: an add needs the local member connected to a quorum of the voters with the new
    * one counted (isConnectedToQuorumAfterAddingNewMemberSince); 3.4 needs every voter connected.
    */
-  private addNeedsConnectedQuorum = false;
+  #addNeedsConnectedQuorum = false;
 
   /**
    * An added member starts: it publishes its name and client URLs (etcd's publish, a raft request
    * of its own), and counts as started from now on.
    */
   publish(id: bigint, name: string, clientUrls: readonly string[]): void {
-    const member = this.members.get(id);
+    const member = this.#members.get(id);
     if (member === undefined) throw new EtcdServerError('MEMBER_NOT_FOUND');
-    this.proposals.propose(ProposalKind.confChange, 0);
-    this.members.set(id, { ...member, name, clientUrls: [...clientUrls] });
-    this.changed();
+    this.#proposals.propose(ProposalKind.confChange, 0);
+    this.#members.set(id, { ...member, name, clientUrls: [...clientUrls] });
+    this.#changed();
   }
 
   /** Calls `listener` with the new state after every change from now on. Returns an unsubscribe. */
   subscribe(listener: (state: MembershipState) => void): () => void {
-    this.changeListeners.add(listener);
-    return () => this.changeListeners.delete(listener);
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
   }
 
   /** The members and removed ids now. */
   state(): MembershipState {
-    return { members: this.list(), removed: [...this.removed] };
+    return { members: this.list(), removed: [...this.#removed] };
   }
 
   /**
@@ -123,14 +123,14 @@ export class Membership {
    * URLs it was started with, as a restarted etcd member publishes its new attributes.
    */
   restore(state: MembershipState): void {
-    const self = this.members.get(this.selfId);
-    this.members.clear();
-    this.removed.clear();
-    for (const member of state.members) this.members.set(member.id, member);
-    for (const id of state.removed) this.removed.add(id);
-    const recovered = this.members.get(this.selfId);
+    const self = this.#members.get(this.selfId);
+    this.#members.clear();
+    this.#removed.clear();
+    for (const member of state.members) this.#members.set(member.id, member);
+    for (const id of state.removed) this.#removed.add(id);
+    const recovered = this.#members.get(this.selfId);
     if (self !== undefined) {
-      this.members.set(this.selfId, {
+      this.#members.set(this.selfId, {
         ...(recovered ?? self),
         name: self.name,
         clientUrls: self.clientUrls,
@@ -140,12 +140,12 @@ export class Membership {
 
   /** Every member, by id (as etcd lists them). */
   list(): Member[] {
-    return [...this.members.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return [...this.#members.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /** The member with this id, if it is in the cluster. */
   get(id: bigint): Member | undefined {
-    return this.members.get(id);
+    return this.#members.get(id);
   }
 
   /**
@@ -155,27 +155,27 @@ export class Membership {
    */
   add(peerUrls: readonly string[], isLearner: boolean, local: bigint = this.selfId): Member {
     const urls = parsePeerUrls(peerUrls);
-    if (this.peers === undefined) {
-      if (!isLearner && this.urlsFree(urls, undefined)) {
+    if (this.#peers === undefined) {
+      if (!isLearner && this.#urlsFree(urls, undefined)) {
         throw new EtcdServerError('VOTING_MEMBER_ADD');
       }
     } else {
       this.checkAdd(isLearner, local);
     }
-    this.proposals.propose(ProposalKind.confChange, 0);
-    const id = memberIdOf(urls, this.wallClock());
+    this.#proposals.propose(ProposalKind.confChange, 0);
+    const id = memberIdOf(urls, this.#wallClock());
     // Checked in etcd's order. The id depends on the URLs and the second only, so adding the same
     // URLs twice within a second finds the first member (or its removal).
-    if (this.removed.has(id)) throw new EtcdServerError('MEMBER_NOT_FOUND');
-    if (this.members.has(id)) throw new EtcdServerError('MEMBER_EXISTS');
-    if (!this.urlsFree(urls, undefined)) throw new EtcdServerError('PEER_URL_EXISTS');
+    if (this.#removed.has(id)) throw new EtcdServerError('MEMBER_NOT_FOUND');
+    if (this.#members.has(id)) throw new EtcdServerError('MEMBER_EXISTS');
+    if (!this.#urlsFree(urls, undefined)) throw new EtcdServerError('PEER_URL_EXISTS');
     if (isLearner) {
       const learners = this.list().filter((m) => m.isLearner).length;
       if (learners + 1 > MAX_LEARNERS) throw new EtcdServerError('TOO_MANY_LEARNERS');
     }
     const member: Member = { id, name: '', peerUrls: urls, clientUrls: [], isLearner };
-    this.members.set(id, member);
-    this.changed();
+    this.#members.set(id, member);
+    this.#changed();
     return member;
   }
 
@@ -184,9 +184,9 @@ export class Membership {
    * may not; in a simulated cluster, a voting member goes when etcd's strict check lets it.
    */
   remove(id: bigint, local: bigint = this.selfId): void {
-    const member = this.members.get(id);
+    const member = this.#members.get(id);
     if (member?.isLearner !== true) {
-      if (this.peers === undefined) {
+      if (this.#peers === undefined) {
         // Alone, a voting member is the server itself, and without it no started member is left.
         if (member !== undefined) throw new EtcdServerError('MEMBER_NOT_ENOUGH_STARTED');
       } else {
@@ -194,11 +194,11 @@ export class Membership {
         this.checkRemove(id, local);
       }
     }
-    this.proposals.propose(ProposalKind.confChange, 0);
+    this.#proposals.propose(ProposalKind.confChange, 0);
     if (member === undefined) throw new EtcdServerError('MEMBER_NOT_FOUND');
-    this.members.delete(id);
-    this.removed.add(id);
-    this.changed();
+    this.#members.delete(id);
+    this.#removed.add(id);
+    this.#changed();
   }
 
   /**
@@ -206,9 +206,9 @@ export class Membership {
    * proposing: it answers at once, even without a leader.
    */
   checkAdd(isLearner: boolean, local: bigint): void {
-    const peers = this.peers;
+    const peers = this.#peers;
     if (peers === undefined) return;
-    const voters = this.voters();
+    const voters = this.#voters();
     if (!isLearner) {
       const members = voters.length + 1;
       const started = voters.filter(isStarted).length;
@@ -218,7 +218,7 @@ export class Membership {
         throw new EtcdServerError('MEMBER_NOT_ENOUGH_STARTED');
       }
     }
-    if (this.addNeedsConnectedQuorum) {
+    if (this.#addNeedsConnectedQuorum) {
       // A single member may always add one; else self and the peers it reaches must be a quorum.
       const connected = voters.filter((m) => m.id === local || peers.connected(local, m.id));
       if (voters.length > 1 && connected.length < quorumOf(voters.length + 1)) {
@@ -237,9 +237,9 @@ export class Membership {
    * proposing. A learner passes it.
    */
   checkRemove(id: bigint, local: bigint): void {
-    const peers = this.peers;
-    if (peers === undefined || this.members.get(id)?.isLearner === true) return;
-    const voters = this.voters();
+    const peers = this.#peers;
+    if (peers === undefined || this.#members.get(id)?.isLearner === true) return;
+    const voters = this.#voters();
     const left = voters.filter((m) => m.id !== id);
     if (left.filter(isStarted).length < quorumOf(left.length)) {
       throw new EtcdServerError('MEMBER_NOT_ENOUGH_STARTED');
@@ -252,12 +252,12 @@ export class Membership {
 
   /** MemberUpdate: new peer URLs, taken as given (etcd does not parse them here). */
   update(id: bigint, peerUrls: readonly string[]): void {
-    this.proposals.propose(ProposalKind.confChange, 0);
-    const member = this.members.get(id);
+    this.#proposals.propose(ProposalKind.confChange, 0);
+    const member = this.#members.get(id);
     if (member === undefined) throw new EtcdServerError('MEMBER_NOT_FOUND');
-    if (!this.urlsFree(peerUrls, id)) throw new EtcdServerError('PEER_URL_EXISTS');
-    this.members.set(id, { ...member, peerUrls: [...peerUrls] });
-    this.changed();
+    if (!this.#urlsFree(peerUrls, id)) throw new EtcdServerError('PEER_URL_EXISTS');
+    this.#members.set(id, { ...member, peerUrls: [...peerUrls] });
+    this.#changed();
   }
 
   /**
@@ -269,34 +269,34 @@ export class Membership {
    * quorum counts it from now on.
    */
   promote(id: bigint): void {
-    const member = this.members.get(id);
+    const member = this.#members.get(id);
     if (member === undefined) throw new EtcdServerError('MEMBER_NOT_FOUND');
     if (member.isLearner) {
-      if (this.peers?.inSync?.(id) !== true) throw new EtcdServerError('LEARNER_NOT_READY');
-      const voters = this.voters();
+      if (this.#peers?.inSync?.(id) !== true) throw new EtcdServerError('LEARNER_NOT_READY');
+      const voters = this.#voters();
       if (voters.filter(isStarted).length + 1 < quorumOf(voters.length + 1)) {
         throw new EtcdServerError('MEMBER_NOT_ENOUGH_STARTED');
       }
     }
-    this.proposals.propose(ProposalKind.confChange, 0);
+    this.#proposals.propose(ProposalKind.confChange, 0);
     if (!member.isLearner) throw new EtcdServerError('MEMBER_NOT_LEARNER');
-    this.members.set(id, { ...member, isLearner: false });
-    this.changed();
+    this.#members.set(id, { ...member, isLearner: false });
+    this.#changed();
   }
 
-  private voters(): Member[] {
+  #voters(): Member[] {
     return this.list().filter((m) => !m.isLearner);
   }
 
-  private changed(): void {
-    if (this.changeListeners.size === 0) return;
+  #changed(): void {
+    if (this.#changeListeners.size === 0) return;
     const state = this.state();
-    for (const listener of this.changeListeners) listener(state);
+    for (const listener of this.#changeListeners) listener(state);
   }
 
   /** True when no member but `except` has any of `urls`. */
-  private urlsFree(urls: readonly string[], except: bigint | undefined): boolean {
-    for (const member of this.members.values()) {
+  #urlsFree(urls: readonly string[], except: bigint | undefined): boolean {
+    for (const member of this.#members.values()) {
       if (member.id !== except && member.peerUrls.some((url) => urls.includes(url))) return false;
     }
     return true;

@@ -37,19 +37,19 @@ const INITIAL_INDEX = 4;
 
 /** The raft log of a single member: every proposal is committed and applied at once. */
 export class ProposalLog {
-  private currentTerm = INITIAL_TERM;
-  private appliedIndex = INITIAL_INDEX;
-  private readonly maxRequestBytes: number;
-  private readonly requestIds: RequestIdGenerator;
+  #currentTerm = INITIAL_TERM;
+  #appliedIndex = INITIAL_INDEX;
+  readonly #maxRequestBytes: number;
+  readonly #requestIds: RequestIdGenerator;
 
   constructor(options: { memberId: bigint; maxRequestBytes: number }) {
-    this.maxRequestBytes = options.maxRequestBytes;
-    this.requestIds = new RequestIdGenerator(options.memberId);
+    this.#maxRequestBytes = options.maxRequestBytes;
+    this.#requestIds = new RequestIdGenerator(options.memberId);
   }
 
   /** The raft term; it moves only with a leader change (an election after a restart, a fault). */
   get term(): number {
-    return this.currentTerm;
+    return this.#currentTerm;
   }
 
   /**
@@ -57,20 +57,20 @@ export class ProposalLog {
    * empty entry takes a log index, as in raft. Returns the new term.
    */
   electLeader(): number {
-    this.currentTerm++;
-    this.appliedIndex++;
-    return this.currentTerm;
+    this.#currentTerm++;
+    this.#appliedIndex++;
+    return this.#currentTerm;
   }
 
   /** Sets the term and index recovered from a data dir (before the member serves anything). */
   restore(term: number, index: number): void {
-    this.currentTerm = term;
-    this.appliedIndex = index;
+    this.#currentTerm = term;
+    this.#appliedIndex = index;
   }
 
   /** The index of the last applied entry (Status' raftIndex and raftAppliedIndex). */
   get index(): number {
-    return this.appliedIndex;
+    return this.#appliedIndex;
   }
 
   /**
@@ -80,15 +80,15 @@ export class ProposalLog {
    * `requester` is who sent it, when auth is on: etcd writes the user into the request's header.
    */
   propose(kind: ProposalKind, requestBytes: number, requester?: Requester): void {
-    const id = this.requestIds.next();
+    const id = this.#requestIds.next();
     const header = fieldSize(100, requestHeaderSize(id, requester));
     if (
       kind !== ProposalKind.confChange &&
-      header + fieldSize(kind, requestBytes) > this.maxRequestBytes
+      header + fieldSize(kind, requestBytes) > this.#maxRequestBytes
     ) {
       throw new EtcdServerError('REQUEST_TOO_LARGE');
     }
-    this.appliedIndex++;
+    this.#appliedIndex++;
   }
 
   /**
@@ -96,23 +96,23 @@ export class ProposalLog {
    * it, sign bit cleared, as the lease id; the proposal then draws its own.
    */
   nextRequestId(): bigint {
-    return this.requestIds.next();
+    return this.#requestIds.next();
   }
 }
 
 /** etcd's request ids: the member id's low 16 bits, then milliseconds (40 bits) and a counter. */
 class RequestIdGenerator {
-  private readonly prefix: bigint;
-  private suffix: bigint;
+  readonly #prefix: bigint;
+  #suffix: bigint;
 
   constructor(memberId: bigint) {
-    this.prefix = (memberId & 0xffffn) << 48n;
-    this.suffix = (BigInt(Date.now()) & 0xff_ffff_ffffn) << 8n;
+    this.#prefix = (memberId & 0xffffn) << 48n;
+    this.#suffix = (BigInt(Date.now()) & 0xff_ffff_ffffn) << 8n;
   }
 
   next(): bigint {
-    this.suffix = (this.suffix + 1n) & 0xffff_ffff_ffffn;
-    return this.prefix | this.suffix;
+    this.#suffix = (this.#suffix + 1n) & 0xffff_ffff_ffffn;
+    return this.#prefix | this.#suffix;
   }
 }
 

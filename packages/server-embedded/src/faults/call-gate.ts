@@ -45,39 +45,39 @@ const DURABILITY_FAILED: InjectedStatus = {
 
 /** The gate of one server. */
 export class CallGate {
-  private pausedUntil: { promise: Promise<void>; resolve: () => void } | undefined;
-  private policy: GatePolicy = { admit: () => ({ delayMs: 0 }) };
-  private barrier: DurabilityBarrier = () => undefined;
+  #pausedUntil: { promise: Promise<void>; resolve: () => void } | undefined;
+  #policy: GatePolicy = { admit: () => ({ delayMs: 0 }) };
+  #barrier: DurabilityBarrier = () => undefined;
 
   /** True while paused. */
   get paused(): boolean {
-    return this.pausedUntil !== undefined;
+    return this.#pausedUntil !== undefined;
   }
 
   /** Sets what decides about arriving calls. */
   setPolicy(policy: GatePolicy): void {
-    this.policy = policy;
+    this.#policy = policy;
   }
 
   /** Sets what responses wait for before they leave (the data dir). */
   setBarrier(barrier: DurabilityBarrier): void {
-    this.barrier = barrier;
+    this.#barrier = barrier;
   }
 
   /** Holds every call, message and response from now on (connections stay open). */
   pause(): void {
-    if (this.pausedUntil !== undefined) return;
+    if (this.#pausedUntil !== undefined) return;
     let resolve = (): void => {};
     const promise = new Promise<void>((done) => {
       resolve = done;
     });
-    this.pausedUntil = { promise, resolve };
+    this.#pausedUntil = { promise, resolve };
   }
 
   /** Lets everything held by a pause go on, in the order it came. */
   resume(): void {
-    const paused = this.pausedUntil;
-    this.pausedUntil = undefined;
+    const paused = this.#pausedUntil;
+    this.#pausedUntil = undefined;
     paused?.resolve();
   }
 
@@ -89,12 +89,12 @@ export class CallGate {
    * nothing. Such a call may skip the gate's bookkeeping (net/h2-registry.ts).
    */
   admitsAtOnce(): boolean {
-    return this.pausedUntil === undefined && this.policy.idle?.() === true;
+    return this.#pausedUntil === undefined && this.#policy.idle?.() === true;
   }
 
   /** Resolves once a pause ends; undefined when not paused. */
   whilePaused(): Promise<void> | undefined {
-    return this.pausedUntil?.promise;
+    return this.#pausedUntil?.promise;
   }
 
   /**
@@ -103,7 +103,7 @@ export class CallGate {
    */
   outbound(): Promise<void> | undefined {
     const paused = this.whilePaused();
-    const durable = this.barrier();
+    const durable = this.#barrier();
     if (paused === undefined) return durable;
     return durable === undefined ? paused : Promise.all([paused, durable]).then(() => {});
   }
@@ -115,7 +115,7 @@ export class CallGate {
   admissionGate(decided: (admission: Admission) => void, path: string): Promise<void> | undefined {
     const paused = this.whilePaused();
     if (paused === undefined) {
-      const admission = this.policy.admit(path);
+      const admission = this.#policy.admit(path);
       decided(admission);
       if (admission.delayMs <= 0) return undefined;
       // A pause that starts during the delay holds the call too.
@@ -131,35 +131,39 @@ export class CallGate {
  * order once the gate lets it.
  */
 export class GatedCall {
-  private readonly inbound = new OrderedSteps();
-  private readonly outbound = new OrderedSteps();
+  readonly #inbound = new OrderedSteps();
+  readonly #outbound = new OrderedSteps();
   /** The gate answered the call itself: nothing else passes either way. */
-  private refused = false;
-  private replacement: InjectedStatus | undefined;
-  private readonly outboundGate = (): Promise<void> | undefined => this.gate.outbound();
-  private readonly onOutboundFailure = (): void => this.refuse(DURABILITY_FAILED);
+  #refused = false;
+  #replacement: InjectedStatus | undefined;
+  readonly #outboundGate = (): Promise<void> | undefined => this.#gate.outbound();
+  readonly #onOutboundFailure = (): void => this.#refuse(DURABILITY_FAILED);
 
-  constructor(
-    private readonly gate: CallGate,
-    private readonly path: string,
-    /** Ends the call with `status` (a refusal, a replaced response, a failed disk). */
-    private readonly answer: (status: InjectedStatus) => void,
-  ) {}
+  readonly #gate: CallGate;
+  readonly #path: string;
+  /** Ends the call with `status` (a refusal, a replaced response, a failed disk). */
+  readonly #answer: (status: InjectedStatus) => void;
+
+  constructor(gate: CallGate, path: string, answer: (status: InjectedStatus) => void) {
+    this.#gate = gate;
+    this.#path = path;
+    this.#answer = answer;
+  }
 
   /** Runs `next` once the call is admitted; a refused call is answered instead. */
   arrive(next: () => void): void {
     let admission: Admission | undefined;
-    this.inbound.run(
+    this.#inbound.run(
       () =>
-        this.gate.admissionGate((decided) => {
+        this.#gate.admissionGate((decided) => {
           admission = decided;
-        }, this.path),
+        }, this.#path),
       () => {
         if (admission?.refuse !== undefined) {
-          this.refuse(admission.refuse);
+          this.#refuse(admission.refuse);
           return;
         }
-        this.replacement = admission?.replaceResponse;
+        this.#replacement = admission?.replaceResponse;
         next();
       },
     );
@@ -167,56 +171,56 @@ export class GatedCall {
 
   /** Passes a request message on, after any pause. */
   receive(_message: unknown, next: () => void): void {
-    this.passIn(next);
+    this.#passIn(next);
   }
 
   /** Passes the client's half-close on, after any pause (and after every message before it). */
   halfClose(next: () => void): void {
-    this.passIn(next);
+    this.#passIn(next);
   }
 
-  private passIn(next: () => void): void {
-    this.inbound.run(
-      () => this.gate.whilePaused(),
+  #passIn(next: () => void): void {
+    this.#inbound.run(
+      () => this.#gate.whilePaused(),
       () => {
-        if (!this.refused) next();
+        if (!this.#refused) next();
       },
     );
   }
 
   /** Sends a response message once responses may leave (or the injected replacement instead). */
   sendMessage(next: () => void): void {
-    this.outbound.run(
-      this.outboundGate,
+    this.#outbound.run(
+      this.#outboundGate,
       () => {
-        if (this.refused) return;
-        if (this.replacement !== undefined) {
-          this.refuse(this.replacement);
+        if (this.#refused) return;
+        if (this.#replacement !== undefined) {
+          this.#refuse(this.#replacement);
           return;
         }
         next();
       },
-      this.onOutboundFailure,
+      this.#onOutboundFailure,
     );
   }
 
   /** Sends the call's status once responses may leave. */
   sendStatus(next: () => void): void {
-    this.outbound.run(
-      this.outboundGate,
+    this.#outbound.run(
+      this.#outboundGate,
       () => {
-        if (!this.refused) next();
+        if (!this.#refused) next();
       },
-      this.onOutboundFailure,
+      this.#onOutboundFailure,
     );
   }
 
   /** Nothing to let go of: what the gate holds ends with the call's connection or its pause. */
   cancelled(): void {}
 
-  private refuse(status: InjectedStatus): void {
-    this.refused = true;
-    this.answer(status);
+  #refuse(status: InjectedStatus): void {
+    this.#refused = true;
+    this.#answer(status);
   }
 }
 
@@ -225,43 +229,43 @@ export class GatedCall {
  * is open and that has nobody ahead of it runs at once, synchronously.
  */
 class OrderedSteps {
-  private waiting = 0;
-  private tail: Promise<void> = Promise.resolve();
+  #waiting = 0;
+  #tail: Promise<void> = Promise.resolve();
 
   run(
     gate: () => Promise<void> | undefined,
     step: () => void,
     onGateFailure: (error: unknown) => void = () => {},
   ): void {
-    if (this.waiting === 0) {
+    if (this.#waiting === 0) {
       const wait = gate();
       if (wait === undefined) {
         step();
         return;
       }
-      this.hold(wait, step, onGateFailure);
+      this.#hold(wait, step, onGateFailure);
       return;
     }
-    this.hold(
-      this.tail.then(() => gate()),
+    this.#hold(
+      this.#tail.then(() => gate()),
       step,
       onGateFailure,
     );
   }
 
-  private hold(
+  #hold(
     wait: Promise<void> | undefined,
     step: () => void,
     onGateFailure: (error: unknown) => void,
   ): void {
-    this.waiting++;
-    this.tail = Promise.resolve(wait)
+    this.#waiting++;
+    this.#tail = Promise.resolve(wait)
       .then(step, onGateFailure)
       // A step only hands the message on to the call; if that throws, the call is gone anyway, and
       // the steps after it must still run.
       .catch(() => {})
       .finally(() => {
-        this.waiting--;
+        this.#waiting--;
       });
   }
 }

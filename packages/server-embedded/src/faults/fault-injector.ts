@@ -64,18 +64,18 @@ interface PendingFailure {
 
 /** The faults of one embedded server (`server.faults`). */
 export class FaultInjector {
-  private readonly gate: CallGate;
-  private readonly targets: FaultTargets;
-  private readonly delays = new Set<Delay>();
-  private readonly failures: PendingFailure[] = [];
+  readonly #gate: CallGate;
+  readonly #targets: FaultTargets;
+  readonly #delays = new Set<Delay>();
+  readonly #failures: PendingFailure[] = [];
 
   /** @internal The server creates its injector. */
   constructor(gate: CallGate, targets: FaultTargets) {
-    this.gate = gate;
-    this.targets = targets;
+    this.#gate = gate;
+    this.#targets = targets;
     const policy: GatePolicy = {
-      admit: (path) => this.admit(path),
-      idle: () => this.delays.size === 0 && this.failures.length === 0,
+      admit: (path) => this.#admit(path),
+      idle: () => this.#delays.size === 0 && this.#failures.length === 0,
     };
     gate.setPolicy(policy);
   }
@@ -88,9 +88,9 @@ export class FaultInjector {
   delay(ms: number, methods?: MethodName | readonly MethodName[]): CancelFault {
     if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`bad delay ${ms} ms`);
     const delay: Delay = { ms, paths: methods === undefined ? undefined : pathsOf(methods) };
-    this.delays.add(delay);
+    this.#delays.add(delay);
     return () => {
-      this.delays.delete(delay);
+      this.#delays.delete(delay);
     };
   }
 
@@ -101,7 +101,7 @@ export class FaultInjector {
   failNext(method: MethodName, failure: InjectedFailure): void {
     const count = failure.count ?? 1;
     if (!Number.isInteger(count) || count < 1) throw new RangeError(`bad count ${count}`);
-    this.failures.push({
+    this.#failures.push({
       paths: pathsOf(method),
       status: {
         code: failure.code,
@@ -122,26 +122,26 @@ export class FaultInjector {
    * passes). HTTP/2 pings are still answered by the transport.
    */
   pause(): void {
-    if (this.gate.paused) return;
-    this.gate.pause();
-    this.targets.pauseChanged?.(true);
+    if (this.#gate.paused) return;
+    this.#gate.pause();
+    this.#targets.pauseChanged?.(true);
   }
 
   /** Ends a pause: everything held goes on in the order it came. */
   resume(): void {
-    if (!this.gate.paused) return;
-    this.gate.resume();
-    this.targets.pauseChanged?.(false);
+    if (!this.#gate.paused) return;
+    this.#gate.resume();
+    this.#targets.pauseChanged?.(false);
   }
 
   /** True while paused. */
   get paused(): boolean {
-    return this.gate.paused;
+    return this.#gate.paused;
   }
 
   /** Closes every client connection (the server keeps listening). Returns how many. */
   dropConnections(): number {
-    return this.targets.dropConnections();
+    return this.#targets.dropConnections();
   }
 
   /**
@@ -153,40 +153,40 @@ export class FaultInjector {
    * member cannot lead (stopped, partitioned, paused, or no quorum).
    */
   changeLeader(): number {
-    return this.targets.electLeader();
+    return this.#targets.electLeader();
   }
 
   /** Raises the NOSPACE alarm, as a backend over its quota does: writes fail until disarmed. */
   raiseNoSpace(): void {
-    this.targets.raiseNoSpace();
+    this.#targets.raiseNoSpace();
   }
 
   /** Compacts at `revision` now (watchers behind it are cancelled), as a Compact request would. */
   compact(revision: number): void {
-    this.targets.compact(revision);
+    this.#targets.compact(revision);
   }
 
   /** Expires a lease now: revoked, its keys deleted. False when there is no such lease. */
   expireLease(leaseId: bigint): boolean {
-    return this.targets.expireLease(leaseId);
+    return this.#targets.expireLease(leaseId);
   }
 
   /** Removes every delay and queued failure, and resumes. */
   clear(): void {
-    this.delays.clear();
-    this.failures.length = 0;
+    this.#delays.clear();
+    this.#failures.length = 0;
     this.resume();
   }
 
-  private admit(path: string): Admission {
+  #admit(path: string): Admission {
     let delayMs = 0;
-    for (const delay of this.delays) {
+    for (const delay of this.#delays) {
       if (delay.paths === undefined || delay.paths.has(path)) delayMs += delay.ms;
     }
-    const index = this.failures.findIndex((failure) => failure.paths.has(path));
+    const index = this.#failures.findIndex((failure) => failure.paths.has(path));
     if (index === -1) return { delayMs };
-    const failure = this.failures[index]!;
-    if (--failure.remaining === 0) this.failures.splice(index, 1);
+    const failure = this.#failures[index]!;
+    if (--failure.remaining === 0) this.#failures.splice(index, 1);
     return failure.afterApply
       ? { delayMs, replaceResponse: failure.status }
       : { delayMs, refuse: failure.status };

@@ -13,19 +13,19 @@ interface Entry {
 
 /** Leases by expiry time. */
 export class ExpiryQueue {
-  private readonly heap: Entry[] = [];
+  readonly #heap: Entry[] = [];
   /** When each lease was last queued for, so that queuing it again for the same time is a no-op. */
-  private readonly queued = new WeakMap<Lease, number>();
+  readonly #queued = new WeakMap<Lease, number>();
 
   /**
    * Queues `lease` to be looked at `at` (default: its expiry). Call again after every change of
    * its expiry; the entries for the old one are then ignored.
    */
   push(lease: Lease, at = lease.expiresAt): void {
-    if (!Number.isFinite(at) || this.queued.get(lease) === at) return;
-    this.queued.set(lease, at);
-    this.heap.push({ lease, at, expiresAt: lease.expiresAt });
-    this.up(this.heap.length - 1);
+    if (!Number.isFinite(at) || this.#queued.get(lease) === at) return;
+    this.#queued.set(lease, at);
+    this.#heap.push({ lease, at, expiresAt: lease.expiresAt });
+    this.#up(this.#heap.length - 1);
   }
 
   /**
@@ -34,52 +34,52 @@ export class ExpiryQueue {
    */
   popDue(now: number, isCurrent: (lease: Lease) => boolean): Lease | undefined {
     for (;;) {
-      const top = this.heap[0];
+      const top = this.#heap[0];
       if (top === undefined) return undefined;
       const stale = top.lease.expiresAt !== top.expiresAt || !isCurrent(top.lease);
       if (!stale && top.at > now) return undefined;
-      this.pop();
+      this.#pop();
       if (stale) continue;
-      this.queued.delete(top.lease);
+      this.#queued.delete(top.lease);
       return top.lease;
     }
   }
 
   /** Number of entries, stale ones included. */
   get size(): number {
-    return this.heap.length;
+    return this.#heap.length;
   }
 
-  private pop(): void {
-    const last = this.heap.pop();
-    if (last === undefined || this.heap.length === 0) return;
-    this.heap[0] = last;
-    this.down(0);
+  #pop(): void {
+    const last = this.#heap.pop();
+    if (last === undefined || this.#heap.length === 0) return;
+    this.#heap[0] = last;
+    this.#down(0);
   }
 
-  private before(a: Entry, b: Entry): boolean {
+  #before(a: Entry, b: Entry): boolean {
     if (a.at !== b.at) return a.at < b.at;
     return a.lease.grantSequence < b.lease.grantSequence;
   }
 
-  private up(index: number): void {
-    const { heap } = this;
+  #up(index: number): void {
+    const heap = this.#heap;
     while (index > 0) {
       const parent = (index - 1) >> 1;
-      if (!this.before(heap[index]!, heap[parent]!)) return;
+      if (!this.#before(heap[index]!, heap[parent]!)) return;
       [heap[index], heap[parent]] = [heap[parent]!, heap[index]!];
       index = parent;
     }
   }
 
-  private down(index: number): void {
-    const { heap } = this;
+  #down(index: number): void {
+    const heap = this.#heap;
     for (;;) {
       const left = 2 * index + 1;
       const right = left + 1;
       let smallest = index;
-      if (left < heap.length && this.before(heap[left]!, heap[smallest]!)) smallest = left;
-      if (right < heap.length && this.before(heap[right]!, heap[smallest]!)) smallest = right;
+      if (left < heap.length && this.#before(heap[left]!, heap[smallest]!)) smallest = left;
+      if (right < heap.length && this.#before(heap[right]!, heap[smallest]!)) smallest = right;
       if (smallest === index) return;
       [heap[index], heap[smallest]] = [heap[smallest]!, heap[index]!];
       index = smallest;

@@ -57,23 +57,23 @@ export interface LeaseApplierOptions {
 
 /** Grants, renews, revokes and expires leases. */
 export class LeaseApplier {
-  private readonly table: LeaseTable;
-  private readonly store: MvccStore;
-  private readonly proposals: ProposalLog;
-  private readonly clock: Clock;
-  private readonly minTtl: number;
-  private readonly guard: WriteGuard | undefined;
-  private readonly authorizer: Authorizer | undefined;
-  private expiryChecks: Timer | undefined;
+  readonly #table: LeaseTable;
+  readonly #store: MvccStore;
+  readonly #proposals: ProposalLog;
+  readonly #clock: Clock;
+  readonly #minTtl: number;
+  readonly #guard: WriteGuard | undefined;
+  readonly #authorizer: Authorizer | undefined;
+  #expiryChecks: Timer | undefined;
 
   constructor(options: LeaseApplierOptions) {
-    this.table = options.table;
-    this.store = options.store;
-    this.proposals = options.proposals;
-    this.clock = options.clock;
-    this.minTtl = options.minTtl ?? DEFAULT_MIN_LEASE_TTL;
-    this.guard = options.guard;
-    this.authorizer = options.authorizer;
+    this.#table = options.table;
+    this.#store = options.store;
+    this.#proposals = options.proposals;
+    this.#clock = options.clock;
+    this.#minTtl = options.minTtl ?? DEFAULT_MIN_LEASE_TTL;
+    this.#guard = options.guard;
+    this.#authorizer = options.authorizer;
   }
 
   /**
@@ -86,12 +86,12 @@ export class LeaseApplier {
     requestBytes: number,
     credentials?: CallCredentials,
   ): LeaseGrantResponse {
-    this.guard?.beforeProposal({ kind: 'leaseGrant' });
+    this.#guard?.beforeProposal({ kind: 'leaseGrant' });
     const requested = bigintOf(r.ID);
     let id = requested;
-    while (id === 0n) id = this.proposals.nextRequestId() & POSITIVE_ID_MASK;
+    while (id === 0n) id = this.#proposals.nextRequestId() & POSITIVE_ID_MASK;
     // Any user may grant a lease, but there must be one.
-    const caller = this.identify(credentials);
+    const caller = this.#identify(credentials);
     caller?.requireUser();
     const ttl = bigintOf(r.TTL);
     // The proposal carries the chosen id, which changes the request's size.
@@ -99,13 +99,13 @@ export class LeaseApplier {
       id === requested
         ? requestBytes
         : pb.LeaseGrantRequest.encode({ ID: id, TTL: ttl }).finish().length;
-    this.proposals.propose(ProposalKind.leaseGrant, proposedBytes, caller?.info);
-    this.guard?.atApply({ kind: 'leaseGrant' });
+    this.#proposals.propose(ProposalKind.leaseGrant, proposedBytes, caller?.info);
+    this.#guard?.atApply({ kind: 'leaseGrant' });
     if (ttl > BigInt(MAX_LEASE_TTL)) throw new EtcdServerError('LEASE_TTL_TOO_LARGE');
-    if (this.table.has(id)) throw new EtcdServerError('LEASE_EXISTS');
-    const granted = ttl < BigInt(this.minTtl) ? this.minTtl : Number(ttl);
-    this.table.grant(id, granted, this.clock.now() + granted * 1000);
-    return { header: revisionHeader(this.store.revision), ID: id, TTL: BigInt(granted) };
+    if (this.#table.has(id)) throw new EtcdServerError('LEASE_EXISTS');
+    const granted = ttl < BigInt(this.#minTtl) ? this.#minTtl : Number(ttl);
+    this.#table.grant(id, granted, this.#clock.now() + granted * 1000);
+    return { header: revisionHeader(this.#store.revision), ID: id, TTL: BigInt(granted) };
   }
 
   /**
@@ -117,15 +117,15 @@ export class LeaseApplier {
     requestBytes: number,
     credentials?: CallCredentials,
   ): LeaseRevokeResponse {
-    const caller = this.identify(credentials);
+    const caller = this.#identify(credentials);
     caller?.requireUser();
-    this.proposals.propose(ProposalKind.leaseRevoke, requestBytes, caller?.info);
-    this.guard?.atApply({ kind: 'leaseRevoke' });
+    this.#proposals.propose(ProposalKind.leaseRevoke, requestBytes, caller?.info);
+    this.#guard?.atApply({ kind: 'leaseRevoke' });
     caller?.checkLeaseRevoke(bigintOf(r.ID));
-    if (!this.table.revoke(bigintOf(r.ID), this.store)) {
+    if (!this.#table.revoke(bigintOf(r.ID), this.#store)) {
       throw new EtcdServerError('LEASE_NOT_FOUND');
     }
-    return { header: revisionHeader(this.store.revision) };
+    return { header: revisionHeader(this.#store.revision) };
   }
 
   /**
@@ -134,11 +134,11 @@ export class LeaseApplier {
    * the user must be allowed to write the lease's keys, or the keep-alive stream fails.
    */
   renew(leaseId: bigint, credentials?: CallCredentials): bigint {
-    this.identify(credentials)?.checkLeaseRenew(leaseId);
-    const lease = this.table.get(leaseId);
-    const now = this.clock.now();
+    this.#identify(credentials)?.checkLeaseRenew(leaseId);
+    const lease = this.#table.get(leaseId);
+    const now = this.#clock.now();
     if (lease === undefined || lease.isExpired(now)) return 0n;
-    this.table.setExpiry(lease, now + lease.ttl * 1000);
+    this.#table.setExpiry(lease, now + lease.ttl * 1000);
     return BigInt(lease.ttl);
   }
 
@@ -150,11 +150,11 @@ export class LeaseApplier {
    */
   timeToLive(r: LeaseTimeToLiveRequest, credentials?: CallCredentials): LeaseTimeToLiveResponse {
     const id = bigintOf(r.ID);
-    this.identify(credentials)?.checkLeaseTimeToLive(id, r.keys === true);
-    const header = revisionHeader(this.store.revision);
-    const lease = this.table.get(id);
+    this.#identify(credentials)?.checkLeaseTimeToLive(id, r.keys === true);
+    const header = revisionHeader(this.#store.revision);
+    const lease = this.#table.get(id);
     if (lease === undefined) return { header, ID: id, TTL: -1n };
-    const remaining = lease.remainingMs(this.clock.now());
+    const remaining = lease.remainingMs(this.#clock.now());
     return {
       header,
       ID: id,
@@ -169,25 +169,25 @@ export class LeaseApplier {
    * not an admin must be allowed to read every key of every lease.
    */
   leases(credentials?: CallCredentials): LeaseLeasesResponse {
-    this.identify(credentials)?.checkLeaseList();
-    const leases = this.table
+    this.#identify(credentials)?.checkLeaseList();
+    const leases = this.#table
       .all()
       .sort((a, b) => a.expiresAt - b.expiresAt || a.grantSequence - b.grantSequence);
     return {
-      header: revisionHeader(this.store.revision),
+      header: revisionHeader(this.#store.revision),
       leases: leases.map((lease) => ({ ID: lease.id })),
     };
   }
 
   /** Starts looking for expired leases every `intervalMs` of the clock. */
   startExpiryChecks(intervalMs = DEFAULT_LEASE_CHECK_INTERVAL_MS): void {
-    this.expiryChecks ??= every(this.clock, intervalMs, () => this.revokeExpired());
+    this.#expiryChecks ??= every(this.#clock, intervalMs, () => this.revokeExpired());
   }
 
   /** Stops the expiry checks (the server is stopping). */
   stopExpiryChecks(): void {
-    this.expiryChecks?.cancel();
-    this.expiryChecks = undefined;
+    this.#expiryChecks?.cancel();
+    this.#expiryChecks = undefined;
   }
 
   /**
@@ -195,12 +195,12 @@ export class LeaseApplier {
    * proposal. Returns how many were revoked.
    */
   revokeExpired(): number {
-    const now = this.clock.now();
+    const now = this.#clock.now();
     let revoked = 0;
     for (let checked = 0; checked < MAX_REVOKES_PER_CHECK; checked++) {
-      const lease = this.table.nextExpired(now);
+      const lease = this.#table.nextExpired(now);
       if (lease === undefined) break;
-      if (this.revokeExpiredLease(lease, now)) revoked++;
+      if (this.#revokeExpiredLease(lease, now)) revoked++;
     }
     return revoked;
   }
@@ -210,19 +210,19 @@ export class LeaseApplier {
    * revision of its own. False when there is no such lease.
    */
   expire(leaseId: bigint): boolean {
-    const lease = this.table.get(leaseId);
+    const lease = this.#table.get(leaseId);
     if (lease === undefined) return false;
-    const now = this.clock.now();
-    this.table.setExpiry(lease, now);
-    return this.revokeExpiredLease(lease, now);
+    const now = this.#clock.now();
+    this.#table.setExpiry(lease, now);
+    return this.#revokeExpiredLease(lease, now);
   }
 
   /** The caller presenting `credentials`; none for the server's own requests or without auth. */
-  private identify(credentials: CallCredentials | undefined): Caller | undefined {
-    return credentials === undefined ? undefined : this.authorizer?.identify(credentials);
+  #identify(credentials: CallCredentials | undefined): Caller | undefined {
+    return credentials === undefined ? undefined : this.#authorizer?.identify(credentials);
   }
 
-  private revokeExpiredLease(lease: Lease, now: number): boolean {
+  #revokeExpiredLease(lease: Lease, now: number): boolean {
     const requestBytes = pb.LeaseRevokeRequest.encode({ ID: lease.id }).finish().length;
     try {
       this.revoke({ ID: lease.id }, requestBytes);
@@ -230,7 +230,7 @@ export class LeaseApplier {
     } catch (error) {
       if (!(error instanceof EtcdServerError)) throw error;
       // Refused by an alarm: the lease stays, expired, and is tried again later, as in etcd.
-      this.table.retryExpiry(lease, now + EXPIRED_LEASE_RETRY_MS);
+      this.#table.retryExpiry(lease, now + EXPIRED_LEASE_RETRY_MS);
       return false;
     }
   }

@@ -11,7 +11,7 @@ export class Lease {
   /** When the lease expires; Infinity for a lease that never does (one granted without a clock). */
   expiresAt: number;
   // Keys by their string form, which is how they are ordered (see bytes.ts).
-  private readonly attached = new Map<string, Uint8Array>();
+  readonly #attached = new Map<string, Uint8Array>();
 
   constructor(id: bigint, ttl: number, grantSequence: number, expiresAt: number) {
     this.id = id;
@@ -32,15 +32,15 @@ export class Lease {
 
   /** Number of keys attached. */
   get keyCount(): number {
-    return this.attached.size;
+    return this.#attached.size;
   }
 
   attach(key: Uint8Array): void {
-    this.attached.set(keyString(key), key);
+    this.#attached.set(keyString(key), key);
   }
 
   detach(key: Uint8Array): void {
-    this.attached.delete(keyString(key));
+    this.#attached.delete(keyString(key));
   }
 
   /**
@@ -48,7 +48,7 @@ export class Lease {
    * is one of its possible answers and the one a revoke deletes them in.
    */
   keys(): Uint8Array[] {
-    return [...this.attached.entries()]
+    return [...this.#attached.entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([, key]) => key);
   }

@@ -36,23 +36,23 @@ export class ClusterCore {
   readonly version: string;
   /** The etcd version the members answer as. */
   readonly traits: EtcdVersionTraits;
-  private readonly options: ClusterCoreOptions;
-  private elect: () => number;
+  readonly #options: ClusterCoreOptions;
+  #elect: () => number;
   /** The leader's timers; undefined while nobody leads. */
-  private leaderTimers: Timer[] | undefined;
+  #leaderTimers: Timer[] | undefined;
 
   /** A fresh, empty core (revision 1); `options.member` starts its raft ids and member list. */
   constructor(options: ClusterCoreOptions) {
-    this.options = options;
+    this.#options = options;
     this.traits = options.traits;
     this.version = options.version ?? options.traits.release;
     this.core = createServerCore(options);
-    this.elect = () => this.core.proposals.electLeader();
+    this.#elect = () => this.core.proposals.electLeader();
   }
 
   /** Elections go through `elect` from now on (a data dir logs every term). */
   recordTermsWith(elect: () => number): void {
-    this.elect = elect;
+    this.#elect = elect;
   }
 
   /** The one way a member is made: `identity` serving this core on `network`. */
@@ -60,13 +60,13 @@ export class ClusterCore {
     return new Member(this.core, identity, network, host, {
       version: this.version,
       traits: this.traits,
-      progressNotifyIntervalMs: this.options.watchProgressNotifyIntervalMs,
+      progressNotifyIntervalMs: this.#options.watchProgressNotifyIntervalMs,
     });
   }
 
   /** The raft term goes up by one, as an election does; nothing else changes. Returns it. */
   nextTerm(): number {
-    return this.elect();
+    return this.#elect();
   }
 
   /**
@@ -74,23 +74,23 @@ export class ClusterCore {
    * every lease its full TTL again, as etcd's lessor Promote does. Returns the new term.
    */
   electLeader(): number {
-    const term = this.elect();
+    const term = this.#elect();
     renewLeases(this.core.leaseTable, this.core.clock);
     return term;
   }
 
   /** Someone leads: lease expiry and auto-compaction run (started once). */
   startLeaderWork(): void {
-    this.leaderTimers ??= startLeaderWork(this.core, {
-      leaseCheckIntervalMs: this.options.leaseCheckIntervalMs,
-      autoCompaction: this.options.autoCompaction,
-      logger: this.options.logger,
+    this.#leaderTimers ??= startLeaderWork(this.core, {
+      leaseCheckIntervalMs: this.#options.leaseCheckIntervalMs,
+      autoCompaction: this.#options.autoCompaction,
+      logger: this.#options.logger,
     });
   }
 
   /** Nobody leads (no quorum, a restart, the stop): the leader's timers stop. */
   stopLeaderWork(): void {
-    for (const timer of this.leaderTimers ?? []) timer.cancel();
-    this.leaderTimers = undefined;
+    for (const timer of this.#leaderTimers ?? []) timer.cancel();
+    this.#leaderTimers = undefined;
   }
 }

@@ -35,9 +35,9 @@ export interface MemberOptions {
 export class Member {
   readonly identity: MemberIdentity;
   readonly network: MemberServer;
-  private readonly served: ServedServices;
+  readonly #served: ServedServices;
   readonly faults: FaultInjector;
-  private readonly host: MemberHost;
+  readonly #host: MemberHost;
 
   /** Serves `identity`'s services over `core` on `network`, with their fault injector. */
   constructor(
@@ -49,13 +49,13 @@ export class Member {
   ) {
     this.identity = identity;
     this.network = network;
-    this.host = host;
+    this.#host = host;
     const base = serviceContext(core, identity, options, host.leaderView);
     const context: ServiceContext =
       host.appliedState === undefined
         ? base
         : { ...base, appliedState: () => host.appliedState?.() };
-    this.served = network.serve(context, {
+    this.#served = network.serve(context, {
       progressNotifyIntervalMs: options.progressNotifyIntervalMs,
     });
     this.faults = new FaultInjector(network.gate, {
@@ -70,7 +70,7 @@ export class Member {
 
   /** The watchers of this member's Watch service, Lock and Election waits. */
   get watchable(): WatchableStore {
-    return this.served.watchable;
+    return this.#served.watchable;
   }
 
   /** Connections from clients open now. */
@@ -89,11 +89,11 @@ export class Member {
    */
   async stopListening(): Promise<void> {
     // Before the connections close: their cancelled calls must not undo what they queued.
-    this.served.dropWaits();
+    this.#served.dropWaits();
     await this.network.listeners.close();
     // Their connections are gone; what is still held is given up, the streams end now.
-    this.host.abandonWaits?.();
-    this.served.closeWatchStreams();
+    this.#host.abandonWaits?.();
+    this.#served.closeWatchStreams();
   }
 
   /** Listens again on the same port(s). */
@@ -103,11 +103,11 @@ export class Member {
 
   /** Ends the member for good: waits, streams, watchers, listeners and the gRPC server. */
   async close(): Promise<void> {
-    this.served.dropWaits();
-    this.served.closeWatchStreams();
-    this.served.watchable.close();
+    this.#served.dropWaits();
+    this.#served.closeWatchStreams();
+    this.#served.watchable.close();
     await this.network.listeners.close();
-    this.host.abandonWaits?.();
+    this.#host.abandonWaits?.();
     this.network.engine.shutdown();
   }
 }
