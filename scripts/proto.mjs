@@ -7,6 +7,8 @@
 // Steps: protobufjs-cli emits a static module (no runtime .proto loading) and its typings; we then
 // rewrite every 64-bit field to use `bigint` (protobufjs would give lossy numbers or Long objects),
 // and emit a typed table of every RPC (path, streaming kinds, codecs) for the transport layer.
+// Decoders keep a zero-length range_end where etcd reads one (see keepPresence); encoders still
+// leave empty bytes out, as Go's do, so the client's wire bytes do not change.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -62,7 +64,7 @@ function generate(dir) {
   fs.rmSync(withDocs);
   fs.rmSync(path.join(dir, 'docs.d.ts'));
 
-  fs.writeFileSync(path.join(dir, 'protocol.js'), banner + bigintCodec(js));
+  fs.writeFileSync(path.join(dir, 'protocol.js'), banner + keepPresence(bigintCodec(js)));
   fs.writeFileSync(path.join(dir, 'protocol.d.ts'), banner + bigintTypings(dts));
   fs.writeFileSync(path.join(dir, 'methods.ts'), banner + methodTable());
 }
@@ -132,6 +134,35 @@ function bigintCodec(js) {
   out = out.slice(0, lineEnd + 1) + int64Helpers + out.slice(lineEnd + 1);
   if (/Long/.test(out.replace(/\$util\.Long(Bits)?/g, ''))) {
     throw new Error('proto: a 64-bit field escaped the bigint rewrite');
+  }
+  return out;
+}
+
+// The bytes fields whose presence etcd reads: gogo decodes a zero-length range_end as a non-nil
+// empty slice, which Range, DeleteRange and Compare take as "from the key on" (only a nil end is
+// one key: v3.5.30 server/mvcc/index.go line 110). protobufjs drops empty bytes when decoding, so
+// these decoders set the field whenever it is on the wire; absent, it stays the prototype's.
+const presenceFields = [
+  ['RangeRequest', 'rangeEnd'],
+  ['DeleteRangeRequest', 'rangeEnd'],
+  ['Compare', 'rangeEnd'],
+];
+
+function keepPresence(js) {
+  let out = js;
+  for (const [type, field] of presenceFields) {
+    const start = out.indexOf(`${type}.decode = function`);
+    const end = out.indexOf('.decode = function', start + type.length + 1);
+    const dropped =
+      `if ((value = reader.bytes()).length)\n` +
+      `                            message.${field} = value;\n` +
+      `                        else\n` +
+      `                            delete message.${field};`;
+    const at = out.indexOf(dropped, start);
+    if (start < 0 || at < 0 || at > end) {
+      throw new Error(`proto: ${type}.${field}'s decoder is not the one keepPresence rewrites`);
+    }
+    out = `${out.slice(0, at)}message.${field} = reader.bytes();${out.slice(at + dropped.length)}`;
   }
   return out;
 }

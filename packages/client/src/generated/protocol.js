@@ -883,10 +883,7 @@ export const etcdserverpb = $root.etcdserverpb = (() => {
                 case 2: {
                         if (wireType !== 2)
                             break;
-                        if ((value = reader.bytes()).length)
-                            message.rangeEnd = value;
-                        else
-                            delete message.rangeEnd;
+                        message.rangeEnd = reader.bytes();
                         continue;
                     }
                 case 3: {
@@ -1443,10 +1440,7 @@ export const etcdserverpb = $root.etcdserverpb = (() => {
                 case 2: {
                         if (wireType !== 2)
                             break;
-                        if ((value = reader.bytes()).length)
-                            message.rangeEnd = value;
-                        else
-                            delete message.rangeEnd;
+                        message.rangeEnd = reader.bytes();
                         continue;
                     }
                 case 3: {
@@ -1965,10 +1959,7 @@ export const etcdserverpb = $root.etcdserverpb = (() => {
                 case 64: {
                         if (wireType !== 2)
                             break;
-                        if ((value = reader.bytes()).length)
-                            message.rangeEnd = value;
-                        else
-                            delete message.rangeEnd;
+                        message.rangeEnd = reader.bytes();
                         continue;
                     }
                 }

@@ -29,7 +29,7 @@ export function applyCompares(view: ReadView, compares: readonly Compare[]): boo
 }
 
 function applyCompare(view: ReadView, compare: Compare): boolean {
-  const { kvs } = view.range(keyRangeOf(bytesOf(compare.key), bytesOf(compare.rangeEnd)));
+  const { kvs } = view.range(keyRangeOf(compare));
   if (kvs.length === 0) {
     if ((compare.target ?? Target.VERSION) === Target.VALUE) return false;
     return compareKeyValue(compare, ABSENT);

@@ -1,7 +1,6 @@
 // DeleteRange (etcd's txn/delete.go). Deleting nothing changes nothing: no new revision.
 
 import {
-  bytesOf,
   type DeleteRangeRequest,
   type DeleteRangeResponse,
   revisionHeader,
@@ -12,7 +11,7 @@ import { keyRangeOf } from './range.js';
 
 /** Applies a delete within `write`; prev_kv returns the deleted key-values in key order. */
 export function applyDeleteRange(write: StoreWrite, r: DeleteRangeRequest): DeleteRangeResponse {
-  const range = keyRangeOf(bytesOf(r.key), bytesOf(r.rangeEnd));
+  const range = keyRangeOf(r);
   const previous = r.prevKv ? write.range(range).kvs : undefined;
   const deleted = write.deleteRange(range);
   const response: DeleteRangeResponse = {

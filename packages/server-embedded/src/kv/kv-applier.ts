@@ -29,6 +29,7 @@ import type { Lessor } from '../mvcc/lessor.js';
 import type { MvccStore } from '../mvcc/store.js';
 import { applyDeleteRange } from './delete.js';
 import { checkIntervals } from './intervals.js';
+import { forgetEmptyRangeEnd, forgetEmptyRangeEndsInTxn } from './proposed-request.js';
 import { applyPut, checkPut } from './put.js';
 import { executeRange, hasRevisionFilters, isDefaultOrdering } from './range.js';
 import { checkTxn, executeTxn, isReadOnlyTxn, planTxn } from './txn.js';
@@ -112,6 +113,7 @@ export class KvApplier {
     const caller = this.identify(credentials);
     this.proposals.propose(ProposalKind.deleteRange, requestBytes, caller?.info);
     this.guard?.atApply({ kind: 'deleteRange' });
+    forgetEmptyRangeEnd(r);
     caller?.checkDeleteRange(r);
     const write = this.store.write();
     try {
@@ -133,6 +135,7 @@ export class KvApplier {
     if (!readOnly) {
       this.proposals.propose(ProposalKind.txn, requestBytes, caller?.info);
       this.guard?.atApply({ kind: 'txn', request: r });
+      forgetEmptyRangeEndsInTxn(r);
     }
     caller?.checkTxn(r);
     const plan = planTxn(this.store, r);

@@ -23,12 +23,19 @@ const SortOrder = { NONE: 0, ASCEND: 1, DESCEND: 2 } as const;
 const SortTarget = { KEY: 0, VERSION: 1, CREATE: 2, MOD: 3, VALUE: 4 } as const;
 
 /**
- * The store range of a request's key and range_end: empty end = the key alone; "\0" = every key
- * from `key` on; anything else = [key, end).
+ * The store range of a request's key and range_end: no range_end = the key alone; an empty one
+ * sent on the wire or "\0" = every key from `key` on; anything else = [key, end). etcd reads only a
+ * nil end as one key (v3.5.30 server/mvcc/index.go line 110), and gogo decodes a zero-length
+ * range_end as an empty non-nil slice; the generated decoders keep it as an own property.
  */
-export function keyRangeOf(key: Uint8Array, rangeEnd: Uint8Array): KeyRange {
-  if (rangeEnd.length === 0) return { key };
-  return { key, end: isNullByte(rangeEnd) ? new Uint8Array(0) : rangeEnd };
+export function keyRangeOf(request: {
+  readonly key?: Uint8Array | null;
+  readonly rangeEnd?: Uint8Array | null;
+}): KeyRange {
+  const key = bytesOf(request.key);
+  const rangeEnd = request.rangeEnd;
+  if (rangeEnd == null || !Object.hasOwn(request, 'rangeEnd')) return { key };
+  return { key, end: rangeEnd.length === 0 || isNullByte(rangeEnd) ? new Uint8Array(0) : rangeEnd };
 }
 
 /** True for the order the store reads in anyway: by key ascending, or no order at all. */
@@ -58,7 +65,7 @@ export function executeRange(
   withTotalCount = true,
 ): RangeResponse {
   const limit = numberOf(r.limit);
-  const result = view.range(keyRangeOf(bytesOf(r.key), bytesOf(r.rangeEnd)), {
+  const result = view.range(keyRangeOf(r), {
     revision: numberOf(r.revision),
     limit: storeLimit(r, limit),
     countOnly: r.countOnly ?? false,
