@@ -1,7 +1,9 @@
 // Runs the guides' code as a reader would: every complete ```ts program of README.md, docs/*.md and
 // packages/*/README.md (see doc-blocks.mjs for the markers of the blocks that are not) is written
-// as pasted into a fresh app of the packed packages and run there, and must exit 0 with nothing on
-// stderr, within a timeout.
+// as pasted into a fresh app of the packed packages, type-checked there by tsc (strict, against the
+// packed packages' .d.ts, as a reader's project sees them), then run, and must have no type error,
+// exit 0 and write nothing on stderr, within a timeout. A type error fails its block (with the
+// guide's file:line) without running it.
 //   - A block importing 'vitest' is a test file: `vitest run` runs it.
 //   - Any other block runs with `tsx`, as the guides tell readers to.
 //   - A block that names the endpoint http://127.0.0.1:2379 (or localhost:2379) gets a fresh
@@ -127,7 +129,7 @@ function pinnedVersion(name) {
 
 /** The registry packages the blocks import (not node: builtins, not the packed @etcdkit ones). */
 function importedPackages(blocks) {
-  const names = new Set(['tsx', 'vitest', '@types/node']);
+  const names = new Set(['tsx', 'vitest', 'typescript', '@types/node']);
   for (const { code } of blocks) {
     for (const [, specifier] of code.matchAll(/\bfrom\s+'([^']+)'/g)) {
       if (specifier.startsWith('node:') || specifier.startsWith('.')) continue;
@@ -198,9 +200,79 @@ function fileFor(block) {
   return `blocks/${slug}${/from\s+'vitest'/.test(block.code) ? '.test.ts' : '.ts'}`;
 }
 
+/**
+ * The reader's strict settings (the repository's own, tsconfig.base.json): each block a module of
+ * an ESM app, checked against the packed packages' .d.ts (not skipped: a broken published type is
+ * an error too).
+ */
+const APP_TSCONFIG = {
+  compilerOptions: {
+    target: 'ES2022',
+    lib: ['ES2022'],
+    module: 'NodeNext',
+    moduleResolution: 'NodeNext',
+    types: ['node'],
+    strict: true,
+    noUncheckedIndexedAccess: true,
+    noImplicitOverride: true,
+    noFallthroughCasesInSwitch: true,
+    isolatedModules: true,
+    verbatimModuleSyntax: true,
+    esModuleInterop: true,
+    moduleDetection: 'force',
+    noEmit: true,
+  },
+  include: ['blocks/**/*.ts'],
+};
+
+/**
+ * Writes every block into the app and type-checks them with one tsc run; resolves with each block's
+ * errors (`file.md:line: TSxxxx: message`, the guide's line), and the errors in no block's file.
+ */
+async function typeCheck(app, blocks) {
+  writeFileSync(join(app, 'tsconfig.json'), `${JSON.stringify(APP_TSCONFIG, null, 2)}\n`);
+  const byFile = new Map();
+  for (const block of blocks) {
+    const file = fileFor(block);
+    writeFileSync(join(app, file), `${block.code}\n`);
+    byFile.set(file, block);
+  }
+  const tsc = join(app, 'node_modules', '.bin', 'tsc');
+  const { code, stdout, stderr } = await exec(tsc, ['-p', 'tsconfig.json', '--pretty', 'false'], {
+    cwd: app,
+  });
+  const errors = new Map(blocks.map((block) => [block.where, []]));
+  const elsewhere = [];
+  let last;
+  for (const line of `${stdout}${stderr}`.split('\n')) {
+    if (line.trim() === '') continue;
+    const at = /^(.+?)\((\d+),\d+\): error (TS\d+: .*)$/.exec(line);
+    if (at === null) {
+      // A message's continuation lines are indented; anything else is tsc's own.
+      if (last !== undefined && /^\s/.test(line)) last.push(line);
+      else elsewhere.push(line);
+      continue;
+    }
+    const [, file, row, message] = at;
+    const block = byFile.get(file);
+    if (block === undefined) {
+      elsewhere.push(line);
+      last = elsewhere;
+      continue;
+    }
+    // Line 1 of a block is the line after its fence.
+    const list = errors.get(block.where);
+    list.push(`${block.file}:${block.line + Number(row)}: ${message}`);
+    last = list;
+  }
+  if (code !== 0 && elsewhere.length === 0 && [...errors.values()].every((e) => e.length === 0)) {
+    elsewhere.push(`tsc exited with ${code} and no error it could be read from`);
+  }
+  return { errors, elsewhere };
+}
+
 async function runBlock(app, block) {
   const file = fileFor(block);
-  writeFileSync(join(app, file), `${block.code}\n`);
   const bin = (name) => join(app, 'node_modules', '.bin', name);
   const [command, args] = file.endsWith('.test.ts')
     ? [bin('vitest'), ['run', file]]
@@ -248,7 +320,24 @@ async function main() {
   try {
     console.log('run-doc-blocks: packing and installing into a fresh app');
     const app = await freshApp(work, runnable);
-    console.log(`run-doc-blocks: running ${runnable.length} blocks`);
+    console.log(`run-doc-blocks: type-checking ${runnable.length} blocks`);
+    const typed = await typeCheck(app, runnable);
+    if (typed.elsewhere.length > 0) {
+      // Not a block's error (a published .d.ts, the app's settings): every block is in doubt.
+      failed.push('type-check');
+      console.log(`FAIL type-check outside the blocks\n${typed.elsewhere.join('\n')}`);
+    }
+    const typeErrors = (block) => typed.errors.get(block.where) ?? [];
+    for (const block of runnable.filter((b) => typeErrors(b).length > 0)) {
+      failed.push(block.where);
+      console.log(
+        `FAIL ${block.where} (type errors, not run)\n${typeErrors(block)
+          .map((e) => `     | ${e}`)
+          .join('\n')}`,
+      );
+    }
+    const typeClean = runnable.filter((b) => typeErrors(b).length === 0);
+    console.log(`run-doc-blocks: running ${typeClean.length} blocks`);
     const report = (block, { code, stdout, stderr, seconds }) => {
       const ok = code === 0 && stderr.trim() === '';
       const took = `${seconds.toFixed(1)} s`;
@@ -264,13 +353,13 @@ async function main() {
     await Promise.all([
       runAll(
         app,
-        runnable.filter((b) => NAMED_ENDPOINT.test(b.code)),
+        typeClean.filter((b) => NAMED_ENDPOINT.test(b.code)),
         1,
         report,
       ),
       runAll(
         app,
-        runnable.filter((b) => !NAMED_ENDPOINT.test(b.code)),
+        typeClean.filter((b) => !NAMED_ENDPOINT.test(b.code)),
         options.jobs,
         report,
       ),
@@ -281,7 +370,7 @@ async function main() {
   }
   const skipped = selected.length - runnable.length;
   console.log(
-    `run-doc-blocks: ${runnable.length - failed.length} ran clean, ${failed.length} failed, ${skipped} not run (fragments or not compiled)`,
+    `run-doc-blocks: ${runnable.filter((b) => !failed.includes(b.where)).length} ran clean, ${failed.length} failed, ${skipped} not run (fragments or not compiled)`,
   );
   if (failed.length > 0) {
     console.log(`failed: ${failed.join(', ')}`);
