@@ -51,9 +51,11 @@ export interface Elected {
  * Puts `value` up for election under `name` and waits until every earlier candidate is gone. A
  * lease that already stands keeps its key and place; a different value is proclaimed at once.
  *
- * Fails with ELECTION_SESSION_EXPIRED when the key vanishes while waiting (etcd would report
- * leadership). On every failure the key is withdrawn (a guarded delete), not
- * only on cancellation as in Go, except when the server stops or restarts.
+ * A candidate whose key vanished while it waited (its lease revoked or expired, or the key
+ * deleted) is elected all the same once no earlier key is left, with the key it no longer has:
+ * Go's Campaign (etcd 3.4 to 3.6) does not read its key again. On every failure the key is
+ * withdrawn (a guarded delete), not only on cancellation as in Go, except when the server stops
+ * or restarts.
  */
 export async function campaign(client: LocalClient, request: CampaignRequest): Promise<Elected> {
   const halted = client.halted;
@@ -82,7 +84,16 @@ export async function campaign(client: LocalClient, request: CampaignRequest): P
     wait: async ({ leader, header }): Promise<Elected> => {
       const lost = () => new EtcdServerError('ELECTION_SESSION_EXPIRED');
       const { signal } = request;
-      await waitInLine(client, { prefix, key, createRevision: leader.rev, signal, halted, lost });
+      const createRevision = leader.rev;
+      await waitInLine(client, {
+        prefix,
+        key,
+        createRevision,
+        signal,
+        halted,
+        lost,
+        vanished: 'never',
+      });
       return { leader, header };
     },
     withdraw: (taken) => withdraw(client, halted, key, taken?.leader.rev),

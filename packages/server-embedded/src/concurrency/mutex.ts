@@ -27,7 +27,10 @@ export interface LockRequest {
   readonly lease: bigint;
   /** Aborts the wait (the client went away); the queued key is then deleted. */
   readonly signal: AbortSignal;
-  /** When a waiter whose key vanished learns it, as the etcd version answered as (QueuedKey). */
+  /**
+   * What a waiter whose key vanished learns on its turn, as the etcd version answered as
+   * (QueuedKey): default 'on-turn', etcd 3.5 on.
+   */
   readonly vanished?: QueuedKey['vanished'];
 }
 
@@ -85,7 +88,7 @@ export async function lock(client: LocalClient, request: LockRequest): Promise<H
           signal,
           halted,
           lost,
-          ...(vanished === undefined ? {} : { vanished }),
+          vanished: vanished ?? 'on-turn',
         }),
       };
     },

@@ -90,11 +90,11 @@ export interface QueuedKey extends LinePlace<Uint8Array> {
   /** The server's halt signal (see LocalClient.halted): ends the wait too. */
   readonly halted: AbortSignal;
   /**
-   * When a vanished key is noticed: 'at-once' (watched for the whole wait), 'on-turn' (read once
-   * no key is ahead, as etcd 3.5 on: Go's Mutex.Lock), or 'never' (etcd 3.4 answers with it).
-   * Default 'at-once'.
+   * What a key that vanished while it waited learns, once no key is ahead (no etcd fails a waiter
+   * earlier): 'on-turn', it fails with `lost` (etcd 3.5 on: Go's Mutex.Lock reads its key after
+   * waitDeletes); 'never', it is answered as if it held (Go's Election.Campaign, etcd 3.4's Mutex).
    */
-  readonly vanished?: 'at-once' | 'on-turn' | 'never';
+  readonly vanished: 'on-turn' | 'never';
 }
 
 /**
@@ -106,16 +106,8 @@ export async function waitInLine(client: LocalClient, queued: QueuedKey): Promis
   const stopped = linkSignals(queued.signal, queued.halted);
   try {
     if (stopped.signal.aborted) throw stopped.signal.reason;
-    const vanished = queued.vanished ?? 'at-once';
-    const line = storeLine(client, queued, vanished === 'at-once');
-    if (vanished === 'at-once') {
-      return await waitForTurn(line, {
-        own: { place: queued, seenAt: 0n },
-        signal: stopped.signal,
-      });
-    }
-    const header = await waitForTurn(line, { signal: stopped.signal });
-    if (vanished === 'on-turn' && !isIncarnation(client, queued)) throw queued.lost();
+    const header = await waitForTurn(storeLine(client, queued), { signal: stopped.signal });
+    if (queued.vanished === 'on-turn' && !isIncarnation(client, queued)) throw queued.lost();
     return header;
   } finally {
     stopped.release();
@@ -126,11 +118,9 @@ export async function waitInLine(client: LocalClient, queued: QueuedKey): Promis
 function storeLine(
   client: LocalClient,
   queued: QueuedKey,
-  checkOwn: boolean,
 ): QueueLine<Uint8Array, LinePlace<Uint8Array>, ResponseHeader> {
   return {
     readAhead: async () => {
-      if (checkOwn && !isIncarnation(client, queued)) throw queued.lost();
       const read = client.range(newestUnderBefore(queued.prefix, queued.createRevision - 1n));
       const newest = read.kvs?.[0];
       const header = read.header ?? {};
@@ -145,6 +135,7 @@ function storeLine(
       await gone(client, newest, signal);
       return undefined;
     },
+    // Called only for an own key waitForTurn watches, and waitInLine gives none.
     lost: () => queued.lost(),
   };
 }

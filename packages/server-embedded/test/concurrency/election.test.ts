@@ -114,21 +114,31 @@ describe('server election (v3election)', () => {
     expect(get(text(elected.leader.key))?.lease).toBe(moved.lease);
   });
 
-  it('a candidate whose key vanishes while waiting fails with "election: session is expired"', async () => {
-    const { client, grant, clock, queue } = setup();
+  it("a candidate whose key vanished while waiting is elected on its turn with that key, as Go's Campaign answers", async () => {
+    const { client, grant, clock, queue, get, watchable } = setup();
     const holder = grant(60);
-    await campaign(client, { name: b('e'), lease: holder, value: b('1'), signal: never });
-    const waiting = campaign(client, {
+    const first = await campaign(client, {
       name: b('e'),
-      lease: grant(5),
-      value: b('2'),
+      lease: holder,
+      value: b('1'),
       signal: never,
     });
+    const lease = grant(5);
+    const waiting = campaign(client, { name: b('e'), lease, value: b('2'), signal: never });
     waiting.catch(() => {});
     await settle();
+    const rev = get(keyOf('e', lease))?.createRevision;
     await clock.advance(5_500);
-    await expect(waiting).rejects.toEqual(new EtcdServerError('ELECTION_SESSION_EXPIRED'));
-    expect(queue('e/')).toEqual([keyOf('e', holder)]);
+    await settle();
+    expect(get(keyOf('e', lease))).toBeUndefined();
+    expect(await isPending(waiting)).toBe(true);
+    resign(client, first.leader);
+    const elected = await waiting;
+    expect(text(elected.leader.key)).toBe(keyOf('e', lease));
+    expect(elected.leader).toMatchObject({ rev, lease });
+    expect(elected.header.revision).toBe(rev);
+    expect(queue('e/')).toEqual([]);
+    expect(watchable.size).toBe(0);
   });
 
   it('an aborted campaign withdraws its key; a dropped one (server stop) leaves it', async () => {

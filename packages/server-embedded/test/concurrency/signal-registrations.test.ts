@@ -45,13 +45,13 @@ describe('signal registrations of finished server waits', () => {
       await settle();
       cancel.abort(new Error('cancelled'));
       await expect(cancelled).rejects.toThrow('cancelled');
-      // Lost while waiting: its own key was deleted.
+      // Lost while waiting: its own key was deleted; it learns so on its turn.
       const lost = lock(client, { name: b('l'), lease: waiter, signal: request });
       lost.catch(() => {});
       await settle();
       del(keyOf('l', waiter));
-      await expect(lost).rejects.toEqual(new EtcdServerError('LOCK_SESSION_EXPIRED'));
       unlock(client, held.key);
+      await expect(lost).rejects.toEqual(new EtcdServerError('LOCK_SESSION_EXPIRED'));
     }
     expect(counts(client, request)).toEqual(before);
   });
