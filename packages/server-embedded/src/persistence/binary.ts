@@ -8,27 +8,27 @@ const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
 /** Builds a byte string piece by piece. */
 export class ByteWriter {
-  private buffer: Uint8Array;
-  private view: DataView;
-  private length = 0;
+  #buffer: Uint8Array;
+  #view: DataView;
+  #length = 0;
 
   constructor(initialBytes = 64) {
-    this.buffer = new Uint8Array(initialBytes);
-    this.view = new DataView(this.buffer.buffer);
+    this.#buffer = new Uint8Array(initialBytes);
+    this.#view = new DataView(this.#buffer.buffer);
   }
 
   /** One byte. */
   u8(value: number): this {
-    this.reserve(1);
-    this.buffer[this.length++] = value;
+    this.#reserve(1);
+    this.#buffer[this.#length++] = value;
     return this;
   }
 
   /** A big-endian unsigned 32-bit integer. */
   u32(value: number): this {
-    this.reserve(4);
-    this.view.setUint32(this.length, value);
-    this.length += 4;
+    this.#reserve(4);
+    this.#view.setUint32(this.#length, value);
+    this.#length += 4;
     return this;
   }
 
@@ -37,20 +37,20 @@ export class ByteWriter {
     if (!Number.isSafeInteger(value) || value < 0) {
       throw new RangeError(`not a varint: ${value}`);
     }
-    this.reserve(8);
+    this.#reserve(8);
     while (value >= 0x80) {
-      this.buffer[this.length++] = (value % 0x80) | 0x80;
+      this.#buffer[this.#length++] = (value % 0x80) | 0x80;
       value = Math.floor(value / 0x80);
     }
-    this.buffer[this.length++] = value;
+    this.#buffer[this.#length++] = value;
     return this;
   }
 
   /** A signed 64-bit integer (lease and member ids), big-endian. */
   int64(value: bigint): this {
-    this.reserve(8);
-    this.view.setBigInt64(this.length, BigInt.asIntN(64, value));
-    this.length += 8;
+    this.#reserve(8);
+    this.#view.setBigInt64(this.#length, BigInt.asIntN(64, value));
+    this.#length += 8;
     return this;
   }
 
@@ -62,9 +62,9 @@ export class ByteWriter {
 
   /** Bytes as they are, without a length. */
   raw(value: Uint8Array): this {
-    this.reserve(value.length);
-    this.buffer.set(value, this.length);
-    this.length += value.length;
+    this.#reserve(value.length);
+    this.#buffer.set(value, this.#length);
+    this.#length += value.length;
     return this;
   }
 
@@ -75,17 +75,17 @@ export class ByteWriter {
 
   /** The bytes written so far (a view: write nothing more once taken). */
   finish(): Uint8Array {
-    return this.buffer.subarray(0, this.length);
+    return this.#buffer.subarray(0, this.#length);
   }
 
-  private reserve(bytes: number): void {
-    if (this.length + bytes <= this.buffer.length) return;
-    let size = this.buffer.length * 2;
-    while (size < this.length + bytes) size *= 2;
+  #reserve(bytes: number): void {
+    if (this.#length + bytes <= this.#buffer.length) return;
+    let size = this.#buffer.length * 2;
+    while (size < this.#length + bytes) size *= 2;
     const grown = new Uint8Array(size);
-    grown.set(this.buffer.subarray(0, this.length));
-    this.buffer = grown;
-    this.view = new DataView(grown.buffer);
+    grown.set(this.#buffer.subarray(0, this.#length));
+    this.#buffer = grown;
+    this.#view = new DataView(grown.buffer);
   }
 }
 
@@ -99,29 +99,29 @@ export class MalformedDataError extends Error {
 
 /** Reads what a {@link ByteWriter} wrote, in the same order. */
 export class ByteReader {
-  private readonly input: Uint8Array;
-  private readonly view: DataView;
-  private offset = 0;
+  readonly #input: Uint8Array;
+  readonly #view: DataView;
+  #offset = 0;
 
   constructor(bytes: Uint8Array) {
-    this.input = bytes;
-    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.#input = bytes;
+    this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
   /** True once every byte was read. */
   get done(): boolean {
-    return this.offset === this.input.length;
+    return this.#offset === this.#input.length;
   }
 
   u8(): number {
-    this.need(1);
-    return this.input[this.offset++]!;
+    this.#need(1);
+    return this.#input[this.#offset++]!;
   }
 
   u32(): number {
-    this.need(4);
-    const value = this.view.getUint32(this.offset);
-    this.offset += 4;
+    this.#need(4);
+    const value = this.#view.getUint32(this.#offset);
+    this.#offset += 4;
     return value;
   }
 
@@ -140,42 +140,44 @@ export class ByteReader {
   }
 
   int64(): bigint {
-    this.need(8);
-    const value = this.view.getBigInt64(this.offset);
-    this.offset += 8;
+    this.#need(8);
+    const value = this.#view.getBigInt64(this.#offset);
+    this.#offset += 8;
     return value;
   }
 
   /** A length-prefixed byte string, copied (the input may be a large buffer not worth keeping). */
   bytes(): Uint8Array {
     const length = this.varint();
-    this.need(length);
-    const value = this.input.slice(this.offset, this.offset + length);
-    this.offset += length;
+    this.#need(length);
+    const value = this.#input.slice(this.#offset, this.#offset + length);
+    this.#offset += length;
     return value;
   }
 
   string(): string {
     const length = this.varint();
-    this.need(length);
+    this.#need(length);
     try {
-      return textDecoder.decode(this.input.subarray(this.offset, this.offset + length));
+      return textDecoder.decode(this.#input.subarray(this.#offset, this.#offset + length));
     } catch {
       throw new MalformedDataError('invalid UTF-8 string');
     } finally {
-      this.offset += length;
+      this.#offset += length;
     }
   }
 
   /** Fails unless every byte was read: trailing bytes mean a layout this code does not know. */
   end(): void {
     if (!this.done) {
-      throw new MalformedDataError(`${this.input.length - this.offset} unexpected trailing bytes`);
+      throw new MalformedDataError(
+        `${this.#input.length - this.#offset} unexpected trailing bytes`,
+      );
     }
   }
 
-  private need(bytes: number): void {
-    if (this.offset + bytes > this.input.length) {
+  #need(bytes: number): void {
+    if (this.#offset + bytes > this.#input.length) {
       throw new MalformedDataError('unexpected end of data');
     }
   }

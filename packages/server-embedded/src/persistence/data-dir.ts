@@ -95,18 +95,18 @@ export class DataDir implements StateJournal {
   readonly ids: MemberIds;
   /** True when the directory held no state before this start. */
   readonly fresh: boolean;
-  private readonly logger: ServerLogger;
-  private readonly snapshotCount: number;
-  private readonly lock: DirLock;
-  private readonly writer: LogWriter;
-  private readonly states = new Map<string, PersistentState>();
-  private snapshot: DataSnapshot | undefined;
-  private records: LogRecord[];
-  private replayed = 0;
-  private recovering = true;
-  private sinceSnapshot: number;
-  private snapshotting: Promise<void> | undefined;
-  private closing: Promise<void> | undefined;
+  readonly #logger: ServerLogger;
+  readonly #snapshotCount: number;
+  readonly #lock: DirLock;
+  readonly #writer: LogWriter;
+  readonly #states = new Map<string, PersistentState>();
+  #snapshot: DataSnapshot | undefined;
+  #records: LogRecord[];
+  #replayed = 0;
+  #recovering = true;
+  #sinceSnapshot: number;
+  #snapshotting: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
 
   private constructor(init: {
     options: DataDirOptions;
@@ -118,15 +118,15 @@ export class DataDir implements StateJournal {
     records: LogRecord[];
   }) {
     this.path = init.options.path;
-    this.logger = init.options.logger;
-    this.snapshotCount = Math.max(1, init.options.snapshotCount ?? DEFAULT_SNAPSHOT_COUNT);
+    this.#logger = init.options.logger;
+    this.#snapshotCount = Math.max(1, init.options.snapshotCount ?? DEFAULT_SNAPSHOT_COUNT);
     this.ids = init.ids;
     this.fresh = init.fresh;
-    this.lock = init.lock;
-    this.writer = init.writer;
-    this.snapshot = init.snapshot;
-    this.records = init.records;
-    this.sinceSnapshot = init.records.length;
+    this.#lock = init.lock;
+    this.#writer = init.writer;
+    this.#snapshot = init.snapshot;
+    this.#records = init.records;
+    this.#sinceSnapshot = init.records.length;
   }
 
   /** Opens (or creates) a data dir and reads it back; see the file comment. */
@@ -138,14 +138,14 @@ export class DataDir implements StateJournal {
     if (foreign.length > 0) throw new DataDirForeignError(directory, foreign);
     const lock = await lockDataDir(directory);
     try {
-      return await DataDir.read(options, lock);
+      return await DataDir.#read(options, lock);
     } catch (error) {
       await lock.release();
       throw error;
     }
   }
 
-  private static async read(options: DataDirOptions, lock: DirLock): Promise<DataDir> {
+  static async #read(options: DataDirOptions, lock: DirLock): Promise<DataDir> {
     const directory = options.path;
     const corrupt = (detail: string, cause?: unknown): DataDirCorruptError =>
       new DataDirCorruptError(directory, detail, cause === undefined ? undefined : { cause });
@@ -253,7 +253,9 @@ export class DataDir implements StateJournal {
       {
         directory,
         groupCommit: options.groupCommit,
-        onFailure: (error) => dataDir?.failed(error),
+        onFailure: (error) => {
+          if (dataDir !== undefined) dataDir.#failed(error);
+        },
       },
       lastSequence,
       appendTo,
@@ -264,19 +266,19 @@ export class DataDir implements StateJournal {
 
   /** Records read back and replayed at the last recovery. */
   get replayedRecords(): number {
-    return this.replayed;
+    return this.#replayed;
   }
 
   /** What the log writer did so far. */
   get logStats(): LogWriterStats {
-    return this.writer.stats;
+    return this.#writer.stats;
   }
 
   register(state: PersistentState): AppendRecord {
-    if (!this.recovering) throw new Error(`state ${state.name} registered after recovery`);
-    if (this.states.has(state.name)) throw new Error(`state ${state.name} registered twice`);
-    this.states.set(state.name, state);
-    return (record) => this.append(state.name, record);
+    if (!this.#recovering) throw new Error(`state ${state.name} registered after recovery`);
+    if (this.#states.has(state.name)) throw new Error(`state ${state.name} registered twice`);
+    this.#states.set(state.name, state);
+    return (record) => this.#append(state.name, record);
   }
 
   /**
@@ -285,18 +287,18 @@ export class DataDir implements StateJournal {
    * fails to apply. Appends made meanwhile are dropped (they are the replayed changes).
    */
   recover(): void {
-    if (!this.recovering) throw new Error('the data dir was already recovered');
+    if (!this.#recovering) throw new Error('the data dir was already recovered');
     const fail = (detail: string, cause: unknown): DataDirCorruptError =>
       new DataDirCorruptError(
         this.path,
         `${detail}: ${cause instanceof Error ? cause.message : String(cause)}`,
         { cause },
       );
-    const sections = this.snapshot?.sections ?? new Map<string, Uint8Array>();
+    const sections = this.#snapshot?.sections ?? new Map<string, Uint8Array>();
     for (const name of sections.keys()) {
-      if (!this.states.has(name)) throw fail(`state '${name}' in the snapshot`, 'unknown state');
+      if (!this.#states.has(name)) throw fail(`state '${name}' in the snapshot`, 'unknown state');
     }
-    for (const [name, state] of this.states) {
+    for (const [name, state] of this.#states) {
       const section = sections.get(name);
       if (section === undefined) continue;
       try {
@@ -305,8 +307,8 @@ export class DataDir implements StateJournal {
         throw fail(`restoring state '${name}' from the snapshot`, error);
       }
     }
-    for (const record of this.records) {
-      const state = this.states.get(record.state);
+    for (const record of this.#records) {
+      const state = this.#states.get(record.state);
       if (state === undefined)
         throw fail(`record ${record.sequence}`, `unknown state '${record.state}'`);
       try {
@@ -316,11 +318,11 @@ export class DataDir implements StateJournal {
         throw fail(`record ${record.sequence} of state '${record.state}' is ${kind}`, error);
       }
     }
-    this.replayed = this.records.length;
+    this.#replayed = this.#records.length;
     // Nothing read back is needed any more.
-    this.snapshot = undefined;
-    this.records = [];
-    this.recovering = false;
+    this.#snapshot = undefined;
+    this.#records = [];
+    this.#recovering = false;
   }
 
   /**
@@ -328,74 +330,74 @@ export class DataDir implements StateJournal {
    * Rejects when the log failed (the server must not acknowledge anything then).
    */
   barrier(): Promise<void> | undefined {
-    return this.writer.barrier();
+    return this.#writer.barrier();
   }
 
   /** Writes a snapshot now (also done every `snapshotCount` records) and removes the log it covers. */
   async takeSnapshot(): Promise<void> {
-    while (this.snapshotting !== undefined) await this.snapshotting;
-    this.snapshotting = this.writeSnapshot().finally(() => {
-      this.snapshotting = undefined;
+    while (this.#snapshotting !== undefined) await this.#snapshotting;
+    this.#snapshotting = this.#writeSnapshot().finally(() => {
+      this.#snapshotting = undefined;
     });
-    return this.snapshotting;
+    return this.#snapshotting;
   }
 
   /** Flushes the log, waits for a snapshot being written, and releases the directory. */
   close(): Promise<void> {
-    this.closing ??= (async () => {
+    this.#closing ??= (async () => {
       try {
-        while (this.snapshotting !== undefined) await this.snapshotting.catch(() => {});
-        await this.writer.close();
+        while (this.#snapshotting !== undefined) await this.#snapshotting.catch(() => {});
+        await this.#writer.close();
       } finally {
-        await this.lock.release();
+        await this.#lock.release();
       }
     })();
-    return this.closing;
+    return this.#closing;
   }
 
-  private append(state: string, record: Uint8Array): void {
-    if (this.recovering) return;
-    if (this.closing !== undefined) {
+  #append(state: string, record: Uint8Array): void {
+    if (this.#recovering) return;
+    if (this.#closing !== undefined) {
       // A change after stop (a late timer): the member is gone, as etcd's would be.
-      this.logger.warn('dropped a change made after the data dir was closed', { state });
+      this.#logger.warn('dropped a change made after the data dir was closed', { state });
       return;
     }
-    const sequence = this.writer.lastSequence + 1;
-    this.writer.append(sequence, encodeRecord(sequence, state, record));
-    if (++this.sinceSnapshot >= this.snapshotCount && this.snapshotting === undefined) {
-      this.sinceSnapshot = 0;
+    const sequence = this.#writer.lastSequence + 1;
+    this.#writer.append(sequence, encodeRecord(sequence, state, record));
+    if (++this.#sinceSnapshot >= this.#snapshotCount && this.#snapshotting === undefined) {
+      this.#sinceSnapshot = 0;
       // On the next turn: a snapshot must fall between two whole changes, and this append may be
       // one step of a larger one (the keys of a revoked lease, then the lease).
-      this.snapshotting = new Promise<void>((resolve) => setImmediate(resolve))
-        .then(() => this.writeSnapshot())
+      this.#snapshotting = new Promise<void>((resolve) => setImmediate(resolve))
+        .then(() => this.#writeSnapshot())
         .catch((error: unknown) => {
-          this.logger.error('failed to write a data dir snapshot', {
+          this.#logger.error('failed to write a data dir snapshot', {
             error: error instanceof Error ? error.message : String(error),
           });
         })
         .finally(() => {
-          this.snapshotting = undefined;
+          this.#snapshotting = undefined;
         });
     }
   }
 
-  private async writeSnapshot(): Promise<void> {
-    if (this.closing !== undefined) return;
-    const sequence = this.writer.lastSequence;
+  async #writeSnapshot(): Promise<void> {
+    if (this.#closing !== undefined) return;
+    const sequence = this.#writer.lastSequence;
     const sections = new Map<string, Uint8Array>();
-    for (const [name, state] of this.states) sections.set(name, state.snapshot());
-    this.sinceSnapshot = 0;
-    this.writer.startSegment();
+    for (const [name, state] of this.#states) sections.set(name, state.snapshot());
+    this.#sinceSnapshot = 0;
+    this.#writer.startSegment();
     const bytes = encodeDataSnapshot({ sequence, sections });
     // The records it covers reach the disk first: the log must never end before the snapshot.
-    await this.writer.barrier();
+    await this.#writer.barrier();
     await writeFileAtomically(this.path, snapshotName(sequence), bytes);
-    await this.removeCoveredBy(sequence);
-    this.logger.debug('wrote a data dir snapshot', { sequence, bytes: bytes.length });
+    await this.#removeCoveredBy(sequence);
+    this.#logger.debug('wrote a data dir snapshot', { sequence, bytes: bytes.length });
   }
 
   /** Removes older snapshots and the segments whose records are all in the snapshot `sequence`. */
-  private async removeCoveredBy(sequence: number): Promise<void> {
+  async #removeCoveredBy(sequence: number): Promise<void> {
     const names = (await readdir(this.path)).sort();
     const segments = names.filter((n) => segmentSequence(n) !== undefined);
     for (const [index, name] of segments.entries()) {
@@ -411,8 +413,8 @@ export class DataDir implements StateJournal {
     }
   }
 
-  private failed(error: Error): void {
-    this.logger.error('the data dir log failed; nothing more is acknowledged', {
+  #failed(error: Error): void {
+    this.#logger.error('the data dir log failed; nothing more is acknowledged', {
       error: error.message,
     });
   }

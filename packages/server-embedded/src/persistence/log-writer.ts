@@ -41,27 +41,27 @@ export interface LogWriterStats {
 
 /** The appending end of the log. */
 export class LogWriter {
-  private readonly directory: string;
-  private readonly groupCommit: boolean;
-  private readonly onFailure: ((error: Error) => void) | undefined;
-  private file: FileHandle | undefined;
+  readonly #directory: string;
+  readonly #groupCommit: boolean;
+  readonly #onFailure: ((error: Error) => void) | undefined;
+  #file: FileHandle | undefined;
   /** The current segment was just created: its header and directory entry are not on disk yet. */
-  private fresh = false;
-  private readonly queue: QueuedItem[] = [];
-  private appended: number;
-  private durable: number;
-  private readonly waiters: Waiter[] = [];
-  private flushing: Promise<void> | undefined;
-  private failure: Error | undefined;
-  private closed = false;
-  private counts = { records: 0, flushes: 0, bytes: 0 };
+  #fresh = false;
+  readonly #queue: QueuedItem[] = [];
+  #appended: number;
+  #durable: number;
+  readonly #waiters: Waiter[] = [];
+  #flushing: Promise<void> | undefined;
+  #failure: Error | undefined;
+  #closed = false;
+  #counts = { records: 0, flushes: 0, bytes: 0 };
 
   private constructor(options: LogWriterOptions, lastSequence: number) {
-    this.directory = options.directory;
-    this.groupCommit = options.groupCommit ?? true;
-    this.onFailure = options.onFailure;
-    this.appended = lastSequence;
-    this.durable = lastSequence;
+    this.#directory = options.directory;
+    this.#groupCommit = options.groupCommit ?? true;
+    this.#onFailure = options.onFailure;
+    this.#appended = lastSequence;
+    this.#durable = lastSequence;
   }
 
   /**
@@ -75,41 +75,41 @@ export class LogWriter {
   ): Promise<LogWriter> {
     const writer = new LogWriter(options, lastSequence);
     if (existing !== undefined) {
-      writer.file = await open(join(options.directory, existing), 'a');
+      writer.#file = await open(join(options.directory, existing), 'a');
     } else {
-      await writer.createSegment(lastSequence + 1);
+      await writer.#createSegment(lastSequence + 1);
     }
     return writer;
   }
 
   /** Sequence number of the last record appended. */
   get lastSequence(): number {
-    return this.appended;
+    return this.#appended;
   }
 
   /** What was written so far. */
   get stats(): LogWriterStats {
-    return { ...this.counts };
+    return { ...this.#counts };
   }
 
   /** Queues a framed record; it must be the one after the last appended. */
   append(sequence: number, frame: Uint8Array): void {
-    if (this.closed) throw new Error('the data dir log is closed');
-    if (sequence !== this.appended + 1) {
-      throw new Error(`log record ${sequence} appended after ${this.appended}`);
+    if (this.#closed) throw new Error('the data dir log is closed');
+    if (sequence !== this.#appended + 1) {
+      throw new Error(`log record ${sequence} appended after ${this.#appended}`);
     }
-    this.appended = sequence;
+    this.#appended = sequence;
     // Once the disk failed nothing is written again, and nothing is acknowledged (barrier rejects):
     // keeping the bytes would only grow memory.
-    if (this.failure !== undefined) return;
-    this.queue.push({ kind: 'record', sequence, frame });
-    this.scheduleFlush();
+    if (this.#failure !== undefined) return;
+    this.#queue.push({ kind: 'record', sequence, frame });
+    this.#scheduleFlush();
   }
 
   /** Records appended from now on go to a new segment file (the log is being cut at a snapshot). */
   startSegment(): void {
-    this.queue.push({ kind: 'segment', firstSequence: this.appended + 1 });
-    this.scheduleFlush();
+    this.#queue.push({ kind: 'segment', firstSequence: this.#appended + 1 });
+    this.#scheduleFlush();
   }
 
   /**
@@ -117,93 +117,93 @@ export class LogWriter {
    * (so that callers can go on synchronously). Rejects if the log failed.
    */
   barrier(): Promise<void> | undefined {
-    if (this.failure !== undefined) return Promise.reject(this.failure);
-    if (this.durable >= this.appended) return undefined;
-    const sequence = this.appended;
-    return new Promise((resolve, reject) => this.waiters.push({ sequence, resolve, reject }));
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (this.#durable >= this.#appended) return undefined;
+    const sequence = this.#appended;
+    return new Promise((resolve, reject) => this.#waiters.push({ sequence, resolve, reject }));
   }
 
   /** Flushes what is queued and closes the segment. */
   async close(): Promise<void> {
-    this.closed = true;
-    while (this.flushing !== undefined) await this.flushing;
-    await this.file?.close();
-    this.file = undefined;
+    this.#closed = true;
+    while (this.#flushing !== undefined) await this.#flushing;
+    await this.#file?.close();
+    this.#file = undefined;
   }
 
-  private scheduleFlush(): void {
-    if (this.flushing !== undefined || this.failure !== undefined) return;
+  #scheduleFlush(): void {
+    if (this.#flushing !== undefined || this.#failure !== undefined) return;
     // Started on the next turn of the event loop: requests that arrived together (one socket read
     // carries many) are all appended by then and share the first flush.
-    this.flushing = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.flushQueued())
+    this.#flushing = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.#flushQueued())
       .catch((error: unknown) =>
-        this.fail(error instanceof Error ? error : new Error(String(error))),
+        this.#fail(error instanceof Error ? error : new Error(String(error))),
       )
       .finally(() => {
-        this.flushing = undefined;
+        this.#flushing = undefined;
         // Appended after the loop saw an empty queue, before this ran.
-        if (this.queue.length > 0) this.scheduleFlush();
+        if (this.#queue.length > 0) this.#scheduleFlush();
       });
   }
 
-  private async flushQueued(): Promise<void> {
-    while (this.queue.length > 0 && this.failure === undefined) {
-      const head = this.queue[0]!;
+  async #flushQueued(): Promise<void> {
+    while (this.#queue.length > 0 && this.#failure === undefined) {
+      const head = this.#queue[0]!;
       if (head.kind === 'segment') {
-        this.queue.shift();
-        await this.file?.close();
-        this.file = undefined;
-        await this.createSegment(head.firstSequence);
+        this.#queue.shift();
+        await this.#file?.close();
+        this.#file = undefined;
+        await this.#createSegment(head.firstSequence);
         continue;
       }
       const frames: Uint8Array[] = [];
-      let last = this.durable;
-      while (this.queue[0]?.kind === 'record') {
-        const item = this.queue.shift() as Extract<QueuedItem, { kind: 'record' }>;
+      let last = this.#durable;
+      while (this.#queue[0]?.kind === 'record') {
+        const item = this.#queue.shift() as Extract<QueuedItem, { kind: 'record' }>;
         frames.push(item.frame);
         last = item.sequence;
-        if (!this.groupCommit) break;
+        if (!this.#groupCommit) break;
       }
-      await this.writeAndSync(frames);
-      this.durable = last;
-      this.release();
+      await this.#writeAndSync(frames);
+      this.#durable = last;
+      this.#release();
     }
   }
 
-  private async writeAndSync(frames: Uint8Array[]): Promise<void> {
-    const file = this.file;
+  async #writeAndSync(frames: Uint8Array[]): Promise<void> {
+    const file = this.#file;
     if (file === undefined) throw new Error('no log segment is open');
     const records = frames.length;
-    if (this.fresh) frames.unshift(segmentHeader());
+    if (this.#fresh) frames.unshift(segmentHeader());
     const bytes = frames.length === 1 ? frames[0]! : Buffer.concat(frames);
     await writeAll(file, bytes);
     await file.datasync();
-    if (this.fresh) {
+    if (this.#fresh) {
       // The segment's directory entry must survive a crash as surely as its records.
-      await syncDirectory(this.directory);
-      this.fresh = false;
+      await syncDirectory(this.#directory);
+      this.#fresh = false;
     }
-    this.counts.flushes++;
-    this.counts.records += records;
-    this.counts.bytes += bytes.length;
+    this.#counts.flushes++;
+    this.#counts.records += records;
+    this.#counts.bytes += bytes.length;
   }
 
-  private async createSegment(firstSequence: number): Promise<void> {
-    this.file = await open(join(this.directory, segmentName(firstSequence)), 'w');
-    this.fresh = true;
+  async #createSegment(firstSequence: number): Promise<void> {
+    this.#file = await open(join(this.#directory, segmentName(firstSequence)), 'w');
+    this.#fresh = true;
   }
 
-  private release(): void {
-    while (this.waiters.length > 0 && this.waiters[0]!.sequence <= this.durable) {
-      this.waiters.shift()!.resolve();
+  #release(): void {
+    while (this.#waiters.length > 0 && this.#waiters[0]!.sequence <= this.#durable) {
+      this.#waiters.shift()!.resolve();
     }
   }
 
-  private fail(error: Error): void {
-    if (this.failure !== undefined) return;
-    this.failure = error;
-    for (const waiter of this.waiters.splice(0)) waiter.reject(error);
-    this.onFailure?.(error);
+  #fail(error: Error): void {
+    if (this.#failure !== undefined) return;
+    this.#failure = error;
+    for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
+    this.#onFailure?.(error);
   }
 }

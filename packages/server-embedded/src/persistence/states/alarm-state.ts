@@ -22,10 +22,14 @@ export function persistAlarms(journal: StateJournal, alarms: AlarmStore): void {
 class AlarmState implements PersistentState {
   readonly name = 'alarm';
 
-  constructor(private readonly alarms: AlarmStore) {}
+  readonly #alarms: AlarmStore;
+
+  constructor(alarms: AlarmStore) {
+    this.#alarms = alarms;
+  }
 
   snapshot(): Uint8Array {
-    const active = this.alarms.list();
+    const active = this.#alarms.list();
     const writer = new ByteWriter().varint(active.length);
     for (const alarm of active) writer.int64(alarm.memberId).varint(alarm.type);
     return writer.finish();
@@ -35,7 +39,7 @@ class AlarmState implements PersistentState {
     const reader = new ByteReader(snapshot);
     const count = reader.varint();
     for (let i = 0; i < count; i++)
-      this.alarms.activate(memberIdOf(reader), alarmType(reader.varint()));
+      this.#alarms.activate(memberIdOf(reader), alarmType(reader.varint()));
     reader.end();
   }
 
@@ -45,8 +49,8 @@ class AlarmState implements PersistentState {
     const memberId = memberIdOf(reader);
     const type = alarmType(reader.varint());
     reader.end();
-    if (active) this.alarms.activate(memberId, type);
-    else this.alarms.deactivate(memberId, type);
+    if (active) this.#alarms.activate(memberId, type);
+    else this.#alarms.deactivate(memberId, type);
   }
 }
 

@@ -16,18 +16,22 @@ export function persistAuth(journal: StateJournal, auth: AuthStore): void {
 class AuthStateRecord implements PersistentState {
   readonly name = 'auth';
 
-  constructor(private readonly auth: AuthStore) {}
+  readonly #auth: AuthStore;
+
+  constructor(auth: AuthStore) {
+    this.#auth = auth;
+  }
 
   snapshot(): Uint8Array {
-    return encodeAuth(this.auth.state());
+    return encodeAuth(this.#auth.state());
   }
 
   restore(snapshot: Uint8Array): void {
-    this.auth.restore(decodeAuth(snapshot));
+    this.#auth.restore(decodeAuth(snapshot));
   }
 
   replay(record: Uint8Array): void {
-    this.auth.restore(decodeAuth(record));
+    this.#auth.restore(decodeAuth(record));
   }
 }
 

@@ -28,13 +28,16 @@ export function persistStore(journal: StateJournal, store: MvccStore, leases: Le
 class KvState implements PersistentState {
   readonly name = 'kv';
 
-  constructor(
-    private readonly store: MvccStore,
-    private readonly leases: LeaseTable,
-  ) {}
+  readonly #store: MvccStore;
+  readonly #leases: LeaseTable;
+
+  constructor(store: MvccStore, leases: LeaseTable) {
+    this.#store = store;
+    this.#leases = leases;
+  }
 
   snapshot(): Uint8Array {
-    const { store } = this;
+    const store = this.#store;
     return encodeSnapshot(
       {
         version: '',
@@ -52,7 +55,7 @@ class KvState implements PersistentState {
 
   restore(snapshot: Uint8Array): void {
     const { metadata, changes } = decodeSnapshot(snapshot);
-    this.store.restore({
+    this.#store.restore({
       revision: metadata.revision,
       compactRevision: metadata.compactRevision,
       changes: changes.map((change) => ({
@@ -64,8 +67,8 @@ class KvState implements PersistentState {
     });
     // A restore is no write, so the lessor heard nothing: attach the live keys to their leases
     // (the lease state is restored before this one).
-    for (const kv of this.store.range(EVERY_KEY).kvs) {
-      if (kv.lease !== 0n) this.leases.attach(kv.lease, kv.key);
+    for (const kv of this.#store.range(EVERY_KEY).kvs) {
+      if (kv.lease !== 0n) this.#leases.attach(kv.lease, kv.key);
     }
   }
 
@@ -75,16 +78,16 @@ class KvState implements PersistentState {
     if (kind === RecordKind.compaction) {
       const revision = reader.varint();
       reader.end();
-      this.store.compact(revision);
+      this.#store.compact(revision);
       return;
     }
     if (kind !== RecordKind.revision) throw new MalformedDataError(`unknown kv record ${kind}`);
     const revision = reader.varint();
     const count = reader.varint();
-    if (revision !== this.store.revision + 1) {
-      throw new Error(`revision ${revision} replayed on a store at ${this.store.revision}`);
+    if (revision !== this.#store.revision + 1) {
+      throw new Error(`revision ${revision} replayed on a store at ${this.#store.revision}`);
     }
-    const write = this.store.write();
+    const write = this.#store.write();
     try {
       for (let i = 0; i < count; i++) {
         const event = reader.u8();
@@ -100,8 +103,8 @@ class KvState implements PersistentState {
     } finally {
       write.end();
     }
-    if (this.store.revision !== revision) {
-      throw new Error(`revision ${revision} replayed as ${this.store.revision}`);
+    if (this.#store.revision !== revision) {
+      throw new Error(`revision ${revision} replayed as ${this.#store.revision}`);
     }
   }
 }

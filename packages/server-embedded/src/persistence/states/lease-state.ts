@@ -30,14 +30,18 @@ export function persistLeases(
 class LeaseState implements PersistentState {
   readonly name = 'lease';
 
-  constructor(
-    private readonly table: LeaseTable,
-    private readonly store: MvccStore,
-    private readonly clock: Clock,
-  ) {}
+  readonly #table: LeaseTable;
+  readonly #store: MvccStore;
+  readonly #clock: Clock;
+
+  constructor(table: LeaseTable, store: MvccStore, clock: Clock) {
+    this.#table = table;
+    this.#store = store;
+    this.#clock = clock;
+  }
 
   snapshot(): Uint8Array {
-    const leases = this.table.all();
+    const leases = this.#table.all();
     const writer = new ByteWriter(16 + leases.length * 12).varint(leases.length);
     for (const lease of leases) writer.int64(lease.id).varint(lease.ttl);
     return writer.finish();
@@ -46,7 +50,7 @@ class LeaseState implements PersistentState {
   restore(snapshot: Uint8Array): void {
     const reader = new ByteReader(snapshot);
     const count = reader.varint();
-    for (let i = 0; i < count; i++) this.grant(reader.int64(), reader.varint());
+    for (let i = 0; i < count; i++) this.#grant(reader.int64(), reader.varint());
     reader.end();
   }
 
@@ -55,22 +59,22 @@ class LeaseState implements PersistentState {
     const kind = reader.u8();
     const leaseId = reader.int64();
     if (kind === RecordKind.grant) {
-      this.grant(leaseId, reader.varint());
+      this.#grant(leaseId, reader.varint());
     } else if (kind === RecordKind.revoke) {
       // The revoke's key deletions were logged (and replayed) before it: none may be left.
-      const lease = this.table.get(leaseId);
+      const lease = this.#table.get(leaseId);
       if (lease === undefined || lease.keyCount > 0) {
         throw new Error(`lease ${leaseId} cannot be revoked here`);
       }
-      this.table.revoke(leaseId, this.store);
+      this.#table.revoke(leaseId, this.#store);
     } else {
       throw new MalformedDataError(`unknown lease record ${kind}`);
     }
     reader.end();
   }
 
-  private grant(leaseId: bigint, ttl: number): void {
-    if (!this.table.grant(leaseId, ttl, this.clock.now() + ttl * 1000)) {
+  #grant(leaseId: bigint, ttl: number): void {
+    if (!this.#table.grant(leaseId, ttl, this.#clock.now() + ttl * 1000)) {
       throw new Error(`lease ${leaseId} granted twice`);
     }
   }

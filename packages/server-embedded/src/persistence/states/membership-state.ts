@@ -16,18 +16,22 @@ export function persistMembership(journal: StateJournal, membership: Membership)
 class MembershipStateRecord implements PersistentState {
   readonly name = 'membership';
 
-  constructor(private readonly membership: Membership) {}
+  readonly #membership: Membership;
+
+  constructor(membership: Membership) {
+    this.#membership = membership;
+  }
 
   snapshot(): Uint8Array {
-    return encodeMembership(this.membership.state());
+    return encodeMembership(this.#membership.state());
   }
 
   restore(snapshot: Uint8Array): void {
-    this.membership.restore(decodeMembership(snapshot));
+    this.#membership.restore(decodeMembership(snapshot));
   }
 
   replay(record: Uint8Array): void {
-    this.membership.restore(decodeMembership(record));
+    this.#membership.restore(decodeMembership(record));
   }
 }
 

@@ -9,13 +9,12 @@ import type { AppendRecord, PersistentState, StateJournal } from '../journal.js'
 
 /** Keeps the raft term of `proposals` in `journal`. */
 export class RaftTermRecorder {
-  private readonly append: AppendRecord;
+  readonly #append: AppendRecord;
+  readonly #proposals: ProposalLog;
 
-  constructor(
-    journal: StateJournal,
-    private readonly proposals: ProposalLog,
-  ) {
-    this.append = journal.register(new RaftState(proposals));
+  constructor(journal: StateJournal, proposals: ProposalLog) {
+    this.#proposals = proposals;
+    this.#append = journal.register(new RaftState(proposals));
   }
 
   /**
@@ -23,15 +22,15 @@ export class RaftTermRecorder {
    * past every replayed change first.
    */
   restarted(replayedRecords: number): void {
-    const { proposals } = this;
+    const proposals = this.#proposals;
     proposals.restore(proposals.term, proposals.index + replayedRecords);
     this.electLeader();
   }
 
   /** A leader change now: the term goes up, in memory and in the log. Returns the new term. */
   electLeader(): number {
-    const term = this.proposals.electLeader();
-    this.append(encode(term, this.proposals.index));
+    const term = this.#proposals.electLeader();
+    this.#append(encode(term, this.#proposals.index));
     return term;
   }
 }
@@ -39,26 +38,30 @@ export class RaftTermRecorder {
 class RaftState implements PersistentState {
   readonly name = 'raft';
 
-  constructor(private readonly proposals: ProposalLog) {}
+  readonly #proposals: ProposalLog;
+
+  constructor(proposals: ProposalLog) {
+    this.#proposals = proposals;
+  }
 
   snapshot(): Uint8Array {
-    return encode(this.proposals.term, this.proposals.index);
+    return encode(this.#proposals.term, this.#proposals.index);
   }
 
   restore(snapshot: Uint8Array): void {
-    this.apply(snapshot);
+    this.#apply(snapshot);
   }
 
   replay(record: Uint8Array): void {
-    this.apply(record);
+    this.#apply(record);
   }
 
-  private apply(bytes: Uint8Array): void {
+  #apply(bytes: Uint8Array): void {
     const reader = new ByteReader(bytes);
     const term = reader.varint();
     const index = reader.varint();
     reader.end();
-    this.proposals.restore(term, Math.max(index, this.proposals.index));
+    this.#proposals.restore(term, Math.max(index, this.#proposals.index));
   }
 }
 
