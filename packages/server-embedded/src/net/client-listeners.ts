@@ -32,14 +32,14 @@ export interface ClientListenersOptions {
 
 /** The listeners of the client URLs and every connection they accepted. */
 export class ClientListeners {
-  private bound: ClientUrl[];
-  private servers: Server[] = [];
+  #bound: ClientUrl[];
+  #servers: Server[] = [];
   // Raw sockets, and for https also their TLS sockets: destroying both ends a connection whether
   // or not its handshake finished.
-  private readonly connections = new Set<Socket>();
-  private readonly tls: TlsOptions | undefined;
-  private readonly accept: (connection: Socket) => void;
-  private readonly logger: ServerLogger;
+  readonly #connections = new Set<Socket>();
+  readonly #tls: TlsOptions | undefined;
+  readonly #accept: (connection: Socket) => void;
+  readonly #logger: ServerLogger;
 
   constructor(options: ClientListenersOptions) {
     if (options.tls === undefined) {
@@ -50,26 +50,26 @@ export class ClientListeners {
         );
       }
     }
-    this.bound = [...options.urls];
-    this.tls = options.tls;
-    this.accept = options.accept;
-    this.logger = options.logger;
+    this.#bound = [...options.urls];
+    this.#tls = options.tls;
+    this.#accept = options.accept;
+    this.#logger = options.logger;
   }
 
   /** The URLs listened on, with the ports actually bound once {@link listen} resolved. */
   get urls(): readonly ClientUrl[] {
-    return this.bound;
+    return this.#bound;
   }
 
   /** Whether the server is accepting connections. */
   get listening(): boolean {
-    return this.servers.length > 0;
+    return this.#servers.length > 0;
   }
 
   /** Connections open now (each counted once, TLS or not). */
   get connectionCount(): number {
     let count = 0;
-    for (const socket of this.connections) if (!isTlsLayer(socket)) count++;
+    for (const socket of this.#connections) if (!isTlsLayer(socket)) count++;
     return count;
   }
 
@@ -81,13 +81,13 @@ export class ClientListeners {
     if (this.listening) return;
     const servers: Server[] = [];
     try {
-      for (const [index, url] of this.bound.entries()) {
-        const server = this.createServer(url.scheme, index);
+      for (const [index, url] of this.#bound.entries()) {
+        const server = this.#createServer(url.scheme, index);
         servers.push(server);
         const port = await listenOn(server, url);
-        this.bound[index] = { ...url, port };
-        this.logger.info('listening for client requests', {
-          address: hostPort(this.bound[index]),
+        this.#bound[index] = { ...url, port };
+        this.#logger.info('listening for client requests', {
+          address: hostPort(this.#bound[index]),
           tls: url.scheme === 'https',
         });
       }
@@ -95,17 +95,17 @@ export class ClientListeners {
       await Promise.all(servers.map(closeServer));
       throw error;
     }
-    this.servers = servers;
+    this.#servers = servers;
   }
 
   /** Stops listening and destroys every connection; resolves once all of them have closed. */
   async close(): Promise<void> {
-    const servers = this.servers;
-    this.servers = [];
+    const servers = this.#servers;
+    this.#servers = [];
     const closed = Promise.all(servers.map(closeServer));
     // A destroyed socket reports 'close' a tick later; wait for it, so that a restart that listens
     // again right away has really ended every old connection first.
-    const sockets = [...this.connections].map(
+    const sockets = [...this.#connections].map(
       (socket) =>
         new Promise<void>((resolve) => {
           if (socket.closed) resolve();
@@ -119,17 +119,17 @@ export class ClientListeners {
   /** Destroys every open connection now, still listening; returns how many there were. */
   dropConnections(): number {
     const count = this.connectionCount;
-    for (const socket of this.connections) socket.destroy();
-    this.connections.clear();
+    for (const socket of this.#connections) socket.destroy();
+    this.#connections.clear();
     return count;
   }
 
-  private createServer(scheme: ClientUrl['scheme'], index: number): Server {
+  #createServer(scheme: ClientUrl['scheme'], index: number): Server {
     // Read when logging: the port of a URL given as 0 is known only once it is bound.
-    const address = (): string => hostPort(this.bound[index]!);
+    const address = (): string => hostPort(this.#bound[index]!);
     const track = (socket: Socket): void => {
-      this.connections.add(socket);
-      socket.once('close', () => this.connections.delete(socket));
+      this.#connections.add(socket);
+      socket.once('close', () => this.#connections.delete(socket));
     };
     const onConnection = (socket: Socket): void => {
       track(socket);
@@ -138,12 +138,12 @@ export class ClientListeners {
         socket.remoteAddress === undefined
           ? 'unix'
           : `${socket.remoteAddress}:${socket.remotePort}`;
-      this.logger.debug('accepted client connection', {
+      this.#logger.debug('accepted client connection', {
         address: address(),
         'remote-addr': remote,
       });
       socket.once('close', () => {
-        this.logger.debug('closed client connection', {
+        this.#logger.debug('closed client connection', {
           address: address(),
           'remote-addr': remote,
         });
@@ -155,18 +155,18 @@ export class ClientListeners {
       const server = createTcpServer({ noDelay: true });
       server.on('connection', (socket) => {
         onConnection(socket);
-        this.accept(socket);
+        this.#accept(socket);
       });
       return server;
     }
-    const server = createTlsServer({ ...this.tls });
+    const server = createTlsServer({ ...this.#tls });
     server.on('connection', onConnection);
     server.on('secureConnection', (socket: TLSSocket) => {
       track(socket);
-      this.accept(socket);
+      this.#accept(socket);
     });
     server.on('tlsClientError', (error, socket) => {
-      this.logger.debug('rejected client TLS handshake', {
+      this.#logger.debug('rejected client TLS handshake', {
         address: address(),
         'remote-addr': `${socket.remoteAddress}:${socket.remotePort}`,
         error: error.message.trim(),

@@ -31,14 +31,18 @@ export interface CallStart {
 
 /** A request's metadata straight from its header fields. */
 class FieldMetadata implements CallMetadata {
-  constructor(private readonly fields: readonly HeaderField[]) {}
+  readonly #fields: readonly HeaderField[];
+
+  constructor(fields: readonly HeaderField[]) {
+    this.#fields = fields;
+  }
 
   get(key: string): (string | Buffer)[] {
     const name = key.toLowerCase();
     if (name.startsWith(':') || NOT_METADATA.has(name)) return [];
     const values: (string | Buffer)[] = [];
     const binary = name.endsWith('-bin');
-    for (const field of this.fields) {
+    for (const field of this.#fields) {
       if (field.name !== name) continue;
       if (binary) {
         // grpc-js splits a binary header's comma-joined values.
