@@ -177,13 +177,13 @@ export class EmbeddedEtcd {
   /** The data dir the state is kept in; undefined for a server purely in memory. */
   readonly dataDir: string | undefined;
   // A cluster of one: the shared core, and its only member, which always leads.
-  private readonly cluster: ClusterCore;
-  private readonly self: Member;
-  private readonly journal: DataDir | undefined;
-  private readonly logger: ServerLogger;
+  readonly #cluster: ClusterCore;
+  readonly #self: Member;
+  readonly #journal: DataDir | undefined;
+  readonly #logger: ServerLogger;
   // Restarts and the stop run one after the other, so a stop never races a listen.
-  private lifecycle: Promise<void> = Promise.resolve();
-  private stopped: Promise<void> | undefined;
+  #lifecycle: Promise<void> = Promise.resolve();
+  #stopped: Promise<void> | undefined;
 
   private constructor(init: {
     cluster: ClusterCore;
@@ -192,9 +192,9 @@ export class EmbeddedEtcd {
     journal: DataDir | undefined;
   }) {
     const { cluster, self } = init;
-    this.cluster = cluster;
-    this.self = self;
-    this.logger = init.logger;
+    this.#cluster = cluster;
+    this.#self = self;
+    this.#logger = init.logger;
     this.version = cluster.version;
     this.etcdVersion = cluster.traits.version;
     this.etcdVersionTraits = cluster.traits;
@@ -205,7 +205,7 @@ export class EmbeddedEtcd {
     this.auth = cluster.core.auth;
     this.clock = cluster.core.clock;
     this.faults = self.faults;
-    this.journal = init.journal;
+    this.#journal = init.journal;
     this.dataDir = init.journal?.path;
     const urls = self.network.listeners.urls;
     this.endpoints = urls.map(formatClientUrl);
@@ -298,7 +298,7 @@ export class EmbeddedEtcd {
 
   /** Connections from clients open now. */
   get connectionCount(): number {
-    return this.self.connectionCount;
+    return this.#self.connectionCount;
   }
 
   /**
@@ -309,9 +309,9 @@ export class EmbeddedEtcd {
    * raft term goes up by one) and every lease gets its full TTL again.
    */
   restart(options: RestartOptions = {}): Promise<void> {
-    if (this.stopped !== undefined) return Promise.reject(new Error('the server is stopped'));
-    const restarted = this.lifecycle.then(() => this.restartNow(options.downtimeMs ?? 0));
-    this.lifecycle = restarted.catch(() => {});
+    if (this.#stopped !== undefined) return Promise.reject(new Error('the server is stopped'));
+    const restarted = this.#lifecycle.then(() => this.#restartNow(options.downtimeMs ?? 0));
+    this.#lifecycle = restarted.catch(() => {});
     return restarted;
   }
 
@@ -320,40 +320,40 @@ export class EmbeddedEtcd {
    * fail, streams end. Returns how many connections were dropped.
    */
   dropConnections(): number {
-    const dropped = this.self.dropConnections();
-    this.logger.info('dropped client connections', { connections: dropped });
+    const dropped = this.#self.dropConnections();
+    this.#logger.info('dropped client connections', { connections: dropped });
     return dropped;
   }
 
   /** Stops listening and closes every connection; calls in flight fail. Safe to call twice. */
   stop(): Promise<void> {
-    this.stopped ??= this.lifecycle.then(async () => {
-      this.logger.info('stopping etcd server', { name: this.member.name });
-      this.cluster.stopLeaderWork();
-      await this.self.close();
+    this.#stopped ??= this.#lifecycle.then(async () => {
+      this.#logger.info('stopping etcd server', { name: this.member.name });
+      this.#cluster.stopLeaderWork();
+      await this.#self.close();
       // Last: what was acknowledged is on disk already; this flushes the rest and unlocks the dir.
-      await this.journal?.close();
-      this.logger.info('stopped etcd server', { name: this.member.name });
+      await this.#journal?.close();
+      this.#logger.info('stopped etcd server', { name: this.member.name });
     });
-    return this.stopped;
+    return this.#stopped;
   }
 
-  private async restartNow(downtimeMs: number): Promise<void> {
-    if (this.stopped !== undefined) return;
-    this.logger.info('restarting etcd server', { 'downtime-ms': downtimeMs });
-    this.cluster.stopLeaderWork();
-    await this.self.stopListening();
+  async #restartNow(downtimeMs: number): Promise<void> {
+    if (this.#stopped !== undefined) return;
+    this.#logger.info('restarting etcd server', { 'downtime-ms': downtimeMs });
+    this.#cluster.stopLeaderWork();
+    await this.#self.stopListening();
     // A restarted etcd has forgotten its simple tokens (they live in memory only).
     this.auth.forgetTokens();
     if (downtimeMs > 0) await new Promise((resolve) => setTimeout(resolve, downtimeMs));
-    if (this.stopped !== undefined) return;
+    if (this.#stopped !== undefined) return;
     // A restarted etcd member wins a new election (the raft term goes up by one) and, leader
     // again, gives every lease its full TTL (lessor Promote): nothing could have kept a lease
     // alive while the member was down.
-    this.cluster.electLeader();
-    this.cluster.startLeaderWork();
-    await this.self.listen();
-    this.logger.info('ready to serve client requests', { endpoints: this.endpoints });
+    this.#cluster.electLeader();
+    this.#cluster.startLeaderWork();
+    await this.#self.listen();
+    this.#logger.info('ready to serve client requests', { endpoints: this.endpoints });
   }
 
   /**
@@ -361,7 +361,7 @@ export class EmbeddedEtcd {
    * their own, as if its TTL had run out. False when there is no such lease.
    */
   expireLease(leaseId: bigint): boolean {
-    return this.cluster.core.services.leases.expire(leaseId);
+    return this.#cluster.core.services.leases.expire(leaseId);
   }
 
   /** Stops the server, for `await using server = await EmbeddedEtcd.start()`. */

@@ -22,19 +22,19 @@ export class MemberAppliedState implements AppliedState {
   readonly alarms: readonly Alarm[];
   readonly alarmErrors: readonly string[];
   readonly dbSizeInUse: number;
-  private fileSize: number;
-  private readonly compactRevision: number;
-  private changes: HistoryEntry[] | undefined;
-  private ownStore: MvccStore | undefined;
-  private ownKv: KvApplier | undefined;
-  private readonly core: ServerCore;
+  #fileSize: number;
+  readonly #compactRevision: number;
+  #changes: HistoryEntry[] | undefined;
+  #ownStore: MvccStore | undefined;
+  #ownKv: KvApplier | undefined;
+  readonly #core: ServerCore;
 
   private constructor(core: ServerCore) {
     const { store, proposals, services } = core;
-    this.core = core;
+    this.#core = core;
     this.revision = store.revision;
-    this.compactRevision = store.compactRevision;
-    this.changes = [...store.history.upTo(store.revision)];
+    this.#compactRevision = store.compactRevision;
+    this.#changes = [...store.history.upTo(store.revision)];
     this.raftTerm = proposals.term;
     this.raftIndex = proposals.index;
     this.leases = core.leaseTable.all().map((lease) => ({ id: lease.id, ttl: lease.ttl }));
@@ -43,7 +43,7 @@ export class MemberAppliedState implements AppliedState {
     this.members = services.membership.list();
     this.alarms = services.alarms.list();
     this.alarmErrors = services.alarms.statusErrors();
-    this.fileSize = services.backend.size;
+    this.#fileSize = services.backend.size;
     this.dbSizeInUse = services.backend.sizeInUse;
   }
 
@@ -53,40 +53,40 @@ export class MemberAppliedState implements AppliedState {
   }
 
   get dbSize(): number {
-    return this.fileSize;
+    return this.#fileSize;
   }
 
   /** The member's own store, rebuilt from the changes it had on first use. */
   get store(): MvccStore {
-    if (this.ownStore === undefined) {
+    if (this.#ownStore === undefined) {
       const store = new MvccStore();
       store.restore({
         revision: this.revision,
-        compactRevision: this.compactRevision,
-        changes: this.changes ?? [],
+        compactRevision: this.#compactRevision,
+        changes: this.#changes ?? [],
       });
-      this.ownStore = store;
-      this.changes = undefined;
+      this.#ownStore = store;
+      this.#changes = undefined;
     }
-    return this.ownStore;
+    return this.#ownStore;
   }
 
   /** A KV applier over {@link store} that refuses every write (see {@link READ_ONLY}). */
   get kv(): KvApplier {
-    this.ownKv ??= new KvApplier({
+    this.#ownKv ??= new KvApplier({
       store: this.store,
-      lessor: this.core.leaseTable,
+      lessor: this.#core.leaseTable,
       // Its own log: a write refused below still takes an entry first, never in the cluster's.
-      proposals: new ProposalLog({ memberId: 0n, maxRequestBytes: this.core.maxRequestBytes }),
-      maxTxnOps: this.core.maxTxnOps,
+      proposals: new ProposalLog({ memberId: 0n, maxRequestBytes: this.#core.maxRequestBytes }),
+      maxTxnOps: this.#core.maxTxnOps,
       guard: READ_ONLY,
-      authorizer: this.core.authorizer,
+      authorizer: this.#core.authorizer,
     });
-    return this.ownKv;
+    return this.#ownKv;
   }
 
   defragment(): void {
-    this.fileSize = this.dbSizeInUse;
+    this.#fileSize = this.dbSizeInUse;
   }
 }
 

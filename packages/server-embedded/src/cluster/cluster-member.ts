@@ -49,32 +49,32 @@ export class EmbeddedClusterMember {
   readonly faults: FaultInjector;
   /** The watchers of this member's Watch service (tests may count them). */
   readonly watchable: WatchableStore;
-  private readonly member: Member;
-  private readonly leaderGate: LeaderGate;
-  private readonly control: MemberControl;
-  private readonly logger: ServerLogger;
-  private isRunning = true;
-  private isPartitioned = false;
-  private isRemoved = false;
+  readonly #member: Member;
+  readonly #leaderGate: LeaderGate;
+  readonly #control: MemberControl;
+  readonly #logger: ServerLogger;
+  #isRunning = true;
+  #isPartitioned = false;
+  #isRemoved = false;
   /** Undefined until the cluster first tells it who leads (a member may start without a leader). */
-  private knownLeader: bigint | undefined;
-  private applied: AppliedState | undefined;
+  #knownLeader: bigint | undefined;
+  #applied: AppliedState | undefined;
   // Stops and starts run one after the other, so a stop never races a listen.
-  private lifecycle: Promise<void> = Promise.resolve();
-  private ended = false;
-  private readonly exit: { promise: Promise<void>; resolve: () => void };
+  #lifecycle: Promise<void> = Promise.resolve();
+  #ended = false;
+  readonly #exit: { promise: Promise<void>; resolve: () => void };
 
   /** @internal Members are made by EmbeddedCluster.start(). */
   constructor(parts: ClusterMemberParts) {
     const { member } = parts;
     this.name = member.identity.name;
     this.memberId = member.identity.memberId;
-    this.member = member;
-    this.leaderGate = parts.leaderGate;
+    this.#member = member;
+    this.#leaderGate = parts.leaderGate;
     this.faults = member.faults;
     this.watchable = member.watchable;
-    this.control = parts.control;
-    this.logger = parts.logger;
+    this.#control = parts.control;
+    this.#logger = parts.logger;
     const url = member.network.listeners.urls[0]!;
     this.endpoint = member.network.advertisedUrls[0] ?? `http://127.0.0.1:${url.port}`;
     this.port = url.port;
@@ -82,17 +82,17 @@ export class EmbeddedClusterMember {
     const promise = new Promise<void>((done) => {
       resolve = done;
     });
-    this.exit = { promise, resolve };
+    this.#exit = { promise, resolve };
   }
 
   /** True unless stopped. */
   get running(): boolean {
-    return this.isRunning;
+    return this.#isRunning;
   }
 
   /** True between {@link partition} and {@link heal}. */
   get partitioned(): boolean {
-    return this.isPartitioned;
+    return this.#isPartitioned;
   }
 
   /** True while paused ({@link pause} or `faults.pause()`). */
@@ -102,14 +102,14 @@ export class EmbeddedClusterMember {
 
   /** True once MemberRemove took it out of the cluster (its port closes a moment later). */
   get removed(): boolean {
-    return this.isRemoved;
+    return this.#isRemoved;
   }
 
   /**
    * True when the member can reach the others: running, not partitioned, not paused, not removed.
    */
   get reachable(): boolean {
-    return this.isRunning && !this.isPartitioned && !this.faults.paused && !this.isRemoved;
+    return this.#isRunning && !this.#isPartitioned && !this.faults.paused && !this.#isRemoved;
   }
 
   /**
@@ -117,22 +117,22 @@ export class EmbeddedClusterMember {
    * the cluster (its port refuses connections from then on), or when the cluster stops.
    */
   exited(): Promise<void> {
-    return this.exit.promise;
+    return this.#exit.promise;
   }
 
   /** The leader's member id as this member knows it; `0n` when it knows of none. */
   get leaderId(): bigint {
-    return this.knownLeader ?? 0n;
+    return this.#knownLeader ?? 0n;
   }
 
   /** True when this member leads the cluster. */
   get isLeader(): boolean {
-    return this.knownLeader === this.memberId;
+    return this.#knownLeader === this.memberId;
   }
 
   /** Connections from clients open now. */
   get connectionCount(): number {
-    return this.member.connectionCount;
+    return this.#member.connectionCount;
   }
 
   /**
@@ -141,21 +141,21 @@ export class EmbeddedClusterMember {
    * a new leader when they still have a quorum. The cluster's data stays.
    */
   stop(): Promise<void> {
-    return this.inOrder(() => this.stopNow());
+    return this.#inOrder(() => this.#stopNow());
   }
 
   /** Starts a stopped member again on the same port; it catches up at once. */
   start(): Promise<void> {
-    return this.inOrder(() => this.startNow());
+    return this.#inOrder(() => this.#startNow());
   }
 
   /** {@link stop}, then after `downtimeMs`, {@link start}. */
   restart(options: MemberRestartOptions = {}): Promise<void> {
-    return this.inOrder(async () => {
-      await this.stopNow();
+    return this.#inOrder(async () => {
+      await this.#stopNow();
       const downtime = options.downtimeMs ?? 0;
       if (downtime > 0) await new Promise((resolve) => setTimeout(resolve, downtime));
-      await this.startNow();
+      await this.#startNow();
     });
   }
 
@@ -168,18 +168,18 @@ export class EmbeddedClusterMember {
    * led, the others elect a new leader when they have a quorum.
    */
   partition(): void {
-    if (this.isPartitioned || this.ended) return;
-    this.isPartitioned = true;
-    this.logger.info('member partitioned', { name: this.name });
-    this.control.reachChanged();
+    if (this.#isPartitioned || this.#ended) return;
+    this.#isPartitioned = true;
+    this.#logger.info('member partitioned', { name: this.name });
+    this.#control.reachChanged();
   }
 
   /** Ends a {@link partition}: the member rejoins, catches up, and held calls go on. */
   heal(): void {
-    if (!this.isPartitioned || this.ended) return;
-    this.isPartitioned = false;
-    this.logger.info('member healed', { name: this.name });
-    this.control.reachChanged();
+    if (!this.#isPartitioned || this.#ended) return;
+    this.#isPartitioned = false;
+    this.#logger.info('member healed', { name: this.name });
+    this.#control.reachChanged();
   }
 
   /**
@@ -197,8 +197,8 @@ export class EmbeddedClusterMember {
 
   /** Closes every client connection of this member (it keeps listening). Returns how many. */
   dropConnections(): number {
-    const dropped = this.member.dropConnections();
-    this.logger.info('dropped client connections', { name: this.name, connections: dropped });
+    const dropped = this.#member.dropConnections();
+    this.#logger.info('dropped client connections', { name: this.name, connections: dropped });
     return dropped;
   }
 
@@ -207,30 +207,30 @@ export class EmbeddedClusterMember {
    * undefined while it has one (it is then up to date with the cluster).
    */
   get appliedState(): AppliedState | undefined {
-    return this.applied;
+    return this.#applied;
   }
 
   /** @internal The cluster tells the member who leads as it can see (0n: nobody). */
   setLeader(leaderId: bigint): void {
-    if (leaderId === this.knownLeader) return;
-    const had = this.knownLeader;
-    this.knownLeader = leaderId;
+    if (leaderId === this.#knownLeader) return;
+    const had = this.#knownLeader;
+    this.#knownLeader = leaderId;
     if (leaderId === 0n) {
-      this.logger.info('member lost its leader', { name: this.name });
+      this.#logger.info('member lost its leader', { name: this.name });
       // Captured before anything else can change the shared state: this is all it applied (a
       // learner cut off before its promotion has it already).
-      const applied = this.applied ?? this.control.capture();
-      this.applied = applied;
-      this.leaderGate.loseLeader();
+      const applied = this.#applied ?? this.#control.capture();
+      this.#applied = applied;
+      this.#leaderGate.loseLeader();
       // Its watchers go on from what it applied: replays up to it, progress at it, nothing newer.
       this.watchable.hold(applied);
     } else {
-      if (had === 0n) this.logger.info('member found a leader', { name: this.name });
+      if (had === 0n) this.#logger.info('member found a leader', { name: this.name });
       // Caught up with the cluster at once: it answers from the shared state again, and its
       // watchers catch up from the shared history (canceled if it was compacted past them).
-      this.applied = undefined;
+      this.#applied = undefined;
       this.watchable.release();
-      this.leaderGate.regainLeader();
+      this.#leaderGate.regainLeader();
     }
   }
 
@@ -242,19 +242,19 @@ export class EmbeddedClusterMember {
    * with every voting member killed); it answers from what it had applied, as any member cut off.
    */
   setLearnerLeader(leaderId: bigint): void {
-    if (leaderId !== 0n || this.knownLeader === undefined) {
-      if (leaderId !== 0n && this.applied !== undefined && leaderId === this.knownLeader) {
+    if (leaderId !== 0n || this.#knownLeader === undefined) {
+      if (leaderId !== 0n && this.#applied !== undefined && leaderId === this.#knownLeader) {
         // Reached again by the leader it names: caught up at once.
-        this.applied = undefined;
+        this.#applied = undefined;
         this.watchable.release();
       }
       this.setLeader(leaderId);
       return;
     }
-    if (this.applied !== undefined) return;
-    this.logger.info('learner cut off from its leader', { name: this.name });
-    const applied = this.control.capture();
-    this.applied = applied;
+    if (this.#applied !== undefined) return;
+    this.#logger.info('learner cut off from its leader', { name: this.name });
+    const applied = this.#control.capture();
+    this.#applied = applied;
     this.watchable.hold(applied);
   }
 
@@ -265,10 +265,10 @@ export class EmbeddedClusterMember {
    * served itself go out.
    */
   removeFromCluster(exitAfterMs: number): void {
-    if (this.isRemoved || this.ended) return;
-    this.isRemoved = true;
+    if (this.#isRemoved || this.#ended) return;
+    this.#isRemoved = true;
     this.setLeader(0n);
-    this.logger.warn('the member has been permanently removed from the cluster', {
+    this.#logger.warn('the member has been permanently removed from the cluster', {
       name: this.name,
     });
     const timer = setTimeout(() => void this.close(), exitAfterMs);
@@ -277,38 +277,38 @@ export class EmbeddedClusterMember {
 
   /** @internal Ends the member for good (the cluster stops, or it was removed). */
   async close(): Promise<void> {
-    if (this.ended) return this.exit.promise;
-    this.ended = true;
-    await this.lifecycle;
+    if (this.#ended) return this.#exit.promise;
+    this.#ended = true;
+    await this.#lifecycle;
     this.faults.clear();
-    await this.member.close();
-    this.isRunning = false;
-    this.exit.resolve();
+    await this.#member.close();
+    this.#isRunning = false;
+    this.#exit.resolve();
   }
 
-  private inOrder(step: () => Promise<void>): Promise<void> {
-    if (this.isRemoved) {
+  #inOrder(step: () => Promise<void>): Promise<void> {
+    if (this.#isRemoved) {
       return Promise.reject(new Error(`${this.name} was removed from the cluster`));
     }
-    if (this.ended) return Promise.reject(new Error('the cluster is stopped'));
-    const next = this.lifecycle.then(step);
-    this.lifecycle = next.catch(() => {});
+    if (this.#ended) return Promise.reject(new Error('the cluster is stopped'));
+    const next = this.#lifecycle.then(step);
+    this.#lifecycle = next.catch(() => {});
     return next;
   }
 
-  private async stopNow(): Promise<void> {
-    if (!this.isRunning || this.ended) return;
-    this.logger.info('stopping member', { name: this.name });
-    await this.member.stopListening();
-    this.isRunning = false;
-    this.control.reachChanged();
+  async #stopNow(): Promise<void> {
+    if (!this.#isRunning || this.#ended) return;
+    this.#logger.info('stopping member', { name: this.name });
+    await this.#member.stopListening();
+    this.#isRunning = false;
+    this.#control.reachChanged();
   }
 
-  private async startNow(): Promise<void> {
-    if (this.isRunning || this.ended) return;
-    await this.member.listen();
-    this.isRunning = true;
-    this.logger.info('started member', { name: this.name, endpoint: this.endpoint });
-    this.control.reachChanged();
+  async #startNow(): Promise<void> {
+    if (this.#isRunning || this.#ended) return;
+    await this.#member.listen();
+    this.#isRunning = true;
+    this.#logger.info('started member', { name: this.name, endpoint: this.endpoint });
+    this.#control.reachChanged();
   }
 }

@@ -96,32 +96,32 @@ export class EmbeddedCluster {
   /** Users, roles, permissions and tokens (tokens are valid on every member, as in etcd). */
   readonly auth: AuthStore;
   /** The core every member serves, its elections and its leader's work. */
-  private readonly shared: ClusterCore;
-  private readonly settings: MemberSettings;
-  private readonly logger: ServerLogger;
-  private readonly memberList: EmbeddedClusterMember[] = [];
+  readonly #shared: ClusterCore;
+  readonly #settings: MemberSettings;
+  readonly #logger: ServerLogger;
+  readonly #memberList: EmbeddedClusterMember[] = [];
   /** Members ever started, which default names count. */
-  private started = 0;
+  #started = 0;
   /** Started members whose name and client URLs wait for a leader to be published. */
-  private readonly unpublished = new Set<EmbeddedClusterMember>();
+  readonly #unpublished = new Set<EmbeddedClusterMember>();
   /** Removed members, until their port closes. */
-  private readonly leaving = new Set<EmbeddedClusterMember>();
+  readonly #leaving = new Set<EmbeddedClusterMember>();
   /** Learners out of reach, with the log index they had then (raft's Match for them). */
-  private readonly learnerMatch = new Map<bigint, number>();
-  private currentLeader: EmbeddedClusterMember | undefined;
-  private stopped: Promise<void> | undefined;
+  readonly #learnerMatch = new Map<bigint, number>();
+  #currentLeader: EmbeddedClusterMember | undefined;
+  #stopped: Promise<void> | undefined;
 
   private constructor(settings: MemberSettings, shared: ClusterCore) {
-    this.settings = settings;
+    this.#settings = settings;
     this.clusterId = settings.clusterId;
     this.version = settings.version;
     this.etcdVersion = settings.traits.version;
-    this.shared = shared;
+    this.#shared = shared;
     this.store = shared.core.store;
     this.leases = shared.core.leaseTable;
     this.clock = shared.core.clock;
     this.auth = shared.core.auth;
-    this.logger = settings.logger;
+    this.#logger = settings.logger;
   }
 
   /** Starts a cluster with a fresh, empty store (revision 1); the first member leads. */
@@ -162,7 +162,8 @@ export class EmbeddedCluster {
       for (const [i, memberId] of memberIds.entries()) {
         opened.push(
           await openMember(settings, options.ports?.[i] ?? 0, {
-            precheck: (path, message) => cluster?.precheck(memberId, path, message),
+            precheck: (path, message) =>
+              cluster === undefined ? undefined : cluster.#precheck(memberId, path, message),
             isLearner: () => cluster?.isLearner(memberId) === true,
           }),
         );
@@ -194,15 +195,15 @@ export class EmbeddedCluster {
     for (const identity of identities.slice(1)) membership.addStarted(identity);
     cluster = new EmbeddedCluster(settings, shared);
     for (const [i, identity] of identities.entries()) {
-      cluster.memberList.push(cluster.assemble(identity, opened[i]!));
+      cluster.#memberList.push(cluster.#assemble(identity, opened[i]!));
     }
-    cluster.started = count;
-    cluster.watchMembership();
-    cluster.lead(cluster.memberList[0]!, { newTerm: false });
+    cluster.#started = count;
+    cluster.#watchMembership();
+    cluster.#lead(cluster.#memberList[0]!, { newTerm: false });
     logger.info('started embedded cluster', {
       'etcd-version': settings.version,
       'cluster-id': clusterId.toString(16),
-      members: cluster.memberList.map((member) => `${member.name}=${member.endpoint}`),
+      members: cluster.#memberList.map((member) => `${member.name}=${member.endpoint}`),
     });
     return cluster;
   }
@@ -212,22 +213,22 @@ export class EmbeddedCluster {
    * A member removed from the cluster leaves this list; one added joins it once started.
    */
   get members(): readonly EmbeddedClusterMember[] {
-    return [...this.memberList];
+    return [...this.#memberList];
   }
 
   /** Every started member's client URL, in member order: give them all to a client. */
   get endpoints(): readonly string[] {
-    return this.memberList.map((member) => member.endpoint);
+    return this.#memberList.map((member) => member.endpoint);
   }
 
   /** The member that leads now; undefined while the cluster has no quorum. */
   get leader(): EmbeddedClusterMember | undefined {
-    return this.currentLeader;
+    return this.#currentLeader;
   }
 
   /** The raft term: it goes up by one with every election. */
   get term(): number {
-    return this.shared.core.proposals.term;
+    return this.#shared.core.proposals.term;
   }
 
   /**
@@ -235,12 +236,12 @@ export class EmbeddedCluster {
    * them. A member added by MemberAdd counts at once.
    */
   get votingMembers(): number {
-    return this.membership.list().filter((member) => !member.isLearner).length;
+    return this.#membership.list().filter((member) => !member.isLearner).length;
   }
 
   /** The started member with this name or member id. */
   member(nameOrId: string | bigint): EmbeddedClusterMember | undefined {
-    return this.memberList.find((m) => m.name === nameOrId || m.memberId === nameOrId);
+    return this.#memberList.find((m) => m.name === nameOrId || m.memberId === nameOrId);
   }
 
   /**
@@ -253,26 +254,26 @@ export class EmbeddedCluster {
    * and serializable Range with "etcdserver: rpc not supported for learner".
    */
   async startAdded(id: bigint, options: StartAddedOptions = {}): Promise<EmbeddedClusterMember> {
-    if (this.stopped !== undefined) throw new Error('the cluster is stopped');
-    const added = this.membership.get(id);
+    if (this.#stopped !== undefined) throw new Error('the cluster is stopped');
+    const added = this.#membership.get(id);
     if (added === undefined) throw new RangeError(`no member ${id.toString(16)} in the cluster`);
-    if (added.name !== '' || this.memberList.some((member) => member.memberId === id)) {
+    if (added.name !== '' || this.#memberList.some((member) => member.memberId === id)) {
       throw new Error(`member ${id.toString(16)} has already started`);
     }
-    const name = options.name ?? `member${this.started}`;
-    if (this.membership.list().some((member) => member.name === name)) {
+    const name = options.name ?? `member${this.#started}`;
+    if (this.#membership.list().some((member) => member.name === name)) {
       throw new RangeError(`a member is already named ${name}`);
     }
-    this.started++;
-    const parts = await openMember(this.settings, options.port ?? 0, {
-      precheck: (path, message) => this.precheck(id, path, message),
+    this.#started++;
+    const parts = await openMember(this.#settings, options.port ?? 0, {
+      precheck: (path, message) => this.#precheck(id, path, message),
       isLearner: () => this.isLearner(id),
     });
-    if (this.stopped !== undefined || this.membership.get(id) === undefined) {
+    if (this.#stopped !== undefined || this.#membership.get(id) === undefined) {
       await parts.network.abandon();
       throw new Error(`member ${id.toString(16)} was removed, or the cluster stopped, meanwhile`);
     }
-    const member = this.assemble(
+    const member = this.#assemble(
       {
         clusterId: this.clusterId,
         memberId: id,
@@ -282,11 +283,11 @@ export class EmbeddedCluster {
       },
       parts,
     );
-    this.memberList.push(member);
-    this.unpublished.add(member);
-    this.logger.info('started added member', { name, endpoint: member.endpoint });
+    this.#memberList.push(member);
+    this.#unpublished.add(member);
+    this.#logger.info('started added member', { name, endpoint: member.endpoint });
     this.reachChanged();
-    this.publishStarted();
+    this.#publishStarted();
     return member;
   }
 
@@ -296,31 +297,31 @@ export class EmbeddedCluster {
    * Returns the new term. When it already leads, it wins a new election (the term still moves).
    */
   elect(member: EmbeddedClusterMember): number {
-    if (this.stopped !== undefined) throw new Error('the cluster is stopped');
-    if (!this.memberList.includes(member)) throw new RangeError('not a member of this cluster');
+    if (this.#stopped !== undefined) throw new Error('the cluster is stopped');
+    if (!this.#memberList.includes(member)) throw new RangeError('not a member of this cluster');
     if (!member.reachable) {
       throw new Error(`${member.name} cannot lead: it is stopped, partitioned or paused`);
     }
     if (this.isLearner(member.memberId)) {
       throw new Error(`${member.name} cannot lead: it is a learner`);
     }
-    if (this.currentLeader === undefined) {
+    if (this.#currentLeader === undefined) {
       throw new Error(`${member.name} cannot lead: the cluster has no quorum`);
     }
-    this.lead(member, { newTerm: true });
+    this.#lead(member, { newTerm: true });
     return this.term;
   }
 
   /** Stops every member; calls in flight fail. Safe to call twice. */
   stop(): Promise<void> {
-    this.stopped ??= (async () => {
-      this.logger.info('stopping embedded cluster', {});
-      this.shared.stopLeaderWork();
-      const members = [...this.memberList, ...this.leaving];
+    this.#stopped ??= (async () => {
+      this.#logger.info('stopping embedded cluster', {});
+      this.#shared.stopLeaderWork();
+      const members = [...this.#memberList, ...this.#leaving];
       await Promise.all(members.map((member) => member.close()));
-      this.logger.info('stopped embedded cluster', {});
+      this.#logger.info('stopped embedded cluster', {});
     })();
-    return this.stopped;
+    return this.#stopped;
   }
 
   /** Stops the cluster, for `await using cluster = await EmbeddedCluster.start()`. */
@@ -334,12 +335,12 @@ export class EmbeddedCluster {
    * call is answered by nothing but its end (`signal`).
    */
   moveLeader(from: EmbeddedClusterMember, targetId: bigint, signal: AbortSignal): Promise<void> {
-    if (this.currentLeader !== from) throw new EtcdServerError('NOT_LEADER');
-    const target = this.memberList.find((member) => member.memberId === targetId);
+    if (this.#currentLeader !== from) throw new EtcdServerError('NOT_LEADER');
+    const target = this.#memberList.find((member) => member.memberId === targetId);
     if (target === undefined) throw new EtcdServerError('BAD_LEADER_TRANSFEREE');
     // raft ignores a transfer to a learner, which never leads: it never completes either.
     if (target.reachable && !this.isLearner(targetId)) {
-      if (target !== from) this.lead(target, { newTerm: true });
+      if (target !== from) this.#lead(target, { newTerm: true });
       return Promise.resolve();
     }
     return new Promise((_, reject) => {
@@ -350,72 +351,72 @@ export class EmbeddedCluster {
 
   /** @internal A member's reach changed: elect, or lose the leader, as raft would. */
   reachChanged(): void {
-    if (this.stopped !== undefined) return;
-    this.trackLearners();
+    if (this.#stopped !== undefined) return;
+    this.#trackLearners();
     // Learners do not vote, and every voting member counts, started or not (a member added but not
     // started is a vote lost).
-    const reachable = this.memberList.filter(
+    const reachable = this.#memberList.filter(
       (member) => member.reachable && !this.isLearner(member.memberId),
     );
     if (reachable.length < quorumOf(this.votingMembers)) {
-      if (this.currentLeader !== undefined) {
-        this.logger.warn('the cluster lost its quorum: no leader', {
+      if (this.#currentLeader !== undefined) {
+        this.#logger.warn('the cluster lost its quorum: no leader', {
           reachable: reachable.map((member) => member.name),
         });
-        this.currentLeader = undefined;
-        this.shared.stopLeaderWork();
+        this.#currentLeader = undefined;
+        this.#shared.stopLeaderWork();
       }
-      this.tellMembers();
+      this.#tellMembers();
       return;
     }
-    const leader = this.currentLeader;
+    const leader = this.#currentLeader;
     if (leader?.reachable) {
-      this.tellMembers();
+      this.#tellMembers();
       return;
     }
     // The next reachable member after the old leader wins the election (the first one, when the
     // old leader was removed).
-    const from = leader === undefined ? 0 : this.memberList.indexOf(leader) + 1;
-    const ordered = [...this.memberList.slice(from), ...this.memberList.slice(0, from)];
-    this.lead(ordered.find((member) => reachable.includes(member))!, { newTerm: true });
+    const from = leader === undefined ? 0 : this.#memberList.indexOf(leader) + 1;
+    const ordered = [...this.#memberList.slice(from), ...this.#memberList.slice(0, from)];
+    this.#lead(ordered.find((member) => reachable.includes(member))!, { newTerm: true });
   }
 
   /** @internal True while member `id` is a learner (added as one and not promoted). */
   isLearner(id: bigint): boolean {
-    return this.membership.get(id)?.isLearner === true;
+    return this.#membership.get(id)?.isLearner === true;
   }
 
-  private get membership(): Membership {
-    return this.shared.core.services.membership;
+  get #membership(): Membership {
+    return this.#shared.core.services.membership;
   }
 
   /**
    * Membership changes from now on go through etcd's strict checks, on what each member is
    * connected to; the cluster follows every change (quorum, removed members).
    */
-  private watchMembership(): void {
-    this.membership.allowVotingChanges(
+  #watchMembership(): void {
+    this.#membership.allowVotingChanges(
       {
         connected: (local, peer) =>
           this.member(local)?.reachable === true && this.member(peer)?.reachable === true,
-        inSync: (id) => this.learnerInSync(id),
+        inSync: (id) => this.#learnerInSync(id),
       },
-      { addNeedsConnectedQuorum: this.settings.traits.version !== '3.4' },
+      { addNeedsConnectedQuorum: this.#settings.traits.version !== '3.4' },
     );
-    this.membership.subscribe((state) => this.membershipChanged(state));
+    this.#membership.subscribe((state) => this.#membershipChanged(state));
   }
 
-  private membershipChanged(state: MembershipState): void {
-    if (this.stopped !== undefined) return;
+  #membershipChanged(state: MembershipState): void {
+    if (this.#stopped !== undefined) return;
     const ids = new Set(state.members.map((member) => member.id));
-    for (const member of [...this.memberList]) {
+    for (const member of [...this.#memberList]) {
       if (ids.has(member.memberId)) continue;
-      this.memberList.splice(this.memberList.indexOf(member), 1);
-      this.unpublished.delete(member);
-      this.logger.info('member removed from the cluster', { name: member.name });
+      this.#memberList.splice(this.#memberList.indexOf(member), 1);
+      this.#unpublished.delete(member);
+      this.#logger.info('member removed from the cluster', { name: member.name });
       member.removeFromCluster(REMOVED_MEMBER_EXIT_MS);
-      this.leaving.add(member);
-      void member.exited().then(() => this.leaving.delete(member));
+      this.#leaving.add(member);
+      void member.exited().then(() => this.#leaving.delete(member));
     }
     this.reachChanged();
   }
@@ -424,13 +425,13 @@ export class EmbeddedCluster {
    * A member without a leader holds a membership change as a proposal, but etcd makes its strict
    * check before proposing: a change it refuses is refused at once, leader or not.
    */
-  private precheck(local: bigint, path: string, message: unknown): GateStatus | undefined {
+  #precheck(local: bigint, path: string, message: unknown): GateStatus | undefined {
     try {
       if (path === etcdserverpb_Cluster.MemberAdd.path) {
         const request = message as { isLearner?: boolean | null };
-        this.membership.checkAdd(request.isLearner === true, local);
+        this.#membership.checkAdd(request.isLearner === true, local);
       } else if (path === etcdserverpb_Cluster.MemberRemove.path) {
-        this.membership.checkRemove((message as { ID?: bigint | null }).ID ?? 0n, local);
+        this.#membership.checkRemove((message as { ID?: bigint | null }).ID ?? 0n, local);
       }
     } catch (error) {
       if (error instanceof EtcdServerError) return error;
@@ -445,37 +446,37 @@ export class EmbeddedCluster {
    * out of reach, it keeps the index it had, and falls behind as the leader's log grows. A learner
    * never started has nothing.
    */
-  private learnerInSync(id: bigint): boolean {
+  #learnerInSync(id: bigint): boolean {
     const learner = this.member(id);
-    if (this.currentLeader === undefined || learner === undefined) return false;
-    if (this.unpublished.has(learner)) return false;
-    const index = this.shared.core.proposals.index;
-    const match = learner.reachable ? index : (this.learnerMatch.get(id) ?? 0);
+    if (this.#currentLeader === undefined || learner === undefined) return false;
+    if (this.#unpublished.has(learner)) return false;
+    const index = this.#shared.core.proposals.index;
+    const match = learner.reachable ? index : (this.#learnerMatch.get(id) ?? 0);
     return match >= LEARNER_READY_FRACTION * index;
   }
 
   /** A learner that loses its reach keeps the log it had then (see learnerInSync). */
-  private trackLearners(): void {
-    for (const member of this.memberList) {
+  #trackLearners(): void {
+    for (const member of this.#memberList) {
       const id = member.memberId;
-      if (member.reachable || !this.isLearner(id)) this.learnerMatch.delete(id);
-      else if (!this.learnerMatch.has(id))
-        this.learnerMatch.set(id, this.shared.core.proposals.index);
+      if (member.reachable || !this.isLearner(id)) this.#learnerMatch.delete(id);
+      else if (!this.#learnerMatch.has(id))
+        this.#learnerMatch.set(id, this.#shared.core.proposals.index);
     }
   }
 
   /** Started members publish their name and client URLs once there is a leader to commit them. */
-  private publishStarted(): void {
-    if (this.currentLeader === undefined) return;
-    for (const member of [...this.unpublished]) {
-      this.unpublished.delete(member);
-      this.membership.publish(member.memberId, member.name, [member.endpoint]);
+  #publishStarted(): void {
+    if (this.#currentLeader === undefined) return;
+    for (const member of [...this.#unpublished]) {
+      this.#unpublished.delete(member);
+      this.#membership.publish(member.memberId, member.name, [member.endpoint]);
     }
   }
 
   /** A member of this cluster, on its network and leader gate. */
-  private assemble(identity: MemberIdentity, parts: OpenedMember): EmbeddedClusterMember {
-    return assembleClusterMember(this.shared, this.settings, identity, parts, {
+  #assemble(identity: MemberIdentity, parts: OpenedMember): EmbeddedClusterMember {
+    return assembleClusterMember(this.#shared, this.#settings, identity, parts, {
       moveLeader: (member, targetId, signal) => this.moveLeader(member, targetId, signal),
       elect: (member) => this.elect(member),
       reachChanged: () => this.reachChanged(),
@@ -486,22 +487,22 @@ export class EmbeddedCluster {
    * `member` leads from now on. A new term is a new election: its empty entry takes a log index,
    * and the new leader gives every lease its full TTL again (etcd's lessor Promote).
    */
-  private lead(member: EmbeddedClusterMember, options: { newTerm: boolean }): void {
-    if (options.newTerm) this.shared.electLeader();
-    const previous = this.currentLeader;
-    this.currentLeader = member;
-    if (previous === undefined) this.shared.startLeaderWork();
+  #lead(member: EmbeddedClusterMember, options: { newTerm: boolean }): void {
+    if (options.newTerm) this.#shared.electLeader();
+    const previous = this.#currentLeader;
+    this.#currentLeader = member;
+    if (previous === undefined) this.#shared.startLeaderWork();
     if (previous !== member) {
-      this.logger.info('elected leader', { name: member.name, term: this.term });
+      this.#logger.info('elected leader', { name: member.name, term: this.term });
     }
-    this.tellMembers();
-    this.publishStarted();
+    this.#tellMembers();
+    this.#publishStarted();
   }
 
   /** Each member learns who leads, as far as it can see. */
-  private tellMembers(): void {
-    const leaderId = this.currentLeader?.memberId ?? 0n;
-    for (const member of this.memberList) {
+  #tellMembers(): void {
+    const leaderId = this.#currentLeader?.memberId ?? 0n;
+    for (const member of this.#memberList) {
       const seen = member.reachable ? leaderId : 0n;
       if (this.isLearner(member.memberId)) member.setLearnerLeader(seen);
       else member.setLeader(seen);

@@ -120,17 +120,17 @@ interface LeaderWait {
 
 /** The leader gate of one member. */
 export class LeaderGate implements CallMiddleware {
-  private readonly requestTimeoutMs: number;
+  readonly #requestTimeoutMs: number;
   /** The time held calls are measured in: the real clock until the cluster gives its own. */
-  private clock: Clock = systemClock;
+  #clock: Clock = systemClock;
   /** Set while the member knows of no leader: resolved when it has one again. */
-  private lost: { regained: Promise<void>; resolve: () => void } | undefined;
+  #lost: { regained: Promise<void>; resolve: () => void } | undefined;
   /** Ends each open require-leader stream with "no leader". */
-  private readonly requireLeaderStreams = new Set<() => void>();
-  private readonly waits = new Set<(regained: boolean) => void>();
-  private readonly precheck: (path: string, message: unknown) => GateStatus | undefined;
-  private readonly isLearner: () => boolean;
-  private readonly timedOut: Readonly<Record<'proposal' | 'read-index' | 'forward', GateStatus>>;
+  readonly #requireLeaderStreams = new Set<() => void>();
+  readonly #waits = new Set<(regained: boolean) => void>();
+  readonly #precheck: (path: string, message: unknown) => GateStatus | undefined;
+  readonly #isLearner: () => boolean;
+  readonly #timedOut: Readonly<Record<'proposal' | 'read-index' | 'forward', GateStatus>>;
 
   /**
    * `requestTimeoutMs`: how long a call that needs the leader is held; Infinity: forever.
@@ -144,10 +144,10 @@ export class LeaderGate implements CallMiddleware {
     readonly isLearner?: () => boolean;
     readonly proposalTimedOut?: GateStatus;
   }) {
-    this.timedOut = { ...TIMED_OUT, proposal: options.proposalTimedOut ?? TIMED_OUT.proposal };
-    this.requestTimeoutMs = options.requestTimeoutMs;
-    this.precheck = options.precheck ?? (() => undefined);
-    this.isLearner = options.isLearner ?? (() => false);
+    this.#timedOut = { ...TIMED_OUT, proposal: options.proposalTimedOut ?? TIMED_OUT.proposal };
+    this.#requestTimeoutMs = options.requestTimeoutMs;
+    this.#precheck = options.precheck ?? (() => undefined);
+    this.#isLearner = options.isLearner ?? (() => false);
   }
 
   /**
@@ -155,53 +155,53 @@ export class LeaderGate implements CallMiddleware {
    * exists only after the member's port is open).
    */
   useClock(clock: Clock): void {
-    this.clock = clock;
+    this.#clock = clock;
   }
 
   /** The member lost its leader. */
   loseLeader(): void {
-    if (this.lost !== undefined) return;
+    if (this.#lost !== undefined) return;
     let resolve = (): void => {};
     const regained = new Promise<void>((done) => {
       resolve = done;
     });
-    this.lost = { regained, resolve };
-    for (const end of [...this.requireLeaderStreams]) end();
+    this.#lost = { regained, resolve };
+    for (const end of [...this.#requireLeaderStreams]) end();
   }
 
   /** The member has a leader again: held calls go on. */
   regainLeader(): void {
-    const lost = this.lost;
-    this.lost = undefined;
+    const lost = this.#lost;
+    this.#lost = undefined;
     lost?.resolve();
   }
 
   /** Fails every held call now, as a stopping member does (their connections go anyway). */
   abandonWaits(): void {
-    for (const finish of [...this.waits]) finish(false);
+    for (const finish of [...this.#waits]) finish(false);
   }
 
   /** True while a unary call passes untouched: the member has a leader and is no learner. */
   admitsAtOnce(): boolean {
-    return this.lost === undefined && !this.isLearner();
+    return this.#lost === undefined && !this.#isLearner();
   }
 
-  private waitForLeader(): LeaderWait {
-    const lost = this.lost;
+  #waitForLeader(): LeaderWait {
+    const lost = this.#lost;
     if (lost === undefined) return { done: Promise.resolve(true), cancel: () => {} };
     let timer: Timer | undefined;
     let finish = (_regained: boolean): void => {};
     const done = new Promise<boolean>((resolve) => {
       finish = (regained) => {
         timer?.cancel();
-        this.waits.delete(finish);
+        this.#waits.delete(finish);
         resolve(regained);
       };
     });
-    this.waits.add(finish);
+    this.#waits.add(finish);
     void lost.regained.then(() => finish(true));
-    if (Number.isFinite(this.requestTimeoutMs)) {
-      timer = this.clock.setTimer(() => finish(false), this.requestTimeoutMs);
+    if (Number.isFinite(this.#requestTimeoutMs)) {
+      timer = this.#clock.setTimer(() => finish(false), this.#requestTimeoutMs);
     }
     return { done, cancel: () => finish(false) };
   }
@@ -226,12 +226,12 @@ export class LeaderGate implements CallMiddleware {
     const hold = (need: Need, next: () => void): Promise<void> =>
       (tail ?? Promise.resolve()).then(async () => {
         if (ended) return;
-        if (waitsForLeader(need) && this.lost !== undefined) {
-          pending = this.waitForLeader();
+        if (waitsForLeader(need) && this.#lost !== undefined) {
+          pending = this.#waitForLeader();
           const regained = await pending.done;
           pending = undefined;
           if (!regained) {
-            end(this.timedOut[need]);
+            end(this.#timedOut[need]);
             return;
           }
         }
@@ -249,7 +249,7 @@ export class LeaderGate implements CallMiddleware {
     return {
       arrive: (next) => {
         const requireLeader = call.metadata.get('hasleader')[0] === 'true';
-        if (this.isLearner()) {
+        if (this.#isLearner()) {
           if (streaming) {
             end(NOT_SUPPORTED_FOR_LEARNER);
             return;
@@ -258,36 +258,36 @@ export class LeaderGate implements CallMiddleware {
           next();
           return;
         }
-        if (requireLeader && this.lost !== undefined) {
+        if (requireLeader && this.#lost !== undefined) {
           end(NO_LEADER);
           return;
         }
         if (requireLeader && streaming) {
           const endStream = (): void => end(NO_LEADER);
-          this.requireLeaderStreams.add(endStream);
-          untrack = () => this.requireLeaderStreams.delete(endStream);
+          this.#requireLeaderStreams.add(endStream);
+          untrack = () => this.#requireLeaderStreams.delete(endStream);
         }
         next();
       },
       receive: (message, next) => {
         if (ended) return;
-        if (this.isLearner() && !streaming && !supportedForLearner(path, message)) {
+        if (this.#isLearner() && !streaming && !supportedForLearner(path, message)) {
           end(NOT_SUPPORTED_FOR_LEARNER);
           return;
         }
-        if (learnerRequiresLeader && this.lost !== undefined) {
+        if (learnerRequiresLeader && this.#lost !== undefined) {
           end(NO_LEADER);
           return;
         }
         const need = needOf(path, message);
-        if (this.lost !== undefined) {
-          const refused = this.precheck(path, message);
+        if (this.#lost !== undefined) {
+          const refused = this.#precheck(path, message);
           if (refused !== undefined) {
             end(refused);
             return;
           }
         }
-        if (tail === undefined && !(waitsForLeader(need) && this.lost !== undefined)) {
+        if (tail === undefined && !(waitsForLeader(need) && this.#lost !== undefined)) {
           next();
           return;
         }
