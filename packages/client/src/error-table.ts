@@ -87,6 +87,22 @@ export const etcdErrors = {
   CORRUPT: [S.DataLoss, 'etcdserver: corrupt cluster'],
   NOT_SUPPORTED_FOR_LEARNER: [S.Unavailable, 'etcdserver: rpc not supported for learner'],
   BAD_LEADER_TRANSFEREE: [S.FailedPrecondition, 'etcdserver: bad leader transferee'],
+  // Maintenance.Downgrade (etcd 3.5+; 3.4 has no such method).
+  WRONG_DOWNGRADE_VERSION_FORMAT: [
+    S.InvalidArgument,
+    'etcdserver: wrong downgrade target version format',
+  ],
+  INVALID_DOWNGRADE_TARGET_VERSION: [
+    S.InvalidArgument,
+    'etcdserver: invalid downgrade target version',
+  ],
+  DOWNGRADE_IN_PROCESS: [
+    S.FailedPrecondition,
+    'etcdserver: cluster has a downgrade job in progress',
+  ],
+  NO_INFLIGHT_DOWNGRADE: [S.FailedPrecondition, 'etcdserver: no inflight downgrade job'],
+  // A Downgrade action etcd does not know; etcd maps this error to no gRPC status.
+  UNKNOWN_METHOD: [S.Unknown, 'etcdserver: unknown method'],
   // Newer than etcd 3.4, which has no gRPC status for a canceled request.
   REQUEST_CANCELED: [S.Cancelled, 'etcdserver: request canceled'],
   // The Lock and Election services. etcd runs them on its in-process client, whose errors carry no

@@ -212,6 +212,20 @@ export class UnhealthyClusterError extends serverError('UNHEALTHY') {}
 export class CorruptClusterError extends serverError('CORRUPT') {}
 /** A call a learner does not serve (it serves Status and serializable reads) reached one. */
 export class NotSupportedForLearnerError extends serverError('NOT_SUPPORTED_FOR_LEARNER') {}
+/** A Downgrade target that is no version (etcd wants `major.minor` or `major.minor.patch`). */
+export class WrongDowngradeVersionFormatError extends serverError(
+  'WRONG_DOWNGRADE_VERSION_FORMAT',
+) {}
+/** A Downgrade target other than the minor version just below the cluster's. */
+export class InvalidDowngradeTargetVersionError extends serverError(
+  'INVALID_DOWNGRADE_TARGET_VERSION',
+) {}
+/** A Downgrade validated or enabled while one is enabled already. */
+export class DowngradeInProcessError extends serverError('DOWNGRADE_IN_PROCESS') {}
+/** A Downgrade cancelled with none enabled. */
+export class NoInflightDowngradeError extends serverError('NO_INFLIGHT_DOWNGRADE') {}
+/** A Downgrade action the server does not know. */
+export class UnknownMethodError extends serverError('UNKNOWN_METHOD') {}
 /** MoveLeader to a member that is not a voting member of the cluster. */
 export class BadLeaderTransfereeError extends serverError('BAD_LEADER_TRANSFEREE') {}
 /** The member canceled the request before it completed. */
@@ -292,6 +306,11 @@ const classOfCode: { readonly [C in EtcdServerErrorCode]: ServerErrorClassOf<C> 
   CORRUPT: CorruptClusterError,
   NOT_SUPPORTED_FOR_LEARNER: NotSupportedForLearnerError,
   BAD_LEADER_TRANSFEREE: BadLeaderTransfereeError,
+  WRONG_DOWNGRADE_VERSION_FORMAT: WrongDowngradeVersionFormatError,
+  INVALID_DOWNGRADE_TARGET_VERSION: InvalidDowngradeTargetVersionError,
+  DOWNGRADE_IN_PROCESS: DowngradeInProcessError,
+  NO_INFLIGHT_DOWNGRADE: NoInflightDowngradeError,
+  UNKNOWN_METHOD: UnknownMethodError,
   REQUEST_CANCELED: RequestCanceledError,
   ELECTION_NOT_LEADER: ElectionNotLeaderError,
   ELECTION_NO_LEADER: ElectionNoLeaderError,

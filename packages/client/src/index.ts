@@ -103,6 +103,7 @@ export {
   CompactedError,
   CorruptClusterError,
   DeadlineExceededError,
+  DowngradeInProcessError,
   DuplicateKeyError,
   ElectionNoLeaderError,
   ElectionNotLeaderError,
@@ -116,6 +117,7 @@ export {
   InvalidAuthMgmtError,
   InvalidAuthTokenError,
   InvalidConfigError,
+  InvalidDowngradeTargetVersionError,
   InvalidSortOptionError,
   KeyNotFoundError,
   LeaderChangedError,
@@ -131,6 +133,7 @@ export {
   MemberNotFoundError,
   MemberNotLearnerError,
   MissingLeaderKeyError,
+  NoInflightDowngradeError,
   NoLeaderError,
   NoMemberEndpointsError,
   NoSpaceError,
@@ -162,12 +165,14 @@ export {
   UnhealthyClusterError,
   UnimplementedError,
   UnknownEtcdError,
+  UnknownMethodError,
   UserAlreadyExistsError,
   UserEmptyError,
   UserNotFoundError,
   ValueProvidedError,
   WatchCanceledError,
   WriteNotAppliedError,
+  WrongDowngradeVersionFormatError,
 } from './errors.js';
 export { type ConnectionHooks, Etcd, type EtcdOptions } from './etcd.js';
 export type { Acknowledged, ResponseHeader } from './header.js';

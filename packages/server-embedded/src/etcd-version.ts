@@ -54,6 +54,14 @@ export interface EtcdVersionTraits {
    * after the entry; checked on 3.5.30); 3.4 moved it first, so its tokens end in their own index.
    */
   readonly tokenIndexBeforeEntry: boolean;
+  /**
+   * Maintenance.Downgrade: 'none' on 3.4 (no such method: grpc-go's Unimplemented); '3.5' applies
+   * ENABLE and CANCEL but answers them only with the request timeout's error (its applier returns
+   * no result for the job's entry: v3.5.30 server/etcdserver/apply.go line 154; checked on
+   * 3.5.30); '3.6' answers them, names the cluster version as major.minor and lets CANCEL without
+   * a job succeed (v3.6.14 server/etcdserver/v3_server.go lines 1138-1161).
+   */
+  readonly downgrade: 'none' | '3.5' | '3.6';
   /** The RangeStream RPC exists (3.7, etcd's main branch); older servers answer Unimplemented. */
   readonly rangeStream: boolean;
   /**
@@ -108,6 +116,7 @@ export function etcdVersionTraits(version: EtcdVersion): EtcdVersionTraits {
     authStatusNeedsAdmin: from(5) && !from(7),
     rootRoleShowsEveryKey: from(6),
     tokenIndexBeforeEntry: from(5),
+    downgrade: from(6) ? '3.6' : from(5) ? '3.5' : 'none',
     rangeStream: from(7),
     compactionBoundaryDelete: from(5),
     refusesNegativeWatchStart: from(5),

@@ -1,6 +1,6 @@
 // etcdserverpb.Maintenance over gRPC. Status, Alarm, Hash, HashKV, Defragment, Snapshot and
-// MoveLeader answer as the member the context describes (who leads: its LeaderView); Downgrade is
-// not served (Unimplemented, in every version, though etcd 3.5+ has it). Status and Snapshot
+// MoveLeader answer as the member the context describes (who leads: its LeaderView); Downgrade
+// from 3.5 as the version does (maintenance/downgrade.ts), Unimplemented on 3.4. Status and Snapshot
 // carry the fields of the etcd version answered as (ServiceContext.traits). Headers are filled as etcd's maintenance server fills them:
 // Defragment and MoveLeader answer without one. With auth on, Status and listing alarms need a
 // user, everything else the root role, checked before anything else (etcd's
@@ -10,6 +10,7 @@
 import { etcdserverpb_Maintenance } from '@etcdkit/client/protocol';
 import { revisionHeader } from '../api/requests.js';
 import { EtcdServerError } from '../errors.js';
+import { DowngradeJob } from '../maintenance/downgrade.js';
 import { encodeSnapshot, snapshotMessages } from '../maintenance/snapshot.js';
 import { Crc32c } from '../mvcc/hash.js';
 import { fillHeader, type ServiceContext } from './context.js';
@@ -24,6 +25,8 @@ export function registerMaintenanceService(
   const { store, alarms, backend, authorizer } = context;
   const caller = (call: CallInfo) => authorizer.identify(authorizer.credentialsOf(call));
   const admin = (call: CallInfo) => caller(call).requireAdmin();
+
+  const downgrade = new DowngradeJob(context.traits, context.clock);
 
   const status = () => {
     const leader = context.leaderView.leader();
@@ -47,7 +50,10 @@ export function registerMaintenanceService(
         ? {
             storageVersion: storageVersionOf(context.version),
             dbSizeQuota: BigInt(context.quotaBackendBytes),
-            downgradeInfo: { enabled: false },
+            downgradeInfo:
+              downgrade.target === undefined
+                ? { enabled: false }
+                : { enabled: true, targetVersion: downgrade.target },
           }
         : {}),
     };
@@ -112,6 +118,17 @@ export function registerMaintenanceService(
       await send(message);
     }
   });
+
+  if (context.traits.downgrade !== 'none') {
+    registry.waitingUnary(
+      etcdserverpb_Maintenance.Downgrade,
+      async (request, _size, signal, call) => {
+        admin(call);
+        const version = await downgrade.handle(request.action ?? 0, request.version ?? '', signal);
+        return { header: fillHeader(context), version };
+      },
+    );
+  }
 
   registry.waitingUnary(
     etcdserverpb_Maintenance.MoveLeader,

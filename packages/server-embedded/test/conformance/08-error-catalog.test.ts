@@ -57,6 +57,8 @@ const AlarmType = etcdserverpb.AlarmType;
 const memberOnly = 'needs a cluster of several members';
 /** Entries pinned on a real 3-member cluster instead, by the cluster conformance suite. */
 const onCluster = `${memberOnly}: pinned by cluster-conformance.test.ts, from the catalog`;
+/** Downgrade's entries: etcd 3.5+, pinned on 3.5.30 by 10-downgrade.test.ts, from the catalog. */
+const onDowngrade = 'etcd 3.5+ (3.4 has no Downgrade): pinned by 10-downgrade.test.ts';
 
 /** Raises `alarm`, runs `call`, and clears the alarm again whatever happened. */
 async function underAlarm(
@@ -334,6 +336,11 @@ const cases: { readonly [E in Entry]: Case } = {
     group: 'cluster',
     provoke: (s) => s.client.unary(Maintenance.MoveLeader, { targetID: 4242n }),
   },
+  WRONG_DOWNGRADE_VERSION_FORMAT: { cannot: onDowngrade },
+  INVALID_DOWNGRADE_TARGET_VERSION: { cannot: onDowngrade },
+  DOWNGRADE_IN_PROCESS: { cannot: onDowngrade },
+  NO_INFLIGHT_DOWNGRADE: { cannot: onDowngrade },
+  UNKNOWN_METHOD: { cannot: onDowngrade },
   REQUEST_CANCELED: { cannot: 'newer than etcd 3.4 (3.4 has no status for a canceled request)' },
   ELECTION_NOT_LEADER: {
     group: 'kv',
@@ -436,7 +443,9 @@ describe('the error catalog', () => {
     expect(unprovoked.map(([entry]) => entry).sort()).toEqual([
       'AUTH_OLD_REVISION',
       'CLUSTER_ID_MISMATCH',
+      'DOWNGRADE_IN_PROCESS',
       'ELECTION_SESSION_EXPIRED',
+      'INVALID_DOWNGRADE_TARGET_VERSION',
       'INVALID_SORT_OPTION',
       'LEADER_CHANGED',
       'LOCK_SESSION_EXPIRED',
@@ -444,6 +453,7 @@ describe('the error catalog', () => {
       'NOT_CAPABLE',
       'NOT_LEADER',
       'NOT_SUPPORTED_FOR_LEARNER',
+      'NO_INFLIGHT_DOWNGRADE',
       'NO_LEADER',
       'PERMISSION_NOT_GIVEN',
       'PROPOSAL_TIMEOUT',
@@ -455,7 +465,9 @@ describe('the error catalog', () => {
       'TIMEOUT_WAIT_APPLIED_INDEX',
       'TOO_MANY_REQUESTS',
       'UNHEALTHY',
+      'UNKNOWN_METHOD',
       'WATCH_CANCELED',
+      'WRONG_DOWNGRADE_VERSION_FORMAT',
     ]);
     expect(provokedOn('etcd')).toHaveLength(
       Object.keys(etcdErrors).length + Object.keys(etcdErrorVariants).length - unprovoked.length,
