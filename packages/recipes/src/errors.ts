@@ -1,6 +1,6 @@
 // Typed failures of the recipes, each with a stable `code`, so callers tell "held by someone else",
 // "lost" and "session gone" apart without parsing; etcd call failures pass through unchanged.
-import { EtcdError, GrpcStatus } from '@etcdkit/client';
+import { AbortedError, EtcdError, GrpcStatus } from '@etcdkit/client';
 
 /**
  * Base class of every error a recipe reports itself (the client's EtcdErrors pass through as they
@@ -108,18 +108,24 @@ export class LeadershipLostError extends RecipeError<'LEADERSHIP_LOST'> {
 }
 
 /**
- * A `lock()` (or `tryLock()`, `withLock()`) was called inside the `withLock` of the same lock on
- * the same session: it would wait for its own hold to end, forever. Nothing was queued.
+ * A `lock()` (or `tryLock()`, `withLock()`) would wait for its own hold, forever: called inside the
+ * `withLock` of the same lock on the same session, or on a Mutex object whose own `lock()` or
+ * `tryLock()` still holds or acquires. Nothing was queued.
  */
 export class NestedLockError extends RecipeError<'NESTED_LOCK'> {
-  /** The key the enclosing `withLock` holds. */
+  /** The key the enclosing `withLock`, or the object's hold, holds (or queues with). */
   readonly key: string;
 
-  /** `name` is the lock's name, `key` the key the enclosing `withLock` holds. */
-  constructor(name: string, key: string) {
+  /**
+   * `name` is the lock's name, `key` the key held; `within` says where: the async context of a
+   * `withLock` (the default), or the Mutex object's own hold.
+   */
+  constructor(name: string, key: string, within: 'withLock' | 'object' = 'withLock') {
     super(
       'NESTED_LOCK',
-      `${name}: lock() inside withLock of the same lock and session would wait for its own hold (${key}); use the lock withLock gave you`,
+      within === 'withLock'
+        ? `${name}: lock() inside withLock of the same lock and session would wait for its own hold (${key}); use the lock withLock gave you`
+        : `${name}: this Mutex object's lock() still holds or acquires ${key}; another lock() on it would wait for that hold: unlock it first, or give each concurrent caller its own Mutex object (they take turns) or use withLock`,
     );
     this.key = key;
   }
@@ -170,3 +176,14 @@ export class FencedUpdateConflictError extends RecipeError<'FENCED_UPDATE_CONFLI
     this.attempts = attempts;
   }
 }
+
+/** Throws the client's AbortedError when `signal` has aborted: how every recipe refuses to go on. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
+}
+
+/**
+ * @internal The reason the recipes' own stops abort with (a wait settled, a hold ended): never seen
+ * outside, and a string, so that no DOMException is built for every acquisition.
+ */
+export const STOPPED = 'stopped by the recipe';

@@ -7,6 +7,8 @@
  * @internal
  * @module @etcdkit/recipes/internal
  */
+
+export { throwIfAborted } from './errors.js';
 export {
   type Acquisition,
   type AheadRead,
@@ -16,4 +18,3 @@ export {
   type TurnOptions,
   waitForTurn,
 } from './line/line.js';
-export { throwIfAborted } from './wait.js';

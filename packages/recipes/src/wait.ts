@@ -11,6 +11,7 @@ import {
   type WatchKeys,
 } from '@etcdkit/client';
 import { linkSignals } from '@etcdkit/client/internal';
+import { STOPPED, throwIfAborted } from './errors.js';
 
 /** Options shared by every wait. */
 export interface WaitOptions {
@@ -44,26 +45,11 @@ export interface WaitForDeleteOptions extends WaitOptions {
  * Rejects with AbortedError when `signal` aborts, and with the watch's error (PermissionDenied,
  * ClientClosed...) if it fails for good.
  */
-export function waitForDelete(
+export async function waitForDelete(
   kv: KV,
   key: Bytes,
   fromRevision: bigint,
   options: WaitForDeleteOptions = {},
-): Promise<bigint> {
-  return waitForDeleteOf(kv, key, fromRevision, options, true);
-}
-
-/**
- * @internal {@link waitForDelete}; with `live` false a watch the store moved past is only waited
- * out (no watch from now, no read): for a wait whose event is rare and not urgent, such as a held
- * key's loss, where the extra watch and read would cost every acquisition under contention.
- */
-export async function waitForDeleteOf(
-  kv: KV,
-  key: Bytes,
-  fromRevision: bigint,
-  options: WaitForDeleteOptions,
-  live: boolean,
 ): Promise<bigint> {
   let seenAt = fromRevision;
   for (;;) {
@@ -74,12 +60,10 @@ export async function waitForDeleteOf(
         (batch) => firstOf('delete')(batch)?.kv.modRevision,
         {
           signal: options.signal,
-          recheck: live
-            ? async (signal) => {
-                const read = await readKey(kv, key, options.createRevision, signal);
-                return { found: read.gone ? read.revision : undefined, revision: read.revision };
-              }
-            : undefined,
+          recheck: async (signal) => {
+            const read = await readKey(kv, key, options.createRevision, signal);
+            return { found: read.gone ? read.revision : undefined, revision: read.revision };
+          },
         },
       );
     } catch (error) {
@@ -211,12 +195,6 @@ export async function waitForChange<T>(
   }
 }
 
-/**
- * @internal The reason the recipes' own stops abort with (a wait settled, a hold ended): never seen
- * outside, and a string, so that no DOMException is built for every acquisition.
- */
-export const STOPPED = 'stopped by the recipe';
-
 /** Picks the first event of `type` in a batch. */
 function firstOf(type: WatchEvent['type']): (batch: WatchBatch) => WatchEvent | undefined {
   return (batch) => batch.events.find((event) => event.type === type);
@@ -238,9 +216,4 @@ async function untilFound<T>(
   // The loop ends without an error only when the watcher was closed: by our signal.
   throwIfAborted(signal);
   throw new AbortedError({ message: 'the watch ended before the awaited event' });
-}
-
-/** Throws the client's AbortedError when `signal` has aborted. */
-export function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
 }

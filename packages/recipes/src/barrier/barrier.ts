@@ -1,8 +1,9 @@
 // A barrier: one key that, while it exists, blocks every process waiting on it. The layout and
 // semantics of etcd's Go `recipe.Barrier`, with cancellable waits.
 import { cmp, type KV, op } from '@etcdkit/client';
+import { throwIfAborted } from '../errors.js';
 import { recipeName } from '../recipe-name.js';
-import { throwIfAborted, type WaitOptions, waitForDelete } from '../wait.js';
+import { type WaitOptions, waitForDelete } from '../wait.js';
 
 /**
  * A barrier on one key. {@link hold} creates the key (no lease: it stays until released),

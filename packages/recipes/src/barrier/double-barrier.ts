@@ -9,11 +9,11 @@ import {
   op,
 } from '@etcdkit/client';
 import { linkSignals } from '@etcdkit/client/internal';
-import { RecipeError } from '../errors.js';
+import { RecipeError, throwIfAborted } from '../errors.js';
 import { createUniqueKey, deleteIfCreatedAt, type LineEntry, sessionEnded } from '../line/place.js';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
-import { throwIfAborted, type WaitOptions, waitForChange, waitForDelete } from '../wait.js';
+import { type WaitOptions, waitForChange, waitForDelete } from '../wait.js';
 
 /**
  * More processes tried to enter a {@link DoubleBarrier} than its count. This one did not enter and

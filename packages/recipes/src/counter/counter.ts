@@ -9,9 +9,9 @@ import {
   op,
   type ResponseHeader,
 } from '@etcdkit/client';
-import { RecipeError } from '../errors.js';
+import { RecipeError, throwIfAborted } from '../errors.js';
 import { recipeName } from '../recipe-name.js';
-import { throwIfAborted, type WaitOptions } from '../wait.js';
+import type { WaitOptions } from '../wait.js';
 
 /** The counter as one read or write left it. */
 export interface CounterValue {

@@ -6,12 +6,13 @@ import {
   ElectionNotLeaderError,
   LeadershipLostError,
   type RecipeError,
+  throwIfAborted,
 } from '../errors.js';
 import { acquireHold, acquireSessionKey, type Holding, sessionKey } from '../line/place.js';
 import { Hold } from '../lock/hold.js';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
-import { throwIfAborted, type WaitOptions, waitForEvent } from '../wait.js';
+import { type WaitOptions, waitForEvent } from '../wait.js';
 
 /** Options of {@link Election.campaign}. */
 export interface CampaignOptions extends WaitOptions {}

@@ -3,9 +3,9 @@
 import { AbortedError, type EtcdError } from '@etcdkit/client';
 import { toEtcdError } from '@etcdkit/client/internal';
 import { EventEmitter } from 'eventemitter3';
-import { RecipeError } from '../errors.js';
+import { RecipeError, STOPPED, throwIfAborted } from '../errors.js';
 import type { Session } from '../session/session.js';
-import { STOPPED, throwIfAborted, type WaitOptions } from '../wait.js';
+import type { WaitOptions } from '../wait.js';
 import { Election, type Leadership } from './election.js';
 
 /** Where a {@link LeaderLatch} stands. */

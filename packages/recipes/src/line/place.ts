@@ -13,10 +13,9 @@ import {
   type ResponseHeader,
 } from '@etcdkit/client';
 import { linkSignals } from '@etcdkit/client/internal';
-import { LockLostError, LockNotHeldError, SessionExpiredError } from '../errors.js';
+import { LockLostError, LockNotHeldError, SessionExpiredError, throwIfAborted } from '../errors.js';
 import type { Session } from '../session/session.js';
-import { STOPPED, throwIfAborted, waitForDeleteOf } from '../wait.js';
-import { type LineRead, type TurnWatch, watchForTurn } from './turn.js';
+import { type LineRead, type OwnKey, type TurnWatch, watchForTurn, watchLoss } from './turn.js';
 
 /** A key a recipe put (or found) in its queue. */
 export interface LineEntry {
@@ -101,7 +100,9 @@ export async function acquireHold<E extends LineEntry, R>(
     await acquisition.taken?.(entry);
     throwIfAborted(signal);
     if (acquisition.atHead?.(entry)) {
-      return acquisition.wrap(new Holding(session, entry, what), release);
+      const holding = new Holding(session, entry, what);
+      holding.adopt(watchLoss(session.etcd, ownKeyOf(entry, entry.header)));
+      return acquisition.wrap(holding, release);
     }
     await acquisition.refuse?.(entry);
     const { blockers: prefix, slots } = acquisition;
@@ -129,24 +130,20 @@ export async function acquireHold<E extends LineEntry, R>(
 export async function waitToHold(session: Session, wait: HoldWait): Promise<Holding> {
   const { entry, signal } = wait;
   // One watch over the keys ahead and the own key serves the wait, then the hold (the loss watch).
-  const holding = new Holding(session, entry, wait.what, false);
+  const holding = new Holding(session, entry, wait.what);
   // Linked by hand, and let go of at the end: the caller's signal outlives the wait. Without one,
   // the holding's own signal serves (a link would only follow it, with the same reason).
   const both =
     signal === undefined ? unlinked(holding.signal) : linkSignals(signal, holding.signal);
-  const ownKey = {
-    key: entry.key,
-    createRevision: entry.createRevision,
-    seenAt: entry.header.revision,
-  };
+  const ownKey = ownKeyOf(entry, entry.header);
   const slots = wait.slots ?? 1;
   const waiter = { prefix: wait.prefix, createRevision: entry.createRevision, slots, ownKey };
   try {
     // The creating txn's read of the line when there is one (a key found existing has none).
     const found = await watchForTurn(session.etcd, waiter, entry.ahead, both.signal);
     holding.established(found.header);
-    if (found.watch === undefined) holding.watchKey();
-    else holding.adopt(found.watch);
+    // A read found the turn, and checked the key at its revision: watched from there.
+    holding.adopt(found.watch ?? watchLoss(session.etcd, ownKeyOf(entry, found.header)));
     return holding;
   } catch (error) {
     const failure = whyNotHeld(error, session, holding, signal);
@@ -155,6 +152,11 @@ export async function waitToHold(session: Session, wait: HoldWait): Promise<Hold
   } finally {
     both.release();
   }
+}
+
+/** The entry's key as a waiter's own key, seen to exist at `seen`'s revision. */
+function ownKeyOf(entry: LineEntry, seen: ResponseHeader): OwnKey {
+  return { key: entry.key, createRevision: entry.createRevision, seenAt: seen.revision };
 }
 
 const noRelease = (): void => {};
@@ -397,19 +399,14 @@ export class Holding {
   readonly #onSessionDone: () => void;
 
   readonly #what: string;
-  readonly #seenAt: bigint;
 
-  /**
-   * With `watchKey` false the key is not watched yet: the wait's {@link TurnWatch} is
-   * {@link adopt}ed once it holds, or {@link watchKey} starts the key's own watch.
-   */
-  constructor(session: Session, entry: LineEntry, what: string, watchKey = true) {
+  /** The key is not watched yet: a {@link TurnWatch} is {@link adopt}ed once it holds. */
+  constructor(session: Session, entry: LineEntry, what: string) {
     this.#session = session;
     this.key = entry.key;
     this.createRevision = entry.createRevision;
     this.#header = entry.header;
     this.#what = what;
-    this.#seenAt = entry.header.revision;
     this.#onSessionDone = () =>
       this.#lose(
         new LockLostError(
@@ -424,31 +421,9 @@ export class Holding {
       return;
     }
     session.signal.addEventListener('abort', this.#onSessionDone, { once: true });
-    if (watchKey) this.watchKey();
   }
 
-  /** @internal Watches the key from the revision it was seen at, for its loss. */
-  watchKey(): void {
-    if (this.#stopping) return;
-    const stop = new AbortController();
-    this.#stopWatch = () => stop.abort(STOPPED);
-    // Not `live`: a loss is rare, and the read that ends a wait checks the key anyway; a watch
-    // from now and a read for every acquisition under contention would cost more than it saves.
-    waitForDeleteOf(
-      this.#session.etcd,
-      this.key,
-      this.#seenAt,
-      { createRevision: this.createRevision, signal: stop.signal },
-      false,
-    ).then(
-      (revision) => this.#deleted(revision),
-      (error: unknown) => {
-        if (!stop.signal.aborted) this.#unwatchable(error);
-      },
-    );
-  }
-
-  /** @internal Takes over the watch that found the turn as the key's loss watch. */
+  /** @internal Takes over a watch of the key (the one that found the turn) as its loss watch. */
   adopt(watch: TurnWatch): void {
     if (this.#stopping) {
       watch.close();

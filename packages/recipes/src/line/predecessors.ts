@@ -1,7 +1,8 @@
 // waitForPredecessors, the public wait for a turn in a line of keys: the recipes' own turn wait
 // (turn.ts), its watch closed once the turn comes.
 import { InvalidArgumentError, type KV, type ResponseHeader } from '@etcdkit/client';
-import { throwIfAborted, type WaitOptions } from '../wait.js';
+import { throwIfAborted } from '../errors.js';
+import type { WaitOptions } from '../wait.js';
 import type { LineRead, OwnKey } from './turn.js';
 import { watchForTurn } from './turn.js';
 

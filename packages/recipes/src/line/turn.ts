@@ -2,8 +2,9 @@
 // Semaphore, waitForPredecessors), the one way every waiter waits, compaction or not: a read of the
 // keys ahead and, in the same txn, the own key (readAhead); then ONE watch over the range from the
 // lowest to the highest of them (TurnWatch), which tells the turn (or the own key's loss first) in
-// revision order and is kept as the hold's loss watch once the turn comes; when the watch cannot
-// tell, a read of the line again.
+// revision order and is kept as the hold's loss watch once the turn comes (a hold that needed no
+// watch gets one of its own key alone, watchLoss); when the watch cannot tell, a read of the line
+// again.
 import {
   AbortedError,
   CompactedError,
@@ -14,8 +15,7 @@ import {
   type WatchBatch,
   type Watcher,
 } from '@etcdkit/client';
-import { SessionExpiredError } from '../errors.js';
-import { STOPPED } from '../wait.js';
+import { SessionExpiredError, STOPPED } from '../errors.js';
 
 /** The recipe's own queue key, watched while waiting so its loss ends the wait at once. */
 export interface OwnKey {
@@ -119,6 +119,19 @@ export async function watchForTurn(
   }
 }
 
+const neverAborted = new AbortController().signal;
+const noRecheck: TurnRecheck = () => Promise.reject(new Error('a held key has no turn to read'));
+
+/**
+ * @internal The loss watch of `own`, a key that holds without a {@link TurnWatch} (found at the
+ * head by the txn that queued it, or its turn found by a read): the own key alone, from just after
+ * `own.seenAt`; pass the loss on with {@link TurnWatch.onLoss}, stop it with close().
+ */
+export function watchLoss(kv: KV, own: OwnKey): TurnWatch {
+  const waiter = { prefix: own.key, createRevision: own.createRevision, slots: 1, ownKey: own };
+  return new TurnWatch(kv, waiter, undefined, noRecheck, neverAborted);
+}
+
 /**
  * @internal Reads the keys ahead of `waiter` (with one slot only the newest) and, with its
  * `ownKey`, checks in the same txn that the own key is still the incarnation that queued: one
@@ -180,7 +193,9 @@ const ZERO = Buffer.from([0]);
  * with it: when the two show the store moved, `recheck` reads the queue and the live watch's
  * events count from the read's revision on; otherwise the live one is closed at once. Without
  * `exact` (a longer wait) the second watch is opened only when the first one's creation shows the
- * store past its start, as waitForChange (wait.ts) does. The first watch alone stays for the loss.
+ * store past its start, as waitForChange (wait.ts) does. The first watch alone stays for the loss;
+ * when its start is compacted after the turn, a read of the own key decides: lost, or watched
+ * again from the read on.
  */
 export class TurnWatch {
   /** Settles once: the outcome, or the failure of the watch, of a read, or the abort of `signal`. */
@@ -215,47 +230,61 @@ export class TurnWatch {
 
   readonly #recheck: TurnRecheck;
 
-  /** Watches for the turn of `waiter` after `read`, which found at least `slots` keys ahead. */
-  constructor(kv: KV, waiter: Waiter, read: LineRead, recheck: TurnRecheck, signal: AbortSignal) {
+  readonly #kv: KV;
+  readonly #ownKey: OwnKey | undefined;
+  /** The watched range: from the lowest to the highest of the keys ahead and the own key. */
+  readonly #range: { readonly start: Buffer; readonly end: Buffer };
+
+  /**
+   * Watches for the turn of `waiter` after `read`, which found at least `slots` keys ahead. Without
+   * `read` the waiter holds already: only its own key is watched, from just after `ownKey.seenAt`,
+   * for its loss, and {@link turn} never settles (see {@link watchLoss}).
+   */
+  constructor(
+    kv: KV,
+    waiter: Waiter,
+    read: LineRead | undefined,
+    recheck: TurnRecheck,
+    signal: AbortSignal,
+  ) {
     this.turn = new Promise<TurnOutcome>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
     });
     const { slots, ownKey } = waiter;
-    const ahead = slots === 1 ? read.predecessors.slice(0, 1) : read.predecessors;
+    const predecessors = read?.predecessors ?? [];
+    const ahead = slots === 1 ? predecessors.slice(0, 1) : predecessors;
+    this.#kv = kv;
+    this.#ownKey = ownKey;
     this.#own = ownKey && Buffer.from(ownKey.key);
     this.#slots = slots;
     this.#ahead = new Set(ahead.map((kv) => nameOf(kv.key)));
-    this.#needed = slots === 1 ? 1 : read.predecessors.length - slots + 1;
-    this.#exact = read.complete === true && ahead.length === read.predecessors.length;
-    const from = read.header.revision + 1n;
-    this.#seen = read.header.revision;
+    this.#needed = slots === 1 ? 1 : predecessors.length - slots + 1;
+    this.#exact = read?.complete === true && ahead.length === predecessors.length;
+    this.#seen = read?.header.revision ?? ownKey?.seenAt ?? 0n;
+    const from = this.#seen + 1n;
     this.#recheck = recheck;
     this.#signal = signal;
+    const keys: Buffer[] = ahead.map((kv) => Buffer.from(kv.key));
+    if (this.#own) keys.push(this.#own);
+    keys.sort((a, b) => Buffer.compare(a, b));
+    const high = keys[keys.length - 1] ?? ZERO;
+    this.#range = { start: keys[0] ?? ZERO, end: Buffer.concat([high, ZERO]) };
     this.#onAbort = () => this.#fail(new AbortedError({ cause: signal.reason }));
+    if (read === undefined) {
+      this.#held = true;
+      this.#settled = true;
+      this.#watchFrom(from);
+      return;
+    }
     if (signal.aborted) {
       this.#onAbort();
       return;
     }
     signal.addEventListener('abort', this.#onAbort, { once: true });
-    const keys: Buffer[] = ahead.map((kv) => Buffer.from(kv.key));
-    if (this.#own) keys.push(this.#own);
-    keys.sort((a, b) => Buffer.compare(a, b));
-    const low = keys[0] ?? ZERO;
-    const high = keys[keys.length - 1] ?? ZERO;
-    const open = (startRevision: bigint) =>
-      kv.watch({
-        range: { start: low, end: Buffer.concat([high, ZERO]) },
-        startRevision,
-        filters: ['noPut'],
-        signal: this.#stop.signal,
-      });
-    // Listened to, not iterated: the event is handled as it is read, without an iterator's hops.
-    const first = open(from);
-    first.on('batch', (batch) => this.#apply(batch));
-    first.on('error', (error) => this.#fail(error));
+    const first = this.#watchFrom(from);
     const openLive = () => {
-      const live = open(0n);
+      const live = this.#open(0n);
       this.#live = live;
       live.on('batch', (batch) => {
         if (this.#liveFrom === undefined) this.#liveHeld?.push(batch);
@@ -269,6 +298,24 @@ export class TurnWatch {
     // created revision is read after the first one was registered.
     const live = this.#exact ? openLive() : undefined;
     void this.#created(first, live ?? openLive, from);
+  }
+
+  #open(startRevision: bigint): Watcher {
+    return this.#kv.watch({
+      range: this.#range,
+      startRevision,
+      filters: ['noPut'],
+      signal: this.#stop.signal,
+    });
+  }
+
+  /** The watch that tells the turn, then the loss: from `from`, its events applied as read. */
+  #watchFrom(from: bigint): Watcher {
+    // Listened to, not iterated: the event is handled as it is read, without an iterator's hops.
+    const watch = this.#open(from);
+    watch.on('batch', (batch) => this.#apply(batch));
+    watch.on('error', (error) => this.#fail(error));
+    return watch;
   }
 
   /**
@@ -432,7 +479,9 @@ export class TurnWatch {
 
   #fail(error: unknown): void {
     if (this.#held) {
-      if (!this.#stop.signal.aborted) this.#lost({ error });
+      if (this.#stop.signal.aborted) return;
+      if (error instanceof CompactedError) void this.#afterCompaction();
+      else this.#lost({ error });
       return;
     }
     if (error instanceof CompactedError) {
@@ -444,6 +493,33 @@ export class TurnWatch {
     this.#signal.removeEventListener('abort', this.#onAbort);
     this.#stop.abort(STOPPED);
     this.#reject(error);
+  }
+
+  /**
+   * Held, and the watch's start was compacted: a read of the own key tells whether it went
+   * meanwhile (missing or re-created: lost at the read's revision); if not, the watch starts again
+   * just after the read.
+   */
+  async #afterCompaction(): Promise<void> {
+    const own = this.#ownKey;
+    if (own === undefined) return;
+    try {
+      const read = await this.#kv.range({
+        key: own.key,
+        keysOnly: true,
+        signal: this.#stop.signal,
+      });
+      if (this.#stop.signal.aborted) return;
+      const { revision } = read.header;
+      if (read.kvs[0]?.createRevision !== own.createRevision) {
+        this.#lost({ revision });
+        return;
+      }
+      if (revision > this.#seen) this.#seen = revision;
+      this.#watchFrom(this.#seen + 1n);
+    } catch (error) {
+      if (!this.#stop.signal.aborted) this.#lost({ error });
+    }
   }
 
   #lost(loss: { readonly revision: bigint } | { readonly error: unknown }): void {

@@ -11,7 +11,8 @@ import {
   type ResponseHeader,
 } from '@etcdkit/client';
 import { linkSignals } from '@etcdkit/client/internal';
-import { throwIfAborted, waitForChange } from '../wait.js';
+import { throwIfAborted } from '../errors.js';
+import { waitForChange } from '../wait.js';
 
 /** What {@link Queue.enqueue} and {@link PriorityQueue.enqueue} resolve with. */
 export interface Enqueued {

@@ -1,9 +1,8 @@
 // A priority queue with the key layout of Go's `recipe.PriorityQueue` (`prefix/<priority>/<seq>`,
 // lexically first is most urgent), so Go and TypeScript processes can share one queue.
 import { type Bytes, cmp, InvalidArgumentError, type KV, op } from '@etcdkit/client';
-import { RecipeError } from '../errors.js';
+import { RecipeError, throwIfAborted } from '../errors.js';
 import { recipeName } from '../recipe-name.js';
-import { throwIfAborted } from '../wait.js';
 import {
   claimFirst,
   type Dequeued,

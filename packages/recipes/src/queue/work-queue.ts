@@ -16,10 +16,10 @@ import {
   toText,
 } from '@etcdkit/client';
 import { linkSignals } from '@etcdkit/client/internal';
-import { SessionExpiredError } from '../errors.js';
+import { SessionExpiredError, throwIfAborted } from '../errors.js';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
-import { throwIfAborted, waitForEvent } from '../wait.js';
+import { waitForEvent } from '../wait.js';
 import { MAX_QUEUE_PRIORITY } from './priority-queue.js';
 import { ClaimLostError } from './work-queue-errors.js';
 

@@ -10,7 +10,7 @@ import {
   LeaseNotFoundError,
   OutcomeUnknownError,
 } from '@etcdkit/client';
-import { throwIfAborted } from '../wait.js';
+import { throwIfAborted } from '../errors.js';
 
 /** Options of {@link Session.create}. */
 export interface SessionOptions {
