@@ -2,7 +2,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { expect, it } from 'vitest';
-import { type Running, startEtcdkit, until } from './support/etcdkit-process.js';
+import { type Running, startEtcdkit, until, untilAsync } from './support/etcdkit-process.js';
 import { cliFixture } from './support/fixture.js';
 
 describeEachBackend('etcdkit semaphore', ({ backend, prefix }) => {
@@ -36,9 +36,12 @@ describeEachBackend('etcdkit semaphore', ({ backend, prefix }) => {
       );
     }
     await until(() => lines().length === 2, 'two commands to start');
-    // All three queued, the third still waiting.
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    expect(await etcd().count({ prefix: `${name}/` })).toBe(3n);
+    // All three queued (the third supervisor's key written, however slow its start), the third
+    // still waiting.
+    await untilAsync(
+      async () => (await etcd().count({ prefix: `${name}/` })) === 3n,
+      'the third supervisor to queue',
+    );
     expect(lines()).toHaveLength(2);
     writeFileSync(release, '');
     expect((await Promise.all(supervisors.map((s) => s.exited))).map((e) => e.code)).toEqual([
