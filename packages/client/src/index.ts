@@ -233,9 +233,9 @@ export type {
   LeaseKeepAliveOptions,
 } from './lease/lease-events.js';
 export { LeaseLostError, type LeaseLostReason } from './lease/lease-lost.js';
-export { GrpcJsTransport } from './transport/grpc-js.js';
+export { GrpcJsTransport, type GrpcJsTransportOptions } from './transport/grpc-js.js';
 export { H2Transport, type H2TransportOptions } from './transport/h2.js';
-export { Http2Transport } from './transport/http2.js';
+export { Http2Transport, type Http2TransportOptions } from './transport/http2.js';
 export type { TransportName } from './transport/select.js';
 export {
   type BidiStream,

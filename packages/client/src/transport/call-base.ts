@@ -145,8 +145,13 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
       return;
     }
     const stream = this.stream;
-    if (stream) stream.write(frame);
+    if (stream) this.send(stream, frame);
     else this.pending.push(frame);
+  }
+
+  /** Writes `frame` on the open stream; a transport bounding what it holds may refuse it. */
+  protected send(stream: CallStream, frame: Buffer): void {
+    stream.write(frame);
   }
 
   /** Half-closes the request side. */

@@ -5,8 +5,10 @@ import type * as grpc from '@grpc/grpc-js';
 import type { MethodDescriptor } from '../generated/methods.js';
 import { abortedFailure, failure, requestTooLargeFailure, streamEndedFailure } from './failures.js';
 import { isProtocolErrorCode } from './goaway.js';
+import { HeldRequests } from './grpc-js-held.js';
 import { grpcJs, requireGrpcJsInstalled } from './grpc-js-module.js';
 import { tlsCredentials } from './grpc-js-tls.js';
+import { bufferFull, requestBound } from './request-bound.js';
 import { decodeResponse } from './response-decoders.js';
 import { readableToAsyncIterator } from './stream-reader.js';
 import {
@@ -177,15 +179,25 @@ function failedStream<Res>(error: TransportError): ServerStream<Res> & BidiStrea
 const STACK_TRACE_LIMIT_WRITABLE =
   Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit')?.writable === true;
 
+/** gRPC's message prefix: a compression flag and the length. */
+const MESSAGE_PREFIX_BYTES = 5;
+
 /** One endpoint, one grpc-js client (and so one HTTP/2 connection at a time). */
 export class GrpcJsChannel implements Channel {
   readonly target: string;
   readonly #client: grpc.Client;
   readonly #maxSendBytes: number;
+  /** Request bytes grpc-js has not reported written, bounded by maxBufferedRequestBytes. */
+  readonly #held: HeldRequests;
 
-  /** Opens (lazily: nothing connects until the first call or `ready()`) a channel to `options.target`. */
-  constructor(options: ChannelOptions) {
+  /**
+   * Opens (lazily: nothing connects until the first call or `ready()`) a channel to
+   * `options.target`, holding at most `maxBufferedRequestBytes` of requests grpc-js has not
+   * written (grpc-js-held.ts).
+   */
+  constructor(options: ChannelOptions, maxBufferedRequestBytes = requestBound(undefined)) {
     this.target = options.target;
+    this.#held = new HeldRequests(maxBufferedRequestBytes);
     this.#maxSendBytes = options.maxSendMessageBytes ?? Number.POSITIVE_INFINITY;
     const channelOptions: grpc.ChannelOptions = {
       // Every channel gets its own subchannels, so closing and reopening one really redials.
@@ -194,6 +206,9 @@ export class GrpcJsChannel implements Channel {
       'grpc.enable_retries': 0,
       'grpc.initial_reconnect_backoff_ms': 250,
       'grpc.max_reconnect_backoff_ms': 5_000,
+      // No message counts as buffered for retries (there are none): a stream write's callback
+      // then says grpc-js wrote it, which the request bound counts on.
+      'grpc.per_rpc_retry_buffer_size': 0,
     };
     if (options.maxReceiveMessageBytes !== undefined)
       channelOptions['grpc.max_receive_message_length'] = options.maxReceiveMessageBytes;
@@ -341,6 +356,9 @@ export class GrpcJsChannel implements Channel {
     if (encoded.byteLength > this.#maxSendBytes) {
       return Promise.reject(requestTooLargeFailure(encoded.byteLength, this.#maxSendBytes, false));
     }
+    const hold = this.#held.forCall();
+    const refused = hold.take(encoded.byteLength + MESSAGE_PREFIX_BYTES);
+    if (refused !== undefined) return Promise.reject(bufferFull(refused, false));
     return new Promise<Res>((resolve, reject) => {
       let call: grpc.ClientUnaryCall;
       const onAbort = () => call.cancel();
@@ -358,6 +376,7 @@ export class GrpcJsChannel implements Channel {
           toGrpcMetadata(options.metadata),
           callOptions(options),
           (error, value) => {
+            hold.end();
             signal?.removeEventListener('abort', onAbort);
             if (error) reject(mapError(error, signal));
             else resolve(value as Res);
@@ -365,11 +384,14 @@ export class GrpcJsChannel implements Channel {
         );
       } catch (error) {
         if (STACK_TRACE_LIMIT_WRITABLE) Error.stackTraceLimit = stackTraceLimit;
+        hold.end();
         reject(notStarted(error));
         return;
       } finally {
         if (STACK_TRACE_LIMIT_WRITABLE) Error.stackTraceLimit = stackTraceLimit;
       }
+      // Answer headers come after the whole request was read: none of it is held any longer.
+      call.once('metadata', () => hold.end());
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
@@ -382,19 +404,33 @@ export class GrpcJsChannel implements Channel {
   ): ServerStream<Res> {
     const { signal } = options;
     if (signal?.aborted) return failedStream<Res>(abortedFailure(signal, false));
+    let encoded: Buffer;
+    try {
+      encoded = toBuffer(method.request.encode(request).finish());
+    } catch (error) {
+      return failedStream<Res>(
+        failure(GrpcStatus.Internal, 'Request message serialization failure', false, error),
+      );
+    }
+    const hold = this.#held.forCall();
+    const refused = hold.take(encoded.byteLength + MESSAGE_PREFIX_BYTES);
+    if (refused !== undefined) return failedStream<Res>(bufferFull(refused, false));
     let call: grpc.ClientReadableStream<Res>;
     try {
       call = this.#client.makeServerStreamRequest<Req, Res>(
         method.path,
-        (msg) => toBuffer(method.request.encode(msg).finish()),
+        () => encoded,
         (buf) => method.response.decode(buf),
         request,
         toGrpcMetadata(options.metadata),
         callOptions(options),
       );
     } catch (error) {
+      hold.end();
       return failedStream<Res>(notStarted(error));
     }
+    call.once('metadata', () => hold.end());
+    call.once('status', () => hold.end());
     const onAbort = () => call.cancel();
     signal?.addEventListener('abort', onAbort, { once: true });
     const iterator = readableToAsyncIterator<Res>(
@@ -418,11 +454,12 @@ export class GrpcJsChannel implements Channel {
   ): BidiStream<Req, Res> {
     const { signal } = options;
     if (signal?.aborted) return failedStream<Res>(abortedFailure(signal, false));
-    let call: grpc.ClientDuplexStream<Req, Res>;
+    let call: grpc.ClientDuplexStream<Buffer, Res>;
     try {
-      call = this.#client.makeBidiStreamRequest<Req, Res>(
+      // Requests are encoded before grpc-js takes them, so the bound counts their bytes.
+      call = this.#client.makeBidiStreamRequest<Buffer, Res>(
         method.path,
-        (msg) => toBuffer(method.request.encode(msg).finish()),
+        (encoded) => encoded,
         (buf) => method.response.decode(buf),
         toGrpcMetadata(options.metadata),
         callOptions(options),
@@ -434,9 +471,13 @@ export class GrpcJsChannel implements Channel {
     signal?.addEventListener('abort', onAbort, { once: true });
     let finished = false;
     let ended = false;
+    const hold = this.#held.forCall();
+    /** A write refused (beyond the bound, not encodable): the stream ended with it. */
+    let refusedWith: TransportError | undefined;
+    call.once('close', () => hold.end());
     const iterator = readableToAsyncIterator<Res>(
       call,
-      (error) => mapError(error, signal),
+      (error) => refusedWith ?? mapError(error, signal),
       () => {
         finished = true;
         signal?.removeEventListener('abort', onAbort);
@@ -445,13 +486,36 @@ export class GrpcJsChannel implements Channel {
     );
     call.on('status', () => {
       finished = true;
+      hold.end();
     });
+    /** Ends the stream on this side: its iteration fails with `error`. */
+    const endWith = (error: TransportError) => {
+      refusedWith = error;
+      finished = true;
+      hold.end();
+      call.cancel();
+    };
     return {
       write: (req: Req) => {
         if (finished || ended || call.destroyed || call.writableEnded) {
           throw streamEndedFailure();
         }
-        call.write(req);
+        let encoded: Buffer;
+        try {
+          encoded = toBuffer(method.request.encode(req).finish());
+        } catch (error) {
+          endWith(
+            failure(GrpcStatus.Internal, 'Request message serialization failure', true, error),
+          );
+          return;
+        }
+        const bytes = encoded.byteLength + MESSAGE_PREFIX_BYTES;
+        const refused = hold.take(bytes);
+        if (refused !== undefined) {
+          endWith(bufferFull(refused, true));
+          return;
+        }
+        call.write(encoded, () => hold.written(bytes));
       },
       end: () => {
         if (ended) return;
@@ -473,8 +537,20 @@ function callOptions(options: ChannelCallOptions): grpc.CallOptions {
   return options.deadline === undefined ? {} : { deadline: options.deadline };
 }
 
-/** Options of the @grpc/grpc-js transport. None yet; reserved for tuning knobs. */
-export type GrpcJsTransportOptions = Record<string, never>;
+/** Options of the @grpc/grpc-js transport. */
+export interface GrpcJsTransportOptions {
+  /**
+   * Request bytes one channel may hold that grpc-js has not written (its server's flow-control
+   * windows closed, its socket not read), in octets; default 64 MiB. grpc-js shows neither its
+   * streams' buffers nor its HTTP/2 session, so a stream's message counts until grpc-js reports it
+   * written and a unary or server-stream request until its answer begins (docs/guarantees.md). A
+   * call that would go beyond it is refused before grpc-js gets it: the client retries it as any
+   * unsent call, then fails with `UnavailableError` (a write: `WriteNotAppliedError`) whose
+   * message names the bound; a stream write beyond it ends the stream. One request is always
+   * taken while nothing is held.
+   */
+  readonly maxBufferedRequestBytes?: number;
+}
 
 /**
  * The transport on @grpc/grpc-js (`transport: 'grpc-js'`; the default is {@link H2Transport}).
@@ -486,17 +562,19 @@ export type GrpcJsTransportOptions = Record<string, never>;
 export class GrpcJsTransport implements Transport {
   /** Identifies the implementation in logs and tests. */
   readonly name = 'grpc-js';
+  readonly #maxBufferedRequestBytes: number;
 
   /**
    * Throws InvalidConfigError when @grpc/grpc-js (an optional peer dependency of this package) is
-   * not installed.
+   * not installed, or maxBufferedRequestBytes is not a positive integer.
    */
-  constructor() {
+  constructor(options: GrpcJsTransportOptions = {}) {
     requireGrpcJsInstalled();
+    this.#maxBufferedRequestBytes = requestBound(options.maxBufferedRequestBytes);
   }
 
   /** Creates a channel to one endpoint; it connects lazily. */
   open(options: ChannelOptions): Channel {
-    return new GrpcJsChannel(options);
+    return new GrpcJsChannel(options, this.#maxBufferedRequestBytes);
   }
 }

@@ -5,13 +5,9 @@ import type { IncomingHttpHeaders } from 'node:http2';
 import { CallBase, NO_FRAMES } from './call-base.js';
 import { failure, noStreamsAllowed } from './failures.js';
 import { CANCEL, NO_ERROR } from './h2/frames.js';
-import {
-  type H2Connection,
-  type H2Stream,
-  type H2StreamEvents,
-  RequestBufferFullError,
-} from './h2-connection.js';
+import type { H2Connection, H2Stream, H2StreamEvents } from './h2-connection.js';
 import type { Link } from './http2-link.js';
+import { bufferFull, RequestBufferFullError } from './request-bound.js';
 import { GrpcStatus, type TransportError } from './types.js';
 
 /** One call of an h2 channel; it is its stream's listener. */
@@ -123,12 +119,4 @@ export class H2Call<Req, Res> extends CallBase<Req, Res, H2Connection> implement
     this.#link = undefined;
     link?.callEnded();
   }
-}
-
-/**
- * The connection holds as many request bytes as it may: Unavailable (this server is not taking
- * requests; another endpoint may), unsent when the refused request never reached a stream.
- */
-function bufferFull(error: RequestBufferFullError, sent: boolean): TransportError {
-  return failure(GrpcStatus.Unavailable, error.message, sent, error);
 }

@@ -37,16 +37,18 @@ import type { HeaderField } from './h2/hpack.js';
 import type { H2ProtocolError } from './h2/protocol-error.js';
 import { type RequestTemplate, requestBlock, requestPrefix } from './h2/request-headers.js';
 import { H2Session, type SessionLimits } from './h2/session.js';
+import {
+  DEFAULT_MAX_BUFFERED_REQUEST_BYTES,
+  RequestBufferFullError,
+  refusal,
+} from './request-bound.js';
+
+export { DEFAULT_MAX_BUFFERED_REQUEST_BYTES, RequestBufferFullError };
 
 /** The receive window of each stream: how much a server may send before the client reads it. */
 export const STREAM_WINDOW = 512 * 1024;
 /** The receive window of the connection, across its streams. */
 export const CONNECTION_WINDOW = 16 * 1024 * 1024;
-/**
- * The default of {@link H2ConnectionLimits.maxBufferedRequestBytes}: 64 MiB, the server role's
- * bound on answers held for windows, about 40 requests of etcd's largest (1.5 MiB).
- */
-export const DEFAULT_MAX_BUFFERED_REQUEST_BYTES = 64 * 1024 * 1024;
 /** Stream ids are odd and 31 bits: the last one a client can open. */
 const LAST_STREAM_ID = 0x7fff_ffff;
 const EMPTY = Buffer.alloc(0);
@@ -61,29 +63,6 @@ export interface H2ConnectionLimits extends SessionLimits {
    * Default {@link DEFAULT_MAX_BUFFERED_REQUEST_BYTES}.
    */
   readonly maxBufferedRequestBytes?: number;
-}
-
-/**
- * A request refused because the connection already holds as many request bytes as it may
- * (`maxBufferedRequestBytes`): the server is not taking what was sent (closed windows, a socket
- * it does not read). Nothing of the refused request was written.
- */
-export class RequestBufferFullError extends Error {
-  constructor(
-    /** Request octets the connection held. */
-    readonly buffered: number,
-    /** Octets of the refused request. */
-    readonly bytes: number,
-    /** The bound, maxBufferedRequestBytes. */
-    readonly limit: number,
-  ) {
-    super(
-      `the server is not taking this connection's requests: ${buffered} bytes wait for its ` +
-        `flow-control window or its reads, and ${bytes} more would exceed the client's bound of ` +
-        `${limit} (maxBufferedRequestBytes)`,
-    );
-    this.name = 'RequestBufferFullError';
-  }
 }
 
 /** What a stream reports. After onEnd, onReset, onDropped or onRefused nothing more comes. */
@@ -377,10 +356,8 @@ export class H2Connection extends H2Session {
   hold(stream: H2Stream, data: readonly Buffer[]): RequestBufferFullError | undefined {
     let bytes = 0;
     for (const chunk of data) bytes += chunk.length;
-    const buffered = this.bufferedRequestBytes;
-    if (buffered > 0 && buffered + bytes > this.#maxBuffered) {
-      return new RequestBufferFullError(buffered, bytes, this.#maxBuffered);
-    }
+    const refused = refusal(this.bufferedRequestBytes, bytes, this.#maxBuffered);
+    if (refused !== undefined) return refused;
     for (const chunk of data) if (chunk.length > 0) stream.queue.push(chunk);
     stream.queuedBytes += bytes;
     this.#held += bytes;

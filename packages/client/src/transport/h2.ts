@@ -3,7 +3,6 @@
 // (http2-link.ts) and what callers get for a call (http2-streams.ts) are the http2 transport's;
 // h2-connection.ts is the HTTP/2 connection, h2-call.ts one call on one of its streams.
 import type { TLSSocket } from 'node:tls';
-import { InvalidConfigError } from '../errors.js';
 import type { Wire } from './channel-call.js';
 import { goawayOf } from './goaway.js';
 import { ENHANCE_YOUR_CALM } from './h2/frames.js';
@@ -11,6 +10,7 @@ import { H2Call } from './h2-call.js';
 import { H2Connection, type H2ConnectionLimits } from './h2-connection.js';
 import { Http2Channel } from './http2-channel.js';
 import { CONNECT_TIMEOUT_MS, dial } from './http2-connect.js';
+import { requestBound } from './request-bound.js';
 import type { Channel, ChannelOptions, Transport } from './types.js';
 
 const USER_AGENT = 'etcdkit-h2';
@@ -100,13 +100,7 @@ export class H2Transport implements Transport {
   readonly #wire: Wire<H2Connection>;
 
   constructor(options: H2TransportOptions = {}) {
-    const bound = options.maxBufferedRequestBytes;
-    if (bound !== undefined && !(Number.isSafeInteger(bound) && bound > 0)) {
-      throw new InvalidConfigError(
-        `maxBufferedRequestBytes must be a positive integer number of bytes, got ${String(bound)}`,
-      );
-    }
-    this.#wire = h2Wire({ maxBufferedRequestBytes: bound });
+    this.#wire = h2Wire({ maxBufferedRequestBytes: requestBound(options.maxBufferedRequestBytes) });
   }
 
   /** Creates a channel to one endpoint; it connects lazily. */

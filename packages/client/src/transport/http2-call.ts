@@ -1,19 +1,41 @@
 // One call on a node:http2 stream: the request headers (path, deadline as grpc-timeout, metadata),
 // the request and response message frames, the status from the trailers (or a trailers-only
 // response, the HTTP status or the stream's reset code), and the local outcomes that win over the
-// server's: deadline, abort (RST_STREAM CANCEL), message size limits, a dropped connection. What
-// does not depend on node:http2 is in call-base.ts.
+// server's: deadline, abort (RST_STREAM CANCEL), message size limits, a dropped connection, the
+// bound on request bytes the server has not taken. What does not depend on node:http2 is in
+// call-base.ts.
 import * as http2 from 'node:http2';
+import type { MethodDescriptor } from '../generated/methods.js';
 import { CallBase, NO_FRAMES } from './call-base.js';
+import type { CallHost, Sink } from './channel-call.js';
 import { failure, noStreamsAllowed } from './failures.js';
 import type { Link } from './http2-link.js';
-import { GrpcStatus, type TransportError } from './types.js';
+import { bufferFull, type RequestBufferFullError, refusal } from './request-bound.js';
+import { type ChannelCallOptions, GrpcStatus, type TransportError } from './types.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM } = http2.constants;
 const USER_AGENT = 'etcdkit-http2';
 const CONTENT_TYPE = 'application/grpc+proto';
 
 type Session = http2.ClientHttp2Session;
+
+/**
+ * The request bytes a session's calls handed to their streams, and those calls. node:http2 keeps
+ * what the server has not taken (closed windows, a socket it does not read) in each stream's
+ * writable buffer; the handed total, never less, spares summing them until it nears the bound.
+ */
+class Handed {
+  bytes = 0;
+  readonly calls = new Set<Call<unknown, unknown>>();
+
+  /** Request bytes node:http2 still holds for this session's streams. */
+  unsent(): number {
+    let bytes = 0;
+    for (const call of this.calls) bytes += call.stream?.writableLength ?? 0;
+    return bytes;
+  }
+}
+const handedBySession = new WeakMap<Session, Handed>();
 
 /**
  * One call on an Http2Channel over node:http2: waits for a connection, sends its request frames,
@@ -24,12 +46,31 @@ export class Call<Req, Res> extends CallBase<Req, Res, Session> {
   #link: Link<Session> | undefined;
   #stream: http2.ClientHttp2Stream | undefined;
   #streamError: (Error & { code?: string }) | undefined;
+  readonly #maxBuffered: number;
+  /** The session's handed request bytes, this call's among them once its stream exists. */
+  #handed: Handed | undefined;
+  /** Request bytes this call handed to its stream. */
+  #handedBytes = 0;
+
+  constructor(
+    channel: CallHost<Session>,
+    method: MethodDescriptor<Req, Res>,
+    options: ChannelCallOptions,
+    sink: Sink<Res>,
+    maxReceiveBytes: number,
+    maxSendBytes: number,
+    maxBufferedRequestBytes: number,
+  ) {
+    super(channel, method, options, sink, maxReceiveBytes, maxSendBytes);
+    this.#maxBuffered = maxBufferedRequestBytes;
+  }
 
   get sent(): boolean {
     return this.#stream !== undefined;
   }
 
-  protected get stream(): http2.ClientHttp2Stream | undefined {
+  /** @internal The call's HTTP/2 stream, once it exists. */
+  get stream(): http2.ClientHttp2Stream | undefined {
     return this.#stream;
   }
 
@@ -61,6 +102,18 @@ export class Call<Req, Res> extends CallBase<Req, Res, Session> {
       'user-agent': USER_AGENT,
     };
     for (const [name, value] of this.requestFields()) headers[name] = value;
+    let handed = handedBySession.get(link.session);
+    if (handed === undefined) {
+      handed = new Handed();
+      handedBySession.set(link.session, handed);
+    }
+    let bytes = 0;
+    for (const frame of this.pending) bytes += frame.length;
+    const refused = this.#refusal(handed, bytes);
+    if (refused !== undefined) {
+      this.finish(bufferFull(refused, false));
+      return;
+    }
     let stream: http2.ClientHttp2Stream;
     try {
       // A POST keeps the request side open: node's default, so no options object to copy.
@@ -72,6 +125,10 @@ export class Call<Req, Res> extends CallBase<Req, Res, Session> {
     }
     this.#link = link;
     this.#stream = stream;
+    this.#handed = handed;
+    this.#handedBytes = bytes;
+    handed.bytes += bytes;
+    handed.calls.add(this as Call<unknown, unknown>);
     link.callStarted();
     stream.on('response', (h) => this.headersReceived(h));
     stream.on('data', (chunk: Buffer) => this.received(chunk));
@@ -93,6 +150,25 @@ export class Call<Req, Res> extends CallBase<Req, Res, Session> {
     }
   }
 
+  /** A write on the open stream: refused, ending the call, beyond the request bound. */
+  protected override send(stream: http2.ClientHttp2Stream, frame: Buffer): void {
+    const handed = this.#handed!;
+    const refused = this.#refusal(handed, frame.length);
+    if (refused !== undefined) {
+      this.abort(bufferFull(refused, true));
+      return;
+    }
+    handed.bytes += frame.length;
+    this.#handedBytes += frame.length;
+    stream.write(frame);
+  }
+
+  /** Whether `bytes` more would take what the session holds unsent beyond the bound. */
+  #refusal(handed: Handed, bytes: number): RequestBufferFullError | undefined {
+    if (handed.bytes + bytes <= this.#maxBuffered) return undefined;
+    return refusal(handed.unsent(), bytes, this.#maxBuffered);
+  }
+
   /** The server ended its side (all its data was read): with a status, the call is over. */
   #onEnd(stream: http2.ClientHttp2Stream): void {
     if (this.done || !this.status || stream.destroyed) return;
@@ -103,6 +179,9 @@ export class Call<Req, Res> extends CallBase<Req, Res, Session> {
 
   #onClose(stream: http2.ClientHttp2Stream, link: Link<Session>): void {
     link.callEnded();
+    const handed = this.#handed!;
+    handed.bytes -= this.#handedBytes;
+    handed.calls.delete(this as Call<unknown, unknown>);
     if (this.done || this.settleWithStatus()) return;
     const rstCode = stream.rstCode ?? 0;
     if (stream.id === undefined || this.#streamError?.code === 'ERR_HTTP2_GOAWAY_SESSION') {

@@ -13,14 +13,18 @@ import { goawayOf } from './goaway.js';
 import { Call } from './http2-call.js';
 import { Http2Channel } from './http2-channel.js';
 import { connectSession } from './http2-connect.js';
+import { requestBound } from './request-bound.js';
 import type { Channel, ChannelOptions, Transport } from './types.js';
 
 export { Http2Channel };
 
 const { NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
 
-/** Connections are node:http2 sessions; calls are Calls on their streams. */
-const nodeHttp2Wire: Wire<http2.ClientHttp2Session> = {
+/**
+ * Connections are node:http2 sessions; calls are Calls on their streams, holding at most
+ * `maxBufferedRequestBytes` the server has not taken per session.
+ */
+const nodeHttp2Wire = (maxBufferedRequestBytes: number): Wire<http2.ClientHttp2Session> => ({
   connect(endpoint, events) {
     return connectSession(
       endpoint,
@@ -45,8 +49,22 @@ const nodeHttp2Wire: Wire<http2.ClientHttp2Session> = {
     );
   },
   newCall: (host, method, options, sink, maxReceiveBytes, maxSendBytes) =>
-    new Call(host, method, options, sink, maxReceiveBytes, maxSendBytes),
-};
+    new Call(host, method, options, sink, maxReceiveBytes, maxSendBytes, maxBufferedRequestBytes),
+});
+
+/** Options of {@link Http2Transport}. */
+export interface Http2TransportOptions {
+  /**
+   * Request bytes one connection may hold that its server has not taken (what node:http2 keeps in
+   * its streams' buffers while the server's flow-control windows are closed or its socket is not
+   * read), in octets; default 64 MiB. A call that would go beyond it is refused before any byte of
+   * it is written: the client retries it as any unsent call (on another endpoint when there is
+   * one), then fails with `UnavailableError` (a write: `WriteNotAppliedError`) whose message names
+   * the bound; a stream write beyond it ends the stream. One request is always taken while nothing
+   * is held. As {@link H2TransportOptions.maxBufferedRequestBytes}.
+   */
+  readonly maxBufferedRequestBytes?: number;
+}
 
 /**
  * gRPC framed directly over `node:http2`, one HTTP/2 connection per channel. It honours the same
@@ -58,9 +76,15 @@ const nodeHttp2Wire: Wire<http2.ClientHttp2Session> = {
 export class Http2Transport implements Transport {
   /** Identifies the implementation in logs and tests. */
   readonly name = 'http2';
+  readonly #wire: Wire<http2.ClientHttp2Session>;
+
+  /** Throws InvalidConfigError when maxBufferedRequestBytes is not a positive integer. */
+  constructor(options: Http2TransportOptions = {}) {
+    this.#wire = nodeHttp2Wire(requestBound(options.maxBufferedRequestBytes));
+  }
 
   /** Creates a channel to one endpoint; it connects lazily. */
   open(options: ChannelOptions): Channel {
-    return new Http2Channel(options, nodeHttp2Wire);
+    return new Http2Channel(options, this.#wire);
   }
 }

@@ -2,24 +2,10 @@
 // them (maxBufferedRequestBytes): against a server that never opens its flow-control window and
 // one that never reads its socket, over real loopback TCP. Beyond the bound a request is refused
 // at once, unsent, with an error naming the bound; what the connection holds stays within it.
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { InvalidConfigError, WriteNotAppliedError } from '../../src/errors.js';
-import { Etcd } from '../../src/etcd.js';
-import { etcdserverpb_KV } from '../../src/generated/methods.js';
-import {
-  MAX_WINDOW,
-  SETTINGS_INITIAL_WINDOW_SIZE,
-  settingsFrame,
-  windowUpdateFrame,
-} from '../../src/transport/h2/index.js';
-import { H2Transport } from '../../src/transport/h2.js';
-import {
-  DEFAULT_MAX_BUFFERED_REQUEST_BYTES,
-  H2Connection,
-  RequestBufferFullError,
-} from '../../src/transport/h2-connection.js';
-import { GrpcStatus, TransportError } from '../../src/transport/types.js';
+import { H2Connection, RequestBufferFullError } from '../../src/transport/h2-connection.js';
+import { CLOSED_WINDOWS, OPEN_WINDOWS, serverSending } from './request-bound-servers.js';
 import { streamEvents } from './stream-events.js';
 
 const cleanups: (() => unknown)[] = [];
@@ -28,20 +14,6 @@ const flushed = () => new Promise((resolve) => setImmediate(resolve));
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/** A server that sends `preface` on each connection, and reads what comes only when `reads`. */
-async function serverSending(preface: Buffer, reads: boolean): Promise<number> {
-  const server: Server = createServer((socket: Socket) => {
-    socket.on('error', () => {});
-    if (!reads) socket.pause();
-    else socket.resume();
-    socket.write(preface);
-    cleanups.push(() => socket.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(() => new Promise((resolve) => server.close(resolve)));
-  return (server.address() as { port: number }).port;
-}
 
 /** An H2Connection to `port` with the request bound `limit`, once the handshake is done. */
 async function connectionTo(port: number, limit: number): Promise<H2Connection> {
@@ -68,12 +40,12 @@ async function connectionTo(port: number, limit: number): Promise<H2Connection> 
 const refusals: RequestBufferFullError[] = [];
 const events = streamEvents({ onRefused: (error) => refusals.push(error) });
 
-/** A server whose streams get no window at all: every DATA frame waits for it. */
-const CLOSED_WINDOWS = settingsFrame([[SETTINGS_INITIAL_WINDOW_SIZE, 0]]);
-
 describe('the h2 connection bounds the request bytes it holds', () => {
   it('refuses a request beyond the bound while the server keeps its window closed, and takes requests again once the held ones end', async () => {
-    const connection = await connectionTo(await serverSending(CLOSED_WINDOWS, true), 10_000);
+    const connection = await connectionTo(
+      await serverSending(CLOSED_WINDOWS, true, cleanups),
+      10_000,
+    );
     const request = () => connection.request('/p', [], events, [Buffer.alloc(3000)], true);
     const held = [];
     for (let i = 0; i < 3; i++) {
@@ -101,7 +73,10 @@ describe('the h2 connection bounds the request bytes it holds', () => {
   });
 
   it('always takes one request while nothing is held, even one larger than the bound', async () => {
-    const connection = await connectionTo(await serverSending(CLOSED_WINDOWS, true), 1000);
+    const connection = await connectionTo(
+      await serverSending(CLOSED_WINDOWS, true, cleanups),
+      1000,
+    );
     connection.request('/p', [], events, [Buffer.alloc(5000)], true);
     await flushed();
     expect(connection.bufferedRequestBytes).toBe(5000);
@@ -112,7 +87,10 @@ describe('the h2 connection bounds the request bytes it holds', () => {
 
   it('ends an open stream whose write would go beyond the bound', async () => {
     refusals.length = 0;
-    const connection = await connectionTo(await serverSending(CLOSED_WINDOWS, true), 4000);
+    const connection = await connectionTo(
+      await serverSending(CLOSED_WINDOWS, true, cleanups),
+      4000,
+    );
     const stream = connection.request('/p', [], events, [Buffer.alloc(3000)], false);
     await flushed();
     stream.write(Buffer.alloc(500));
@@ -126,12 +104,11 @@ describe('the h2 connection bounds the request bytes it holds', () => {
   });
 
   it('holds no more than the bound for a server that opens its windows but never reads', async () => {
-    const open = Buffer.concat([
-      settingsFrame([[SETTINGS_INITIAL_WINDOW_SIZE, MAX_WINDOW]]),
-      windowUpdateFrame(0, MAX_WINDOW - 65_535),
-    ]);
     const limit = 2 * 1024 * 1024;
-    const connection = await connectionTo(await serverSending(open, false), limit);
+    const connection = await connectionTo(
+      await serverSending(OPEN_WINDOWS, false, cleanups),
+      limit,
+    );
     const chunk = Buffer.alloc(64 * 1024);
     let most = 0;
     let refused: RequestBufferFullError | undefined;
@@ -149,62 +126,5 @@ describe('the h2 connection bounds the request bytes it holds', () => {
     expect(refused!.limit).toBe(limit);
     // The bound, plus the HEADERS and DATA frame headers of the requests it let through.
     expect(most).toBeLessThanOrEqual(limit + 64 * 1024);
-  });
-});
-
-describe('the h2 transport with maxBufferedRequestBytes', () => {
-  it('fails a call beyond the bound at once, unsent, with Unavailable naming the bound', async () => {
-    const port = await serverSending(CLOSED_WINDOWS, true);
-    const channel = new H2Transport({ maxBufferedRequestBytes: 50_000 }).open({
-      target: `127.0.0.1:${port}`,
-    });
-    cleanups.push(() => channel.close());
-    const put = () =>
-      channel.unary(
-        etcdserverpb_KV.Put,
-        { key: Buffer.from('k'), value: Buffer.alloc(20_000) },
-        { deadline: Date.now() + 60_000 },
-      );
-    const held = [put(), put()];
-    for (const call of held) call.catch(() => {});
-    await channel.ready(Date.now() + 5000);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const error = await put().then(
-      () => undefined,
-      (failure: unknown) => failure,
-    );
-    expect(error).toBeInstanceOf(TransportError);
-    expect((error as TransportError).code).toBe(GrpcStatus.Unavailable);
-    expect((error as TransportError).sent).toBe(false);
-    expect((error as TransportError).cause).toBeInstanceOf(RequestBufferFullError);
-    expect((error as TransportError).message).toMatch(
-      /^the server is not taking this connection's requests: 400\d\d bytes wait .* bound of 50000 \(maxBufferedRequestBytes\)$/,
-    );
-  });
-
-  it('fails a put beyond the bound, after the retries of an unsent call, with WriteNotAppliedError naming the bound', async () => {
-    const port = await serverSending(CLOSED_WINDOWS, true);
-    const etcd = new Etcd({
-      endpoints: [`http://127.0.0.1:${port}`],
-      transport: new H2Transport({ maxBufferedRequestBytes: 50_000 }),
-    });
-    cleanups.push(() => etcd.close());
-    const held = [etcd.put('a', Buffer.alloc(20_000)), etcd.put('b', Buffer.alloc(20_000))];
-    for (const put of held) put.catch(() => {});
-    const error = await etcd.put('c', Buffer.alloc(20_000)).then(
-      () => undefined,
-      (failure: unknown) => failure,
-    );
-    expect(error).toBeInstanceOf(WriteNotAppliedError);
-    expect((error as Error).message).toMatch(
-      /^the write was not applied: the server is not taking this connection's requests: .* bound of 50000 \(maxBufferedRequestBytes\)$/,
-    );
-  }, 60_000);
-
-  it('defaults to 64 MiB and refuses a bound that is not a positive integer', () => {
-    expect(DEFAULT_MAX_BUFFERED_REQUEST_BYTES).toBe(64 * 1024 * 1024);
-    for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
-      expect(() => new H2Transport({ maxBufferedRequestBytes: bad })).toThrow(InvalidConfigError);
-    }
   });
 });
