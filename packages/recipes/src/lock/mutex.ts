@@ -31,10 +31,14 @@ export interface LockOptions extends WaitOptions {
  * oldest create revision; the others wait in create-revision order (FIFO), each watching only the
  * key just ahead of it.
  *
- * The lock excludes the calls of one process too, whatever Mutex object they use: a second
- * `lock()` on a session whose key holds or waits for the lock waits until that hold ends
- * (in call order), then queues with a new incarnation of the key and gets its own fencing token.
- * (Go's Mutex returns at once there, with the same key, and one unlock frees the lock for both.)
+ * The lock excludes the calls of one process too: a `lock()` on a session whose key holds or waits
+ * for the lock through another Mutex object, or through a `withLock` of this one, waits until that
+ * hold ends (in call order), then queues with a new incarnation of the key and gets its own fencing
+ * token. (Go's Mutex returns at once there, with the same key, and one unlock frees the lock for
+ * both.) One Mutex object gives out one hold at a time: its `lock()` or `tryLock()` while its own
+ * earlier `lock()` or `tryLock()` still holds or acquires fails at once with {@link NestedLockError},
+ * as that caller would otherwise wait for itself. Concurrent callers use `withLock` on a shared
+ * object, or an object each.
  *
  * A lock is only as safe as what it protects checks: a paused process can keep running after its
  * lease expired and another holder took over. Guard writes with
@@ -50,6 +54,8 @@ export interface LockOptions extends WaitOptions {
 export class Mutex {
   /** The queue's key prefix: the name followed by `/`. */
   readonly prefix: string;
+  /** A lock() or tryLock() of this object holds or is acquiring (see {@link lock}). */
+  #handedOut = false;
 
   constructor(
     /** The session whose lease the lock's key is attached to. */
@@ -73,20 +79,22 @@ export class Mutex {
    * timeout), with SessionExpiredError when the session ends or this session's key disappears
    * while waiting (never success after that), or with the error of a
    * call. In every failure the key this call put in the queue is deleted (guarded by its create
-   * revision) unless another lock call of this process still uses it.
+   * revision) unless another lock call of this process still uses it. Fails at once with
+   * {@link NestedLockError}, sending nothing, inside this lock's `withLock` or while a `lock()` or
+   * `tryLock()` of this object still holds or acquires.
    */
   async lock(options: LockOptions = {}): Promise<Lock> {
-    return this.#acquire(options, false);
+    return this.#handOut(options, false);
   }
 
   /**
    * Acquires the lock only if no one else holds it; otherwise deletes the key it queued with and
    * fails with {@link LockedError}, leaving nothing behind. While another call of this process
    * holds or waits for the lock with this session's key, it fails at once, with that key as the
-   * holder's.
+   * holder's; while this object's own `lock()` or `tryLock()` does, with {@link NestedLockError}.
    */
   async tryLock(options: LockOptions = {}): Promise<Lock> {
-    return this.#acquire(options, true);
+    return this.#handOut(options, true);
   }
 
   /**
@@ -99,10 +107,13 @@ export class Mutex {
    * run under the lock to the end; when `fn` threw too, with a SuppressedError whose `error` is the
    * LockLostError and `suppressed` fn's error, as `await using` reports both. A hold this process
    * ended itself (its session or client closed meanwhile) is no loss. A `lock()` of the same lock
-   * and session inside `fn` fails at once with {@link NestedLockError}.
+   * and session inside `fn` fails at once with {@link NestedLockError}, as does a `withLock` of
+   * this object while its own `lock()` or `tryLock()` holds or acquires. Concurrent `withLock` calls
+   * on one object take turns in call order.
    */
   async withLock<T>(fn: (lock: Lock) => Promise<T> | T, options: LockOptions = {}): Promise<T> {
-    const lock = await this.lock(options);
+    this.#refuseHandedOut();
+    const lock = await this.#acquire(options, false);
     let result: T;
     try {
       const outer = heldInContext.getStore() ?? [];
@@ -117,6 +128,33 @@ export class Mutex {
     }
     await lock.end();
     return result;
+  }
+
+  /**
+   * A lock() or tryLock() of this object: one at a time, from its start until the Lock it gave
+   * ends. A second one (or a withLock) while it holds or acquires would queue behind its own hold,
+   * which the caller ends only after it returns (Go's Mutex returns at once there, sharing the key).
+   */
+  async #handOut(options: LockOptions, tryOnly: boolean): Promise<Lock> {
+    this.#refuseHandedOut();
+    this.#handedOut = true;
+    let lock: Lock;
+    try {
+      lock = await this.#acquire(options, tryOnly);
+    } catch (error) {
+      this.#handedOut = false;
+      throw error;
+    }
+    const free = () => {
+      this.#handedOut = false;
+    };
+    if (lock.ended.aborted) free();
+    else lock.ended.addEventListener('abort', free, { once: true });
+    return lock;
+  }
+
+  #refuseHandedOut(): void {
+    if (this.#handedOut) throw new NestedLockError(this.name, this.key, 'object');
   }
 
   async #acquire(options: LockOptions, tryOnly: boolean): Promise<Lock> {

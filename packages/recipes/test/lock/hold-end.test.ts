@@ -1,6 +1,7 @@
 // One rule on every path a hold ends by: a lock or leadership lost while held is reported with the
 // same error by its signal, unlock(), withLock and the end of an `await using` block; a lock()
-// nested in its own withLock fails at once instead of waiting on itself.
+// nested in its own withLock, or on a Mutex object whose own lock() still holds or acquires, fails
+// at once instead of waiting on itself.
 import { op } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { describe, expect, it } from 'vitest';
@@ -199,6 +200,87 @@ describeEachBackend('how a hold ends', ({ backend, prefix }) => {
       release();
       await Promise.all([first, second]);
       expect(order).toEqual(['first holds', 'second holds']);
+    });
+  });
+
+  describe('a lock() on a Mutex object whose own lock() holds or acquires', () => {
+    it('fails at once with NestedLockError and sends nothing, while held and while acquiring', async () => {
+      const session = await fixture.session();
+      const name = `${prefix()}lock`;
+      const mutex = new Mutex(session, name);
+      const held = await mutex.lock();
+      const whileHeld = [
+        await rejection(mutex.lock()),
+        await rejection(mutex.tryLock()),
+        await rejection(mutex.withLock(() => 'never')),
+      ];
+      // Nothing was queued: the one key is the hold's, never rewritten.
+      const keys = (await admin().range({ prefix: `${name}/` })).kvs;
+      expect(keys.map((kv) => [kv.keyText(), kv.modRevision])).toEqual([
+        [held.key, held.fencingToken],
+      ]);
+      expect(held.signal.aborted).toBe(false);
+
+      // Another session holds now; this object's lock() is waiting behind it.
+      await held.unlock();
+      const other = await new Mutex(await fixture.session(), name).lock();
+      const waiting = mutex.lock();
+      await eventually(async () => (await admin().get(mutex.key)) !== undefined);
+      const whileAcquiring = await rejection(mutex.lock());
+      await other.unlock();
+      const again = await waiting;
+      expect(again.fencingToken).toBeGreaterThan(other.fencingToken);
+      for (const error of [...whileHeld, whileAcquiring]) {
+        expect(error).toBeInstanceOf(NestedLockError);
+        expect(error).toMatchObject({ code: 'NESTED_LOCK', key: mutex.key });
+      }
+      await again.unlock();
+    });
+
+    it('takes the lock again once the hold ended: unlocked, lost, or its acquisition failed', async () => {
+      const session = await fixture.session();
+      const name = `${prefix()}lock`;
+      const mutex = new Mutex(session, name);
+      const first = await mutex.lock();
+      await first.unlock();
+      const lost = await lostLock(mutex);
+      expect(lost.signal.reason).toBeInstanceOf(LockLostError);
+      const other = await new Mutex(await fixture.session(), name).lock();
+      expect(await rejection(mutex.tryLock())).toMatchObject({ code: 'LOCKED' });
+      const aborted = new AbortController();
+      const waiting = mutex.lock({ signal: aborted.signal });
+      aborted.abort();
+      expect(await rejection(waiting)).toMatchObject({ code: 'ABORTED' });
+      await other.unlock();
+      const last = await mutex.lock();
+      expect(last.fencingToken).toBeGreaterThan(other.fencingToken);
+      await last.unlock();
+      expect(await admin().get(mutex.key)).toBeUndefined();
+    });
+
+    it('concurrent withLock calls on one object, and lock() of other objects, take turns', async () => {
+      const session = await fixture.session();
+      const name = `${prefix()}lock`;
+      const mutex = new Mutex(session, name);
+      const order: number[] = [];
+      const tokens = await Promise.all(
+        [0, 1, 2].map((i) =>
+          mutex.withLock(async (lock) => {
+            order.push(i);
+            await sleep(20);
+            return lock.fencingToken;
+          }),
+        ),
+      );
+      expect(order).toEqual([0, 1, 2]);
+      expect(tokens[1]).toBeGreaterThan(tokens[0] as bigint);
+      expect(tokens[2]).toBeGreaterThan(tokens[1] as bigint);
+      const held = await mutex.lock();
+      const second = new Mutex(session, name).lock();
+      await held.unlock();
+      const next = await second;
+      expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
+      await next.unlock();
     });
   });
 });

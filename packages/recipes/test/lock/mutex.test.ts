@@ -299,11 +299,12 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
     it('calls of one session take turns in call order, and an aborted one leaves the line', async () => {
       const name = `${prefix()}lock`;
       const session = await fixture.session();
-      const mutex = new Mutex(session, name);
-      const first = await mutex.lock();
+      const first = await new Mutex(session, name).lock();
       const order: string[] = [];
       const controller = new AbortController();
+      // A Mutex object each: one object gives out one hold at a time (hold-end.test.ts).
       const calls = ['b', 'c', 'd'].map((label) => {
+        const mutex = new Mutex(session, name);
         const call = mutex.lock(label === 'c' ? { signal: controller.signal } : {});
         return call.then(
           (lock) => {
