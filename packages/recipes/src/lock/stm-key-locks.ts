@@ -1,40 +1,292 @@
-// The locks STM runs take on keys they keep conflicting on (stm/contention.ts): a MultiLock of
-// Mutexes in Go's layout, so runs of every process, and Go programs locking the same names, take
-// turns.
+// The locks STM runs take on keys they keep conflicting on (stm/contention.ts): one queue per key
+// in the layout of Go's Mutex, joined for every key in ONE txn and left by the commit itself, so a
+// turn costs the commit's round trip, not a lock and an unlock per key.
 
-import { cmp } from '@etcdkit/client';
+import {
+  AbortedError,
+  type AnyOpResponse,
+  type Compare,
+  cmp,
+  type DeleteOp,
+  op,
+  type RangeOp,
+  type WatchBatch,
+  type Watcher,
+} from '@etcdkit/client';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
-import type { StmKeyLocks } from '../stm/contention.js';
-import { MultiLock } from './multi-lock.js';
+import type { StmKeyLocks, StmKeysHeld, StmSeenKey } from '../stm/contention.js';
+import { type HeldKeys, StmQueue } from '../stm/local-queue.js';
 
 /** The default prefix of {@link stmKeyLocks}. */
 export const DEFAULT_STM_LOCK_PREFIX = 'stm-lock';
 
 /**
- * Locks on STM keys for `runStm`'s `contention` option: the lock of key K is the {@link Mutex}
- * named `<prefix>/<K in lowercase hex>`, held by `session` (hex, so no key's lock name is a
- * prefix of another's); a run's keys are taken together as a {@link MultiLock}, in byte order.
- * Go takes the same lock with `concurrency.NewMutex(s, prefix+"/"+hex.EncodeToString(K))`.
- * The locks only order the runs: one lost meanwhile (the session's lease expired) costs
- * fairness, never correctness, since every commit's compares still decide.
+ * Locks on STM keys for `runStm`'s `contention` option. The lock of key K is the {@link Mutex}
+ * named `<prefix>/<K in lowercase hex>`: a run queues with `<name>/<lease id in hex>` on
+ * `session`'s lease (hex, so no key's lock name is a prefix of another's), and the oldest key by
+ * create revision holds it, as Go's `concurrency.NewMutex(s, prefix+"/"+hex.EncodeToString(K))`
+ * (so a Go Mutex on one of these names takes its turn among the runs).
+ *
+ * A run joins the queues of all its keys in one txn, so every key orders the runs alike (no two
+ * wait for each other); a program that takes several of these names one at a time, as
+ * {@link MultiLock} does, could wait on a run that waits on it: leave these names to runStm. The
+ * run's commit applies only while it is first in every queue and deletes its queue keys, so taking
+ * the turn and releasing it ride on the commit. Waiting runs watch the keys too and start their
+ * turn from the values the holder's commit left, without a read. The locks only order the runs:
+ * one lost meanwhile (the session's lease expired) costs fairness, never correctness, since every
+ * commit's compares still decide.
  */
 export function stmKeyLocks(
   session: Session,
   prefix: string = DEFAULT_STM_LOCK_PREFIX,
 ): StmKeyLocks {
   const checked = recipeName('stmKeyLocks', 'prefix', prefix);
-  const nameOf = (key: Uint8Array) => `${checked}/${Buffer.from(key).toString('hex')}`;
+  // A Mutex named N queues its holder and waiters under N + '/'.
+  const queueOf = (key: Uint8Array) => `${checked}/${Buffer.from(key).toString('hex')}/`;
   return {
-    // A Mutex named N queues its holder and waiters under N + '/'.
-    free: (keys) => keys.map((key) => cmp.missing({ prefix: `${nameOf(key)}/` })),
+    free: (keys) => keys.map((key) => cmp.missing({ prefix: queueOf(key) })),
+    queued: (keys) => keys.map((key) => op.range({ prefix: queueOf(key), countOnly: true })),
     async lock(keys, signal) {
-      const names = keys.map(nameOf);
-      const held = await new MultiLock(session, names).lock(signal ? { signal } : {});
-      return {
-        // Lost or already released: the turn is over either way.
-        release: () => held.unlock().catch(() => {}),
-      };
+      // The session has one queue key per name: runs of this process on a key take turns first.
+      const local = await localQueueOf(session, checked).take(keys, [], signal);
+      const turn = new KeysTurn(
+        session,
+        keys.map((key) => ({ key, queue: queueOf(key) })),
+        local,
+      );
+      try {
+        await turn.join(signal);
+        await turn.wait(signal);
+      } catch (error) {
+        await turn.release();
+        throw error;
+      }
+      return turn;
     },
   };
+}
+
+const localQueues = new WeakMap<Session, Map<string, StmQueue>>();
+
+/** The in-process turns on the queue keys of `session` under `prefix`. */
+function localQueueOf(session: Session, prefix: string): StmQueue {
+  let byPrefix = localQueues.get(session);
+  if (byPrefix === undefined) {
+    byPrefix = new Map();
+    localQueues.set(session, byPrefix);
+  }
+  let queue = byPrefix.get(prefix);
+  if (queue === undefined) {
+    queue = new StmQueue();
+    byPrefix.set(prefix, queue);
+  }
+  return queue;
+}
+
+/** One key of a run: the STM key, and the queue of its lock. */
+interface KeyQueue {
+  readonly key: Uint8Array;
+  /** The lock's queue prefix, `<name>/`. */
+  readonly queue: string;
+}
+
+/** A key's place in its queue. */
+interface Place {
+  readonly queueKey: string;
+  /** The create revision of this run's queue key. */
+  createRevision: bigint;
+  /** Queue keys ahead of this run's, by name. */
+  readonly ahead: Set<string>;
+}
+
+/** A run's places in the queues of its keys, from the join to the commit that leaves them. */
+class KeysTurn implements StmKeysHeld {
+  readonly #session: Session;
+  readonly #keys: readonly KeyQueue[];
+  readonly #local: HeldKeys;
+  readonly #places: Place[];
+  readonly #watchers: Watcher[] = [];
+  // Batches that came before the join's reads were known: applied once they are.
+  #early: Array<{ readonly index: number; readonly batch: WatchBatch }> | undefined = [];
+  #joined = 0n;
+  #seenRevision = 0n;
+  readonly #seen = new Map<number, StmSeenKey>();
+  #lost = false;
+  #ended = false;
+  #onFirst: (() => void) | undefined;
+
+  constructor(session: Session, keys: readonly KeyQueue[], local: HeldKeys) {
+    this.#session = session;
+    this.#keys = keys;
+    this.#local = local;
+    const lease = session.leaseId.toString(16);
+    this.#places = keys.map(({ queue }) => ({
+      queueKey: `${queue}${lease}`,
+      createRevision: 0n,
+      ahead: new Set(),
+    }));
+  }
+
+  get seen(): { readonly revision: bigint; readonly keys: readonly StmSeenKey[] } {
+    return { revision: this.#seenRevision, keys: [...this.#seen.values()] };
+  }
+
+  /**
+   * Watches the queues and the keys from now, then joins every queue and reads every key in one
+   * txn. Watching first, live: a watch from a past revision waits for etcd's catch-up loop (up to
+   * 100 ms a wakeup), and the join's reads are at a revision the watches already cover.
+   */
+  async join(signal: AbortSignal | undefined): Promise<void> {
+    const { etcd, leaseId } = this.#session;
+    this.#keys.forEach(({ key, queue }, index) => {
+      const queueWatch = etcd.watch({ prefix: queue, filters: ['noPut'], signal });
+      queueWatch.on('batch', (batch) => this.#onBatch(index, batch));
+      const keyWatch = etcd.watch({ key, signal });
+      keyWatch.on('batch', (batch) => this.#onBatch(this.#keys.length + index, batch));
+      this.#watchers.push(queueWatch, keyWatch);
+    });
+    await Promise.all(this.#watchers.map((watcher) => watcher.ready()));
+    const { places } = this;
+    const result = await etcd
+      .txn()
+      .then(
+        ...this.#keys.map(({ queue }) => op.range({ prefix: queue, keysOnly: true })),
+        ...places.map(({ queueKey }) => op.put(queueKey, '', { lease: leaseId })),
+        ...this.#keys.map(({ key }) => op.get(key)),
+      )
+      .commit({ signal });
+    const joined = result.header.revision;
+    this.#joined = joined;
+    this.#seenRevision = joined;
+    const count = this.#keys.length;
+    places.forEach((place, i) => {
+      const queue = result.responses[i];
+      const kvs = queue?.kind === 'range' ? queue.kvs : [];
+      // A key this session left behind keeps its place (a put keeps the create revision).
+      const mine = kvs.find((kv) => kv.keyText() === place.queueKey);
+      place.createRevision = mine?.createRevision ?? joined;
+      for (const kv of kvs) {
+        if (kv.createRevision < place.createRevision) place.ahead.add(kv.keyText());
+      }
+      const read = result.responses[2 * count + i];
+      const kv = read?.kind === 'range' ? read.kvs[0] : undefined;
+      this.#seen.set(i, { key: this.#keys[i]?.key as Uint8Array, kv });
+    });
+    const early = this.#early ?? [];
+    this.#early = undefined;
+    for (const { index, batch } of early) this.#apply(index, batch);
+  }
+
+  get places(): readonly Place[] {
+    return this.#places;
+  }
+
+  /** Resolves once this run is first in every queue. */
+  wait(signal: AbortSignal | undefined): Promise<void> {
+    if (this.#isFirst()) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        this.#onFirst = undefined;
+        reject(new AbortedError({ cause: signal?.reason }));
+      };
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#onFirst = () => {
+        signal?.removeEventListener('abort', onAbort);
+        // Let the rest of the holder's batch (its writes, on the key watches) land first.
+        setImmediate(resolve);
+      };
+    });
+  }
+
+  first(): Compare[] {
+    if (this.#lost) return [];
+    // Every key of the queue is this run's or newer: Go's holder is the oldest key.
+    return this.#places.map(({ createRevision }, i) =>
+      cmp.createRevision({ prefix: this.#keys[i]?.queue as string }, '>', createRevision - 1n),
+    );
+  }
+
+  releasing(): DeleteOp[] {
+    if (this.#lost) return [];
+    return this.#places.map(({ queueKey }) => op.delete(queueKey));
+  }
+
+  ahead(): RangeOp[] {
+    return this.#keys.map(({ queue }) => op.range({ prefix: queue, keysOnly: true }));
+  }
+
+  async turn(responses: readonly AnyOpResponse[], signal: AbortSignal | undefined): Promise<void> {
+    this.#places.forEach((place, i) => {
+      const queue = responses[i];
+      if (queue?.kind !== 'range') return;
+      const mine = queue.kvs.find((kv) => kv.keyText() === place.queueKey);
+      // The queue key vanished (lease expired): go on unordered; the compares still decide.
+      if (mine === undefined || mine.createRevision !== place.createRevision) this.#lost = true;
+      place.ahead.clear();
+      for (const kv of queue.kvs) {
+        if (kv.createRevision < place.createRevision) place.ahead.add(kv.keyText());
+      }
+    });
+    if (this.#lost) return;
+    await this.wait(signal);
+  }
+
+  committed(): void {
+    this.#end();
+  }
+
+  async release(): Promise<void> {
+    if (this.#ended) return;
+    this.#end();
+    if (this.#joined === 0n || this.#lost) return;
+    // Only this incarnation: never a queue key this session put later.
+    const mine = this.#places.map(({ queueKey, createRevision }) =>
+      cmp.createRevision(queueKey, '==', createRevision),
+    );
+    await this.#session.etcd
+      .txn()
+      .if(...mine)
+      .then(...this.#places.map(({ queueKey }) => op.delete(queueKey)))
+      .commit()
+      .catch(() => {
+        // Not deleted: the key goes with the session's lease at the latest.
+      });
+  }
+
+  #end(): void {
+    this.#ended = true;
+    this.#onFirst = undefined;
+    for (const watcher of this.#watchers) void watcher.close();
+    this.#local.release();
+  }
+
+  #isFirst(): boolean {
+    return this.#lost || this.#places.every(({ ahead }) => ahead.size === 0);
+  }
+
+  #onBatch(index: number, batch: WatchBatch): void {
+    if (this.#early) this.#early.push({ index, batch });
+    else this.#apply(index, batch);
+  }
+
+  /** A queue's deletes take runs out of the way; a key's changes update what the run has seen. */
+  #apply(index: number, batch: WatchBatch): void {
+    // The join's reads already show the store at its revision.
+    if (batch.revision <= this.#joined) return;
+    const count = this.#keys.length;
+    if (index < count) {
+      const { ahead } = this.#places[index] as Place;
+      for (const event of batch.events) ahead.delete(event.kv.keyText());
+      if (this.#isFirst()) this.#onFirst?.();
+      return;
+    }
+    const i = index - count;
+    const key = this.#keys[i]?.key as Uint8Array;
+    for (const event of batch.events) {
+      this.#seen.set(i, { key, kv: event.type === 'put' ? event.kv : undefined });
+    }
+    if (batch.revision > this.#seenRevision) this.#seenRevision = batch.revision;
+  }
 }

@@ -1,18 +1,25 @@
 // Contention across processes: after repeated conflicts with writers elsewhere, a run locks the
 // keys it touches, one lock per key taken in byte order, so runs of every process that do the same
 // take turns instead of failing each other's commits (docs/stm.md, "Contention across processes").
-import { type Compare, InvalidArgumentError } from '@etcdkit/client';
+import {
+  type AnyOpResponse,
+  type Compare,
+  type DeleteOp,
+  InvalidArgumentError,
+  type RangeOp,
+} from '@etcdkit/client';
 import { keyId } from './attempt.js';
 
 /**
- * Locks on STM keys shared by every process: {@link StmKeyLocks.lock} holds one lock per key. The
- * recipes' `stmKeyLocks(session)` gives one over {@link Mutex}es in Go's layout.
+ * Locks on STM keys shared by every process, one per key, each a FIFO queue of runs. The recipes'
+ * `stmKeyLocks(session)` gives one over queues in the layout of Go's Mutex. The commit of a run
+ * holding its keys takes the turn and releases it: {@link StmKeysHeld.first} guards it and
+ * {@link StmKeysHeld.releasing} rides in it.
  */
 export interface StmKeyLocks {
   /**
-   * Holds a lock on each of `keys` (distinct, in byte order: always lock them in the order given,
-   * so two runs never wait for each other's keys), waiting for each in turn; rejects with
-   * AbortedError when `signal` aborts, holding none of them then.
+   * Joins the queue of each of `keys` (distinct, in byte order) and waits until this run is first
+   * in all of them; rejects with AbortedError when `signal` aborts, leaving the queues then.
    */
   lock(keys: readonly Uint8Array[], signal?: AbortSignal): Promise<StmKeysHeld>;
   /**
@@ -20,11 +27,37 @@ export interface StmKeyLocks {
    * not holding them commits only then, so it never overtakes the runs queued for their turn.
    */
   free(keys: readonly Uint8Array[]): Compare[];
+  /**
+   * Reads for the else branch of a commit guarded by {@link free}: one range per key, whose
+   * `count` is how many runs hold or wait for its lock. A run that finds some queues at once.
+   */
+  queued(keys: readonly Uint8Array[]): RangeOp[];
 }
 
-/** The locks {@link StmKeyLocks.lock} took. */
+/** A key as a lock holder last saw it: its value and mod revision, or undefined when missing. */
+export interface StmSeenKey {
+  readonly key: Uint8Array;
+  readonly kv: { readonly value: Uint8Array; readonly modRevision: bigint } | undefined;
+}
+
+/** The turn {@link StmKeyLocks.lock} got: first in the queue of every key. */
 export interface StmKeysHeld {
-  /** Releases every lock taken; idempotent. */
+  /**
+   * The locked keys as last seen (read when joining, then followed by watching them), all at
+   * least as new as `revision`: a turn starts from them without reading.
+   */
+  readonly seen: { readonly revision: bigint; readonly keys: readonly StmSeenKey[] };
+  /** Txn conditions that hold while this run is first in every queue. */
+  first(): Compare[];
+  /** Ops for the commit's success branch: they leave every queue, so the commit releases. */
+  releasing(): DeleteOp[];
+  /** Reads for the commit's else branch: every queue as it is, for {@link turn}. */
+  ahead(): RangeOp[];
+  /** After a failed commit: given the responses of {@link ahead}, waits until first again. */
+  turn(responses: readonly AnyOpResponse[], signal?: AbortSignal): Promise<void>;
+  /** The commit with {@link releasing} applied: stop following the queues. */
+  committed(): void;
+  /** Leaves every queue without committing; idempotent. */
   release(): Promise<void>;
 }
 
@@ -78,8 +111,14 @@ export function contentionOf(
 ): Required<StmContention> | undefined {
   if (contention === undefined) return undefined;
   const { locks } = contention;
-  if (typeof locks?.lock !== 'function' || typeof locks.free !== 'function') {
-    throw new InvalidArgumentError('contention.locks must have lock() and free() methods');
+  if (
+    typeof locks?.lock !== 'function' ||
+    typeof locks.free !== 'function' ||
+    typeof locks.queued !== 'function'
+  ) {
+    throw new InvalidArgumentError(
+      'contention.locks must have lock(), free() and queued() methods',
+    );
   }
   const after = contention.afterConflicts ?? DEFAULT_STM_LOCK_AFTER_CONFLICTS;
   if (!Number.isSafeInteger(after) || after < 1) {

@@ -5,15 +5,23 @@ import {
   type AnyOpResponse,
   type Bytes,
   type Compare,
+  type DeleteOp,
   InvalidArgumentError,
   type KV,
   op,
+  type RangeOp,
   type ResponseHeader,
   toBytes,
 } from '@etcdkit/client';
 import { type CommitPlan, keyId, type Prefetched, type ReadEntry, StmAttempt } from './attempt.js';
 import { backoffDelay, DEFAULT_STM_BACKOFF, pause, type StmBackoff } from './backoff.js';
-import { contentionOf, distinctKeys, LockedKeys, type StmContention } from './contention.js';
+import {
+  contentionOf,
+  distinctKeys,
+  LockedKeys,
+  type StmContention,
+  type StmKeysHeld,
+} from './contention.js';
 import { StmConflictError, StmTooManyOpsError } from './errors.js';
 import { isolationRules, STM_ISOLATION_LEVELS, type StmIsolation } from './isolation.js';
 import { type HeldKeys, stmQueueOf } from './local-queue.js';
@@ -157,14 +165,11 @@ export async function runStm<T>(
           ran.plan.compares.length > 0 &&
           queue.holdsAny(keys);
         if (!doomed) {
-          // Until it holds its keys' locks, a run commits only while no one holds or waits for
-          // them: a run that took them to get its turn is not overtaken by newcomers.
-          const guards =
-            settings.contention && !locked && ran.plan.compares.length > 0
-              ? settings.contention.locks.free(distinctKeys(keys))
-              : [];
-          const outcome = await commit(kv, ran.plan, settings, guards);
+          const outcome = await commit(kv, ran.plan, settings, lockingOf(settings, locked, keys));
           if (outcome.committed) {
+            // The commit left the queues of a turn held: nothing more to release.
+            locked?.held.committed();
+            locked = undefined;
             // The next run waiting for these keys starts from what this commit left.
             keyLocks?.release(stateAfter(ran.plan, outcome.header.revision));
             return { value: ran.value, header: outcome.header, attempts: attempt };
@@ -173,14 +178,23 @@ export async function runStm<T>(
           // Conflicts among this process's runs are the local queue's: only those it cannot
           // explain (a run holding its turn, or no queue) call for locks across processes.
           if (keyLocks || !queue) failedCommits++;
+          // Runs queue for these keys: commits not in the queue fail until it empties, so join it.
+          if (settings.contention && !locked && outcome.queued) {
+            failedCommits = Math.max(failedCommits, settings.contention.afterConflicts);
+          }
+          if (locked?.covers(keys)) {
+            if (attempt > settings.maxRetries) throw new StmConflictError(attempt);
+            // Holding the turn, a conflict is a writer that takes no locks (the failed commit
+            // brought the values it left); not first, the turn passed to a run ahead meanwhile.
+            await locked.held.turn(outcome.tail, signal);
+            prefetched = newest(prefetched, seenOf(locked.held));
+            continue;
+          }
         }
       }
       if (attempt > settings.maxRetries) throw new StmConflictError(attempt);
       const { contention } = settings;
       if (contention && ran && keys && failedCommits >= contention.afterConflicts) {
-        // Holding the keys, a conflict is a writer that takes no locks: the failed commit
-        // brought the values it left, so retry at once rather than pause with the keys held.
-        if (locked?.covers(keys)) continue;
         // The locks order local runs too (one session's Mutex waits for its own holds): never
         // wait for them holding keys of the local queue, which a local run ahead may wait for.
         keyLocks?.release();
@@ -188,8 +202,8 @@ export async function runStm<T>(
         await locked?.held.release();
         locked = undefined;
         locked = await LockedKeys.take(contention.locks, keys, signal);
-        // Runs elsewhere committed while this one waited: what the failed commit read is old.
-        prefetched = await prefetch(kv, refetchKeys(ran.plan, settings), signal);
+        // Runs elsewhere committed while this one waited: the turn saw what they left.
+        prefetched = newest(prefetched, seenOf(locked.held));
         continue;
       }
       if (queue && ran && keys && !keyLocks?.covers(keys)) {
@@ -297,16 +311,58 @@ async function prefetch(
 
 type CommitOutcome =
   | { readonly committed: true; readonly header: ResponseHeader }
-  | { readonly committed: false; readonly prefetched: Prefetched };
+  | {
+      readonly committed: false;
+      readonly prefetched: Prefetched;
+      /** Whether runs hold or wait for the locks of the keys (guarded commits only). */
+      readonly queued: boolean;
+      /** The responses of {@link Locking.reads}. */
+      readonly tail: readonly AnyOpResponse[];
+    };
+
+/** What contention adds to a commit: compares, ops with its writes, reads after a conflict. */
+interface Locking {
+  readonly compares: readonly Compare[];
+  readonly writes: readonly DeleteOp[];
+  readonly reads: readonly RangeOp[];
+}
+
+const NO_LOCKING: Locking = { compares: [], writes: [], reads: [] };
+
+/**
+ * Holding its keys' turn, a run commits only while first in their queues, and the commit leaves
+ * them. Until then it commits only while no one holds or waits for them (a run that queued for its
+ * turn is not overtaken by newcomers), and a conflict tells whether someone does.
+ */
+function lockingOf(
+  settings: Settings,
+  locked: LockedKeys | undefined,
+  keys: readonly Uint8Array[],
+): Locking {
+  const { contention } = settings;
+  if (!contention) return NO_LOCKING;
+  if (locked?.covers(keys)) {
+    const { held } = locked;
+    return { compares: held.first(), writes: held.releasing(), reads: held.ahead() };
+  }
+  const distinct = distinctKeys(keys);
+  return {
+    compares: contention.locks.free(distinct),
+    writes: [],
+    reads: contention.locks.queued(distinct),
+  };
+}
 
 async function commit(
   kv: KV,
   plan: CommitPlan,
   settings: Settings,
-  guards: readonly Compare[],
+  locking: Locking,
 ): Promise<CommitOutcome> {
-  const { writes } = plan;
-  const compares = [...plan.compares, ...guards];
+  // Without compares of its own the commit cannot conflict: one without guards either.
+  const extra = plan.compares.length === 0 && locking.writes.length === 0 ? NO_LOCKING : locking;
+  const writes = [...plan.writes, ...extra.writes];
+  const compares = [...plan.compares, ...extra.compares];
   if (writes.length > settings.maxTxnOps || compares.length > settings.maxTxnOps) {
     throw new StmTooManyOpsError(writes.length, compares.length, settings.maxTxnOps);
   }
@@ -317,13 +373,32 @@ async function commit(
     .txn()
     .if(...compares)
     .then(...writes)
-    .else(...refetch.map((key) => op.get(key)))
+    .else(...refetch.map((key) => op.get(key)), ...(compares.length === 0 ? [] : extra.reads))
     .commit();
   if (result.succeeded) return { committed: true, header: result.header };
+  const tail = result.responses.slice(refetch.length);
   return {
     committed: false,
     prefetched: prefetchedOf(refetch, result.header.revision, result.responses),
+    queued: extra.writes.length === 0 && tail.some((r) => r.kind === 'range' && r.count > 0n),
+    tail,
   };
+}
+
+/** What a lock holder saw of its keys, as values read ahead. */
+function seenOf(held: StmKeysHeld): Prefetched {
+  const { revision, keys } = held.seen;
+  return { revision, entries: new Map(keys.map((entry) => [keyId(entry.key), entry])) };
+}
+
+/**
+ * The newer value of each key of `a` and `b`, at the newer revision: every value read is still
+ * validated by the commit's compares, so mixing two reads never commits on a stale one.
+ */
+function newest(a: Prefetched | undefined, b: Prefetched): Prefetched {
+  if (a === undefined) return b;
+  const [older, newer] = a.revision > b.revision ? [b, a] : [a, b];
+  return { revision: newer.revision, entries: new Map([...older.entries, ...newer.entries]) };
 }
 
 /**

@@ -231,13 +231,17 @@ describeEachBackend('STM under contention', ({ backend, prefix }) => {
   });
 
   it('rejects a contention option without locks or with afterConflicts below 1, sending nothing', async () => {
-    const locks = { lock: () => Promise.reject(new Error('unused')), free: () => [] };
+    const locks = {
+      lock: () => Promise.reject(new Error('unused')),
+      free: () => [],
+      queued: () => [],
+    };
     const noLocks = await rejection(
       runStm(etcd, () => {}, { contention: { locks: {} as unknown as typeof locks } }),
     );
     expect(noLocks).toMatchObject({
       code: 'INVALID_ARGUMENT',
-      message: 'contention.locks must have lock() and free() methods',
+      message: 'contention.locks must have lock(), free() and queued() methods',
     });
     const zero = await rejection(
       runStm(etcd, () => {}, { contention: { locks, afterConflicts: 0 } }),
