@@ -2,6 +2,7 @@
 // ESM importer the whole `module.exports` (class under `.default`), while a bundled CommonJS build
 // may already unwrap it; accept both.
 import sortedBtree from 'sorted-btree';
+import { compareBytes } from '../bytes.js';
 
 type BTreeClass = typeof sortedBtree.default;
 const exported = sortedBtree as unknown as { default?: BTreeClass };
@@ -10,7 +11,10 @@ const BTreeConstructor: BTreeClass = exported.default ?? (sortedBtree as unknown
 /** A sorted-btree B+ tree. */
 export type BTree<K, V> = InstanceType<typeof sortedBtree.default<K, V>>;
 
-/** A new, empty tree of string keys in code-unit order (byte order for latin1 key strings). */
-export function newStringTree<V>(): BTree<string, V> {
-  return new BTreeConstructor<string, V>(undefined, (a, b) => (a < b ? -1 : a > b ? 1 : 0));
+/**
+ * A new, empty tree of byte-string keys in byte order. Keyed by the bytes themselves, so that a
+ * key costs no string beside its bytes and a lookup converts nothing.
+ */
+export function newBytesTree<V>(): BTree<Uint8Array, V> {
+  return new BTreeConstructor<Uint8Array, V>(undefined, compareBytes);
 }

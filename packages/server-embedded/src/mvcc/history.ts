@@ -1,6 +1,9 @@
-// The revision-ordered history: every change still kept, addressed by (main, sub) revision. The
-// map is filled in ascending main order and JavaScript maps iterate in insertion order, so walking
-// it from the start walks history in revision order.
+// The revision-ordered history: every change still kept, addressed by (main, sub) revision. Main
+// revisions are dense, so the changes sit in an array indexed by main revision (from the oldest
+// kept one): one slot per revision, holding its one change (a revision of one change at sub 0, the
+// usual put) or an array indexed by sub. No per-change record beside the KeyValue itself: a change
+// is a tombstone when its version is 0 (a put's is at least 1), and HistoryEntry objects are made
+// only for the callers that walk history (issue 28.1).
 import type { Revision } from './revision.js';
 import type { KeyValue } from './types.js';
 
@@ -13,9 +16,14 @@ export interface HistoryEntry {
   readonly tombstone: boolean;
 }
 
+/** The changes of one main revision: its only change at sub 0, or its changes by sub. */
+type Slot = KeyValue | (KeyValue | undefined)[] | undefined;
+
 /** The changes of every revision still in history. */
 export class RevisionHistory {
-  private readonly byMain = new Map<number, HistoryEntry[]>();
+  private slots: Slot[] = [];
+  /** Main revision of `slots[0]`. */
+  private base = 0;
   private size = 0;
 
   /** Approximate bytes the kept changes would take in etcd's backend. */
@@ -23,69 +31,108 @@ export class RevisionHistory {
     return this.size;
   }
 
-  /** Appends a change; changes arrive in ascending (main, sub) order. */
-  add(entry: HistoryEntry): void {
-    this.size += sizeOf(entry);
-    const entries = this.byMain.get(entry.revision.main);
-    if (entries === undefined) this.byMain.set(entry.revision.main, [entry]);
-    else entries.push(entry);
+  /**
+   * Appends a change; changes arrive in ascending (main, sub) order. A tombstone's kv must have
+   * version 0, as etcd's does.
+   */
+  add(revision: Revision, kv: KeyValue): void {
+    const { main, sub } = revision;
+    if (this.slots.length === 0) this.base = main;
+    const at = main - this.base;
+    if (at < this.slots.length - 1 || at < 0) {
+      throw new Error(`history: change at ${main}.${sub} is below the latest revision`);
+    }
+    this.size += sizeOf(kv);
+    // Revisions with nothing kept (a restored, compacted history) stay empty slots.
+    while (this.slots.length < at) this.slots.push(undefined);
+    if (at === this.slots.length) {
+      if (sub === 0) {
+        this.slots.push(kv);
+      } else {
+        const changes: (KeyValue | undefined)[] = [];
+        changes[sub] = kv;
+        this.slots.push(changes);
+      }
+      return;
+    }
+    const slot = this.slots[at];
+    if (Array.isArray(slot)) slot[sub] = kv;
+    else {
+      const changes: (KeyValue | undefined)[] = [slot];
+      changes[sub] = kv;
+      this.slots[at] = changes;
+    }
   }
 
-  /** The change at `revision`, if it is still kept. */
-  get(revision: Revision): HistoryEntry | undefined {
-    const entries = this.byMain.get(revision.main);
-    if (entries === undefined) return undefined;
-    // Entries are dense until a compaction removes some, so the sub is usually the position.
-    const direct = entries[revision.sub];
-    if (direct !== undefined && direct.revision.sub === revision.sub) return direct;
-    let low = 0;
-    let high = entries.length - 1;
-    while (low <= high) {
-      const mid = (low + high) >>> 1;
-      const sub = entries[mid]!.revision.sub;
-      if (sub === revision.sub) return entries[mid];
-      if (sub < revision.sub) low = mid + 1;
-      else high = mid - 1;
-    }
-    return undefined;
+  /** The kv of the change at `revision`, if it is still kept. */
+  get(revision: Revision): KeyValue | undefined {
+    const slot = this.slots[revision.main - this.base];
+    if (slot === undefined) return undefined;
+    if (Array.isArray(slot)) return slot[revision.sub];
+    return revision.sub === 0 ? slot : undefined;
   }
 
   /** The kept changes of revision `main`, in op order. */
-  changesAt(main: number): readonly HistoryEntry[] {
-    return this.byMain.get(main) ?? [];
+  changesAt(main: number): HistoryEntry[] {
+    const entries: HistoryEntry[] = [];
+    this.forEachAt(main, (entry) => entries.push(entry));
+    return entries;
   }
 
   /** Forgets the given changes (a compaction dropping history). */
   remove(revisions: readonly Revision[]): void {
-    const byMain = new Map<number, Set<number>>();
     for (const { main, sub } of revisions) {
-      const subs = byMain.get(main);
-      if (subs === undefined) byMain.set(main, new Set([sub]));
-      else subs.add(sub);
+      const at = main - this.base;
+      const slot = this.slots[at];
+      if (slot === undefined) continue;
+      if (!Array.isArray(slot)) {
+        if (sub !== 0) continue;
+        this.size -= sizeOf(slot);
+        this.slots[at] = undefined;
+        continue;
+      }
+      const kv = slot[sub];
+      if (kv === undefined) continue;
+      this.size -= sizeOf(kv);
+      slot[sub] = undefined;
+      if (slot.every((change) => change === undefined)) this.slots[at] = undefined;
     }
-    for (const [main, subs] of byMain) {
-      const entries = this.byMain.get(main);
-      if (entries === undefined) continue;
-      const kept = entries.filter((entry) => {
-        if (!subs.has(entry.revision.sub)) return true;
-        this.size -= sizeOf(entry);
-        return false;
-      });
-      if (kept.length === 0) this.byMain.delete(main);
-      else this.byMain.set(main, kept);
+    let empty = 0;
+    while (empty < this.slots.length && this.slots[empty] === undefined) empty++;
+    if (empty > 0) {
+      this.slots = this.slots.slice(empty);
+      this.base += empty;
     }
   }
 
   /** Every kept change with main revision <= `main`, in revision order. */
   *upTo(main: number): Generator<HistoryEntry> {
-    for (const [revision, entries] of this.byMain) {
-      if (revision > main) return;
+    const last = Math.min(main - this.base, this.slots.length - 1);
+    for (let at = 0; at <= last; at++) {
+      const entries: HistoryEntry[] = [];
+      this.forEachAt(this.base + at, (entry) => entries.push(entry));
       yield* entries;
     }
   }
+
+  private forEachAt(main: number, visit: (entry: HistoryEntry) => void): void {
+    const slot = this.slots[main - this.base];
+    if (slot === undefined) return;
+    if (!Array.isArray(slot)) {
+      visit(entryOf(main, 0, slot));
+      return;
+    }
+    slot.forEach((kv, sub) => {
+      if (kv !== undefined) visit(entryOf(main, sub, kv));
+    });
+  }
+}
+
+function entryOf(main: number, sub: number, kv: KeyValue): HistoryEntry {
+  return { revision: { main, sub }, kv, tombstone: kv.version === 0 };
 }
 
 /** Backend key (17 bytes) plus a KeyValue encoding: key, value and about 20 bytes of varints. */
-function sizeOf(entry: HistoryEntry): number {
-  return 17 + entry.kv.key.length + entry.kv.value.length + 20;
+function sizeOf(kv: KeyValue): number {
+  return 17 + kv.key.length + kv.value.length + 20;
 }

@@ -1,7 +1,7 @@
 // The ordered key space: one KeyIndex per key that still has history, in a B+ tree ordered by the
-// key's bytes (through its latin1 string form, see bytes.ts).
-import { keyString } from '../bytes.js';
-import { type BTree, newStringTree } from './btree.js';
+// key's bytes; the tree's key is the KeyIndex's own key, so a key is held once.
+import { compareBytes } from '../bytes.js';
+import { type BTree, newBytesTree } from './btree.js';
 import { KeyIndex, type KeyState } from './key-index.js';
 import type { Revision } from './revision.js';
 
@@ -22,7 +22,7 @@ export interface IndexedKey extends KeyState {
 
 /** Every key with history, ordered by its bytes. */
 export class KeyIndexTree {
-  private readonly tree: BTree<string, KeyIndex> = newStringTree();
+  private readonly tree: BTree<Uint8Array, KeyIndex> = newBytesTree();
 
   /** Number of keys that still have history (live or deleted but not yet compacted away). */
   get size(): number {
@@ -31,18 +31,26 @@ export class KeyIndexTree {
 
   /** The state of `key` at `atRevision`, or undefined when it did not exist then. */
   get(key: Uint8Array, atRevision: number): KeyState | undefined {
-    return this.tree.get(keyString(key))?.get(atRevision);
+    return this.tree.get(key)?.get(atRevision);
   }
 
-  /** Records a put of `key` at `revision`. */
-  put(key: Uint8Array, revision: Revision): void {
-    const id = keyString(key);
-    let index = this.tree.get(id);
+  /** The history of `key`, if it has any; its `key` is the copy the store keeps. */
+  find(key: Uint8Array): KeyIndex | undefined {
+    return this.tree.get(key);
+  }
+
+  /**
+   * Records a put of `key` at `revision`; `found` is `find(key)` when the caller looked it up
+   * already. A new key's history keeps `key` itself (not a copy). Returns the key's history.
+   */
+  put(key: Uint8Array, revision: Revision, found = this.tree.get(key)): KeyIndex {
+    let index = found;
     if (index === undefined) {
       index = new KeyIndex(key);
-      this.tree.set(id, index);
+      this.tree.set(key, index);
     }
     index.put(revision);
+    return index;
   }
 
   /**
@@ -53,21 +61,20 @@ export class KeyIndexTree {
     key: Uint8Array,
     change: { created: Revision; modified: Revision; version: number; tombstone: boolean },
   ): void {
-    const id = keyString(key);
-    if (this.tree.has(id)) throw new Error('key index: restoring a key that already has history');
+    if (this.tree.has(key)) throw new Error('key index: restoring a key that already has history');
     const index = new KeyIndex(key);
     index.restore(change.created, change.modified, change.version, change.tombstone);
-    this.tree.set(id, index);
+    this.tree.set(key, index);
   }
 
   /** True when `key` has history (live, or deleted and not compacted away yet). */
   has(key: Uint8Array): boolean {
-    return this.tree.has(keyString(key));
+    return this.tree.has(key);
   }
 
   /** Records a delete of `key` at `revision`; false when the key is not live. */
   tombstone(key: Uint8Array, revision: Revision): boolean {
-    return this.tree.get(keyString(key))?.tombstone(revision) ?? false;
+    return this.tree.get(key)?.tombstone(revision) ?? false;
   }
 
   /**
@@ -95,7 +102,7 @@ export class KeyIndexTree {
    * nothing left. Each revision dropped from history is passed to `onDrop`.
    */
   compact(atRevision: number, onDrop: (revision: Revision) => void): void {
-    const emptied: string[] = [];
+    const emptied: Uint8Array[] = [];
     for (const [id, index] of this.tree.entries()) {
       index.compact(atRevision, onDrop);
       if (index.isEmpty) emptied.push(id);
@@ -105,16 +112,16 @@ export class KeyIndexTree {
 
   /** The key indexes of `range`, in key order. */
   private *indexes(range: KeyRange): Generator<KeyIndex> {
-    const low = keyString(range.key);
+    const low = range.key;
     if (range.end === undefined) {
       const index = this.tree.get(low);
       if (index !== undefined) yield index;
       return;
     }
-    const high = range.end.length === 0 ? undefined : keyString(range.end);
-    if (high !== undefined && high <= low) return;
+    const high = range.end.length === 0 ? undefined : range.end;
+    if (high !== undefined && compareBytes(high, low) <= 0) return;
     for (const [id, index] of this.tree.entries(low)) {
-      if (high !== undefined && id >= high) return;
+      if (high !== undefined && compareBytes(id, high) >= 0) return;
       yield index;
     }
   }

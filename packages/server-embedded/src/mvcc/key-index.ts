@@ -14,21 +14,47 @@ export interface KeyState {
   readonly version: number;
 }
 
+// A store holds one KeyIndex per key, so its parts are plain numbers in as few objects as possible
+// (issue 28.1): revisions as parallel arrays of main and sub numbers (subs only once a sub is not
+// 0, which takes a txn changing several keys), created as two numbers, no Revision objects kept.
 class Generation {
   /** Puts in this generation so far, including ones compacted away. */
   version = 0;
-  created: Revision = { main: 0, sub: 0 };
-  /** Revisions still in history, ascending; the last one is the tombstone if the generation ended. */
-  revisions: Revision[] = [];
+  createdMain = 0;
+  createdSub = 0;
+  /** Main revisions still in history, ascending; the last one is the tombstone if it ended. */
+  mains: number[] = [];
+  /** The sub of each of `mains`; undefined while every one is 0. */
+  subs: number[] | undefined;
 
   get isEmpty(): boolean {
-    return this.revisions.length === 0;
+    return this.mains.length === 0;
+  }
+
+  revision(i: number): Revision {
+    return { main: this.mains[i]!, sub: this.subs?.[i] ?? 0 };
+  }
+
+  push(revision: Revision): void {
+    // A literal holds exactly one element; a push to an empty array would reserve 17.
+    if (this.mains.length === 0) this.mains = [revision.main];
+    else this.mains.push(revision.main);
+    if (revision.sub !== 0 && this.subs === undefined) {
+      this.subs = new Array<number>(this.mains.length - 1).fill(0);
+    }
+    this.subs?.push(revision.sub);
+  }
+
+  /** Drops the first `count` revisions. */
+  dropFirst(count: number): void {
+    this.mains = this.mains.slice(count);
+    if (this.subs !== undefined) this.subs = this.subs.slice(count);
   }
 
   /** Index of the latest revision with main <= `atRevision`, or -1. */
   latestAtOrBelow(atRevision: number): number {
-    for (let i = this.revisions.length - 1; i >= 0; i--) {
-      if (this.revisions[i]!.main <= atRevision) return i;
+    for (let i = this.mains.length - 1; i >= 0; i--) {
+      if (this.mains[i]! <= atRevision) return i;
     }
     return -1;
   }
@@ -37,7 +63,8 @@ class Generation {
 /** Every revision of one key still in history, grouped into generations. */
 export class KeyIndex {
   readonly key: Uint8Array;
-  private modified: Revision = { main: 0, sub: 0 };
+  private modifiedMain = 0;
+  private modifiedSub = 0;
   private generations: Generation[] = [new Generation()];
 
   constructor(key: Uint8Array) {
@@ -51,16 +78,20 @@ export class KeyIndex {
 
   /** Records a put at `revision`, which must be above every revision recorded so far. */
   put(revision: Revision): void {
-    if (compareRevisions(revision, this.modified) <= 0) {
+    if (compareRevisions(revision, { main: this.modifiedMain, sub: this.modifiedSub }) <= 0) {
       throw new Error(
         `key index: put at ${revision.main}.${revision.sub} is not after the last change`,
       );
     }
     const generation = this.generations[this.generations.length - 1]!;
-    if (generation.isEmpty) generation.created = revision;
-    generation.revisions.push(revision);
+    if (generation.isEmpty) {
+      generation.createdMain = revision.main;
+      generation.createdSub = revision.sub;
+    }
+    generation.push(revision);
     generation.version++;
-    this.modified = revision;
+    this.modifiedMain = revision.main;
+    this.modifiedSub = revision.sub;
   }
 
   /**
@@ -72,10 +103,13 @@ export class KeyIndex {
   restore(created: Revision, modified: Revision, version: number, tombstone: boolean): void {
     if (!this.isEmpty) throw new Error('key index: restoring a key that already has history');
     const generation = this.generations[0]!;
-    generation.created = tombstone ? modified : created;
-    generation.revisions = [modified];
+    const from = tombstone ? modified : created;
+    generation.createdMain = from.main;
+    generation.createdSub = from.sub;
+    generation.push(modified);
     generation.version = tombstone ? 1 : version;
-    this.modified = modified;
+    this.modifiedMain = modified.main;
+    this.modifiedSub = modified.sub;
     if (tombstone) this.generations.push(new Generation());
   }
 
@@ -97,10 +131,10 @@ export class KeyIndex {
     const i = generation.latestAtOrBelow(atRevision);
     if (i === -1) return undefined;
     return {
-      modified: generation.revisions[i]!,
-      created: generation.created,
+      modified: generation.revision(i),
+      created: { main: generation.createdMain, sub: generation.createdSub },
       // Puts after `modified` in the same generation are not counted.
-      version: generation.version - (generation.revisions.length - 1 - i),
+      version: generation.version - (generation.mains.length - 1 - i),
     };
   }
 
@@ -111,10 +145,10 @@ export class KeyIndex {
       const generation = this.generations[i]!;
       if (generation.isEmpty) continue;
       // A finished generation whose tombstone is at or below the revision: deleted by then.
-      if (i !== last && generation.revisions[generation.revisions.length - 1]!.main <= atRevision) {
+      if (i !== last && generation.mains[generation.mains.length - 1]! <= atRevision) {
         return undefined;
       }
-      if (generation.revisions[0]!.main <= atRevision) return generation;
+      if (generation.mains[0]! <= atRevision) return generation;
     }
     return undefined;
   }
@@ -129,17 +163,16 @@ export class KeyIndex {
     let first = 0;
     while (first < this.generations.length - 1) {
       const generation = this.generations[first]!;
-      const tombstone = generation.revisions[generation.revisions.length - 1]!;
-      if (tombstone.main >= atRevision) break;
-      for (const revision of generation.revisions) onDrop(revision);
+      if (generation.mains[generation.mains.length - 1]! >= atRevision) break;
+      for (let i = 0; i < generation.mains.length; i++) onDrop(generation.revision(i));
       first++;
     }
     const kept = this.generations[first]!;
     const visible = kept.latestAtOrBelow(atRevision);
     if (visible > 0) {
-      for (const revision of kept.revisions.slice(0, visible)) onDrop(revision);
-      kept.revisions = kept.revisions.slice(visible);
+      for (let i = 0; i < visible; i++) onDrop(kept.revision(i));
+      kept.dropFirst(visible);
     }
-    this.generations = this.generations.slice(first);
+    if (first > 0) this.generations = this.generations.slice(first);
   }
 }

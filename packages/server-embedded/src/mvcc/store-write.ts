@@ -2,6 +2,7 @@
 // and history at once, at revision begin+1 with increasing sub revisions, so reads inside the same
 // request see them; the store's current revision moves only when the write ends.
 import { EMPTY_BYTES } from '../bytes.js';
+import type { ByteSlab } from './byte-slab.js';
 import type { RevisionHistory } from './history.js';
 import type { KeyIndexTree, KeyRange } from './index.js';
 import type { Lessor } from './lessor.js';
@@ -14,6 +15,9 @@ export interface WritableStore {
   readonly index: KeyIndexTree;
   readonly history: RevisionHistory;
   readonly lessor: Lessor | undefined;
+  /** Where the store keeps its copies of keys, and of values. */
+  readonly keyBytes: ByteSlab;
+  readonly valueBytes: ByteSlab;
   rangeAt(current: number, range: KeyRange, options?: RangeOptions): RangeResult;
   commit(write: StoreWrite, events: readonly MvccEvent[]): CommittedRevision | undefined;
 }
@@ -53,28 +57,29 @@ export class StoreWrite implements ReadView {
   /** Puts `value` at `key` with `lease` (0n for none). Returns the revision of the change. */
   put(key: Uint8Array, value: Uint8Array, lease: bigint): number {
     this.assertOpen();
-    // Own copies: request bytes are views into gRPC receive buffers, which must not be retained.
-    key = new Uint8Array(key);
-    value = new Uint8Array(value);
     const main = this.beginRevision + 1;
     const revision = { main, sub: this.events.length };
-    const previous = this.store.index.get(key, main);
+    const found = this.store.index.find(key);
+    const previous = found?.get(main);
     const previousLease =
-      previous === undefined ? 0n : (this.store.history.get(previous.modified)?.kv.lease ?? 0n);
+      previous === undefined ? 0n : (this.store.history.get(previous.modified)?.lease ?? 0n);
+    // Own copies: request bytes are views into gRPC receive buffers, which must not be retained.
+    // A key with history is kept once, by its KeyIndex.
+    const storedKey = found?.key ?? this.store.keyBytes.copy(key);
     const kv: KeyValue = {
-      key,
-      value,
+      key: storedKey,
+      value: this.store.valueBytes.copy(value),
       createRevision: previous === undefined ? main : previous.created.main,
       modRevision: main,
       version: (previous?.version ?? 0) + 1,
       lease,
     };
-    this.store.history.add({ revision, kv, tombstone: false });
-    this.store.index.put(key, revision);
+    this.store.history.add(revision, kv);
+    this.store.index.put(storedKey, revision, found);
     this.events.push({ type: 'put', kv });
     if (previousLease !== lease) {
-      if (previousLease !== 0n) this.store.lessor?.detach(previousLease, key);
-      if (lease !== 0n) this.store.lessor?.attach(lease, key);
+      if (previousLease !== 0n) this.store.lessor?.detach(previousLease, storedKey);
+      if (lease !== 0n) this.store.lessor?.attach(lease, storedKey);
     }
     return main;
   }
@@ -84,8 +89,8 @@ export class StoreWrite implements ReadView {
     this.assertOpen();
     const doomed: KeyValue[] = [];
     this.store.index.forEach(range, this.revision, (key) => {
-      const entry = this.store.history.get(key.modified);
-      if (entry !== undefined) doomed.push(entry.kv);
+      const kv = this.store.history.get(key.modified);
+      if (kv !== undefined) doomed.push(kv);
       return true;
     });
     const main = this.beginRevision + 1;
@@ -99,7 +104,7 @@ export class StoreWrite implements ReadView {
         version: 0,
         lease: 0n,
       };
-      this.store.history.add({ revision, kv, tombstone: true });
+      this.store.history.add(revision, kv);
       this.store.index.tombstone(victim.key, revision);
       this.events.push({ type: 'delete', kv });
       if (victim.lease !== 0n) this.store.lessor?.detach(victim.lease, victim.key);

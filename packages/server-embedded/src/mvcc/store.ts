@@ -3,6 +3,7 @@
 // the next revision and bumps the current revision once, at its end, if anything changed. All of
 // this is synchronous, so no reader can observe a half-applied write.
 import { EtcdServerError } from '../errors.js';
+import { ByteSlab } from './byte-slab.js';
 import { newHistoryHasher } from './hash.js';
 import { type HistoryEntry, RevisionHistory } from './history.js';
 import { KeyIndexTree, type KeyRange } from './index.js';
@@ -48,6 +49,8 @@ export class MvccStore implements ReadView {
   /** @internal */ readonly index = new KeyIndexTree();
   /** @internal */ readonly history = new RevisionHistory();
   /** @internal */ readonly lessor: Lessor | undefined;
+  /** @internal */ readonly keyBytes = new ByteSlab();
+  /** @internal */ readonly valueBytes = new ByteSlab();
   private current = 1;
   private compacted = -1;
   /** The hashes of the last compactions, as etcd 3.5+ keeps them (see {@link compactionHash}). */
@@ -98,9 +101,9 @@ export class MvccStore implements ReadView {
     let count = 0;
     this.index.forEach(range, revision, (key) => {
       if (kvs.length < limit) {
-        const entry = this.history.get(key.modified);
-        if (entry === undefined) throw new Error('mvcc: index points at a revision not in history');
-        kvs.push(entry.kv);
+        const kv = this.history.get(key.modified);
+        if (kv === undefined) throw new Error('mvcc: index points at a revision not in history');
+        kvs.push(kv);
       } else if (!withTotalCount) {
         return false;
       }
@@ -164,20 +167,32 @@ export class MvccStore implements ReadView {
       throw new Error('mvcc: only a fresh store can be restored');
     }
     for (const entry of state.changes) {
-      const { key } = entry.kv;
-      if (!this.index.has(key)) {
+      // Own copies, packed as a write packs them: snapshot bytes may be views of a whole file.
+      const found = this.index.find(entry.kv.key);
+      const key = found?.key ?? this.keyBytes.copy(entry.kv.key);
+      const { createRevision, modRevision, version, lease } = entry.kv;
+      const kv: KeyValue = {
+        key,
+        value: this.valueBytes.copy(entry.kv.value),
+        createRevision,
+        modRevision,
+        // The history tells a tombstone by its version 0, as etcd stores one.
+        version: entry.tombstone ? 0 : version,
+        lease,
+      };
+      if (found === undefined) {
         this.index.restore(key, {
-          created: { main: entry.kv.createRevision, sub: 0 },
+          created: { main: kv.createRevision, sub: 0 },
           modified: entry.revision,
-          version: entry.kv.version,
+          version: kv.version,
           tombstone: entry.tombstone,
         });
       } else if (entry.tombstone) {
         this.index.tombstone(key, entry.revision);
       } else {
-        this.index.put(key, entry.revision);
+        this.index.put(key, entry.revision, found);
       }
-      this.history.add(entry);
+      this.history.add(entry.revision, kv);
     }
     this.current = state.revision;
     this.compacted = state.compactRevision;
