@@ -1,7 +1,8 @@
 // One process of bench/stm.ts' multi-process rows: `contenders` loops moving 1 between two random
 // keys of `keys` with runStm for `ms` after the parent's 'go', each run with its own session's
 // stmKeyLocks when `contention` is 1. Arguments: endpoint, prefix, keys, contenders, ms,
-// contention. Sends 'ready', then { commits, latencies } (each transfer's ms) and exits.
+// contention. Sends 'ready', then { latencies, calls } (each transfer's ms; the unary calls made,
+// by method) and exits.
 import { Etcd } from '../packages/client/src/etcd.js';
 import { stmKeyLocks } from '../packages/recipes/src/lock/stm-key-locks.js';
 import { Session } from '../packages/recipes/src/session/session.js';
@@ -11,7 +12,16 @@ const [endpoint, prefix, keys, contenders, ms, contention] = process.argv.slice(
 if (!endpoint || !prefix || !keys || !contenders || !ms || !contention) {
   throw new Error('usage: endpoint prefix keys contenders ms contention');
 }
-const etcd = new Etcd({ endpoints: [endpoint] });
+const calls: Record<string, number> = {};
+const etcd = new Etcd({
+  endpoints: [endpoint],
+  hooks: {
+    onCall: ({ method }) => {
+      const name = method.slice(method.lastIndexOf('/') + 1);
+      calls[name] = (calls[name] ?? 0) + 1;
+    },
+  },
+});
 const session = contention === '1' ? await Session.create(etcd, { ttl: 30 }) : undefined;
 const options: StmOptions = session
   ? { contention: { locks: stmKeyLocks(session, `${prefix}locks`) } }
@@ -20,6 +30,8 @@ const count = Number(keys);
 const latencies: number[] = [];
 process.send?.('ready');
 await new Promise((resolve) => process.once('message', resolve));
+// Only the calls of the transfers: not the session's grant, nor its revoke below.
+for (const name of Object.keys(calls)) delete calls[name];
 const end = performance.now() + Number(ms);
 await Promise.all(
   Array.from({ length: Number(contenders) }, async () => {
@@ -41,6 +53,7 @@ await Promise.all(
     }
   }),
 );
+const made = { ...calls };
 await session?.close();
 await etcd.close();
-process.send?.({ latencies }, () => process.exit(0));
+process.send?.({ latencies, calls: made }, () => process.exit(0));

@@ -8,7 +8,9 @@
 // Then across processes (issue 28): 8 contenders in 1, 2 or 8 processes (recipes-stm-process.ts),
 // default vs `contention: { locks: stmKeyLocks(session) }`, with commits/s beside the serial floor
 // (one txn after another from one client) and the slowest transfer's latency beside the median.
-// ETCDKIT_BENCH_STM_MS sets the time per measurement (default 300). Reports numbers; asserts nothing.
+// Those rows are medians of 3 rounds in rotated order, with the unary calls per commit (watches,
+// being streams, are not counted). ETCDKIT_BENCH_STM_MS sets the time per measurement (default
+// 300). Reports numbers; asserts nothing.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '../packages/client/src/etcd.js';
@@ -188,14 +190,47 @@ async function serialFloor(etcd: Etcd, key: string): Promise<number> {
   return (count / (performance.now() - started)) * 1000;
 }
 
+/** A setting of the rows across processes: which process script, with the contention option or not. */
+interface ProcessSetting {
+  readonly name: string;
+  readonly script: string;
+  readonly contention: boolean;
+}
+
+// ETCDKIT_BENCH_STM_BASELINE=<checkout>: also run that checkout's process script with the
+// contention option (a 'before' of the same suite, e.g. `git worktree add /tmp/before HEAD~3`),
+// rotated with the others, so a change is measured against its baseline under the same load.
+const BASELINE = process.env.ETCDKIT_BENCH_STM_BASELINE;
+const PROCESS_SETTINGS: ProcessSetting[] = [
+  { name: 'default', script: processScript, contention: false },
+  { name: 'contention: stmKeyLocks', script: processScript, contention: true },
+  ...(BASELINE
+    ? [
+        {
+          name: `contention, baseline ${BASELINE}`,
+          script: `${BASELINE}/bench/recipes-stm-process.ts`,
+          contention: true,
+        },
+      ]
+    : []),
+];
+
+interface ProcessMeasure {
+  readonly rate: number;
+  readonly latencies: number[];
+  readonly conserved: boolean;
+  /** Unary calls per commit, by method. */
+  readonly calls: Record<string, number>;
+}
+
 /** 8 contenders over `processes` child processes for DURATION_MS; every transfer's latency. */
 async function acrossProcesses(
   etcd: Etcd,
   endpoint: string,
   keys: number,
   processes: number,
-  contention: boolean,
-) {
+  setting: ProcessSetting,
+): Promise<ProcessMeasure> {
   const prefix = `bench/stm/${run++}/`;
   for (let i = 0; i < keys; i++) await etcd.put(`${prefix}${i}`, String(INITIAL));
   const args = [
@@ -204,17 +239,18 @@ async function acrossProcesses(
     keys,
     PROCESS_CONTENDERS / processes,
     DURATION_MS,
-    contention ? 1 : 0,
+    setting.contention ? 1 : 0,
   ];
   const children = Array.from({ length: processes }, () =>
-    fork(processScript, args.map(String), { execArgv: process.execArgv, stdio: 'inherit' }),
+    fork(setting.script, args.map(String), { execArgv: process.execArgv, stdio: 'inherit' }),
   );
+  type Done = { latencies: number[]; calls?: Record<string, number> };
   try {
     const results = children.map(
       (child) =>
-        new Promise<number[]>((resolve, reject) => {
-          child.on('message', (message: 'ready' | { latencies: number[] }) => {
-            if (message !== 'ready') resolve(message.latencies);
+        new Promise<Done>((resolve, reject) => {
+          child.on('message', (message: 'ready' | Done) => {
+            if (message !== 'ready') resolve(message);
           });
           child.once('exit', (code) => reject(new Error(`stm process exited (${code})`)));
         }),
@@ -224,13 +260,20 @@ async function acrossProcesses(
     );
     const started = performance.now();
     for (const child of children) child.send('go');
-    const latencies = (await Promise.all(results)).flat();
+    const done = await Promise.all(results);
     const ms = performance.now() - started;
+    const latencies = done.flatMap((d) => d.latencies);
+    const calls: Record<string, number> = {};
+    for (const d of done) {
+      for (const [name, n] of Object.entries(d.calls ?? {})) {
+        calls[name] = (calls[name] ?? 0) + n / Math.max(1, latencies.length);
+      }
+    }
     const { kvs } = await etcd.range({ prefix: `${prefix}` });
     const accounts = kvs.filter((kv) => !kv.keyText().startsWith(`${prefix}locks`));
     const conserved = accounts.reduce((sum, kv) => sum + Number(kv.text()), 0) === keys * INITIAL;
     await etcd.delete({ prefix });
-    return { rate: (latencies.length / ms) * 1000, latencies, conserved };
+    return { rate: (latencies.length / ms) * 1000, latencies, conserved, calls };
   } finally {
     for (const child of children) child.kill('SIGKILL');
   }
@@ -239,36 +282,60 @@ async function acrossProcesses(
 async function processRows(backend: string, endpoints: readonly string[]) {
   const etcd = new Etcd({ endpoints: [...endpoints] });
   const rows: Array<Record<string, string | number>> = [];
+  const cells = KEYS.flatMap((keys) =>
+    PROCESSES.flatMap((processes) =>
+      PROCESS_SETTINGS.map((setting) => ({ keys, processes, setting })),
+    ),
+  );
+  const floors: number[] = [];
+  const per = new Map<(typeof cells)[number], ProcessMeasure[]>(cells.map((c) => [c, []]));
   try {
-    const floor = await serialFloor(etcd, `bench/stm/floor/${run++}`);
+    for (let round = 0; round < ROUNDS; round++) {
+      floors.push(await serialFloor(etcd, `bench/stm/floor/${run++}`));
+      // Rotate the order, so each setting runs early and late in some round.
+      const shift = Math.round((round * cells.length) / ROUNDS);
+      const order = cells.map((_, i) => cells[(i + shift) % cells.length]!);
+      for (const cell of order) {
+        const m = await acrossProcesses(
+          etcd,
+          endpoints[0]!,
+          cell.keys,
+          cell.processes,
+          cell.setting,
+        );
+        per.get(cell)!.push(m);
+      }
+    }
+    const floor = median(floors);
     rows.push({
       backend,
       keys: 1,
       contenders: 1,
-      settings: 'serial floor (one txn after another)',
+      settings: 'serial floor (one range, one txn, after another)',
       'commits/s': Math.round(floor),
     });
-    for (const keys of KEYS) {
-      for (const processes of PROCESSES) {
-        for (const contention of [false, true]) {
-          const m = await acrossProcesses(etcd, endpoints[0]!, keys, processes, contention);
-          const sorted = [...m.latencies].sort((a, b) => a - b);
-          const mid = median(sorted);
-          const slowest = sorted.at(-1) ?? 0;
-          rows.push({
-            backend,
-            keys,
-            contenders: `${PROCESS_CONTENDERS} in ${processes} process${processes > 1 ? 'es' : ''}`,
-            settings: contention ? 'contention: stmKeyLocks' : 'default',
-            'commits/s': Math.round(m.rate),
-            'of floor': `${Math.round((m.rate / floor) * 100)}%`,
-            'median ms': mid.toFixed(1),
-            'slowest ms': slowest.toFixed(1),
-            'slowest / median': `${(slowest / Math.max(mid, 1e-9)).toFixed(1)}x`,
-            conserved: m.conserved ? 'yes' : 'NO',
-          });
-        }
-      }
+    for (const cell of cells) {
+      const ms = per.get(cell)!;
+      const rate = median(ms.map((m) => m.rate));
+      const mid = median(ms.map((m) => median(m.latencies)));
+      const ratio = median(
+        ms.map((m) => Math.max(...m.latencies) / Math.max(median(m.latencies), 1e-9)),
+      );
+      const names = [...new Set(ms.flatMap((m) => Object.keys(m.calls)))].sort();
+      rows.push({
+        backend,
+        keys: cell.keys,
+        contenders: `${PROCESS_CONTENDERS} in ${cell.processes} process${cell.processes > 1 ? 'es' : ''}`,
+        settings: cell.setting.name,
+        'commits/s': Math.round(rate),
+        'of floor': `${Math.round((rate / floor) * 100)}%`,
+        'median ms': mid.toFixed(1),
+        'slowest / median': `${ratio.toFixed(1)}x`,
+        'calls per commit': names
+          .map((name) => `${name} ${median(ms.map((m) => m.calls[name] ?? 0)).toFixed(1)}`)
+          .join(', '),
+        conserved: ms.every((m) => m.conserved) ? 'yes' : 'NO',
+      });
     }
   } finally {
     await etcd.close();
@@ -300,6 +367,6 @@ async function report() {
 export const stmSuite = {
   name: 'stm',
   description:
-    'runStm transfers under contention: commits/s, failed runs and attempts at 8/32/64 contenders on 2 and 8 keys, old default vs default (and over 2 clients at 64), embedded server and real etcd (medians of 3 rotated rounds); then 8 contenders over 1, 2 and 8 processes, default vs contention locks, beside the serial floor, with the slowest transfer beside the median',
+    'runStm transfers under contention: commits/s, failed runs and attempts at 8/32/64 contenders on 2 and 8 keys, old default vs default (and over 2 clients at 64), embedded server and real etcd (medians of 3 rotated rounds); then 8 contenders over 1, 2 and 8 processes, default vs contention locks (medians of 3 rotated rounds), beside the serial floor, with the slowest transfer beside the median and the calls per commit',
   report,
 };
