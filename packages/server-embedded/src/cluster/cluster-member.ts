@@ -3,6 +3,7 @@
 // changes what it can reach; the cluster then decides who leads and what each member knows.
 
 import type { FaultInjector } from '../faults/fault-injector.js';
+import { closedLatch } from '../latch.js';
 import type { ServerLogger } from '../logger.js';
 import type { Member } from '../member/member.js';
 import type { AppliedState } from '../services/context.js';
@@ -62,7 +63,7 @@ export class EmbeddedClusterMember {
   // Stops and starts run one after the other, so a stop never races a listen.
   #lifecycle: Promise<void> = Promise.resolve();
   #ended = false;
-  readonly #exit: { promise: Promise<void>; resolve: () => void };
+  readonly #exit = closedLatch();
 
   /** @internal Members are made by EmbeddedCluster.start(). */
   constructor(parts: ClusterMemberParts) {
@@ -78,11 +79,6 @@ export class EmbeddedClusterMember {
     const url = member.network.listeners.urls[0]!;
     this.endpoint = member.network.advertisedUrls[0] ?? `http://127.0.0.1:${url.port}`;
     this.port = url.port;
-    let resolve = (): void => {};
-    const promise = new Promise<void>((done) => {
-      resolve = done;
-    });
-    this.#exit = { promise, resolve };
   }
 
   /** True unless stopped. */
@@ -117,7 +113,7 @@ export class EmbeddedClusterMember {
    * the cluster (its port refuses connections from then on), or when the cluster stops.
    */
   exited(): Promise<void> {
-    return this.#exit.promise;
+    return this.#exit.opened;
   }
 
   /** The leader's member id as this member knows it; `0n` when it knows of none. */
@@ -277,13 +273,13 @@ export class EmbeddedClusterMember {
 
   /** @internal Ends the member for good (the cluster stops, or it was removed). */
   async close(): Promise<void> {
-    if (this.#ended) return this.#exit.promise;
+    if (this.#ended) return this.#exit.opened;
     this.#ended = true;
     await this.#lifecycle;
     this.faults.clear();
     await this.#member.close();
     this.#isRunning = false;
-    this.#exit.resolve();
+    this.#exit.open();
   }
 
   #inOrder(step: () => Promise<void>): Promise<void> {

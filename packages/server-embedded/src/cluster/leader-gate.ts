@@ -14,6 +14,7 @@ import type { RangeRequest, TxnRequest } from '../api/requests.js';
 import { type Clock, systemClock, type Timer } from '../clock.js';
 import { EtcdServerError, GrpcCode } from '../errors.js';
 import { isReadOnlyTxn } from '../kv/txn.js';
+import { closedLatch, type Latch } from '../latch.js';
 import type {
   CallArrival,
   CallMiddleware,
@@ -124,7 +125,7 @@ export class LeaderGate implements CallMiddleware {
   /** The time held calls are measured in: the real clock until the cluster gives its own. */
   #clock: Clock = systemClock;
   /** Set while the member knows of no leader: resolved when it has one again. */
-  #lost: { regained: Promise<void>; resolve: () => void } | undefined;
+  #lost: Latch | undefined;
   /** Ends each open require-leader stream with "no leader". */
   readonly #requireLeaderStreams = new Set<() => void>();
   readonly #waits = new Set<(regained: boolean) => void>();
@@ -161,11 +162,7 @@ export class LeaderGate implements CallMiddleware {
   /** The member lost its leader. */
   loseLeader(): void {
     if (this.#lost !== undefined) return;
-    let resolve = (): void => {};
-    const regained = new Promise<void>((done) => {
-      resolve = done;
-    });
-    this.#lost = { regained, resolve };
+    this.#lost = closedLatch();
     for (const end of [...this.#requireLeaderStreams]) end();
   }
 
@@ -173,7 +170,7 @@ export class LeaderGate implements CallMiddleware {
   regainLeader(): void {
     const lost = this.#lost;
     this.#lost = undefined;
-    lost?.resolve();
+    lost?.open();
   }
 
   /** Fails every held call now, as a stopping member does (their connections go anyway). */
@@ -199,7 +196,7 @@ export class LeaderGate implements CallMiddleware {
       };
     });
     this.#waits.add(finish);
-    void lost.regained.then(() => finish(true));
+    void lost.opened.then(() => finish(true));
     if (Number.isFinite(this.#requestTimeoutMs)) {
       timer = this.#clock.setTimer(() => finish(false), this.#requestTimeoutMs);
     }

@@ -9,6 +9,7 @@
 // When nothing is paused, delayed, failing or waiting for the disk, every step passes
 // synchronously, so the gate costs nothing measurable.
 import { GrpcCode } from '../errors.js';
+import { closedLatch, type Latch } from '../latch.js';
 
 /** A status to answer a call with instead of its own. */
 export interface InjectedStatus {
@@ -45,7 +46,7 @@ const DURABILITY_FAILED: InjectedStatus = {
 
 /** The gate of one server. */
 export class CallGate {
-  #pausedUntil: { promise: Promise<void>; resolve: () => void } | undefined;
+  #pausedUntil: Latch | undefined;
   #policy: GatePolicy = { admit: () => ({ delayMs: 0 }) };
   #barrier: DurabilityBarrier = () => undefined;
 
@@ -67,18 +68,14 @@ export class CallGate {
   /** Holds every call, message and response from now on (connections stay open). */
   pause(): void {
     if (this.#pausedUntil !== undefined) return;
-    let resolve = (): void => {};
-    const promise = new Promise<void>((done) => {
-      resolve = done;
-    });
-    this.#pausedUntil = { promise, resolve };
+    this.#pausedUntil = closedLatch();
   }
 
   /** Lets everything held by a pause go on, in the order it came. */
   resume(): void {
     const paused = this.#pausedUntil;
     this.#pausedUntil = undefined;
-    paused?.resolve();
+    paused?.open();
   }
 
   /** Sent when a response's changes could not be made durable. */
@@ -94,7 +91,7 @@ export class CallGate {
 
   /** Resolves once a pause ends; undefined when not paused. */
   whilePaused(): Promise<void> | undefined {
-    return this.#pausedUntil?.promise;
+    return this.#pausedUntil?.opened;
   }
 
   /**
