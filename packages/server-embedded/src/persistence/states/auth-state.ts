@@ -5,34 +5,16 @@
 import type { AuthState, AuthStore } from '../../auth/auth-store.js';
 import type { KeyPermission, PermissionType } from '../../auth/types.js';
 import { ByteReader, ByteWriter } from '../binary.js';
-import type { PersistentState, StateJournal } from '../journal.js';
+import type { StateJournal } from '../journal.js';
+import { journalWholeState } from './whole-state.js';
 
 /** Keeps the users, roles and permissions of `auth` in `journal`. */
 export function persistAuth(journal: StateJournal, auth: AuthStore): void {
-  const append = journal.register(new AuthStateRecord(auth));
-  auth.subscribe(() => append(encodeAuth(auth.state())));
-}
-
-class AuthStateRecord implements PersistentState {
-  readonly name = 'auth';
-
-  readonly #auth: AuthStore;
-
-  constructor(auth: AuthStore) {
-    this.#auth = auth;
-  }
-
-  snapshot(): Uint8Array {
-    return encodeAuth(this.#auth.state());
-  }
-
-  restore(snapshot: Uint8Array): void {
-    this.#auth.restore(decodeAuth(snapshot));
-  }
-
-  replay(record: Uint8Array): void {
-    this.#auth.restore(decodeAuth(record));
-  }
+  const logAuth = journalWholeState(journal, 'auth', auth, {
+    encode: encodeAuth,
+    decode: decodeAuth,
+  });
+  auth.subscribe(logAuth);
 }
 
 function encodeAuth(state: AuthState): Uint8Array {

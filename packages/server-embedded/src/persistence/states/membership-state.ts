@@ -4,35 +4,17 @@
 // publication is itself a change and is logged.
 import type { Member, Membership, MembershipState } from '../../consensus/membership.js';
 import { ByteReader, ByteWriter } from '../binary.js';
-import type { AppendRecord, PersistentState, StateJournal } from '../journal.js';
+import type { StateJournal } from '../journal.js';
+import { journalWholeState } from './whole-state.js';
 
 /** Keeps the members of `membership` in `journal`. Call the result once recovery is done. */
 export function persistMembership(journal: StateJournal, membership: Membership): () => void {
-  const append: AppendRecord = journal.register(new MembershipStateRecord(membership));
-  membership.subscribe((state) => append(encodeMembership(state)));
-  return () => append(encodeMembership(membership.state()));
-}
-
-class MembershipStateRecord implements PersistentState {
-  readonly name = 'membership';
-
-  readonly #membership: Membership;
-
-  constructor(membership: Membership) {
-    this.#membership = membership;
-  }
-
-  snapshot(): Uint8Array {
-    return encodeMembership(this.#membership.state());
-  }
-
-  restore(snapshot: Uint8Array): void {
-    this.#membership.restore(decodeMembership(snapshot));
-  }
-
-  replay(record: Uint8Array): void {
-    this.#membership.restore(decodeMembership(record));
-  }
+  const logMembership = journalWholeState(journal, 'membership', membership, {
+    encode: encodeMembership,
+    decode: decodeMembership,
+  });
+  membership.subscribe(logMembership);
+  return logMembership;
 }
 
 function encodeMembership(state: MembershipState): Uint8Array {
