@@ -76,9 +76,11 @@ export interface EtcdVersionTraits {
    */
   readonly refusesNegativeWatchStart: boolean;
   /**
-   * 3.4's watch rules: a progress request is answered at once (even without watches, out of order
-   * with pending events), and a watch created below the compaction revision is answered as
-   * created, then cancelled with the compaction revision.
+   * 3.4's progress requests: answered at once with the store's revision, even without watches or
+   * with watches not synced yet (v3.4.23 etcdserver/api/v3rpc/watch.go line 369 puts the reply on
+   * the control channel); from 3.5.8 only when every watch is synced, in order with their events
+   * ("Requested watcher progress notifications are not synchronised with stream", etcd PR 15695,
+   * CHANGELOG-3.5.md line 476). Checked on 3.4.23 and 3.5.30.
    */
   readonly legacyWatchProgress: boolean;
   /**

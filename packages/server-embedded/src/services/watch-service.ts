@@ -42,6 +42,7 @@ export function registerWatchService(
       header: (revision) => fillHeaderWithoutRevision(context, { revision: BigInt(revision) }),
       authorize: watchAuthorization(context.authorizer, context.authorizer.credentialsOf(call)),
       negativeStartIsNow: !context.traits.refusesNegativeWatchStart,
+      progressAtOnce: context.traits.legacyWatchProgress,
     });
     open.add(stream);
     const end = (): void => {

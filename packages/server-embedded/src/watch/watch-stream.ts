@@ -55,6 +55,13 @@ export interface WatchStreamOptions {
    * compacted, as etcd does since 3.5.24 and 3.6.6.
    */
   readonly negativeStartIsNow?: boolean;
+  /**
+   * A progress request is answered at once with the current revision, even without watches or
+   * with watches not synced yet, ahead of events still to be sent, as etcd 3.4 does (its recvLoop
+   * puts the reply on the control channel: v3.4.23 etcdserver/api/v3rpc/watch.go); default false:
+   * only once every watch is synced, after the events before it (etcd 3.5.8 on).
+   */
+  readonly progressAtOnce?: boolean;
 }
 
 /** The gRPC call, as the stream uses it: responses out, and flow control of requests in. */
@@ -115,9 +122,7 @@ export class WatchStream implements WatchSink {
     if (this.closed) return;
     if (request.createRequest) this.create(request.createRequest);
     else if (request.cancelRequest) this.cancel(request.cancelRequest.watchId ?? 0n);
-    else if (request.progressRequest) {
-      this.options.watchable.progress(this.watchers.values(), STREAM_PROGRESS_WATCH_ID);
-    }
+    else if (request.progressRequest) this.progress();
     // Anything else (an empty request) is ignored, as etcd does, rather than ending the stream.
   }
 
@@ -205,6 +210,19 @@ export class WatchStream implements WatchSink {
       header: this.options.header(this.options.watchable.revision),
       watchId: id,
       canceled: true,
+    });
+  }
+
+  private progress(): void {
+    const { watchable } = this.options;
+    if (!this.options.progressAtOnce) {
+      watchable.progress(this.watchers.values(), STREAM_PROGRESS_WATCH_ID);
+      return;
+    }
+    // Whether or not the watches caught up: the events of those that did not come after it.
+    this.control({
+      header: this.options.header(watchable.revision),
+      watchId: STREAM_PROGRESS_WATCH_ID,
     });
   }
 
