@@ -4,7 +4,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { MethodDescriptor } from '../generated/methods.js';
 import { abortedFailure, failure, requestTooLargeFailure, streamEndedFailure } from './failures.js';
-import { isProtocolErrorCode } from './goaway.js';
+import { errorCodeName, isProtocolErrorCode } from './goaway.js';
 import { HeldRequests } from './grpc-js-held.js';
 import { grpcJs, requireGrpcJsInstalled } from './grpc-js-module.js';
 import { tlsCredentials } from './grpc-js-tls.js';
@@ -58,8 +58,17 @@ function provablyUnsent(code: GrpcStatus, details: string): boolean {
 function brokeProtocol(code: GrpcStatus, details: string): boolean {
   if (code !== GrpcStatus.Internal) return false;
   if (/internal client error: Protocol error/.test(details)) return true;
-  const reset = /^Received RST_STREAM with code (\d+)$/.exec(details);
+  const reset = RESET_DETAILS.exec(details);
   return reset !== null && isProtocolErrorCode(Number(reset[1]));
+}
+
+/** How grpc-js words a stream the server reset, or a GOAWAY's code reaching a call. */
+const RESET_DETAILS = /^Received RST_STREAM with code (\d+)$/;
+
+/** grpc-js's details with a reset's HTTP/2 error code named, as the own transports name it. */
+function namedReset(details: string): string {
+  const reset = RESET_DETAILS.exec(details);
+  return reset === null ? details : `${details} (${errorCodeName(Number(reset[1]))})`;
 }
 
 function isServiceError(error: unknown): error is grpc.ServiceError {
@@ -108,7 +117,7 @@ function mapError(error: unknown, signal: AbortSignal | undefined): TransportErr
     if (signal?.aborted && code === GrpcStatus.Cancelled) return abortedFailure(signal, sent);
     return new TransportError({
       code,
-      details: error.details,
+      details: namedReset(error.details),
       metadata: metadataToRecord(error.metadata),
       sent,
       protocolError: brokeProtocol(code, error.details),

@@ -18,8 +18,8 @@ import { type RawScript, type RawServer, startRawServer } from './raw-h2-server.
 const transport = process.env.ETCDKIT_TEST_TRANSPORT || 'h2';
 /**
  * grpc-js shows a call neither the server's GOAWAY (its code by name, its debug text, its last
- * stream) nor the server's SETTINGS: its calls see only "Received RST_STREAM with code N", and
- * wait out a concurrency limit of 0. Those cases are the own transports' (h2, http2).
+ * stream) nor the server's SETTINGS: its calls see only "Received RST_STREAM with code N" (the
+ * transport names the code), and wait out a concurrency limit of 0. Those cases are the own transports' (h2, http2).
  */
 const seesGoaway = transport !== 'grpc-js';
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -104,7 +104,7 @@ it('reports a write processed before a PROTOCOL_ERROR GOAWAY as OutcomeUnknownEr
   expect(error).toBeInstanceOf(OutcomeUnknownError);
   expect((error as Error).cause).toBeInstanceOf(ProtocolError);
   expect((error as Error).message).toContain(
-    seesGoaway ? 'bad request framing' : 'Received RST_STREAM with code 1',
+    seesGoaway ? 'bad request framing' : 'Received RST_STREAM with code 1 (PROTOCOL_ERROR)',
   );
   expect(raw!.received).toHaveLength(1);
 });
