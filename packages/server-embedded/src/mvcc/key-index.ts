@@ -15,46 +15,62 @@ export interface KeyState {
 }
 
 // A store holds one KeyIndex per key, so its parts are plain numbers in as few objects as possible
-// (issue 28.1): revisions as parallel arrays of main and sub numbers (subs only once a sub is not
-// 0, which takes a txn changing several keys), created as two numbers, no Revision objects kept.
+// (issue 28.1): revisions as main and sub numbers (subs only once a sub is not 0, which takes a txn
+// changing several keys), a lone revision or generation without an array around it, created as
+// two numbers, no Revision objects kept.
 class Generation {
   /** Puts in this generation so far, including ones compacted away. */
   version = 0;
   createdMain = 0;
   createdSub = 0;
-  /** Main revisions still in history, ascending; the last one is the tombstone if it ended. */
-  mains: number[] = [];
-  /** The sub of each of `mains`; undefined while every one is 0. */
-  subs: number[] | undefined;
+  /**
+   * Main revisions still in history, ascending (a single one as a number); the last one is the
+   * tombstone if the generation ended.
+   */
+  private mains: number | number[] | undefined;
+  /** The sub of each revision; undefined while every one is 0. */
+  private subs: number[] | undefined;
+
+  get count(): number {
+    const mains = this.mains;
+    return mains === undefined ? 0 : typeof mains === 'number' ? 1 : mains.length;
+  }
 
   get isEmpty(): boolean {
-    return this.mains.length === 0;
+    return this.mains === undefined;
+  }
+
+  main(i: number): number {
+    const mains = this.mains!;
+    return typeof mains === 'number' ? mains : mains[i]!;
   }
 
   revision(i: number): Revision {
-    return { main: this.mains[i]!, sub: this.subs?.[i] ?? 0 };
+    return { main: this.main(i), sub: this.subs?.[i] ?? 0 };
   }
 
   push(revision: Revision): void {
-    // A literal holds exactly one element; a push to an empty array would reserve 17.
-    if (this.mains.length === 0) this.mains = [revision.main];
-    else this.mains.push(revision.main);
+    const mains = this.mains;
+    if (mains === undefined) this.mains = revision.main;
+    else if (typeof mains === 'number') this.mains = [mains, revision.main];
+    else mains.push(revision.main);
     if (revision.sub !== 0 && this.subs === undefined) {
-      this.subs = new Array<number>(this.mains.length - 1).fill(0);
+      this.subs = new Array<number>(this.count - 1).fill(0);
     }
     this.subs?.push(revision.sub);
   }
 
-  /** Drops the first `count` revisions. */
+  /** Drops the first `count` revisions (not all of them). */
   dropFirst(count: number): void {
-    this.mains = this.mains.slice(count);
+    const rest = (this.mains as number[]).slice(count);
+    this.mains = rest.length === 1 ? rest[0]! : rest;
     if (this.subs !== undefined) this.subs = this.subs.slice(count);
   }
 
   /** Index of the latest revision with main <= `atRevision`, or -1. */
   latestAtOrBelow(atRevision: number): number {
-    for (let i = this.mains.length - 1; i >= 0; i--) {
-      if (this.mains[i]! <= atRevision) return i;
+    for (let i = this.count - 1; i >= 0; i--) {
+      if (this.main(i) <= atRevision) return i;
     }
     return -1;
   }
@@ -65,7 +81,8 @@ export class KeyIndex {
   readonly key: Uint8Array;
   private modifiedMain = 0;
   private modifiedSub = 0;
-  private generations: Generation[] = [new Generation()];
+  /** The generations, oldest first (a single one without an array); the last is the live one. */
+  private generations: Generation | Generation[] = new Generation();
 
   constructor(key: Uint8Array) {
     this.key = key;
@@ -73,7 +90,7 @@ export class KeyIndex {
 
   /** True when nothing of the key is left: it was deleted and its history compacted away. */
   get isEmpty(): boolean {
-    return this.generations.length === 1 && this.generations[0]!.isEmpty;
+    return this.generationCount === 1 && this.generation(0).isEmpty;
   }
 
   /** Records a put at `revision`, which must be above every revision recorded so far. */
@@ -83,7 +100,7 @@ export class KeyIndex {
         `key index: put at ${revision.main}.${revision.sub} is not after the last change`,
       );
     }
-    const generation = this.generations[this.generations.length - 1]!;
+    const generation = this.generation(this.generationCount - 1);
     if (generation.isEmpty) {
       generation.createdMain = revision.main;
       generation.createdSub = revision.sub;
@@ -102,7 +119,7 @@ export class KeyIndex {
    */
   restore(created: Revision, modified: Revision, version: number, tombstone: boolean): void {
     if (!this.isEmpty) throw new Error('key index: restoring a key that already has history');
-    const generation = this.generations[0]!;
+    const generation = this.generation(0);
     const from = tombstone ? modified : created;
     generation.createdMain = from.main;
     generation.createdSub = from.sub;
@@ -110,7 +127,7 @@ export class KeyIndex {
     generation.version = tombstone ? 1 : version;
     this.modifiedMain = modified.main;
     this.modifiedSub = modified.sub;
-    if (tombstone) this.generations.push(new Generation());
+    if (tombstone) this.startGeneration();
   }
 
   /**
@@ -118,9 +135,9 @@ export class KeyIndex {
    * starts. Returns false (and records nothing) when the key is not live.
    */
   tombstone(revision: Revision): boolean {
-    if (this.generations[this.generations.length - 1]!.isEmpty) return false;
+    if (this.generation(this.generationCount - 1).isEmpty) return false;
     this.put(revision);
-    this.generations.push(new Generation());
+    this.startGeneration();
     return true;
   }
 
@@ -134,21 +151,21 @@ export class KeyIndex {
       modified: generation.revision(i),
       created: { main: generation.createdMain, sub: generation.createdSub },
       // Puts after `modified` in the same generation are not counted.
-      version: generation.version - (generation.mains.length - 1 - i),
+      version: generation.version - (generation.count - 1 - i),
     };
   }
 
   /** The generation the key was in at `atRevision`; undefined if it was deleted then. */
   private generationAt(atRevision: number): Generation | undefined {
-    const last = this.generations.length - 1;
+    const last = this.generationCount - 1;
     for (let i = last; i >= 0; i--) {
-      const generation = this.generations[i]!;
+      const generation = this.generation(i);
       if (generation.isEmpty) continue;
       // A finished generation whose tombstone is at or below the revision: deleted by then.
-      if (i !== last && generation.mains[generation.mains.length - 1]! <= atRevision) {
+      if (i !== last && generation.main(generation.count - 1) <= atRevision) {
         return undefined;
       }
-      if (generation.mains[0]! <= atRevision) return generation;
+      if (generation.main(0) <= atRevision) return generation;
     }
     return undefined;
   }
@@ -161,18 +178,35 @@ export class KeyIndex {
    */
   compact(atRevision: number, onDrop: (revision: Revision) => void): void {
     let first = 0;
-    while (first < this.generations.length - 1) {
-      const generation = this.generations[first]!;
-      if (generation.mains[generation.mains.length - 1]! >= atRevision) break;
-      for (let i = 0; i < generation.mains.length; i++) onDrop(generation.revision(i));
+    while (first < this.generationCount - 1) {
+      const generation = this.generation(first);
+      if (generation.main(generation.count - 1) >= atRevision) break;
+      for (let i = 0; i < generation.count; i++) onDrop(generation.revision(i));
       first++;
     }
-    const kept = this.generations[first]!;
+    const kept = this.generation(first);
     const visible = kept.latestAtOrBelow(atRevision);
     if (visible > 0) {
       for (let i = 0; i < visible; i++) onDrop(kept.revision(i));
       kept.dropFirst(visible);
     }
-    if (first > 0) this.generations = this.generations.slice(first);
+    if (first > 0) {
+      const rest = (this.generations as Generation[]).slice(first);
+      this.generations = rest.length === 1 ? rest[0]! : rest;
+    }
+  }
+
+  private get generationCount(): number {
+    return Array.isArray(this.generations) ? this.generations.length : 1;
+  }
+
+  private generation(i: number): Generation {
+    return Array.isArray(this.generations) ? this.generations[i]! : this.generations;
+  }
+
+  private startGeneration(): void {
+    const generations = this.generations;
+    if (Array.isArray(generations)) generations.push(new Generation());
+    else this.generations = [generations, new Generation()];
   }
 }
