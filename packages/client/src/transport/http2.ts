@@ -61,7 +61,7 @@ export interface Http2TransportOptions {
    * it is written: the client retries it as any unsent call (on another endpoint when there is
    * one), then fails with `UnavailableError` (a write: `WriteNotAppliedError`) whose message names
    * the bound; a stream write beyond it ends the stream. One request is always taken while nothing
-   * is held. As {@link H2TransportOptions.maxBufferedRequestBytes}.
+   * is held. The same option as the h2 transport's.
    */
   readonly maxBufferedRequestBytes?: number;
 }
