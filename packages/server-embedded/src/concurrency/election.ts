@@ -1,21 +1,19 @@
-// The election behind v3electionpb.Election (Observe is in observe.ts): Campaign runs the recipes'
-// acquire skeleton and queue algorithm over the server's local client, as etcd runs Go's Election.
+// The election behind v3electionpb.Election (Observe is in observe.ts): Campaign joins the server's
+// queue (queue.ts) with the candidate's value, as etcd runs Go's Election on the request's lease.
 
-import { acquireInLine } from '@etcdkit/recipes/internal';
 import type { ResponseHeader, WireKeyValue } from '../api/requests.js';
 import { EtcdServerError } from '../errors.js';
 import type { LocalClient } from './local-client.js';
 import {
   createdAt,
   deleteIfCreatedAt,
+  joinQueue,
   oldestUnder,
   putOp,
-  queueKey,
+  type QueuePlace,
+  type QueueRequest,
   queuePrefix,
-  rangedKv,
   sessionLease,
-  waitInLine,
-  withdraw,
 } from './queue.js';
 
 /** Who leads, as Campaign reports it and Proclaim and Resign take it back (etcd's LeaderKey). */
@@ -30,14 +28,9 @@ export interface LeaderKey {
   readonly lease: bigint;
 }
 
-/** A Campaign request. */
-export interface CampaignRequest {
-  readonly name: Uint8Array;
-  /** The lease the key goes on; 0 for a fresh 60 s lease (see sessionLease). */
-  readonly lease: bigint;
+/** A Campaign request: a lease puts `value` up under `name + "/"`. */
+export interface CampaignRequest extends QueueRequest {
   readonly value: Uint8Array;
-  /** Aborts the wait (the client went away); the candidate's key is then withdrawn. */
-  readonly signal: AbortSignal;
 }
 
 /** What Campaign answers once elected. */
@@ -58,46 +51,23 @@ export interface Elected {
  * or restarts.
  */
 export async function campaign(client: LocalClient, request: CampaignRequest): Promise<Elected> {
-  const halted = client.halted;
-  const leaseId = sessionLease(client, request.lease);
-  const prefix = queuePrefix(request.name);
-  const key = queueKey(prefix, leaseId);
-  return acquireInLine({
-    take: async () => {
-      const response = client.txn({
-        compare: [createdAt(key, 0n)],
-        success: [putOp(key, request.value, leaseId)],
-        failure: [{ requestRange: { key } }],
-      });
-      const header = response.header ?? {};
-      const existing = response.succeeded ? undefined : rangedKv(response.responses, 0);
-      const rev = existing?.createRevision ?? header.revision ?? 0n;
-      return { leader: { name: request.name, key, rev, lease: leaseId }, header, existing };
-    },
-    taken: ({ leader, existing }) => {
-      if (existing !== undefined && !sameBytes(existing.value, request.value)) {
-        proclaim(client, leader, request.value);
+  const leaderOf = (place: QueuePlace): LeaderKey => ({
+    name: request.name,
+    key: place.key,
+    rev: place.createRevision,
+    lease: place.lease,
+  });
+  const { place } = await joinQueue(client, request, {
+    value: request.value,
+    readsHolder: false,
+    lostOnTurn: undefined,
+    taken: (taken) => {
+      if (taken.existing !== undefined && !sameBytes(taken.existing.value, request.value)) {
+        proclaim(client, leaderOf(taken), request.value);
       }
     },
-    // The take reads no holder: the first read of the line tells.
-    atHead: () => undefined,
-    wait: async ({ leader, header }): Promise<Elected> => {
-      const lost = () => new EtcdServerError('ELECTION_SESSION_EXPIRED');
-      const { signal } = request;
-      const createRevision = leader.rev;
-      await waitInLine(client, {
-        prefix,
-        key,
-        createRevision,
-        signal,
-        halted,
-        lost,
-        vanished: 'never',
-      });
-      return { leader, header };
-    },
-    withdraw: (taken) => withdraw(client, halted, key, taken?.leader.rev),
   });
+  return { leader: leaderOf(place), header: place.header };
 }
 
 /**

@@ -1,37 +1,20 @@
 // The mutex behind v3lockpb.Lock, as etcd's lock server runs Go's Mutex on the request's lease:
-// here the recipes' acquire skeleton and queue algorithm over the server's local client.
+// here the server's queue (queue.ts) with the empty value and the holder read in the queuing txn.
 
-import { acquireInLine } from '@etcdkit/recipes/internal';
 import type { ResponseHeader } from '../api/requests.js';
 import { EMPTY_BYTES } from '../bytes.js';
 import { EtcdServerError } from '../errors.js';
 import type { LocalClient } from './local-client.js';
-import {
-  createdAt,
-  oldestUnder,
-  putOp,
-  type QueuedKey,
-  queueKey,
-  queuePrefix,
-  rangedKv,
-  sessionLease,
-  waitInLine,
-  withdraw,
-} from './queue.js';
+import { joinQueue, type QueueRequest } from './queue.js';
 
-/** A Lock request. */
-export interface LockRequest {
-  /** The lock's name; keys queue under `name + "/"`. */
-  readonly name: Uint8Array;
-  /** The lease the key goes on; 0 for a fresh 60 s lease (see sessionLease). */
-  readonly lease: bigint;
-  /** Aborts the wait (the client went away); the queued key is then deleted. */
-  readonly signal: AbortSignal;
+/** A Lock request: a lease queues under `name + "/"`. */
+export interface LockRequest extends QueueRequest {
   /**
-   * What a waiter whose key vanished learns on its turn, as the etcd version answered as
-   * (QueuedKey): default 'on-turn', etcd 3.5 on.
+   * Whether a waiter whose key vanished fails with "mutex: session is expired" on its turn (etcd
+   * 3.5 on: Go's Mutex.Lock reads its key then; etcd issue 11456) or is answered with the vanished
+   * key as held (etcd 3.4). Default true.
    */
-  readonly vanished?: QueuedKey['vanished'];
+  readonly checksOwnKeyOnTurn?: boolean;
 }
 
 /** A held lock. */
@@ -46,54 +29,20 @@ export interface HeldLock {
  * Acquires the lock `request.name` for `request.lease`, waiting for every earlier key under the
  * name to go. A lease that already queued or holds the lock reuses its key (one key per lease).
  *
- * If the wait fails (the call is cancelled, the key vanishes, a read fails), the key this call
+ * If the wait fails (the call is cancelled, the key vanished, a read fails), the key this call
  * queued is deleted, guarded by its create revision so that a newer incarnation survives; when
  * the server stops or restarts, nothing is undone, as with an etcd member that goes down.
  */
 export async function lock(client: LocalClient, request: LockRequest): Promise<HeldLock> {
-  const halted = client.halted;
-  const leaseId = sessionLease(client, request.lease);
-  const prefix = queuePrefix(request.name);
-  const key = queueKey(prefix, leaseId);
-  return acquireInLine({
-    take: async () => {
-      // One txn queues the key (or finds this lease's) and reads the holder: one request uncontended.
-      const acquired = client.txn({
-        compare: [createdAt(key, 0n)],
-        success: [putOp(key, EMPTY_BYTES, leaseId), { requestRange: oldestUnder(prefix) }],
-        failure: [{ requestRange: { key } }, { requestRange: oldestUnder(prefix) }],
-      });
-      const createRevision = acquired.succeeded
-        ? (acquired.header?.revision ?? 0n)
-        : (rangedKv(acquired.responses, 0)?.createRevision ?? 0n);
-      return {
-        createRevision,
-        header: acquired.header ?? {},
-        holder: rangedKv(acquired.responses, 1),
-      };
-    },
-    atHead: ({ createRevision, header, holder }): HeldLock | undefined =>
-      holder === undefined || holder.createRevision === createRevision
-        ? { key, header }
-        : undefined,
-    wait: async ({ createRevision }) => {
-      const lost = () => new EtcdServerError('LOCK_SESSION_EXPIRED');
-      const { signal, vanished } = request;
-      return {
-        key,
-        header: await waitInLine(client, {
-          prefix,
-          key,
-          createRevision,
-          signal,
-          halted,
-          lost,
-          vanished: vanished ?? 'on-turn',
-        }),
-      };
-    },
-    withdraw: (taken) => withdraw(client, halted, key, taken?.createRevision),
+  const { place, header } = await joinQueue(client, request, {
+    value: EMPTY_BYTES,
+    readsHolder: true,
+    lostOnTurn:
+      request.checksOwnKeyOnTurn === false
+        ? undefined
+        : () => new EtcdServerError('LOCK_SESSION_EXPIRED'),
   });
+  return { key: place.key, header };
 }
 
 /** Unlock: deletes `key`, whoever holds it, as etcd does (the request names nothing else). */

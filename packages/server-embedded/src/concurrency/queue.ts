@@ -1,7 +1,12 @@
 // The Lock and Election queue in Go's key layout (`name/<lease hex>`, shared with Go, etcdctl and
 // @etcdkit/recipes), waited on with the recipes' queue algorithm over this server's store.
 import { linkSignals } from '@etcdkit/client/internal';
-import { type LinePlace, type QueueLine, waitForTurn } from '@etcdkit/recipes/internal';
+import {
+  acquireInLine,
+  type LinePlace,
+  type QueueLine,
+  waitForTurn,
+} from '@etcdkit/recipes/internal';
 import type {
   Compare,
   RangeRequest,
@@ -12,6 +17,101 @@ import type {
 import type { EtcdServerError } from '../errors.js';
 import type { LocalClient } from './local-client.js';
 import { prefixEnd } from './store-watch.js';
+
+/** A request to queue a lease's key under a name: what Lock and Campaign take. */
+export interface QueueRequest {
+  /** The queue's name; keys queue under `name + "/"`. */
+  readonly name: Uint8Array;
+  /** The lease the key goes on; 0 for a fresh 60 s lease (see sessionLease). */
+  readonly lease: bigint;
+  /** Aborts the wait (the client went away); the queued key is then withdrawn. */
+  readonly signal: AbortSignal;
+}
+
+/** How a recipe joins its queue: Go's Mutex and Election differ only in these. */
+export interface Joining {
+  /** The value the key is put with. */
+  readonly value: Uint8Array;
+  /**
+   * Reads the holder in the txn that queues, so a key at the head answers after one request (Go's
+   * Mutex); without it the wait's first read tells (Go's Campaign).
+   */
+  readonly readsHolder: boolean;
+  /** What a key that vanished while it waited gets on its turn (see QueuedKey.lostOnTurn). */
+  readonly lostOnTurn: (() => EtcdServerError) | undefined;
+  /** Runs once the place is taken (Campaign proclaims a changed value); a throw withdraws it. */
+  readonly taken?: (place: QueuePlace) => void;
+}
+
+/** A lease's place in a queue, as the txn that queued its key found it. */
+export interface QueuePlace {
+  /** `name/<lease hex>`. */
+  readonly key: Uint8Array;
+  /** The lease the key is on (a fresh one for a request with lease 0). */
+  readonly lease: bigint;
+  /** The key's create revision: its place in the queue. */
+  readonly createRevision: bigint;
+  /** The header of the txn that queued the key (or found it queued). */
+  readonly header: ResponseHeader;
+  /** The key as the txn found it when the lease had queued already (its value may differ). */
+  readonly existing: WireKeyValue | undefined;
+}
+
+/** A place whose turn came, with the header of the read that found no key ahead. */
+export interface Turn {
+  readonly place: QueuePlace;
+  /** The txn's header when the place was at the head at once. */
+  readonly header: ResponseHeader;
+}
+
+/**
+ * Queues the request's lease under its name and waits for its turn, as Go's Mutex.Lock and
+ * Election.Campaign do over this server's store: one txn puts the key (or finds the lease's), a
+ * key at the head is answered at once, any other waits in line. On any failure the key is
+ * withdrawn (see withdraw), not only on cancellation as in Go.
+ */
+export function joinQueue(
+  client: LocalClient,
+  request: QueueRequest,
+  joining: Joining,
+): Promise<Turn> {
+  const halted = client.halted;
+  const lease = sessionLease(client, request.lease);
+  const prefix = queuePrefix(request.name);
+  const key = queueKey(prefix, lease);
+  const holderRead: RequestOp[] = joining.readsHolder
+    ? [{ requestRange: oldestUnder(prefix) }]
+    : [];
+  return acquireInLine({
+    take: async () => {
+      const response = client.txn({
+        compare: [createdAt(key, 0n)],
+        success: [putOp(key, joining.value, lease), ...holderRead],
+        failure: [{ requestRange: { key } }, ...holderRead],
+      });
+      const header = response.header ?? {};
+      const existing = response.succeeded ? undefined : rangedKv(response.responses, 0);
+      const createRevision = existing?.createRevision ?? header.revision ?? 0n;
+      const place: QueuePlace = { key, lease, createRevision, header, existing };
+      return { place, holder: rangedKv(response.responses, 1) };
+    },
+    taken: ({ place }) => joining.taken?.(place),
+    // Without a holder read, the first read of the line tells.
+    atHead: ({ place, holder }): Turn | undefined =>
+      joining.readsHolder &&
+      (holder === undefined || holder.createRevision === place.createRevision)
+        ? { place, header: place.header }
+        : undefined,
+    wait: async ({ place }): Promise<Turn> => {
+      const { signal } = request;
+      const { createRevision } = place;
+      const { lostOnTurn } = joining;
+      const queued = { prefix, key, createRevision, signal, halted, lostOnTurn };
+      return { place, header: await waitInLine(client, queued) };
+    },
+    withdraw: (taken) => withdraw(client, halted, key, taken?.place.createRevision),
+  });
+}
 
 /** TTL of the lease a request without one gets, as Go's concurrency.NewSession grants it. */
 export const SESSION_TTL_SECONDS = 60;
@@ -47,7 +147,7 @@ export function queuePrefix(name: Uint8Array): Uint8Array {
  * The key `leaseId` queues with: the prefix and the id in lowercase hex without padding (Go's
  * `%x` of the int64, which writes a negative id with a leading `-`, as bigint's toString does).
  */
-export function queueKey(prefix: Uint8Array, leaseId: bigint): Uint8Array {
+function queueKey(prefix: Uint8Array, leaseId: bigint): Uint8Array {
   const hex = new TextEncoder().encode(leaseId.toString(16));
   const key = new Uint8Array(prefix.length + hex.length);
   key.set(prefix);
@@ -80,34 +180,35 @@ export function createdAt(key: Uint8Array, revision: bigint): Compare {
   return { key, target: COMPARE_CREATE, result: COMPARE_EQUAL, createRevision: revision };
 }
 
-/** A queued key: where it stands, and what to report when it is lost while waiting. */
-export interface QueuedKey extends LinePlace<Uint8Array> {
+/** A queued key: where it stands, and what it gets when it is lost while waiting. */
+interface QueuedKey extends LinePlace<Uint8Array> {
   readonly prefix: Uint8Array;
-  /** The error for a key that vanished (lease expired or revoked, or deleted) while it waited. */
-  readonly lost: () => EtcdServerError;
   /** Ends the wait (the client went away); it then rejects with the signal's reason. */
   readonly signal: AbortSignal;
   /** The server's halt signal (see LocalClient.halted): ends the wait too. */
   readonly halted: AbortSignal;
   /**
-   * What a key that vanished while it waited learns, once no key is ahead (no etcd fails a waiter
-   * earlier): 'on-turn', it fails with `lost` (etcd 3.5 on: Go's Mutex.Lock reads its key after
-   * waitDeletes); 'never', it is answered as if it held (Go's Election.Campaign, etcd 3.4's Mutex).
+   * What a key that vanished (lease expired or revoked, or deleted) while it waited gets once no
+   * key is ahead (no etcd fails a waiter earlier): the error to fail with (etcd 3.5 on: Go's
+   * Mutex.Lock reads its key after waitDeletes), or undefined to be answered as if it held (Go's
+   * Election.Campaign, etcd 3.4's Mutex).
    */
-  readonly vanished: 'on-turn' | 'never';
+  readonly lostOnTurn: (() => EtcdServerError) | undefined;
 }
 
 /**
  * Waits until no key created before `queued` is left under its prefix, with the queue algorithm
  * of @etcdkit/recipes over this server's store; returns the header of the read that found none.
  */
-export async function waitInLine(client: LocalClient, queued: QueuedKey): Promise<ResponseHeader> {
+async function waitInLine(client: LocalClient, queued: QueuedKey): Promise<ResponseHeader> {
   // Linked by hand, and let go of at the end: the halt signal lasts as long as the server.
   const stopped = linkSignals(queued.signal, queued.halted);
   try {
     if (stopped.signal.aborted) throw stopped.signal.reason;
     const header = await waitForTurn(storeLine(client, queued), { signal: stopped.signal });
-    if (queued.vanished === 'on-turn' && !isIncarnation(client, queued)) throw queued.lost();
+    if (queued.lostOnTurn !== undefined && !isIncarnation(client, queued)) {
+      throw queued.lostOnTurn();
+    }
     return header;
   } finally {
     stopped.release();
@@ -136,7 +237,7 @@ function storeLine(
       return undefined;
     },
     // Called only for an own key waitForTurn watches, and waitInLine gives none.
-    lost: () => queued.lost(),
+    lost: () => new Error('the embedded queue does not watch its own key'),
   };
 }
 
@@ -167,7 +268,7 @@ async function gone(
  * After a failed wait: the guarded delete of the key the call queued, as the server itself. When
  * the server stops nothing is undone, as with an etcd member that goes down.
  */
-export function withdraw(
+function withdraw(
   client: LocalClient,
   halted: AbortSignal,
   key: Uint8Array,
@@ -201,7 +302,7 @@ export function putOp(key: Uint8Array, value: Uint8Array, lease: bigint): Reques
 }
 
 /** The first key-value of a txn's `index`-th response, when it was a range that found one. */
-export function rangedKv(
+function rangedKv(
   responses:
     | readonly { responseRange?: { kvs?: WireKeyValue[] | null } | null }[]
     | null

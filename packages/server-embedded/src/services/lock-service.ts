@@ -1,14 +1,14 @@
 // v3lockpb.Lock over gRPC: Lock waits in the lock's queue until held (for as long as it takes: the
 // call has no deadline unless the client sets one) and answers the key that holds it; Unlock
 // deletes a key. The mutex itself is in concurrency/mutex.ts. With auth, every request it makes
-// is checked as the caller's. Errors go out as etcd sends them from this service: status Unknown
-// with etcd's message.
+// is checked as the caller's; errors go out as etcd sends them (recipe-service.ts).
 import { v3lockpb_Lock } from '@etcdkit/client/protocol';
-import { bigintOf, bytesOf } from '../api/requests.js';
-import { type LocalClient, withoutStatus } from '../concurrency/local-client.js';
+import { bytesOf } from '../api/requests.js';
+import type { LocalClient } from '../concurrency/local-client.js';
 import { lock, unlock } from '../concurrency/mutex.js';
 import { fillHeader, type ServiceContext } from './context.js';
-import type { CallInfo, ServiceRegistry } from './registry.js';
+import { queueRequestOf, recipeService } from './recipe-service.js';
+import type { ServiceRegistry } from './registry.js';
 
 /** Registers Lock and Unlock, running on `local`. */
 export function registerLockService(
@@ -16,25 +16,13 @@ export function registerLockService(
   context: ServiceContext,
   local: LocalClient,
 ): void {
-  const caller = (call: CallInfo) => local.as(context.authorizer.credentialsOf(call));
-  registry.waitingUnary(v3lockpb_Lock.Lock, async (request, _size, signal, call) => {
-    try {
-      const held = await lock(caller(call), {
-        name: bytesOf(request.name),
-        lease: bigintOf(request.lease),
-        signal,
-        vanished: context.traits.lockWaiterChecksOwnKey ? 'on-turn' : 'never',
-      });
-      return { header: fillHeader(context, held.header), key: held.key };
-    } catch (error) {
-      throw withoutStatus(error);
-    }
+  const service = recipeService(registry, context, local);
+  service.waitingUnary(v3lockpb_Lock.Lock, async (request, client, signal) => {
+    const checksOwnKeyOnTurn = context.traits.lockWaiterChecksOwnKey;
+    const held = await lock(client, { ...queueRequestOf(request, signal), checksOwnKeyOnTurn });
+    return { header: fillHeader(context, held.header), key: held.key };
   });
-  registry.unary(v3lockpb_Lock.Unlock, (request, _size, call) => {
-    try {
-      return { header: fillHeader(context, unlock(caller(call), bytesOf(request.key))) };
-    } catch (error) {
-      throw withoutStatus(error);
-    }
-  });
+  service.unary(v3lockpb_Lock.Unlock, (request, client) => ({
+    header: fillHeader(context, unlock(client, bytesOf(request.key))),
+  }));
 }

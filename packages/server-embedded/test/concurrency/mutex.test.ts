@@ -100,7 +100,7 @@ describe('server mutex (v3lock)', () => {
     expect(queue('l/')).toHaveLength(1);
   });
 
-  it('as etcd 3.5 on (vanished: on-turn), a waiter whose key vanished waits for its turn, then fails', async () => {
+  it('as etcd 3.5 on (checksOwnKeyOnTurn), a waiter whose key vanished waits for its turn, then fails', async () => {
     const { client, grant, queue, clock, watchable } = setup();
     const holder = grant(60);
     const held = await lock(client, { name: b('l'), lease: holder, signal: never });
@@ -108,7 +108,7 @@ describe('server mutex (v3lock)', () => {
       name: b('l'),
       lease: grant(5),
       signal: never,
-      vanished: 'on-turn',
+      checksOwnKeyOnTurn: true,
     });
     waiting.catch(() => {});
     await settle();
@@ -121,12 +121,12 @@ describe('server mutex (v3lock)', () => {
     expect(watchable.size).toBe(0);
   });
 
-  it('as etcd 3.4 (vanished: never), a waiter whose key vanished is answered with that key on its turn', async () => {
+  it('as etcd 3.4 (checksOwnKeyOnTurn false), a waiter whose key vanished is answered with that key on its turn', async () => {
     const { client, grant, queue, clock, get } = setup();
     const holder = grant(60);
     const held = await lock(client, { name: b('l'), lease: holder, signal: never });
     const lease = grant(5);
-    const waiting = lock(client, { name: b('l'), lease, signal: never, vanished: 'never' });
+    const waiting = lock(client, { name: b('l'), lease, signal: never, checksOwnKeyOnTurn: false });
     waiting.catch(() => {});
     await settle();
     await clock.advance(5_500);
