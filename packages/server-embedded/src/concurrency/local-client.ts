@@ -47,28 +47,28 @@ function newHalt(): AbortController {
 
 /** The requests the lock and election recipes make, applied on this server. */
 export class LocalClient {
-  private readonly shared: Shared;
+  readonly #shared: Shared;
   /** Whose requests these are; undefined: the server's own, never checked. */
-  private readonly credentials: CallCredentials | undefined;
+  readonly #credentials: CallCredentials | undefined;
 
   constructor(options: LocalClientOptions | { shared: Shared; credentials?: CallCredentials }) {
     if ('shared' in options) {
-      this.shared = options.shared;
-      this.credentials = options.credentials;
+      this.#shared = options.shared;
+      this.#credentials = options.credentials;
     } else {
-      this.shared = { ...options, halt: newHalt() };
-      this.credentials = undefined;
+      this.#shared = { ...options, halt: newHalt() };
+      this.#credentials = undefined;
     }
   }
 
   /** This client acting for the caller that presented `credentials` (checked as with auth). */
   as(credentials: CallCredentials): LocalClient {
-    return new LocalClient({ shared: this.shared, credentials });
+    return new LocalClient({ shared: this.#shared, credentials });
   }
 
   /** This client acting as the server itself: no permission checks. */
   asServer(): LocalClient {
-    return new LocalClient({ shared: this.shared });
+    return new LocalClient({ shared: this.#shared });
   }
 
   /**
@@ -77,41 +77,41 @@ export class LocalClient {
    * queued to their leases. Read it when a wait starts: later waits get a fresh signal.
    */
   get halted(): AbortSignal {
-    return this.shared.halt.signal;
+    return this.#shared.halt.signal;
   }
 
   /** Ends every wait in progress without undoing anything (see {@link halted}). */
   dropWaits(): void {
-    const halt = this.shared.halt;
-    this.shared.halt = newHalt();
+    const halt = this.#shared.halt;
+    this.#shared.halt = newHalt();
     // A plain error, as etcd's in-process client passes the stop on: it goes out as Unknown.
     halt.abort(new Error(EtcdServerError.messageOf('SERVER_STOPPED')));
   }
 
   range(request: RangeRequest): RangeResponse {
-    return this.shared.kv.range(request, this.credentials);
+    return this.#shared.kv.range(request, this.#credentials);
   }
 
   txn(request: TxnRequest): TxnResponse {
     const size = etcdserverpb.TxnRequest.encode(request).finish().length;
-    return this.shared.kv.txn(request, size, this.credentials);
+    return this.#shared.kv.txn(request, size, this.#credentials);
   }
 
   deleteRange(request: DeleteRangeRequest): DeleteRangeResponse {
     const size = etcdserverpb.DeleteRangeRequest.encode(request).finish().length;
-    return this.shared.kv.deleteRange(request, size, this.credentials);
+    return this.#shared.kv.deleteRange(request, size, this.#credentials);
   }
 
   /** Grants a lease of `ttlSeconds` with an id the server picks; returns the id. */
   grant(ttlSeconds: number): bigint {
     const request = { TTL: BigInt(ttlSeconds), ID: 0n };
     const size = etcdserverpb.LeaseGrantRequest.encode(request).finish().length;
-    return this.shared.leases.grant(request, size, this.credentials).ID ?? 0n;
+    return this.#shared.leases.grant(request, size, this.#credentials).ID ?? 0n;
   }
 
   /** Watches `target` from the next revision (see store-watch.ts). */
   watch(target: WatchTarget, options?: StoreWatchOptions): StoreWatch {
-    return new StoreWatch(this.shared.watchable, target, options);
+    return new StoreWatch(this.#shared.watchable, target, options);
   }
 }
 

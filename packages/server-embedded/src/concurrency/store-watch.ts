@@ -53,25 +53,26 @@ const INTERNAL_WATCH_ID = -2n;
 
 /** A watch on the server's watchable store, from the next revision on. */
 export class StoreWatch {
-  private readonly watchable: WatchableStore;
-  private readonly watcher: Watcher;
-  private readonly queue: StoreWatchResponse[] = [];
-  private readonly maxQueued: number;
-  private waiting: ((settled: StoreWatchResponse | Error) => void) | undefined;
-  private ended: Error | undefined;
-  private refused = false;
+  readonly #watchable: WatchableStore;
+  readonly #watcher: Watcher;
+  readonly #queue: StoreWatchResponse[] = [];
+  readonly #maxQueued: number;
+  #waiting: ((settled: StoreWatchResponse | Error) => void) | undefined;
+  #ended: Error | undefined;
+  #refused = false;
 
   constructor(watchable: WatchableStore, target: WatchTarget, options: StoreWatchOptions = {}) {
-    this.watchable = watchable;
-    this.maxQueued = options.maxQueued ?? 64;
-    const { queue, maxQueued } = this;
+    this.#watchable = watchable;
+    this.#maxQueued = options.maxQueued ?? 64;
+    const queue = this.#queue;
+    const maxQueued = this.#maxQueued;
     const sink: WatchSink = {
-      send: (_watcher, response) => this.receive(response),
+      send: (_watcher, response) => this.#receive(response),
       get accepting() {
         return queue.length < maxQueued;
       },
     };
-    this.watcher = watchable.watch(
+    this.#watcher = watchable.watch(
       INTERNAL_WATCH_ID,
       {
         keys: watchedKeys(target),
@@ -92,21 +93,21 @@ export class StoreWatch {
    * {@link StoreWatchClosedError} once the watch is closed.
    */
   next(signal?: AbortSignal): Promise<StoreWatchResponse> {
-    const queued = this.queue.shift();
+    const queued = this.#queue.shift();
     if (queued !== undefined) {
-      this.resumeIfDrained();
+      this.#resumeIfDrained();
       return Promise.resolve(queued);
     }
-    if (this.ended) return Promise.reject(this.ended);
+    if (this.#ended) return Promise.reject(this.#ended);
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
       const onAbort = (): void => {
-        this.waiting = undefined;
+        this.#waiting = undefined;
         reject(signal?.reason);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiting = (settled) => {
-        this.waiting = undefined;
+      this.#waiting = (settled) => {
+        this.#waiting = undefined;
         signal?.removeEventListener('abort', onAbort);
         if (settled instanceof Error) reject(settled);
         else resolve(settled);
@@ -116,39 +117,39 @@ export class StoreWatch {
 
   /** Removes the watcher from the store; a pending `next()` rejects with StoreWatchClosedError. */
   close(): void {
-    if (this.ended) return;
-    this.watchable.cancel(this.watcher);
-    this.end(new StoreWatchClosedError());
+    if (this.#ended) return;
+    this.#watchable.cancel(this.#watcher);
+    this.#end(new StoreWatchClosedError());
   }
 
   /** Called by the store from inside a commit: only queue, never touch the store here. */
-  private receive(response: WatcherResponse): boolean {
-    if (this.ended) return true;
+  #receive(response: WatcherResponse): boolean {
+    if (this.#ended) return true;
     if (response.compactRevision !== 0) {
-      this.end(new StoreWatchCompactedError(response.compactRevision));
+      this.#end(new StoreWatchCompactedError(response.compactRevision));
       return true;
     }
     if (response.events.length === 0) return true;
-    if (this.queue.length >= this.maxQueued && this.waiting === undefined) {
-      this.refused = true;
+    if (this.#queue.length >= this.#maxQueued && this.#waiting === undefined) {
+      this.#refused = true;
       return false;
     }
     const batch = { events: response.events, revision: response.revision };
-    if (this.waiting) this.waiting(batch);
-    else this.queue.push(batch);
+    if (this.#waiting) this.#waiting(batch);
+    else this.#queue.push(batch);
     return true;
   }
 
-  private end(error: Error): void {
-    if (this.ended) return;
-    this.ended = error;
-    this.waiting?.(error);
+  #end(error: Error): void {
+    if (this.#ended) return;
+    this.#ended = error;
+    this.#waiting?.(error);
   }
 
-  private resumeIfDrained(): void {
-    if (!this.refused || this.queue.length > 0) return;
-    this.refused = false;
-    this.watchable.resume();
+  #resumeIfDrained(): void {
+    if (!this.#refused || this.#queue.length > 0) return;
+    this.#refused = false;
+    this.#watchable.resume();
   }
 }
 
