@@ -62,6 +62,15 @@ export interface EtcdVersionTraits {
    * a job succeed (v3.6.14 server/etcdserver/v3_server.go lines 1138-1161).
    */
   readonly downgrade: 'none' | '3.5' | '3.6';
+  /**
+   * 3.4's auth management: a granted permission's range is not checked (3.5 refuses an empty key
+   * or an end at or below the key: v3.5.30 server/auth/store.go line 796); an empty new password
+   * is hashed, so it opens the account (3.5 hashes only a non-empty one: v3_server.go line 700);
+   * Authenticate checks the call's token like any request (3.5 skips it: v3_server.go line 857);
+   * and a token is looked up while auth is off (3.5 ignores it then: store.go line 1164), where
+   * every token is forgotten, so it fails. Checked on 3.4.23 and 3.5.30.
+   */
+  readonly legacyAuthManagement: boolean;
   /** The RangeStream RPC exists (3.7, etcd's main branch); older servers answer Unimplemented. */
   readonly rangeStream: boolean;
   /**
@@ -119,6 +128,7 @@ export function etcdVersionTraits(version: EtcdVersion): EtcdVersionTraits {
     rootRoleShowsEveryKey: from(6),
     tokenIndexBeforeEntry: from(5),
     downgrade: from(6) ? '3.6' : from(5) ? '3.5' : 'none',
+    legacyAuthManagement: !from(5),
     rangeStream: from(7),
     compactionBoundaryDelete: from(5),
     refusesNegativeWatchStart: from(5),

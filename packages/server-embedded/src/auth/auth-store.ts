@@ -79,6 +79,11 @@ export class AuthStore {
   // Merged permissions per user, rebuilt after any change (etcd's range permission cache).
   private readonly permissionCache = new Map<string, KeyPermissions>();
   private isEnabled = false;
+  /**
+   * A call's token is looked up while auth is off too, as etcd 3.4 does; set by the auth service
+   * for the version it answers as (the store outlives no version change).
+   */
+  tokensCheckedWhileOff = false;
   // A new etcd store starts at revision 1.
   private currentRevision = 1;
   private readonly changeListeners = new Set<() => void>();
@@ -174,9 +179,16 @@ export class AuthStore {
    * etcd 3.5+, an empty new password is not hashed (etcd hashes only a non-empty one before it
    * proposes the change, and stores an empty hash), so no password opens the account any more.
    */
-  userChangePassword(name: string, password: string): void {
+  userChangePassword(
+    name: string,
+    password: string,
+    { hashEmpty = false }: { readonly hashEmpty?: boolean } = {},
+  ): void {
     const user = this.requireUser(name);
-    if (!user.noPassword) user.password = password === '' ? undefined : hashPassword(password);
+    if (!user.noPassword) {
+      // etcd 3.4 hashes an empty password too (hashEmpty), which then opens the account.
+      user.password = password === '' && !hashEmpty ? undefined : hashPassword(password);
+    }
     this.tokens.invalidateUser(name);
     this.changed();
   }
@@ -254,9 +266,14 @@ export class AuthStore {
    * its type; otherwise it is added in key order. An empty key, or a range end at or below the key
    * (other than "\0"), is invalid auth management.
    */
-  roleGrantPermission(name: string, permission: KeyPermission | undefined): void {
+  roleGrantPermission(
+    name: string,
+    permission: KeyPermission | undefined,
+    { checkRange = true }: { readonly checkRange?: boolean } = {},
+  ): void {
     if (permission === undefined) throw new EtcdServerError('PERMISSION_NOT_GIVEN');
-    if (!isValidPermissionRange(permission.key, permission.rangeEnd)) {
+    // etcd 3.4 stores any range (checkRange false); 3.5 on refuses these.
+    if (checkRange && !isValidPermissionRange(permission.key, permission.rangeEnd)) {
       throw new EtcdServerError('INVALID_AUTH_MGMT');
     }
     const role = this.roles.get(name);
@@ -287,7 +304,13 @@ export class AuthStore {
    * certificate would name a user.
    */
   identify(credentials: CallCredentials): AuthInfo | undefined {
-    if (!this.isEnabled) return undefined;
+    if (!this.isEnabled) {
+      // etcd 3.4 looks tokens up while auth is off, when it knows none (AuthDisable forgot them).
+      if (this.tokensCheckedWhileOff && credentials.token !== undefined) {
+        throw new EtcdServerError('INVALID_AUTH_TOKEN');
+      }
+      return undefined;
+    }
     if (credentials.token !== undefined) {
       const username = this.tokens.use(stripBearer(credentials.token));
       if (username === undefined) throw new EtcdServerError('INVALID_AUTH_TOKEN');

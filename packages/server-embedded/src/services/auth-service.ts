@@ -35,7 +35,12 @@ export function registerAuthService(registry: ServiceRegistry, context: ServiceC
     propose(call, requestBytes).requireAdmin();
   };
 
-  registry.unary(A.Authenticate, (request) => {
+  const legacy = context.traits.legacyAuthManagement;
+  store.tokensCheckedWhileOff = legacy;
+
+  registry.unary(A.Authenticate, (request, _size, call) => {
+    // etcd 3.4 checks the call's token first, as for any request; 3.5 on skips it here.
+    if (legacy) authorizer.identify(authorizer.credentialsOf(call));
     const name = request.name ?? '';
     store.checkPassword(name, request.password ?? '');
     // The proposed request carries the token's random part where the password was.
@@ -98,7 +103,7 @@ export function registerAuthService(registry: ServiceRegistry, context: ServiceC
       call,
       request.password ? passwordHashedSize(A.UserChangePassword.request, request) : size,
     );
-    store.userChangePassword(request.name ?? '', request.password ?? '');
+    store.userChangePassword(request.name ?? '', request.password ?? '', { hashEmpty: legacy });
     return { header: header() };
   });
 
@@ -140,7 +145,9 @@ export function registerAuthService(registry: ServiceRegistry, context: ServiceC
 
   registry.unary(A.RoleGrantPermission, (request, size, call) => {
     admin(call, size);
-    store.roleGrantPermission(request.name ?? '', fromWirePermission(request.perm));
+    store.roleGrantPermission(request.name ?? '', fromWirePermission(request.perm), {
+      checkRange: !legacy,
+    });
     return { header: header() };
   });
 

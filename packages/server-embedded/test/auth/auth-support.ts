@@ -9,7 +9,8 @@ import {
 } from '@etcdkit/client/protocol';
 import { type BackendName, describeEachBackend, startEtcd } from '@etcdkit/testkit';
 import * as grpc from '@grpc/grpc-js';
-import { afterEach } from 'vitest';
+import { afterEach, describe } from 'vitest';
+import type { EtcdVersion } from '../../src/etcd-version.js';
 import { EmbeddedEtcd, VirtualClock } from '../../src/index.js';
 import { b } from '../support/bytes.js';
 
@@ -268,6 +269,8 @@ export interface AuthServerOptions {
   readonly virtualClock?: boolean;
   /** `--max-request-bytes` / `maxRequestBytes`. */
   readonly maxRequestBytes?: number;
+  /** The etcd version the embedded server answers as (a real etcd is the version it is). */
+  readonly etcdVersion?: EtcdVersion | undefined;
 }
 
 /** Starts a fresh server of kind `backend`. */
@@ -284,6 +287,7 @@ export async function startAuthServer(
       ...(options.maxRequestBytes === undefined
         ? {}
         : { maxRequestBytes: options.maxRequestBytes }),
+      ...(options.etcdVersion === undefined ? {} : { etcdVersion: options.etcdVersion }),
     });
     const client = new AuthClient(embedded.endpoint);
     return {
@@ -329,26 +333,45 @@ export interface AuthSuiteContext {
   fresh(options?: AuthServerOptions): Promise<AuthTestServer>;
 }
 
-/** Declares `body` for the embedded server and for a real etcd, each test on its own server. */
-export function describeAuth(title: string, body: (context: AuthSuiteContext) => void): void {
+/**
+ * Declares `body` for the embedded server and for a real etcd, each test on its own server; with
+ * `embeddedAs`, for the embedded server answering as each of those versions too.
+ */
+export function describeAuth(
+  title: string,
+  body: (context: AuthSuiteContext) => void,
+  { embeddedAs = [] }: { readonly embeddedAs?: readonly EtcdVersion[] } = {},
+): void {
   describeEachBackend(
     `auth: ${title}`,
     ({ name }) => {
-      const started: AuthTestServer[] = [];
-      afterEach(async () => {
-        await Promise.all(started.splice(0).map((server) => server.stop()));
-      });
-      body({
-        backend: name,
-        async fresh(options) {
-          const server = await startAuthServer(name, options);
-          started.push(server);
-          return server;
-        },
-      });
+      declareOn(name, undefined, body);
+      if (name !== 'embedded') return;
+      for (const etcdVersion of embeddedAs) {
+        describe(`answering as etcd ${etcdVersion}`, () => declareOn(name, etcdVersion, body));
+      }
     },
     { only: ['embedded', 'etcd'] },
   );
+}
+
+function declareOn(
+  backend: BackendName,
+  etcdVersion: EtcdVersion | undefined,
+  body: (context: AuthSuiteContext) => void,
+): void {
+  const started: AuthTestServer[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((server) => server.stop()));
+  });
+  body({
+    backend,
+    async fresh(options) {
+      const server = await startAuthServer(backend, { ...options, etcdVersion });
+      started.push(server);
+      return server;
+    },
+  });
 }
 
 /** True for servers that answer as etcd 3.5+ (the embedded one by default). */
