@@ -241,13 +241,14 @@ export class ElectionNoLeaderError extends serverError('ELECTION_NO_LEADER') {}
 export class MissingLeaderKeyError extends serverError('MISSING_LEADER_KEY') {}
 /**
  * Lock: the key queued for the lock vanished while the call waited (its lease expired or was
- * revoked, or someone deleted it), so the lock was not acquired. Sent by etcd 3.5+ and the
- * embedded server; etcd 3.4 instead reports such a lock as held.
+ * revoked, or someone deleted it), so the lock was not acquired. Sent on its turn by etcd 3.5+
+ * and the embedded server answering as 3.5+; etcd 3.4 instead reports such a lock as held.
  */
 export class LockSessionExpiredError extends serverError('LOCK_SESSION_EXPIRED') {}
 /**
- * Campaign: the candidate's key vanished while the call waited, so it was not elected. Sent by
- * the embedded server; etcd (issue 11051) reports such a candidate as elected.
+ * Campaign: the candidate's key vanished while the call waited. Sent by no current server:
+ * etcd (issue 11051) and the embedded server report such a candidate as elected; earlier embedded
+ * servers sent it.
  */
 export class ElectionSessionExpiredError extends serverError('ELECTION_SESSION_EXPIRED') {}
 
