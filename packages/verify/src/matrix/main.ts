@@ -46,11 +46,13 @@ async function writeDoc(done: boolean): Promise<void> {
     return;
   }
   if (!done) return;
-  // Each row rerun takes the place of its run's row; a run the table lacks is added.
+  // Each row rerun takes the place of its run's row in the last table (the full matrix's, below a
+  // short run's); a run the table lacks is added.
   const lines = text.slice(start, end).trimEnd().split('\n');
-  const nameOf = (row: string) => row.split(' | ')[0]?.slice(2);
+  const nameOf = (row: string) =>
+    row.startsWith('| ') ? row.split(' | ')[0]?.slice(2) : undefined;
   for (const [i, row] of rows.entries()) {
-    const at = lines.findIndex((line) => line.startsWith('| ') && nameOf(line) === cells[i]!.name);
+    const at = lines.map(nameOf).lastIndexOf(cells[i]!.name);
     if (at >= 0) lines[at] = row;
     else lines.push(row);
   }
