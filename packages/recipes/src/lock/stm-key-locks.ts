@@ -1,6 +1,7 @@
 // The locks STM runs take on keys they keep conflicting on (stm/contention.ts): one queue per key
 // in the layout of Go's Mutex, joined for every key in ONE txn and left by the commit itself, so a
-// turn costs the commit's round trip, not a lock and an unlock per key.
+// turn costs the commit's round trip, not a lock and an unlock per key. The queues and keys are
+// watched live, the watches kept between a process's runs.
 
 import {
   AbortedError,
@@ -106,7 +107,7 @@ class KeysTurn implements StmKeysHeld {
   readonly #keys: readonly KeyQueue[];
   readonly #local: HeldKeys;
   readonly #places: Place[];
-  readonly #watchers: Watcher[] = [];
+  readonly #watches: KeyWatches[] = [];
   // Batches that came before the join's reads were known: applied once they are.
   #early: Array<{ readonly index: number; readonly batch: WatchBatch }> | undefined = [];
   #joined = 0n;
@@ -139,14 +140,13 @@ class KeysTurn implements StmKeysHeld {
    */
   async join(signal: AbortSignal | undefined): Promise<void> {
     const { etcd, leaseId } = this.#session;
+    const count = this.#keys.length;
     this.#keys.forEach(({ key, queue }, index) => {
-      const queueWatch = etcd.watch({ prefix: queue, filters: ['noPut'], signal });
-      queueWatch.on('batch', (batch) => this.#onBatch(index, batch));
-      const keyWatch = etcd.watch({ key, signal });
-      keyWatch.on('batch', (batch) => this.#onBatch(this.#keys.length + index, batch));
-      this.#watchers.push(queueWatch, keyWatch);
+      const watches = keyWatchesOf(this.#session, key, queue);
+      watches.attach((onQueue, batch) => this.#onBatch(onQueue ? index : count + index, batch));
+      this.#watches.push(watches);
     });
-    await Promise.all(this.#watchers.map((watcher) => watcher.ready()));
+    await abortable(Promise.all(this.#watches.map((watches) => watches.ready)), signal);
     const { places } = this;
     const result = await etcd
       .txn()
@@ -159,7 +159,6 @@ class KeysTurn implements StmKeysHeld {
     const joined = result.header.revision;
     this.#joined = joined;
     this.#seenRevision = joined;
-    const count = this.#keys.length;
     places.forEach((place, i) => {
       const queue = result.responses[i];
       const kvs = queue?.kind === 'range' ? queue.kvs : [];
@@ -258,7 +257,7 @@ class KeysTurn implements StmKeysHeld {
   #end(): void {
     this.#ended = true;
     this.#onFirst = undefined;
-    for (const watcher of this.#watchers) void watcher.close();
+    for (const watches of this.#watches) watches.detach();
     this.#local.release();
   }
 
@@ -289,4 +288,97 @@ class KeysTurn implements StmKeysHeld {
     }
     if (batch.revision > this.#seenRevision) this.#seenRevision = batch.revision;
   }
+}
+
+/**
+ * How long the watches of a key stay open after the last run of this process queued on it left:
+ * the next run on the key starts waiting at once, and the stream is spared a create and a cancel
+ * per run.
+ */
+const KEEP_WATCHING_MS = 2_000;
+
+/**
+ * The watches of one key and of its queue, shared by the runs of a session that queue on it (one at
+ * a time: they take turns in the session's local queue first), and kept open a while after.
+ */
+class KeyWatches {
+  readonly ready: Promise<unknown>;
+  #listener: ((onQueue: boolean, batch: WatchBatch) => void) | undefined;
+  #idle: NodeJS.Timeout | undefined;
+  readonly #watchers: readonly Watcher[];
+
+  constructor(
+    session: Session,
+    key: Uint8Array,
+    queue: string,
+    readonly forget: () => void,
+  ) {
+    const { etcd } = session;
+    const queueWatch = etcd.watch({ prefix: queue, filters: ['noPut'] });
+    queueWatch.on('batch', (batch) => this.#listener?.(true, batch));
+    const keyWatch = etcd.watch({ key });
+    keyWatch.on('batch', (batch) => this.#listener?.(false, batch));
+    this.#watchers = [queueWatch, keyWatch];
+    // A watcher that ended (client closed, compaction...) is not reused.
+    for (const watcher of this.#watchers) watcher.once('end', () => this.close());
+    this.ready = Promise.all(this.#watchers.map((watcher) => watcher.ready()));
+    // A failed creation is the joining run's to report.
+    this.ready.catch(() => {});
+  }
+
+  attach(listener: (onQueue: boolean, batch: WatchBatch) => void): void {
+    clearTimeout(this.#idle);
+    this.#listener = listener;
+  }
+
+  detach(): void {
+    this.#listener = undefined;
+    clearTimeout(this.#idle);
+    this.#idle = setTimeout(() => this.close(), KEEP_WATCHING_MS);
+    this.#idle.unref();
+  }
+
+  close(): void {
+    clearTimeout(this.#idle);
+    this.forget();
+    for (const watcher of this.#watchers) void watcher.close();
+  }
+}
+
+const keyWatches = new WeakMap<Session, Map<string, KeyWatches>>();
+
+/** The watches of `key` and its `queue` for `session`'s runs: open ones, or new. */
+function keyWatchesOf(session: Session, key: Uint8Array, queue: string): KeyWatches {
+  let byQueue = keyWatches.get(session);
+  if (byQueue === undefined) {
+    byQueue = new Map();
+    keyWatches.set(session, byQueue);
+  }
+  const open = byQueue.get(queue);
+  if (open) return open;
+  const watches: KeyWatches = new KeyWatches(session, key, queue, () => {
+    if (byQueue.get(queue) === watches) byQueue.delete(queue);
+  });
+  byQueue.set(queue, watches);
+  return watches;
+}
+
+/** `promise`, or AbortedError when `signal` aborts first. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) return Promise.reject(new AbortedError({ cause: signal.reason }));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new AbortedError({ cause: signal.reason }));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
