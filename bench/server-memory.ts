@@ -14,6 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { Etcd } from '../packages/client/src/etcd.js';
 import { startEtcd } from '../testkit/src/etcd-process.js';
 import { ServerProcess } from './memory.js';
+import { median, ratio } from './report.js';
 
 const KEYS = Number(process.env.ETCDKIT_BENCH_SERVER_MEMORY_KEYS ?? 200_000);
 const REVISION_KEYS = KEYS / 20;
@@ -147,12 +148,6 @@ async function sample(backend: Backend, scenario: 'keys' | 'revisions'): Promise
   }
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
 const whole = (n: number | undefined) =>
   n === undefined || Number.isNaN(n) ? '' : Math.round(n).toLocaleString('en-US');
 
@@ -178,12 +173,12 @@ export const serverMemorySuite = {
         const taken = samples.get(backend.name)!;
         const pick = (f: (s: Sample) => number | undefined) =>
           taken.some((s) => f(s) === undefined) ? undefined : median(taken.map((s) => f(s)!));
-        const ratio = median(taken.map((s, i) => s.rssPerItem / reference[i]!.rssPerItem));
+        const ratios = taken.map((s, i) => s.rssPerItem / reference[i]!.rssPerItem);
         rows.push({
           server: backend.name,
           measured: scenario === 'keys' ? 'per key' : 'per key revision',
           'RSS B': whole(pick((s) => s.rssPerItem)),
-          'RSS / etcd 3.4': ratio.toFixed(2),
+          'RSS / etcd 3.4': ratio(median(ratios), 1),
           'heap B': whole(pick((s) => s.heapPerItem)),
           'puts/s': whole(pick((s) => s.putsPerSecond)),
           'gets/s': whole(pick((s) => s.getsPerSecond)),
