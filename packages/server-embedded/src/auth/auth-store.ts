@@ -73,61 +73,61 @@ export interface AuthStoreOptions {
 
 /** Users, roles, permissions, tokens, and the checks requests go through. */
 export class AuthStore {
-  private readonly users = new Map<string, StoredUser>();
-  private readonly roles = new Map<string, StoredRole>();
-  private readonly tokens: SimpleTokens;
+  readonly #users = new Map<string, StoredUser>();
+  readonly #roles = new Map<string, StoredRole>();
+  readonly #tokens: SimpleTokens;
   // Merged permissions per user, rebuilt after any change (etcd's range permission cache).
-  private readonly permissionCache = new Map<string, KeyPermissions>();
-  private isEnabled = false;
+  readonly #permissionCache = new Map<string, KeyPermissions>();
+  #isEnabled = false;
   /**
    * A call's token is looked up while auth is off too, as etcd 3.4 does; set by the auth service
    * for the version it answers as (the store outlives no version change).
    */
   tokensCheckedWhileOff = false;
   // A new etcd store starts at revision 1.
-  private currentRevision = 1;
-  private readonly changeListeners = new Set<() => void>();
+  #currentRevision = 1;
+  readonly #changeListeners = new Set<() => void>();
 
   constructor(options: AuthStoreOptions) {
-    this.tokens = new SimpleTokens(options.clock, options.tokenTtlSeconds);
+    this.#tokens = new SimpleTokens(options.clock, options.tokenTtlSeconds);
   }
 
   /** Whether auth is on. */
   get enabled(): boolean {
-    return this.isEnabled;
+    return this.#isEnabled;
   }
 
   /** The auth revision: bumped by every change of users, roles or permissions. */
   get revision(): number {
-    return this.currentRevision;
+    return this.#currentRevision;
   }
 
   /** AuthStatus. */
   status(): AuthStatus {
-    return { enabled: this.isEnabled, revision: this.currentRevision };
+    return { enabled: this.#isEnabled, revision: this.#currentRevision };
   }
 
   /** AuthEnable: needs a root user holding the root role; enabling twice does nothing. */
   enable(): void {
-    if (this.isEnabled) return;
-    const root = this.users.get(ROOT);
+    if (this.#isEnabled) return;
+    const root = this.#users.get(ROOT);
     if (root === undefined) throw new EtcdServerError('ROOT_USER_NOT_EXIST');
     if (!hasRootRole(root)) throw new EtcdServerError('ROOT_ROLE_NOT_EXIST');
-    this.isEnabled = true;
-    this.notify();
+    this.#isEnabled = true;
+    this.#notify();
   }
 
   /** AuthDisable: every token is forgotten. Disabling twice does nothing. */
   disable(): void {
-    if (!this.isEnabled) return;
-    this.isEnabled = false;
-    this.tokens.clear();
-    this.changed();
+    if (!this.#isEnabled) return;
+    this.#isEnabled = false;
+    this.#tokens.clear();
+    this.#changed();
   }
 
   /** Forgets every token, as a restarted etcd has (auth stays as it was). */
   forgetTokens(): void {
-    this.tokens.clear();
+    this.#tokens.clear();
   }
 
   /**
@@ -135,8 +135,8 @@ export class AuthStore {
    * Authenticate request is proposed).
    */
   checkPassword(name: string, password: string): void {
-    if (!this.isEnabled) throw new EtcdServerError('AUTH_NOT_ENABLED');
-    const user = this.users.get(name);
+    if (!this.#isEnabled) throw new EtcdServerError('AUTH_NOT_ENABLED');
+    const user = this.#users.get(name);
     if (user === undefined) throw new EtcdServerError('AUTH_FAILED');
     if (user.noPassword) throw new EtcdServerError('NO_PASSWORD_USER');
     // No hash at all: the password was changed to an empty one (see userChangePassword).
@@ -147,31 +147,31 @@ export class AuthStore {
 
   /** Authenticate, applied: a new token for `name`; `index` is the request's raft index. */
   authenticate(name: string, index: number): string {
-    if (!this.isEnabled) throw new EtcdServerError('AUTH_NOT_ENABLED');
-    const user = this.users.get(name);
+    if (!this.#isEnabled) throw new EtcdServerError('AUTH_NOT_ENABLED');
+    const user = this.#users.get(name);
     if (user === undefined || user.noPassword) throw new EtcdServerError('AUTH_FAILED');
-    return this.tokens.assign(name, index);
+    return this.#tokens.assign(name, index);
   }
 
   /** UserAdd. A `noPassword` user has no password and can only be identified by certificate. */
   userAdd(name: string, password: string, noPassword = false): void {
     if (name.length === 0) throw new EtcdServerError('USER_EMPTY');
-    if (this.users.has(name)) throw new EtcdServerError('USER_ALREADY_EXISTS');
-    this.users.set(name, {
+    if (this.#users.has(name)) throw new EtcdServerError('USER_ALREADY_EXISTS');
+    this.#users.set(name, {
       name,
       roles: [],
       password: noPassword ? undefined : hashPassword(password),
       noPassword,
     });
-    this.changed();
+    this.#changed();
   }
 
   /** UserDelete: the user's tokens die with it. Root cannot go while auth is on. */
   userDelete(name: string): void {
-    if (this.isEnabled && name === ROOT) throw new EtcdServerError('INVALID_AUTH_MGMT');
-    if (!this.users.delete(name)) throw new EtcdServerError('USER_NOT_FOUND');
-    this.tokens.invalidateUser(name);
-    this.changed();
+    if (this.#isEnabled && name === ROOT) throw new EtcdServerError('INVALID_AUTH_MGMT');
+    if (!this.#users.delete(name)) throw new EtcdServerError('USER_NOT_FOUND');
+    this.#tokens.invalidateUser(name);
+    this.#changed();
   }
 
   /**
@@ -184,13 +184,13 @@ export class AuthStore {
     password: string,
     { hashEmpty = false }: { readonly hashEmpty?: boolean } = {},
   ): void {
-    const user = this.requireUser(name);
+    const user = this.#requireUser(name);
     if (!user.noPassword) {
       // etcd 3.4 hashes an empty password too (hashEmpty), which then opens the account.
       user.password = password === '' && !hashEmpty ? undefined : hashPassword(password);
     }
-    this.tokens.invalidateUser(name);
-    this.changed();
+    this.#tokens.invalidateUser(name);
+    this.#changed();
   }
 
   /**
@@ -198,51 +198,51 @@ export class AuthStore {
    * can be set up in any order); granting a role twice changes nothing.
    */
   userGrantRole(name: string, role: string): void {
-    const user = this.requireUser(name);
-    if (role !== ROOT && !this.roles.has(role)) throw new EtcdServerError('ROLE_NOT_FOUND');
+    const user = this.#requireUser(name);
+    if (role !== ROOT && !this.#roles.has(role)) throw new EtcdServerError('ROLE_NOT_FOUND');
     if (user.roles.includes(role)) return;
     user.roles = sortedInsert(user.roles, role);
-    this.changed();
+    this.#changed();
   }
 
   /** UserRevokeRole. Root keeps the root role while auth is on. */
   userRevokeRole(name: string, role: string): void {
-    if (this.isEnabled && name === ROOT && role === ROOT) {
+    if (this.#isEnabled && name === ROOT && role === ROOT) {
       throw new EtcdServerError('INVALID_AUTH_MGMT');
     }
-    const user = this.requireUser(name);
+    const user = this.#requireUser(name);
     if (!user.roles.includes(role)) throw new EtcdServerError('ROLE_NOT_GRANTED');
     user.roles = user.roles.filter((granted) => granted !== role);
-    this.changed();
+    this.#changed();
   }
 
   /** UserGet. */
   userGet(name: string): AuthUser {
-    const user = this.requireUser(name);
+    const user = this.#requireUser(name);
     return { name: user.name, roles: [...user.roles], noPassword: user.noPassword };
   }
 
   /** UserList: every user name, in byte order (etcd lists its bucket). */
   userList(): string[] {
-    return [...this.users.keys()].sort(compareNames);
+    return [...this.#users.keys()].sort(compareNames);
   }
 
   /** RoleAdd. */
   roleAdd(name: string): void {
     if (name.length === 0) throw new EtcdServerError('ROLE_EMPTY');
-    if (this.roles.has(name)) throw new EtcdServerError('ROLE_ALREADY_EXISTS');
-    this.roles.set(name, { name, permissions: [] });
-    this.changed();
+    if (this.#roles.has(name)) throw new EtcdServerError('ROLE_ALREADY_EXISTS');
+    this.#roles.set(name, { name, permissions: [] });
+    this.#changed();
   }
 
   /** RoleDelete: the role is revoked from every user. Root's stays while auth is on. */
   roleDelete(name: string): void {
-    if (this.isEnabled && name === ROOT) throw new EtcdServerError('INVALID_AUTH_MGMT');
-    if (!this.roles.delete(name)) throw new EtcdServerError('ROLE_NOT_FOUND');
-    for (const user of this.users.values()) {
+    if (this.#isEnabled && name === ROOT) throw new EtcdServerError('INVALID_AUTH_MGMT');
+    if (!this.#roles.delete(name)) throw new EtcdServerError('ROLE_NOT_FOUND');
+    for (const user of this.#users.values()) {
       user.roles = user.roles.filter((role) => role !== name);
     }
-    this.changed();
+    this.#changed();
   }
 
   /**
@@ -250,7 +250,7 @@ export class AuthStore {
    * (etcd 3.6 on), or with `rootAsGranted` what was granted to it (etcd 3.4 and 3.5).
    */
   roleGet(name: string, rootAsGranted = false): KeyPermission[] {
-    const role = this.roles.get(name);
+    const role = this.#roles.get(name);
     if (role === undefined) throw new EtcdServerError('ROLE_NOT_FOUND');
     if (name === ROOT && !rootAsGranted) return [ROOT_PERMISSION];
     return role.permissions.map((p) => ({ ...p }));
@@ -258,7 +258,7 @@ export class AuthStore {
 
   /** RoleList: every role name, in byte order. */
   roleList(): string[] {
-    return [...this.roles.keys()].sort(compareNames);
+    return [...this.#roles.keys()].sort(compareNames);
   }
 
   /**
@@ -276,25 +276,25 @@ export class AuthStore {
     if (checkRange && !isValidPermissionRange(permission.key, permission.rangeEnd)) {
       throw new EtcdServerError('INVALID_AUTH_MGMT');
     }
-    const role = this.roles.get(name);
+    const role = this.#roles.get(name);
     if (role === undefined) throw new EtcdServerError('ROLE_NOT_FOUND');
     const same = role.permissions.findIndex((p) => samePermissionKeys(p, permission));
     const granted = { ...permission };
     if (same >= 0) role.permissions[same] = granted;
     else role.permissions = insertByKey(role.permissions, granted);
-    this.changed();
+    this.#changed();
   }
 
   /** RoleRevokePermission: removes the permission on exactly `key` and `rangeEnd`. */
   roleRevokePermission(name: string, key: Uint8Array, rangeEnd: Uint8Array): void {
-    const role = this.roles.get(name);
+    const role = this.#roles.get(name);
     if (role === undefined) throw new EtcdServerError('ROLE_NOT_FOUND');
     const kept = role.permissions.filter((p) => !samePermissionKeys(p, { key, rangeEnd }));
     if (kept.length === role.permissions.length) {
       throw new EtcdServerError('PERMISSION_NOT_GRANTED');
     }
     role.permissions = kept;
-    this.changed();
+    this.#changed();
   }
 
   /**
@@ -304,7 +304,7 @@ export class AuthStore {
    * certificate would name a user.
    */
   identify(credentials: CallCredentials): AuthInfo | undefined {
-    if (!this.isEnabled) {
+    if (!this.#isEnabled) {
       // etcd 3.4 looks tokens up while auth is off, when it knows none (AuthDisable forgot them).
       if (this.tokensCheckedWhileOff && credentials.token !== undefined) {
         throw new EtcdServerError('INVALID_AUTH_TOKEN');
@@ -312,12 +312,12 @@ export class AuthStore {
       return undefined;
     }
     if (credentials.token !== undefined) {
-      const username = this.tokens.use(stripBearer(credentials.token));
+      const username = this.#tokens.use(stripBearer(credentials.token));
       if (username === undefined) throw new EtcdServerError('INVALID_AUTH_TOKEN');
-      return { username, revision: this.currentRevision };
+      return { username, revision: this.#currentRevision };
     }
     if (credentials.commonName !== undefined) {
-      return { username: credentials.commonName, revision: this.currentRevision };
+      return { username: credentials.commonName, revision: this.#currentRevision };
     }
     return undefined;
   }
@@ -333,21 +333,21 @@ export class AuthStore {
     key: Uint8Array,
     rangeEnd: Uint8Array,
   ): void {
-    if (!this.isEnabled) return;
+    if (!this.#isEnabled) return;
     if (info === undefined || info.revision === 0) throw new EtcdServerError('USER_EMPTY');
-    const user = this.users.get(info.username);
+    const user = this.#users.get(info.username);
     if (user === undefined) throw new EtcdServerError('PERMISSION_DENIED');
     if (hasRootRole(user)) return;
-    if (!this.permissionsOf(user).allows(access, key, rangeEnd)) {
+    if (!this.#permissionsOf(user).allows(access, key, rangeEnd)) {
       throw new EtcdServerError('PERMISSION_DENIED');
     }
   }
 
   /** Throws unless `info`'s user has the root role (etcd's IsAdminPermitted); passes while off. */
   checkAdmin(info: AuthInfo | undefined): void {
-    if (!this.isEnabled) return;
+    if (!this.#isEnabled) return;
     if (info === undefined || info.username.length === 0) throw new EtcdServerError('USER_EMPTY');
-    const user = this.users.get(info.username);
+    const user = this.#users.get(info.username);
     if (user === undefined) throw new EtcdServerError('USER_NOT_FOUND');
     if (!hasRootRole(user)) throw new EtcdServerError('PERMISSION_DENIED');
   }
@@ -364,26 +364,26 @@ export class AuthStore {
 
   /** Whether the user exists and has been granted `role`. */
   hasRole(username: string, role: string): boolean {
-    return this.users.get(username)?.roles.includes(role) ?? false;
+    return this.#users.get(username)?.roles.includes(role) ?? false;
   }
 
   /** Number of live or not yet swept tokens (for tests). */
   get tokenCount(): number {
-    return this.tokens.size;
+    return this.#tokens.size;
   }
 
-  private requireUser(name: string): StoredUser {
-    const user = this.users.get(name);
+  #requireUser(name: string): StoredUser {
+    const user = this.#users.get(name);
     if (user === undefined) throw new EtcdServerError('USER_NOT_FOUND');
     return user;
   }
 
-  private permissionsOf(user: StoredUser): KeyPermissions {
-    let permissions = this.permissionCache.get(user.name);
+  #permissionsOf(user: StoredUser): KeyPermissions {
+    let permissions = this.#permissionCache.get(user.name);
     if (permissions === undefined) {
-      const granted = user.roles.flatMap((role) => this.roles.get(role)?.permissions ?? []);
+      const granted = user.roles.flatMap((role) => this.#roles.get(role)?.permissions ?? []);
       permissions = new KeyPermissions(granted);
-      this.permissionCache.set(user.name, permissions);
+      this.#permissionCache.set(user.name, permissions);
     }
     return permissions;
   }
@@ -394,17 +394,17 @@ export class AuthStore {
    * @internal
    */
   subscribe(listener: () => void): () => void {
-    this.changeListeners.add(listener);
-    return () => this.changeListeners.delete(listener);
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
   }
 
   /** Everything a restart keeps (see {@link AuthState}). @internal */
   state(): AuthState {
     return {
-      enabled: this.isEnabled,
-      revision: this.currentRevision,
-      users: [...this.users.values()].map((user) => ({ ...user, roles: [...user.roles] })),
-      roles: [...this.roles.values()].map((role) => ({
+      enabled: this.#isEnabled,
+      revision: this.#currentRevision,
+      users: [...this.#users.values()].map((user) => ({ ...user, roles: [...user.roles] })),
+      roles: [...this.#roles.values()].map((role) => ({
         name: role.name,
         permissions: role.permissions.map((p) => ({ ...p })),
       })),
@@ -413,25 +413,25 @@ export class AuthStore {
 
   /** Replaces users, roles and the auth revision with a state read back from a data dir. @internal */
   restore(state: AuthState): void {
-    this.users.clear();
-    this.roles.clear();
-    for (const user of state.users) this.users.set(user.name, { ...user, roles: [...user.roles] });
+    this.#users.clear();
+    this.#roles.clear();
+    for (const user of state.users) this.#users.set(user.name, { ...user, roles: [...user.roles] });
     for (const role of state.roles) {
-      this.roles.set(role.name, { name: role.name, permissions: [...role.permissions] });
+      this.#roles.set(role.name, { name: role.name, permissions: [...role.permissions] });
     }
-    this.isEnabled = state.enabled;
-    this.currentRevision = state.revision;
-    this.permissionCache.clear();
+    this.#isEnabled = state.enabled;
+    this.#currentRevision = state.revision;
+    this.#permissionCache.clear();
   }
 
-  private changed(): void {
-    this.currentRevision++;
-    this.permissionCache.clear();
-    this.notify();
+  #changed(): void {
+    this.#currentRevision++;
+    this.#permissionCache.clear();
+    this.#notify();
   }
 
-  private notify(): void {
-    for (const listener of this.changeListeners) listener();
+  #notify(): void {
+    for (const listener of this.#changeListeners) listener();
   }
 }
 

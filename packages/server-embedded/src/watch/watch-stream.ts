@@ -74,74 +74,74 @@ export interface WatchCall extends MessageWriter<WireWatchResponse> {
 
 /** A watch stream: feed it requests with {@link handle}, end it with {@link close}. */
 export class WatchStream implements WatchSink {
-  private readonly options: WatchStreamOptions;
-  private readonly call: WatchCall;
-  private readonly queue: ResponseQueue<WireWatchResponse>;
+  readonly #options: WatchStreamOptions;
+  readonly #call: WatchCall;
+  readonly #queue: ResponseQueue<WireWatchResponse>;
   /** Watches of this stream by id, in creation order; compacted ones stay until canceled. */
-  private readonly watchers = new Map<bigint, Watcher>();
+  readonly #watchers = new Map<bigint, Watcher>();
   /** Progress-notify watches, and whether nothing was sent for them since the last tick. */
-  private readonly progressDue = new Map<bigint, boolean>();
-  private nextId = 0n;
-  private readonly ticker: Timer;
+  readonly #progressDue = new Map<bigint, boolean>();
+  #nextId = 0n;
+  readonly #ticker: Timer;
   /** A watch result was refused since the queue last drained: tell the store when it has room. */
-  private refused = false;
-  private readingPaused = false;
-  private closed = false;
+  #refused = false;
+  #readingPaused = false;
+  #closed = false;
 
   constructor(call: WatchCall, options: WatchStreamOptions) {
-    this.call = call;
-    this.options = options;
-    this.queue = new ResponseQueue(call, options.capacity ?? WATCH_RESPONSE_CAPACITY, () =>
-      this.written(),
+    this.#call = call;
+    this.#options = options;
+    this.#queue = new ResponseQueue(call, options.capacity ?? WATCH_RESPONSE_CAPACITY, () =>
+      this.#written(),
     );
     // One ticker per stream, from when it opens, as etcd's send loop has.
-    this.ticker = every(options.clock, options.progressNotifyIntervalMs, () => this.tick());
+    this.#ticker = every(options.clock, options.progressNotifyIntervalMs, () => this.#tick());
   }
 
   /** Number of watches on the stream, including ones canceled by a compaction. */
   get size(): number {
-    return this.watchers.size;
+    return this.#watchers.size;
   }
 
   get accepting(): boolean {
-    const accepting = this.queue.accepting;
-    if (!accepting) this.refused = true;
+    const accepting = this.#queue.accepting;
+    if (!accepting) this.#refused = true;
     return accepting;
   }
 
   /** Queues a response of one of this stream's watchers (WatchSink). */
   send(watcher: Watcher, response: WatcherResponse): boolean {
-    if (this.closed) return true;
-    const taken = this.queue.offer({ render: () => this.render(watcher, response) });
-    if (!taken) this.refused = true;
+    if (this.#closed) return true;
+    const taken = this.#queue.offer({ render: () => this.#render(watcher, response) });
+    if (!taken) this.#refused = true;
     return taken;
   }
 
   /** Handles one request of the client. */
   handle(request: WireWatchRequest): void {
-    if (this.closed) return;
-    if (request.createRequest) this.create(request.createRequest);
-    else if (request.cancelRequest) this.cancel(request.cancelRequest.watchId ?? 0n);
-    else if (request.progressRequest) this.progress();
+    if (this.#closed) return;
+    if (request.createRequest) this.#create(request.createRequest);
+    else if (request.cancelRequest) this.#cancel(request.cancelRequest.watchId ?? 0n);
+    else if (request.progressRequest) this.#progress();
     // Anything else (an empty request) is ignored, as etcd does, rather than ending the stream.
   }
 
   /** Ends the stream: every watch is removed from the store and nothing more is sent. */
   close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.ticker.cancel();
-    this.queue.close();
-    for (const watcher of this.watchers.values()) this.options.watchable.cancel(watcher);
-    this.watchers.clear();
-    this.progressDue.clear();
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#ticker.cancel();
+    this.#queue.close();
+    for (const watcher of this.#watchers.values()) this.#options.watchable.cancel(watcher);
+    this.#watchers.clear();
+    this.#progressDue.clear();
   }
 
-  private create(request: WireWatchCreateRequest): void {
-    const { watchable } = this.options;
+  #create(request: WireWatchCreateRequest): void {
+    const { watchable } = this.#options;
     const refuse = (cancelReason: string) =>
-      this.control({
-        header: this.options.header(watchable.revision),
+      this.#control({
+        header: this.#options.header(watchable.revision),
         watchId: INVALID_WATCH_ID,
         created: true,
         canceled: true,
@@ -151,13 +151,13 @@ export class WatchStream implements WatchSink {
     const key = bytesOf(request.key).length === 0 ? new Uint8Array([0]) : bytesOf(request.key);
     let startRevision = numberOf(request.startRevision);
     if (startRevision < 0) {
-      if (this.options.negativeStartIsNow !== true) {
+      if (this.#options.negativeStartIsNow !== true) {
         refuse(CancelReason.COMPACTED);
         return;
       }
       startRevision = 0;
     }
-    const denied = this.options.authorize?.(key, bytesOf(request.rangeEnd));
+    const denied = this.#options.authorize?.(key, bytesOf(request.rangeEnd));
     if (denied !== undefined) {
       refuse(denied);
       return;
@@ -173,9 +173,9 @@ export class WatchStream implements WatchSink {
     let id = request.watchId ?? 0n;
     if (id === 0n) {
       // Auto ids count up from 0 and are never reused on the stream, skipping ids in use.
-      while (this.watchers.has(this.nextId)) this.nextId++;
-      id = this.nextId++;
-    } else if (this.watchers.has(id)) {
+      while (this.#watchers.has(this.#nextId)) this.#nextId++;
+      id = this.#nextId++;
+    } else if (this.#watchers.has(id)) {
       refuse(CancelReason.DUPLICATE_ID);
       return;
     }
@@ -194,72 +194,72 @@ export class WatchStream implements WatchSink {
       progressNotify: request.progressNotify === true,
     };
     // Queued before the watcher exists, so nothing of the watch can be queued ahead of it.
-    this.control({ header: this.options.header(watchable.revision), watchId: id, created: true });
-    this.watchers.set(id, watchable.watch(id, options, this));
-    if (options.progressNotify) this.progressDue.set(id, true);
+    this.#control({ header: this.#options.header(watchable.revision), watchId: id, created: true });
+    this.#watchers.set(id, watchable.watch(id, options, this));
+    if (options.progressNotify) this.#progressDue.set(id, true);
   }
 
-  private cancel(id: bigint): void {
-    const watcher = this.watchers.get(id);
+  #cancel(id: bigint): void {
+    const watcher = this.#watchers.get(id);
     // Canceling an id that is not on the stream gets no reply at all.
     if (watcher === undefined) return;
-    this.options.watchable.cancel(watcher);
-    this.watchers.delete(id);
-    this.progressDue.delete(id);
-    this.control({
-      header: this.options.header(this.options.watchable.revision),
+    this.#options.watchable.cancel(watcher);
+    this.#watchers.delete(id);
+    this.#progressDue.delete(id);
+    this.#control({
+      header: this.#options.header(this.#options.watchable.revision),
       watchId: id,
       canceled: true,
     });
   }
 
-  private progress(): void {
-    const { watchable } = this.options;
-    if (!this.options.progressAtOnce) {
-      watchable.progress(this.watchers.values(), STREAM_PROGRESS_WATCH_ID);
+  #progress(): void {
+    const { watchable } = this.#options;
+    if (!this.#options.progressAtOnce) {
+      watchable.progress(this.#watchers.values(), STREAM_PROGRESS_WATCH_ID);
       return;
     }
     // Whether or not the watches caught up: the events of those that did not come after it.
-    this.control({
-      header: this.options.header(watchable.revision),
+    this.#control({
+      header: this.#options.header(watchable.revision),
       watchId: STREAM_PROGRESS_WATCH_ID,
     });
   }
 
-  private control(message: WireWatchResponse): void {
-    this.queue.push({ render: () => [message] });
-    if (!this.readingPaused && this.queue.length > CONTROL_BACKLOG) {
-      this.readingPaused = true;
-      this.call.pause();
+  #control(message: WireWatchResponse): void {
+    this.#queue.push({ render: () => [message] });
+    if (!this.#readingPaused && this.#queue.length > CONTROL_BACKLOG) {
+      this.#readingPaused = true;
+      this.#call.pause();
     }
   }
 
   /** Turns a watcher's response into wire messages, at the moment it is written. */
-  private render(watcher: Watcher, response: WatcherResponse): WireWatchResponse[] {
+  #render(watcher: Watcher, response: WatcherResponse): WireWatchResponse[] {
     const { events, watchId, compactRevision } = response;
     // A response with events makes the next progress tick of the watch unnecessary.
-    if (events.length > 0 && this.progressDue.has(watchId)) this.progressDue.set(watchId, false);
+    if (events.length > 0 && this.#progressDue.has(watchId)) this.#progressDue.set(watchId, false);
     const message: WireWatchResponse = {
-      header: this.options.header(response.revision),
+      header: this.#options.header(response.revision),
       watchId,
-      events: toWireEvents(events, watcher.options.prevKv, this.options.watchable.appliedStore),
+      events: toWireEvents(events, watcher.options.prevKv, this.#options.watchable.appliedStore),
       compactRevision: BigInt(compactRevision),
       canceled: compactRevision !== 0,
     };
     if (!watcher.options.fragment || watchId !== watcher.id) return [message];
-    return fragmentResponse(message, this.options.fragmentLimitBytes);
+    return fragmentResponse(message, this.#options.fragmentLimitBytes);
   }
 
   /** Queued responses went out. */
-  private written(): void {
-    if (this.closed) return;
-    if (this.refused && this.queue.accepting) {
-      this.refused = false;
-      this.options.watchable.resume();
+  #written(): void {
+    if (this.#closed) return;
+    if (this.#refused && this.#queue.accepting) {
+      this.#refused = false;
+      this.#options.watchable.resume();
     }
-    if (this.readingPaused && this.queue.length <= CONTROL_BACKLOG) {
-      this.readingPaused = false;
-      this.call.resume();
+    if (this.#readingPaused && this.#queue.length <= CONTROL_BACKLOG) {
+      this.#readingPaused = false;
+      this.#call.resume();
     }
   }
 
@@ -267,11 +267,11 @@ export class WatchStream implements WatchSink {
    * A progress tick: each progress-notify watch that got nothing since the last tick is sent its
    * progress, if it is synced (the store decides); then every one of them is due again.
    */
-  private tick(): void {
-    for (const [id, due] of this.progressDue) {
-      const watcher = this.watchers.get(id);
-      if (due && watcher !== undefined) this.options.watchable.progress([watcher], id);
-      this.progressDue.set(id, true);
+  #tick(): void {
+    for (const [id, due] of this.#progressDue) {
+      const watcher = this.#watchers.get(id);
+      if (due && watcher !== undefined) this.#options.watchable.progress([watcher], id);
+      this.#progressDue.set(id, true);
     }
   }
 }
