@@ -56,25 +56,25 @@ export interface KvApplierOptions {
 /** Handles Range, Put, DeleteRange, Txn and Compact requests. */
 export class KvApplier {
   readonly store: MvccStore;
-  private readonly lessor: Lessor;
-  private readonly proposals: ProposalLog;
-  private readonly maxTxnOps: number;
-  private readonly guard: WriteGuard | undefined;
-  private readonly authorizer: Authorizer | undefined;
+  readonly #lessor: Lessor;
+  readonly #proposals: ProposalLog;
+  readonly #maxTxnOps: number;
+  readonly #guard: WriteGuard | undefined;
+  readonly #authorizer: Authorizer | undefined;
 
   constructor(options: KvApplierOptions) {
     this.store = options.store;
-    this.lessor = options.lessor;
-    this.proposals = options.proposals;
-    this.maxTxnOps = options.maxTxnOps;
-    this.guard = options.guard;
-    this.authorizer = options.authorizer;
+    this.#lessor = options.lessor;
+    this.#proposals = options.proposals;
+    this.#maxTxnOps = options.maxTxnOps;
+    this.#guard = options.guard;
+    this.#authorizer = options.authorizer;
   }
 
   /** `credentials`: what the call presented (see the file comment). */
   range(r: RangeRequest, credentials?: CallCredentials): RangeResponse {
     checkRangeRequest(r);
-    this.identify(credentials)?.checkRangeRequest(r);
+    this.#identify(credentials)?.checkRangeRequest(r);
     return executeRange(this.store, r);
   }
 
@@ -83,19 +83,19 @@ export class KvApplier {
     checkRangeRequest(r);
     if (!isDefaultOrdering(r)) throw new EtcdServerError('RANGE_STREAM_SORT');
     if (hasRevisionFilters(r)) throw new EtcdServerError('RANGE_STREAM_FILTER');
-    this.identify(credentials)?.checkRangeRequest(r);
+    this.#identify(credentials)?.checkRangeRequest(r);
   }
 
   /** `requestBytes` is the size of the request's encoding, for the proposal size limit. */
   put(r: PutRequest, requestBytes: number, credentials?: CallCredentials): PutResponse {
     // etcd's quota layer wraps the KV server, so the quota is checked before the request is.
-    this.guard?.beforeProposal({ kind: 'put', request: r });
+    this.#guard?.beforeProposal({ kind: 'put', request: r });
     checkPutRequest(r);
-    const caller = this.identify(credentials);
-    this.proposals.propose(ProposalKind.put, requestBytes, caller?.info);
-    this.guard?.atApply({ kind: 'put', request: r });
+    const caller = this.#identify(credentials);
+    this.#proposals.propose(ProposalKind.put, requestBytes, caller?.info);
+    this.#guard?.atApply({ kind: 'put', request: r });
     caller?.checkPut(r);
-    checkPut(this.store, this.lessor, r);
+    checkPut(this.store, this.#lessor, r);
     const write = this.store.write();
     try {
       return applyPut(write, r);
@@ -110,9 +110,9 @@ export class KvApplier {
     credentials?: CallCredentials,
   ): DeleteRangeResponse {
     checkDeleteRequest(r);
-    const caller = this.identify(credentials);
-    this.proposals.propose(ProposalKind.deleteRange, requestBytes, caller?.info);
-    this.guard?.atApply({ kind: 'deleteRange' });
+    const caller = this.#identify(credentials);
+    this.#proposals.propose(ProposalKind.deleteRange, requestBytes, caller?.info);
+    this.#guard?.atApply({ kind: 'deleteRange' });
     forgetEmptyRangeEnd(r);
     caller?.checkDeleteRange(r);
     const write = this.store.write();
@@ -124,22 +124,22 @@ export class KvApplier {
   }
 
   txn(r: TxnRequest, requestBytes: number, credentials?: CallCredentials): TxnResponse {
-    this.guard?.beforeProposal({ kind: 'txn', request: r });
-    checkTxnRequest(r, this.maxTxnOps);
+    this.#guard?.beforeProposal({ kind: 'txn', request: r });
+    checkTxnRequest(r, this.#maxTxnOps);
     // After the per-op checks, so that a huge txn fails cheaply on them first (as in etcd).
     checkIntervals(r.success ?? []);
     checkIntervals(r.failure ?? []);
     const readOnly = isReadOnlyTxn(r);
-    const caller = this.identify(credentials);
+    const caller = this.#identify(credentials);
     // A txn that cannot write is served like a read: no proposal, no size limit, no log entry.
     if (!readOnly) {
-      this.proposals.propose(ProposalKind.txn, requestBytes, caller?.info);
-      this.guard?.atApply({ kind: 'txn', request: r });
+      this.#proposals.propose(ProposalKind.txn, requestBytes, caller?.info);
+      this.#guard?.atApply({ kind: 'txn', request: r });
       forgetEmptyRangeEndsInTxn(r);
     }
     caller?.checkTxn(r);
     const plan = planTxn(this.store, r);
-    checkTxn(this.store, this.lessor, r, plan);
+    checkTxn(this.store, this.#lessor, r, plan);
     if (readOnly) return executeTxn(this.store, r, plan);
     const write = this.store.write();
     try {
@@ -158,16 +158,16 @@ export class KvApplier {
     requestBytes: number,
     credentials?: CallCredentials,
   ): CompactionResponse {
-    const caller = this.identify(credentials);
+    const caller = this.#identify(credentials);
     caller?.requireAdmin();
-    this.proposals.propose(ProposalKind.compaction, requestBytes, caller?.info);
-    this.guard?.atApply({ kind: 'compaction' });
+    this.#proposals.propose(ProposalKind.compaction, requestBytes, caller?.info);
+    this.#guard?.atApply({ kind: 'compaction' });
     this.store.compact(numberOf(r.revision));
     return { header: revisionHeader(this.store.revision) };
   }
 
   /** The caller presenting `credentials`; none for the server's own requests or without auth. */
-  private identify(credentials: CallCredentials | undefined): Caller | undefined {
-    return credentials === undefined ? undefined : this.authorizer?.identify(credentials);
+  #identify(credentials: CallCredentials | undefined): Caller | undefined {
+    return credentials === undefined ? undefined : this.#authorizer?.identify(credentials);
   }
 }
