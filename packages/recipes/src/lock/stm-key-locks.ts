@@ -116,6 +116,9 @@ class KeysTurn implements StmKeysHeld {
   #lost = false;
   #ended = false;
   #onFirst: (() => void) | undefined;
+  // Why a watch this turn relies on ended (the client closed, the watch failed for good).
+  #failure: { readonly error: unknown } | undefined;
+  #onFailure: ((error: unknown) => void) | undefined;
 
   constructor(session: Session, keys: readonly KeyQueue[], local: HeldKeys) {
     this.#session = session;
@@ -143,7 +146,10 @@ class KeysTurn implements StmKeysHeld {
     const count = this.#keys.length;
     this.#keys.forEach(({ key, queue }, index) => {
       const watches = keyWatchesOf(this.#session, key, queue);
-      watches.attach((onQueue, batch) => this.#onBatch(onQueue ? index : count + index, batch));
+      watches.attach(
+        (onQueue, batch) => this.#onBatch(onQueue ? index : count + index, batch),
+        (error) => this.#fail(error),
+      );
       this.#watches.push(watches);
     });
     await abortable(Promise.all(this.#watches.map((watches) => watches.ready)), signal);
@@ -184,15 +190,23 @@ class KeysTurn implements StmKeysHeld {
   /** Resolves once this run is first in every queue. */
   wait(signal: AbortSignal | undefined): Promise<void> {
     if (this.#isFirst()) return Promise.resolve();
+    if (this.#failure) return Promise.reject(this.#failure.error);
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
         this.#onFirst = undefined;
+        this.#onFailure = undefined;
         reject(new AbortedError({ cause: signal?.reason }));
       };
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
+      this.#onFailure = (error) => {
+        signal?.removeEventListener('abort', onAbort);
+        this.#onFirst = undefined;
+        reject(error);
+      };
       this.#onFirst = () => {
         signal?.removeEventListener('abort', onAbort);
+        this.#onFailure = undefined;
         // Let the rest of the holder's batch (its writes, on the key watches) land first.
         setImmediate(resolve);
       };
@@ -261,6 +275,13 @@ class KeysTurn implements StmKeysHeld {
     this.#local.release();
   }
 
+  #fail(error: unknown): void {
+    this.#failure ??= { error };
+    const onFailure = this.#onFailure;
+    this.#onFailure = undefined;
+    onFailure?.(error);
+  }
+
   #isFirst(): boolean {
     return this.#lost || this.#places.every(({ ahead }) => ahead.size === 0);
   }
@@ -304,6 +325,8 @@ const KEEP_WATCHING_MS = 2_000;
 class KeyWatches {
   readonly ready: Promise<unknown>;
   #listener: ((onQueue: boolean, batch: WatchBatch) => void) | undefined;
+  #onEnd: ((error: unknown) => void) | undefined;
+  #error: unknown;
   #idle: NodeJS.Timeout | undefined;
   readonly #watchers: readonly Watcher[];
 
@@ -320,19 +343,34 @@ class KeyWatches {
     keyWatch.on('batch', (batch) => this.#listener?.(false, batch));
     this.#watchers = [queueWatch, keyWatch];
     // A watcher that ended (client closed, compaction...) is not reused.
-    for (const watcher of this.#watchers) watcher.once('end', () => this.close());
+    for (const watcher of this.#watchers) {
+      watcher.once('error', (error) => {
+        this.#error = error;
+      });
+      watcher.once('end', () => {
+        const onEnd = this.#onEnd;
+        this.close();
+        onEnd?.(this.#error ?? new Error(`the watch of STM key queue ${queue} ended`));
+      });
+    }
     this.ready = Promise.all(this.#watchers.map((watcher) => watcher.ready()));
     // A failed creation is the joining run's to report.
     this.ready.catch(() => {});
   }
 
-  attach(listener: (onQueue: boolean, batch: WatchBatch) => void): void {
+  /** Gives the watches' batches to `listener`, and their end, while attached, to `onEnd`. */
+  attach(
+    listener: (onQueue: boolean, batch: WatchBatch) => void,
+    onEnd: (error: unknown) => void,
+  ): void {
     clearTimeout(this.#idle);
     this.#listener = listener;
+    this.#onEnd = onEnd;
   }
 
   detach(): void {
     this.#listener = undefined;
+    this.#onEnd = undefined;
     clearTimeout(this.#idle);
     this.#idle = setTimeout(() => this.close(), KEEP_WATCHING_MS);
     this.#idle.unref();
