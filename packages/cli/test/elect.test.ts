@@ -1,17 +1,21 @@
 // `etcdkit elect`: with --restart, three supervisors keep exactly one CMD running while leaders are
 // killed one after another; and etcdctl's forms without CMD.
 import { describeEachBackend } from '@etcdkit/testkit';
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import {
   heartbeats,
   oneAtATime,
   type Running,
   readBeats,
   runsOf,
+  SUPERVISOR_TEST_MS,
   startEtcdkit,
   until,
 } from './support/etcdkit-process.js';
 import { cliFixture } from './support/fixture.js';
+
+// Each test starts supervisors through tsx (seconds each under load): the limit only stops a hang.
+vi.setConfig({ testTimeout: SUPERVISOR_TEST_MS });
 
 describeEachBackend('etcdkit elect', ({ backend, prefix }) => {
   const { etcd, endpoint, path, queued } = cliFixture(backend);
@@ -71,7 +75,7 @@ describeEachBackend('etcdkit elect', ({ backend, prefix }) => {
     supervisors.get('b')!.child.kill('SIGTERM');
     expect((await supervisors.get('b')!.exited).code).toBe(128 + 15);
     expect(await etcd().count({ prefix: `${election}/` })).toBe(0n);
-  }, 90_000);
+  });
 
   it("gives CMD the leader's value and exits with CMD's status, resigning", async () => {
     const election = `${prefix()}once`;
@@ -107,5 +111,5 @@ describeEachBackend('etcdkit elect', ({ backend, prefix }) => {
     expect(await etcd().count({ prefix: `${election}/` })).toBe(0n);
     observer.child.kill('SIGINT');
     expect((await observer.exited).code).toBe(0);
-  }, 30_000);
+  });
 });

@@ -2,10 +2,18 @@
 // and one FIFO queue.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { EXIT_STATUS } from '../src/exit-status.js';
-import { startEtcdctl, startEtcdkit, until } from './support/etcdkit-process.js';
+import {
+  SUPERVISOR_TEST_MS,
+  startEtcdctl,
+  startEtcdkit,
+  until,
+} from './support/etcdkit-process.js';
 import { cliFixture } from './support/fixture.js';
+
+// Each test starts supervisors through tsx (seconds each under load): the limit only stops a hang.
+vi.setConfig({ testTimeout: SUPERVISOR_TEST_MS });
 
 describeEachBackend('etcdkit lock with etcdctl lock', ({ backend, prefix }) => {
   const { endpoint, path, queued } = cliFixture(backend);
@@ -58,5 +66,5 @@ describeEachBackend('etcdkit lock with etcdctl lock', ({ backend, prefix }) => {
     expect(excluded.code).toBe(EXIT_STATUS.waitTimeout);
     last.child.kill('SIGINT');
     expect((await last.exited).code).toBe(0);
-  }, 60_000);
+  });
 });

@@ -3,7 +3,7 @@
 // longer than the TTL; and the lock's exit statuses, environment and signals.
 import { writeFileSync } from 'node:fs';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { EXIT_STATUS } from '../src/exit-status.js';
 import {
   heartbeats,
@@ -11,11 +11,15 @@ import {
   type Running,
   readBeats,
   runsOf,
+  SUPERVISOR_TEST_MS,
   startEtcdctl,
   startEtcdkit,
   until,
 } from './support/etcdkit-process.js';
 import { cliFixture } from './support/fixture.js';
+
+// Each test starts supervisors through tsx (seconds each under load): the limit only stops a hang.
+vi.setConfig({ testTimeout: SUPERVISOR_TEST_MS });
 
 const TTL = ['--ttl', '3', '--kill-grace', '0.5'];
 
@@ -69,7 +73,7 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
         .slice(1),
     ).toEqual([6, 6]);
     expect(await etcd().count({ prefix: `${lockName}/` })).toBe(0n);
-  }, 60_000);
+  });
 
   it("stops the holder's command when its lease is revoked, then the next one runs", async () => {
     const file = path('beats');
@@ -92,7 +96,7 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
     expect(holderExit.stderr).toContain(`the lock ${lockName} was lost`);
     expect((await Promise.all(waiters.map((w) => w.exited))).map((e) => e.code)).toEqual([0, 0]);
     expectOneAtATime(file, 3);
-  }, 60_000);
+  });
 
   it('stops the command of a supervisor stalled (SIGSTOP) past its TTL before the lock passes on', async () => {
     const file = path('beats');
@@ -113,7 +117,7 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
     expect(holderExit.stderr).toContain('its lease could not be confirmed in time');
     expect((await Promise.all(waiters.map((w) => w.exited))).map((e) => e.code)).toEqual([0, 0]);
     expectOneAtATime(file, 3);
-  }, 60_000);
+  });
 
   it("exits with CMD's status and gives CMD the lock's key, revision and fencing token", async () => {
     const lockName = `${prefix()}env`;
@@ -149,7 +153,7 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
     plain.child.kill('SIGINT');
     expect((await plain.exited).code).toBe(128 + 2);
     expect(await etcd().count({ prefix: `${lockName}/` })).toBe(0n);
-  }, 30_000);
+  });
 
   it('exits 75 when --wait-timeout (or 0) passes, 127 for a missing CMD, 64 for bad flags', async () => {
     const lockName = `${prefix()}statuses`;
@@ -171,7 +175,7 @@ describeEachBackend('etcdkit lock', ({ name, backend, prefix }) => {
     const tooLongGrace = await lock(lockName, ['true'], ['--ttl', '3', '--kill-grace', '2']).exited;
     expect(tooLongGrace.code).toBe(EXIT_STATUS.usage);
     expect(tooLongGrace.stderr).toContain('--kill-grace');
-  }, 30_000);
+  });
 
   it('without CMD prints the key and an empty value and holds until SIGINT, as etcdctl', async () => {
     const lockName = `${prefix()}bare`;

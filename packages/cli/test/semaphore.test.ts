@@ -1,9 +1,18 @@
 // `etcdkit semaphore --limit N`: at most N commands at once across supervisors.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { expect, it } from 'vitest';
-import { type Running, startEtcdkit, until, untilAsync } from './support/etcdkit-process.js';
+import { expect, it, vi } from 'vitest';
+import {
+  type Running,
+  SUPERVISOR_TEST_MS,
+  startEtcdkit,
+  until,
+  untilAsync,
+} from './support/etcdkit-process.js';
 import { cliFixture } from './support/fixture.js';
+
+// Each test starts supervisors through tsx (seconds each under load): the limit only stops a hang.
+vi.setConfig({ testTimeout: SUPERVISOR_TEST_MS });
 
 describeEachBackend('etcdkit semaphore', ({ backend, prefix }) => {
   const { etcd, endpoint, path } = cliFixture(backend);
@@ -55,5 +64,5 @@ describeEachBackend('etcdkit semaphore', ({ backend, prefix }) => {
     }
     expect(lines()).toHaveLength(6);
     expect(most).toBe(2);
-  }, 60_000);
+  });
 });

@@ -10,6 +10,13 @@ const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const CLI_MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 /** How a child ended, and what it wrote. */
+/**
+ * A test's time limit and a wait's: they stop a hung run, nothing else. Every etcdkit process starts
+ * through tsx, which takes seconds on a loaded machine, and a test starts several.
+ */
+export const SUPERVISOR_TEST_MS = 180_000;
+const WAIT_MS = 60_000;
+
 export interface Exit {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
@@ -87,7 +94,7 @@ export async function killAll(): Promise<void> {
 export async function untilAsync(
   check: () => Promise<boolean>,
   what: string,
-  timeoutMs = 20_000,
+  timeoutMs = WAIT_MS,
 ): Promise<void> {
   const started = Date.now();
   while (!(await check())) {
@@ -97,7 +104,11 @@ export async function untilAsync(
 }
 
 /** Polls `check` every 20 ms until it holds; fails after `timeoutMs` naming `what`. */
-export async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+export async function until(
+  check: () => boolean,
+  what: string,
+  timeoutMs = WAIT_MS,
+): Promise<void> {
   const started = Date.now();
   while (!check()) {
     if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
