@@ -4,6 +4,8 @@
 import { AbortedError, Etcd } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { stmKeyLocks } from '../../src/lock/stm-key-locks.js';
+import { Session } from '../../src/session/session.js';
 import { runStm, type StmOptions } from '../../src/stm/stm.js';
 import { deferred, rejection } from '../recipes-support.js';
 
@@ -228,6 +230,37 @@ describeEachBackend('STM under contention', ({ backend, prefix }) => {
     expect(calls).toEqual([]);
     await accounts('a', 'b');
     expect(await transfer(etcd, 'a', 'b', 1, { maxRetries: Number.POSITIVE_INFINITY })).toBe(1);
+  });
+
+  it('stmKeyLocks: the holder commit applies while first and leaves the queue; a waiter whose client closes rejects', async () => {
+    const key = new TextEncoder().encode(k('q'));
+    const locksPrefix = `${prefix()}locks`;
+    const firstSession = await Session.create(etcd, { ttl: 30 });
+    const closing = new Etcd({ endpoints: backend().endpoints });
+    const secondSession = await Session.create(closing, { ttl: 30 });
+    try {
+      const first = await stmKeyLocks(firstSession, locksPrefix).lock([key]);
+      const outcome = rejection(stmKeyLocks(secondSession, locksPrefix).lock([key]));
+      // The waiter queued behind the holder: two keys in the queue.
+      await expect
+        .poll(async () => (await other.range({ prefix: `${locksPrefix}/` })).kvs.length)
+        .toBe(2);
+      // Its watches end with the client: the wait rejects instead of lasting forever.
+      await closing.close();
+      expect(await outcome).toMatchObject({ code: 'CLIENT_CLOSED' });
+      // The holder is first (its key is the oldest): its commit applies and leaves the queue.
+      const commit = await etcd
+        .txn()
+        .if(...first.first())
+        .then(...first.releasing())
+        .commit();
+      expect(commit.succeeded).toBe(true);
+      first.committed();
+      // The waiter's key went with its failed wait (or its session): nothing is left queued.
+      expect((await other.range({ prefix: `${locksPrefix}/` })).kvs).toEqual([]);
+    } finally {
+      await firstSession.close();
+    }
   });
 
   it('rejects a contention option without locks or with afterConflicts below 1, sending nothing', async () => {
