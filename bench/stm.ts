@@ -12,7 +12,7 @@
 // being streams, are not counted). ETCDKIT_BENCH_STM_MS sets the time per measurement (default
 // 300). Reports numbers; asserts nothing.
 import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Etcd } from '../packages/client/src/etcd.js';
 import { cmp, op } from '../packages/client/src/index.js';
 import { StmConflictError } from '../packages/recipes/src/stm/errors.js';
@@ -242,7 +242,12 @@ async function acrossProcesses(
     setting.contention ? 1 : 0,
   ];
   const children = Array.from({ length: processes }, () =>
-    fork(setting.script, args.map(String), { execArgv: process.execArgv, stdio: 'inherit' }),
+    // In its own checkout: tsx resolves the packages by the tsconfig of the working directory.
+    fork(setting.script, args.map(String), {
+      cwd: fileURLToPath(new URL('..', pathToFileURL(setting.script))),
+      execArgv: process.execArgv,
+      stdio: 'inherit',
+    }),
   );
   type Done = { latencies: number[]; calls?: Record<string, number> };
   try {
