@@ -11,12 +11,24 @@ import { REPO_ROOT } from './cli-process.js';
 
 const LINKED = join(REPO_ROOT, 'node_modules', '.bin', 'etcdkit-server');
 
-function exitOf(child: ChildProcess): Promise<{ code: number | null; stderr: string }> {
+/** The child's exit, and a promise of its first log line saying it serves. */
+function exitOf(child: ChildProcess): {
+  exited: Promise<{ code: number | null; stderr: string }>;
+  serving: Promise<void>;
+} {
   let stderr = '';
+  let markServing: () => void = () => {};
+  const serving = new Promise<void>((resolve) => {
+    markServing = resolve;
+  });
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
+    if (stderr.includes('ready to serve client requests')) markServing();
   });
-  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stderr })));
+  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) =>
+    child.on('exit', (code) => resolve({ code, stderr })),
+  );
+  return { exited, serving: Promise.race([serving, exited.then(() => undefined)]) };
 }
 
 describe('the etcdkit-server bin in the repository', () => {
@@ -37,8 +49,11 @@ describe('the etcdkit-server bin in the repository', () => {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'ignore', 'pipe'],
     });
-    const exited = exitOf(child);
+    const { exited, serving } = exitOf(child);
     try {
+      // Through tsx the sources take seconds to load under load: a put before it listens would be
+      // refused (and, after retries, given up as not applied).
+      await serving;
       const etcd = new Etcd({ endpoints: [endpoint] });
       await etcd.put('via', 'bin');
       expect((await etcd.get('via'))?.text()).toBe('bin');
@@ -49,5 +64,5 @@ describe('the etcdkit-server bin in the repository', () => {
     const { code, stderr } = await exited;
     expect(stderr).toContain('received signal; shutting down');
     expect(code).toBe(0);
-  });
+  }, 120_000);
 });
