@@ -103,6 +103,13 @@ export interface EtcdVersionTraits {
    * its key after waitDeletes); 3.4 answers with the vanished key as held. Neither fails earlier.
    */
   readonly lockWaiterChecksOwnKey: boolean;
+  /**
+   * A watch from a key on (range_end "\0") needs read up to the end of the key space (3.5.33 and
+   * 3.6.14 on: the check runs before range_end becomes empty, GHSA-xg4h-6gfc-h4m8,
+   * CHANGELOG-3.5.md line 26, CHANGELOG-3.6.md line 27); up to 3.5.30, read on the key alone
+   * (v3.5.30 server/etcdserver/api/v3rpc/watch.go lines 266-287). Checked on 3.4.23 and 3.5.30.
+   */
+  readonly watchFromKeyChecksWholeRange: boolean;
 }
 
 const RELEASES: Readonly<Record<EtcdVersion, string>> = {
@@ -135,6 +142,7 @@ export function etcdVersionTraits(version: EtcdVersion): EtcdVersionTraits {
     legacyWatchProgress: !from(5),
     noQuorumDeadlineExceeded: from(5),
     lockWaiterChecksOwnKey: from(5),
+    watchFromKeyChecksWholeRange: from(6),
   };
 }
 

@@ -40,7 +40,11 @@ export function registerWatchService(
       progressNotifyIntervalMs,
       fragmentLimitBytes: context.maxRequestBytes + GRPC_OVERHEAD_BYTES,
       header: (revision) => fillHeaderWithoutRevision(context, { revision: BigInt(revision) }),
-      authorize: watchAuthorization(context.authorizer, context.authorizer.credentialsOf(call)),
+      authorize: watchAuthorization(
+        context.authorizer,
+        context.authorizer.credentialsOf(call),
+        context.traits.watchFromKeyChecksWholeRange,
+      ),
       negativeStartIsNow: !context.traits.refusesNegativeWatchStart,
       progressAtOnce: context.traits.legacyWatchProgress,
     });
@@ -78,14 +82,21 @@ const AUTH_CANCEL_REASONS = {
   PERMISSION_DENIED: new EtcdServerError('PERMISSION_DENIED').toGoText(),
 } as const;
 
-/** The create check of a stream opened with `credentials` (identified anew at each create). */
+/**
+ * The create check of a stream opened with `credentials` (identified anew at each create). Without
+ * `fromKeyChecksWholeRange`, a watch from a key on is checked as the key alone, as etcd up to
+ * 3.5.30 checks it (it empties range_end "\0" before the check).
+ */
 function watchAuthorization(
   authorizer: Authorizer,
   credentials: CallCredentials,
+  fromKeyChecksWholeRange: boolean,
 ): (key: Uint8Array, rangeEnd: Uint8Array) => string | undefined {
   return (key, rangeEnd) => {
+    const fromKey = rangeEnd.length === 1 && rangeEnd[0] === 0;
+    const checkedEnd = fromKey && !fromKeyChecksWholeRange ? new Uint8Array(0) : rangeEnd;
     try {
-      authorizer.identify(credentials).checkRange(key, rangeEnd);
+      authorizer.identify(credentials).checkRange(key, checkedEnd);
       return undefined;
     } catch (error) {
       if (!(error instanceof EtcdServerError)) throw error;
