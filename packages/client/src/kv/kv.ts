@@ -75,7 +75,7 @@ export interface SharedKvServices {
  */
 export class KV {
   // The namespace this view works in; the root for the whole store.
-  private ns: KeyPrefix = KeyPrefix.root;
+  #ns: KeyPrefix = KeyPrefix.root;
   readonly #shared: SharedKvServices;
 
   /**
@@ -106,22 +106,22 @@ export class KV {
    */
   namespace(prefix: Bytes): KV {
     const view = new KV(this.rpc, this.#shared);
-    view.ns = this.ns.child(bytesArg(prefix, 'prefix'));
+    view.#ns = this.#ns.child(bytesArg(prefix, 'prefix'));
     return view;
   }
 
   /** The namespace prefix of this view, as bytes; empty for the whole store. */
   get prefix(): Uint8Array {
-    return this.ns.prefix;
+    return this.#ns.prefix;
   }
 
   /** Reads one key; `undefined` when it does not exist (at the read revision). */
   async get(key: Bytes, options?: GetOptions & CallOptions): Promise<KeyValue | undefined> {
-    const request = encodeRange(getSpec(key, options), this.ns);
+    const request = encodeRange(getSpec(key, options), this.#ns);
     const response = await this.rpc.unary(etcdserverpb_KV.Range, request, 'read', call(options));
     // Only the first key is returned: the header and the rest of the result are not built.
     const first = response.kvs?.[0];
-    return first ? toKeyValue(first, (key) => this.ns.strip(key)) : undefined;
+    return first ? toKeyValue(first, (key) => this.#ns.strip(key)) : undefined;
   }
 
   /**
@@ -133,9 +133,9 @@ export class KV {
    * ```
    */
   async range(request: RangeRequest & CallOptions): Promise<RangeResult> {
-    const wire = encodeRange(rangeSpec(request), this.ns);
+    const wire = encodeRange(rangeSpec(request), this.#ns);
     const response = await this.rpc.unary(etcdserverpb_KV.Range, wire, 'read', call(request));
-    return decodeRange(response, this.ns);
+    return decodeRange(response, this.#ns);
   }
 
   /** How many keys the selection holds (no keys are transferred). */
@@ -150,7 +150,7 @@ export class KV {
           serializable: flagArg(o.serializable, 'serializable'),
         },
       },
-      this.ns,
+      this.#ns,
     );
     const response = await this.rpc.unary(etcdserverpb_KV.Range, request, 'read', call(o));
     return response.count ?? 0n;
@@ -168,7 +168,7 @@ export class KV {
    * ```
    */
   scan(request: ScanRequest): Scan {
-    return new Scan(this.rpc, this.ns, this.#shared.rangeStream, request);
+    return new Scan(this.rpc, this.#ns, this.#shared.rangeStream, request);
   }
 
   /**
@@ -185,26 +185,26 @@ export class KV {
    * ```
    */
   watch(request: WatchRequest): Watcher {
-    return this.#shared.watchHub.watch(request, this.ns);
+    return this.#shared.watchHub.watch(request, this.#ns);
   }
 
   /** Writes one key. Every put creates a new revision, even when the value is unchanged. */
   async put(key: Bytes, value: Bytes, options?: PutOptions & CallOptions): Promise<PutResult> {
-    const request = encodePut(putSpec(key, value, options), this.ns);
+    const request = encodePut(putSpec(key, value, options), this.#ns);
     const response = await this.rpc.unary(etcdserverpb_KV.Put, request, 'write', call(options));
-    return decodePut(response, this.ns);
+    return decodePut(response, this.#ns);
   }
 
   /** Deletes a key or a range of keys. Deleting nothing creates no revision. */
   async delete(keys: KeySelector, options?: DeleteOptions & CallOptions): Promise<DeleteResult> {
-    const request = encodeDelete(deleteSpec(keys, options), this.ns);
+    const request = encodeDelete(deleteSpec(keys, options), this.#ns);
     const response = await this.rpc.unary(
       etcdserverpb_KV.DeleteRange,
       request,
       'write',
       call(options),
     );
-    return decodeDelete(response, this.ns);
+    return decodeDelete(response, this.#ns);
   }
 
   /**
@@ -222,7 +222,7 @@ export class KV {
   txn(): Txn {
     return new Txn(
       (request, retry, options) => this.rpc.unary(etcdserverpb_KV.Txn, request, retry, options),
-      this.ns,
+      this.#ns,
     );
   }
 

@@ -95,14 +95,15 @@ function scanSpec(request: ScanRequest): ScanSpec {
 export class Scan implements AsyncIterable<KeyValue> {
   #revision: bigint | undefined;
   readonly #spec: ScanSpec;
+  readonly #rpc: Rpc;
+  readonly #ns: KeyPrefix;
+  readonly #support: RangeStreamSupport;
 
   /** @internal */
-  constructor(
-    private readonly rpc: Rpc,
-    private readonly ns: KeyPrefix,
-    private readonly support: RangeStreamSupport,
-    request: ScanRequest,
-  ) {
+  constructor(rpc: Rpc, ns: KeyPrefix, support: RangeStreamSupport, request: ScanRequest) {
+    this.#rpc = rpc;
+    this.#ns = ns;
+    this.#support = support;
     this.#spec = scanSpec(request);
     if (this.#spec.revision !== 0n) this.#revision = this.#spec.revision;
   }
@@ -121,7 +122,7 @@ export class Scan implements AsyncIterable<KeyValue> {
   }
 
   async *#run(): AsyncGenerator<KeyValue, void, undefined> {
-    if (this.support.supported !== false) {
+    if (this.#support.supported !== false) {
       const streamed = yield* this.#stream();
       if (streamed) return;
     }
@@ -131,7 +132,7 @@ export class Scan implements AsyncIterable<KeyValue> {
   // Returns false when the server does not implement RangeStream (nothing was yielded then).
   async *#stream(): AsyncGenerator<KeyValue, boolean, undefined> {
     const spec = this.#spec;
-    const stream = this.rpc.serverStream(
+    const stream = this.#rpc.serverStream(
       etcdserverpb_KV.RangeStream,
       this.#request(undefined, spec.revision, 0n),
       'read',
@@ -143,7 +144,7 @@ export class Scan implements AsyncIterable<KeyValue> {
       for await (const chunk of stream) {
         if (!answered) {
           answered = true;
-          this.support.supported = true;
+          this.#support.supported = true;
         }
         const part = chunk.rangeResponse;
         if (!part) continue;
@@ -158,7 +159,7 @@ export class Scan implements AsyncIterable<KeyValue> {
       return true;
     } catch (error) {
       if (!answered && error instanceof EtcdError && error.code === 'UNIMPLEMENTED') {
-        this.support.supported = false;
+        this.#support.supported = false;
         finished = true;
         return false;
       }
@@ -174,7 +175,7 @@ export class Scan implements AsyncIterable<KeyValue> {
     let revision = spec.revision;
     for (;;) {
       this.#checkSignal();
-      const page = await this.rpc.unary(
+      const page = await this.#rpc.unary(
         etcdserverpb_KV.Range,
         this.#request(key, revision, spec.pageSize),
         'read',
@@ -205,7 +206,7 @@ export class Scan implements AsyncIterable<KeyValue> {
     limit: bigint,
   ): etcdserverpb.RangeRequest.$Properties {
     const spec = this.#spec;
-    const wire = this.ns.interval(spec.interval);
+    const wire = this.#ns.interval(spec.interval);
     return {
       key: from ?? wire.key,
       rangeEnd: wire.rangeEnd,
@@ -224,6 +225,6 @@ export class Scan implements AsyncIterable<KeyValue> {
   }
 
   #keyValue(kv: Parameters<typeof toKeyValue>[0]): KeyValue {
-    return toKeyValue(kv, (key) => this.ns.strip(key));
+    return toKeyValue(kv, (key) => this.#ns.strip(key));
   }
 }

@@ -57,21 +57,39 @@ export type TxnSender = (
  * branch (DuplicateKeyError); then nothing is applied.
  */
 export class Txn<T extends readonly Op[] = [], E extends readonly Op[] = []> {
+  readonly #send: TxnSender;
+  readonly #ns: KeyPrefix;
+  readonly #compares: readonly Compare[];
+  readonly #thenOps: T;
+  readonly #elseOps: E;
+
   /** @internal */
   constructor(
-    private readonly send: TxnSender,
-    private readonly ns: KeyPrefix,
-    private readonly compares: readonly Compare[] = [],
-    private readonly thenOps: T = [] as unknown as T,
-    private readonly elseOps: E = [] as unknown as E,
-  ) {}
+    send: TxnSender,
+    ns: KeyPrefix,
+    compares: readonly Compare[] = [],
+    thenOps: T = [] as unknown as T,
+    elseOps: E = [] as unknown as E,
+  ) {
+    this.#send = send;
+    this.#ns = ns;
+    this.#compares = compares;
+    this.#thenOps = thenOps;
+    this.#elseOps = elseOps;
+  }
 
   /** Adds conditions; the `then` branch runs only when all of them hold. */
   if(...compares: Compare[]): Txn<T, E> {
     if (!compares.every((c) => c instanceof Compare)) {
       throw new InvalidArgumentError('if() takes compares built with cmp');
     }
-    return new Txn(this.send, this.ns, [...this.compares, ...compares], this.thenOps, this.elseOps);
+    return new Txn(
+      this.#send,
+      this.#ns,
+      [...this.#compares, ...compares],
+      this.#thenOps,
+      this.#elseOps,
+    );
   }
 
   /**
@@ -88,13 +106,13 @@ export class Txn<T extends readonly Op[] = [], E extends readonly Op[] = []> {
       return this as unknown as Txn<[...T, ...O], E>;
     }
     opsArg(ops, 'then');
-    return new Txn(this.send, this.ns, this.compares, [...this.thenOps, ...ops], this.elseOps);
+    return new Txn(this.#send, this.#ns, this.#compares, [...this.#thenOps, ...ops], this.#elseOps);
   }
 
   /** Adds ops to run when a compare fails. */
   else<const O extends readonly Op[]>(...ops: O): Txn<T, [...E, ...O]> {
     opsArg(ops, 'else');
-    return new Txn(this.send, this.ns, this.compares, this.thenOps, [...this.elseOps, ...ops]);
+    return new Txn(this.#send, this.#ns, this.#compares, this.#thenOps, [...this.#elseOps, ...ops]);
   }
 
   /**
@@ -105,18 +123,18 @@ export class Txn<T extends readonly Op[] = [], E extends readonly Op[] = []> {
     const o = objectArg(options, 'options');
     const guarded =
       o.retry !== undefined && choiceArg(o.retry, ['guarded'] as const, 'guarded', 'retry');
-    const all = [...this.thenOps, ...this.elseOps];
+    const all = [...this.#thenOps, ...this.#elseOps];
     const retry: RetryPolicy = all.every(isReadOnly) ? 'read' : guarded ? 'guarded-write' : 'write';
-    const request = encodeTxn(this.compares, this.thenOps, this.elseOps, this.ns);
+    const request = encodeTxn(this.#compares, this.#thenOps, this.#elseOps, this.#ns);
     let response: etcdserverpb.TxnResponse;
     try {
-      response = await this.send(request, retry, { signal: o.signal, timeoutMs: o.timeoutMs });
+      response = await this.#send(request, retry, { signal: o.signal, timeoutMs: o.timeoutMs });
     } catch (error) {
       throw error instanceof TooManyTxnOpsError ? this.#tooManyOps(error) : error;
     }
     return jsonReady({
       header: toResponseHeader(response.header),
-      ...decodeTxnOutcome(response, this.ns),
+      ...decodeTxnOutcome(response, this.#ns),
     }) as TxnResult<T, E>;
   }
 
@@ -124,8 +142,8 @@ export class Txn<T extends readonly Op[] = [], E extends readonly Op[] = []> {
   #tooManyOps(error: TooManyTxnOpsError): TooManyTxnOpsError {
     return new TooManyTxnOpsError({
       message:
-        `${TooManyTxnOpsError.etcdMessage}: this txn has ${this.compares.length} compares, ` +
-        `${this.thenOps.length} then-ops and ${this.elseOps.length} else-ops; etcd allows each ` +
+        `${TooManyTxnOpsError.etcdMessage}: this txn has ${this.#compares.length} compares, ` +
+        `${this.#thenOps.length} then-ops and ${this.#elseOps.length} else-ops; etcd allows each ` +
         'at most --max-txn-ops, 128 by default',
       grpcStatus: error.grpcStatus,
       metadata: error.metadata,

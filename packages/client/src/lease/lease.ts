@@ -178,13 +178,14 @@ export class Lease extends EventEmitter<LeaseEvents> {
   #resolveLost: ((error: LeaseLostError) => void) | undefined;
   /** Stops the keepalive (and the listener on the keepalive's signal) while it runs. */
   #stopKeepAlive: (() => void) | undefined;
+  readonly #client: LeaseClient;
 
   /**
    * Handles normally come from {@link LeaseClient.grant}. A handle built for an existing lease id
    * (one granted elsewhere) works too; until its first keepalive reply, its TTL counts from here.
    */
   constructor(
-    private readonly client: LeaseClient,
+    client: LeaseClient,
     /** The lease id, to attach keys with. */
     readonly id: bigint,
     /** The effective TTL in seconds: the requested one, or the server's minimum if that is higher. */
@@ -193,6 +194,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
     readonly header: ResponseHeader,
   ) {
     super();
+    this.#client = client;
   }
 
   /**
@@ -209,7 +211,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
       this.release();
       return this;
     }
-    const { keeper, hooks } = this.client.keepAliveContext();
+    const { keeper, hooks } = this.#client.keepAliveContext();
     const stop = keeper.add({
       id: this.id,
       ttl: this.ttl,
@@ -269,7 +271,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
    */
   revoke(options?: CallOptions): Promise<Acknowledged> {
     this.#end('revoked');
-    return this.client.revoke(this.id, options);
+    return this.#client.revoke(this.id, options);
   }
 
   /**
@@ -282,7 +284,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
 
   /** Remaining TTL of this lease. See {@link LeaseClient.timeToLive}. */
   timeToLive(options?: LeaseTimeToLiveOptions): Promise<LeaseTimeToLive> {
-    return this.client.timeToLive(this.id, options);
+    return this.#client.timeToLive(this.id, options);
   }
 
   /**
@@ -308,7 +310,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
     this.#controller?.abort(error);
     this.#resolveLost?.(error);
     this.#resolveLost = undefined;
-    callHook(this.client.keepAliveContext().hooks?.onLeaseLost, error);
+    callHook(this.#client.keepAliveContext().hooks?.onLeaseLost, error);
     this.#emit('lost', error);
     this.removeAllListeners();
   }

@@ -29,18 +29,21 @@ export class StallDetector {
   #dueAt = Number.POSITIVE_INFINITY;
   #stopped = false;
 
-  constructor(
-    private readonly timing: StallTiming,
-    private readonly target: StallTarget,
-    private readonly now: () => number = Date.now,
-  ) {
+  readonly #timing: StallTiming;
+  readonly #target: StallTarget;
+  readonly #now: () => number;
+
+  constructor(timing: StallTiming, target: StallTarget, now: () => number = Date.now) {
+    this.#timing = timing;
+    this.#target = target;
+    this.#now = now;
     this.#lastHeard = now();
     this.#arm(timing.progressIntervalMs);
   }
 
   /** A response arrived. Cheap: it only records the time. */
   heard(): void {
-    this.#lastHeard = this.now();
+    this.#lastHeard = this.#now();
     this.#askedSince = undefined;
     this.#probing = false;
   }
@@ -48,10 +51,10 @@ export class StallDetector {
   /** A request that the server must answer was sent. */
   asked(): void {
     if (this.#stopped) return;
-    const now = this.now();
+    const now = this.#now();
     this.#askedSince ??= now;
     // The timer may be set for the end of a long idle interval: bring it forward.
-    if (this.#dueAt > now + this.timing.stallTimeoutMs) this.#arm(this.timing.stallTimeoutMs);
+    if (this.#dueAt > now + this.#timing.stallTimeoutMs) this.#arm(this.#timing.stallTimeoutMs);
   }
 
   /** Stops the timer for good. */
@@ -65,7 +68,7 @@ export class StallDetector {
     if (this.#stopped) return;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     const delay = Math.max(1, Math.ceil(delayMs));
-    this.#dueAt = this.now() + delay;
+    this.#dueAt = this.#now() + delay;
     this.#timer = setTimeout(() => this.#check(), delay);
     // The stream itself keeps the process alive while it is open; the timer must not.
     this.#timer.unref();
@@ -74,14 +77,14 @@ export class StallDetector {
   #check(): void {
     this.#timer = undefined;
     if (this.#stopped) return;
-    const now = this.now();
-    const { progressIntervalMs, stallTimeoutMs } = this.timing;
-    if (this.#probing || this.target.awaitingReply()) {
+    const now = this.#now();
+    const { progressIntervalMs, stallTimeoutMs } = this.#timing;
+    if (this.#probing || this.#target.awaitingReply()) {
       const since = Math.max(this.#lastHeard, this.#askedSince ?? this.#lastHeard);
       const waited = now - since;
       if (waited >= stallTimeoutMs) {
         this.stop();
-        this.target.stalled(waited);
+        this.#target.stalled(waited);
         return;
       }
       this.#arm(stallTimeoutMs - waited);
@@ -92,13 +95,13 @@ export class StallDetector {
       this.#arm(progressIntervalMs - silent);
       return;
     }
-    if (!this.target.canProbe()) {
+    if (!this.#target.canProbe()) {
       this.#arm(progressIntervalMs);
       return;
     }
     this.#probing = true;
     this.#askedSince = now;
-    this.target.probe();
+    this.#target.probe();
     this.#arm(stallTimeoutMs);
   }
 }
