@@ -110,6 +110,22 @@ export interface EtcdVersionTraits {
    * (v3.5.30 server/etcdserver/api/v3rpc/watch.go lines 266-287). Checked on 3.4.23 and 3.5.30.
    */
   readonly watchFromKeyChecksWholeRange: boolean;
+  /**
+   * A token sent as `authorization: Bearer <token>` is the token after "Bearer " (3.5.32 and
+   * 3.6.13 on: v3.5.33 server/auth/store.go line 1181, CHANGELOG-3.5.md line 50); up to 3.5.30 the
+   * whole value is the token, so it is unknown. Checked on 3.4.23 and 3.5.30.
+   */
+  readonly bearerTokens: boolean;
+  /**
+   * 3.4's permission checks of KV, lease and maintenance calls. A txn's ops are checked without
+   * looking into nested txns, and a put in a txn needs write on its key alone (3.5 checks nested
+   * txns, prev_kv and the lease: v3.5.30 server/etcdserver/apply_auth.go line 155, CHANGELOG-3.5.md
+   * lines 87 and 116); compaction is anyone's (3.5 wants root: apply_auth.go needAdminPermission);
+   * lease calls and Status, MemberList and listing alarms need no user, a keep-alive, TimeToLive and
+   * LeaseLeases no permission (3.5.28 guards them: CHANGELOG-3.5.md line 115, v3_server.go lines
+   * 373-415 and 541-550). Checked on 3.4.23 and 3.5.30.
+   */
+  readonly legacyPermissionChecks: boolean;
 }
 
 const RELEASES: Readonly<Record<EtcdVersion, string>> = {
@@ -143,6 +159,8 @@ export function etcdVersionTraits(version: EtcdVersion): EtcdVersionTraits {
     noQuorumDeadlineExceeded: from(5),
     lockWaiterChecksOwnKey: from(5),
     watchFromKeyChecksWholeRange: from(6),
+    bearerTokens: from(6),
+    legacyPermissionChecks: !from(5),
   };
 }
 

@@ -84,6 +84,16 @@ export class AuthStore {
    * for the version it answers as (the store outlives no version change).
    */
   tokensCheckedWhileOff = false;
+  /**
+   * A token after "Bearer " is taken as the token (etcd 3.5.32 on); set by the auth service for
+   * the version it answers as.
+   */
+  bearerTokens = true;
+  /**
+   * 3.4's permission checks of KV, lease and maintenance calls (see the `legacyPermissionChecks`
+   * trait); set by the auth service for the version it answers as.
+   */
+  legacyPermissionChecks = false;
   // A new etcd store starts at revision 1.
   #currentRevision = 1;
   readonly #changeListeners = new Set<() => void>();
@@ -312,7 +322,8 @@ export class AuthStore {
       return undefined;
     }
     if (credentials.token !== undefined) {
-      const username = this.#tokens.use(stripBearer(credentials.token));
+      const token = this.bearerTokens ? stripBearer(credentials.token) : credentials.token;
+      const username = this.#tokens.use(token);
       if (username === undefined) throw new EtcdServerError('INVALID_AUTH_TOKEN');
       return { username, revision: this.#currentRevision };
     }

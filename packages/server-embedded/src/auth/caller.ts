@@ -38,9 +38,18 @@ export class Caller {
     this.info = info;
   }
 
-  /** Calls that need some user, whatever it may do (etcd's requireAuthInfo): USER_EMPTY. */
+  /**
+   * Calls that need some user, whatever it may do (etcd's requireAuthInfo): USER_EMPTY. etcd 3.4
+   * asks for none (lease calls, Status, MemberList, listing alarms).
+   */
   requireUser(): void {
+    if (this.store.legacyPermissionChecks) return;
     if (this.store.enabled && this.info === undefined) throw new EtcdServerError('USER_EMPTY');
+  }
+
+  /** Compaction: admins only; anyone on etcd 3.4. */
+  checkCompact(): void {
+    if (!this.store.legacyPermissionChecks) this.requireAdmin();
   }
 
   /** Admin calls (maintenance, membership, compaction, user and role management). */
@@ -79,12 +88,14 @@ export class Caller {
 
   /**
    * Txn: read on every compare, then every op of both branches, whichever runs, nested txns
-   * included (etcd checks the whole request before it is applied).
+   * included (etcd checks the whole request before it is applied). etcd 3.4 skips nested txns
+   * and checks a put for write on its key alone.
    */
   checkTxn(r: TxnRequest): void {
     for (const compare of r.compare ?? []) this.checkCompare(compare);
-    this.checkOps(r.success ?? []);
-    this.checkOps(r.failure ?? []);
+    const checkOps = this.store.legacyPermissionChecks ? this.checkOpsAs34 : this.checkOps;
+    checkOps.call(this, r.success ?? []);
+    checkOps.call(this, r.failure ?? []);
   }
 
   /** LeaseRevoke: write on every key attached to the lease, unless the user is an admin. */
@@ -92,9 +103,9 @@ export class Caller {
     this.checkLeaseKeysWritable(leaseId);
   }
 
-  /** A keep-alive: a user, and write on every key of the lease unless an admin. */
+  /** A keep-alive: a user, and write on every key of the lease unless an admin (3.4: nothing). */
   checkLeaseRenew(leaseId: bigint): void {
-    if (!this.store.enabled) return;
+    if (!this.store.enabled || this.store.legacyPermissionChecks) return;
     this.requireUser();
     if (this.store.isAdmin(this.info)) return;
     for (const key of this.leases.keys(leaseId)) {
@@ -102,8 +113,12 @@ export class Caller {
     }
   }
 
-  /** LeaseTimeToLive: a user; asking for the keys needs read on each, unless an admin. */
+  /**
+   * LeaseTimeToLive: a user; asking for the keys needs read on each, unless an admin (3.4:
+   * nothing).
+   */
   checkLeaseTimeToLive(leaseId: bigint, withKeys: boolean): void {
+    if (this.store.legacyPermissionChecks) return;
     this.requireUser();
     if (!withKeys || this.store.isAdmin(this.info)) return;
     for (const key of this.leases.keys(leaseId)) {
@@ -111,9 +126,9 @@ export class Caller {
     }
   }
 
-  /** LeaseLeases: a user, and read on every key of every lease unless an admin. */
+  /** LeaseLeases: a user, and read on every key of every lease unless an admin (3.4: nothing). */
   checkLeaseList(): void {
-    if (!this.store.enabled) return;
+    if (!this.store.enabled || this.store.legacyPermissionChecks) return;
     this.requireUser();
     if (this.store.isAdmin(this.info)) return;
     for (const lease of this.leases.all()) {
@@ -145,6 +160,16 @@ export class Caller {
       else if (op.requestPut) this.checkPut(op.requestPut);
       else if (op.requestDeleteRange) this.checkDeleteRange(op.requestDeleteRange);
       else if (op.requestTxn) this.checkTxn(op.requestTxn);
+    }
+  }
+
+  /** The ops of a txn as etcd 3.4 checks them (v3.4.23 etcdserver/apply_auth.go line 109). */
+  private checkOpsAs34(ops: readonly RequestOp[]): void {
+    for (const op of ops) {
+      if (op.requestRange) this.checkRangeRequest(op.requestRange);
+      else if (op.requestPut) {
+        this.store.checkKeys(this.info, 'write', bytesOf(op.requestPut.key), SINGLE_KEY);
+      } else if (op.requestDeleteRange) this.checkDeleteRange(op.requestDeleteRange);
     }
   }
 

@@ -159,7 +159,7 @@ export class KvApplier {
     credentials?: CallCredentials,
   ): CompactionResponse {
     const caller = this.#identify(credentials);
-    caller?.requireAdmin();
+    caller?.checkCompact();
     this.#proposals.propose(ProposalKind.compaction, requestBytes, caller?.info);
     this.#guard?.atApply({ kind: 'compaction' });
     this.store.compact(numberOf(r.revision));

@@ -37,6 +37,8 @@ export function registerAuthService(registry: ServiceRegistry, context: ServiceC
 
   const legacy = context.traits.legacyAuthManagement;
   store.tokensCheckedWhileOff = legacy;
+  store.bearerTokens = context.traits.bearerTokens;
+  store.legacyPermissionChecks = context.traits.legacyPermissionChecks;
 
   registry.unary(A.Authenticate, (request, _size, call) => {
     // etcd 3.4 checks the call's token first, as for any request; 3.5 on skips it here.

@@ -379,6 +379,20 @@ export function isModern(version: string): boolean {
   return !version.startsWith('3.4.');
 }
 
+/**
+ * True for etcd `version` from the patch releases that `since` names for 3.5 and 3.6 (a change
+ * backported to both); 3.4 never, 3.7 always.
+ */
+export function fromPatch(
+  version: string,
+  since: { readonly '3.5': number; readonly '3.6': number },
+) {
+  const [, minor = 0, patch = 0] = version.split('.').map(Number);
+  if (minor === 5) return patch >= since['3.5'];
+  if (minor === 6) return patch >= since['3.6'];
+  return minor > 6;
+}
+
 /** The root password the fixtures use. */
 export const ROOT_PASSWORD = 'root-secret';
 

@@ -4,7 +4,7 @@
 import { etcdserverpb_KV as KV } from '@etcdkit/client/protocol';
 import { expect, it } from 'vitest';
 import { b, text } from '../support/bytes.js';
-import { describeAuth, READ, setUpAuth } from './auth-support.js';
+import { describeAuth, fromPatch, READ, setUpAuth } from './auth-support.js';
 
 const DENIED = 'rpc error: code = PermissionDenied desc = etcdserver: permission denied';
 const USER_EMPTY = 'rpc error: code = InvalidArgument desc = etcdserver: user name is empty';
@@ -42,10 +42,7 @@ const refused = (cancelReason: string, revision: bigint) => ({
  * Whether etcd `version` checks a watch from a key on up to the end of the key space: from 3.5.33
  * and 3.6.14 (GHSA-xg4h-6gfc-h4m8); before, it checks the key alone.
  */
-function checksWatchFromKeyAsRange(version: string): boolean {
-  const [, minor = 0, patch = 0] = version.split('.').map(Number);
-  return minor > 6 || (minor === 6 && patch >= 14) || (minor === 5 && patch >= 33);
-}
+const checksWatchFromKeyAsRange = (version: string) => fromPatch(version, { '3.5': 33, '3.6': 14 });
 
 describeAuth(
   'watch permissions',
