@@ -31,23 +31,23 @@ export interface AlarmChange {
 
 /** The active alarms of the cluster. */
 export class AlarmStore {
-  private readonly proposals: ProposalLog;
-  private readonly store: MvccStore;
+  readonly #proposals: ProposalLog;
+  readonly #store: MvccStore;
   // By type, then by member; listed in that order (etcd lists them in Go map order, which varies).
-  private readonly active = new Map<AlarmType, Map<bigint, Alarm>>();
-  private readonly changeListeners = new Set<(change: AlarmChange) => void>();
+  readonly #active = new Map<AlarmType, Map<bigint, Alarm>>();
+  readonly #changeListeners = new Set<(change: AlarmChange) => void>();
 
   constructor(options: { proposals: ProposalLog; store: MvccStore }) {
-    this.proposals = options.proposals;
-    this.store = options.store;
+    this.#proposals = options.proposals;
+    this.#store = options.store;
   }
 
   /** The Alarm RPC: GET (NONE lists every alarm, another type only those), ACTIVATE, DEACTIVATE. */
   handle(r: AlarmRequest, requestBytes: number): AlarmResponse {
-    this.proposals.propose(ProposalKind.alarm, requestBytes);
+    this.#proposals.propose(ProposalKind.alarm, requestBytes);
     const type = r.alarm ?? AlarmType.NONE;
     const memberId = bigintOf(r.memberID);
-    const header = revisionHeader(this.store.revision);
+    const header = revisionHeader(this.#store.revision);
     switch (r.action ?? Action.GET) {
       case Action.GET:
         return { header, alarms: this.list(type).map(toWire) };
@@ -83,42 +83,42 @@ export class AlarmStore {
    * while active). Returns an unsubscribe function.
    */
   subscribe(listener: (change: AlarmChange) => void): () => void {
-    this.changeListeners.add(listener);
-    return () => this.changeListeners.delete(listener);
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
   }
 
   /** Raises an alarm; returns it (the one already active, if it was). */
   activate(memberId: bigint, type: AlarmType): Alarm {
-    let members = this.active.get(type);
+    let members = this.#active.get(type);
     if (members === undefined) {
       members = new Map();
-      this.active.set(type, members);
+      this.#active.set(type, members);
     }
     const existing = members.get(memberId);
     if (existing !== undefined) return existing;
     const alarm: Alarm = { memberId, type };
     members.set(memberId, alarm);
-    for (const listener of this.changeListeners) listener({ active: true, alarm });
+    for (const listener of this.#changeListeners) listener({ active: true, alarm });
     return alarm;
   }
 
   /** Clears an alarm; returns it, or undefined when it was not active. */
   deactivate(memberId: bigint, type: AlarmType): Alarm | undefined {
-    const alarm = this.active.get(type)?.get(memberId);
-    this.active.get(type)?.delete(memberId);
+    const alarm = this.#active.get(type)?.get(memberId);
+    this.#active.get(type)?.delete(memberId);
     if (alarm !== undefined) {
-      for (const listener of this.changeListeners) listener({ active: false, alarm });
+      for (const listener of this.#changeListeners) listener({ active: false, alarm });
     }
     return alarm;
   }
 
   /** Active alarms of `type` (NONE: all), by type then member id. */
   list(type: AlarmType = AlarmType.NONE): Alarm[] {
-    const types = [...this.active.keys()]
+    const types = [...this.#active.keys()]
       .filter((t) => type === AlarmType.NONE || t === type)
       .sort((a, b) => a - b);
     return types.flatMap((t) =>
-      [...(this.active.get(t)?.values() ?? [])].sort((a, b) =>
+      [...(this.#active.get(t)?.values() ?? [])].sort((a, b) =>
         a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0,
       ),
     );
@@ -126,7 +126,7 @@ export class AlarmStore {
 
   /** True when an alarm of `type` is active for any member. */
   isActive(type: AlarmType): boolean {
-    return (this.active.get(type)?.size ?? 0) > 0;
+    return (this.#active.get(type)?.size ?? 0) > 0;
   }
 
   /**

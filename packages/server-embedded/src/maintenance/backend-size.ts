@@ -16,40 +16,40 @@ const PAGE_SIZE = 4096;
 
 /** Estimated database size, in bytes. */
 export class BackendSize {
-  private readonly store: MvccStore;
-  private readonly leases: LeaseTable;
+  readonly #store: MvccStore;
+  readonly #leases: LeaseTable;
   /** The most data ever held since the last defragment, in bytes. */
-  private highWater = 0;
+  #highWater = 0;
 
   constructor(store: MvccStore, leases: LeaseTable) {
-    this.store = store;
-    this.leases = leases;
+    this.#store = store;
+    this.#leases = leases;
     // Every commit may grow the data; between commits only lease grants do, which `size` sees.
-    store.subscribe(() => this.observe());
+    store.subscribe(() => this.#observe());
   }
 
   /** The database file's size (Status' dbSize), which the quota applies to. */
   get size(): number {
-    this.observe();
-    return EMPTY_DB_SIZE + pages(this.highWater);
+    this.#observe();
+    return EMPTY_DB_SIZE + pages(this.#highWater);
   }
 
   /** The bytes of it in use (Status' dbSizeInUse); the rest is what a defragment gives back. */
   get sizeInUse(): number {
-    return EMPTY_DB_SIZE_IN_USE + pages(this.dataBytes());
+    return EMPTY_DB_SIZE_IN_USE + pages(this.#dataBytes());
   }
 
   /** Gives the free pages back: the file shrinks to what is in use. */
   defragment(): void {
-    this.highWater = this.dataBytes();
+    this.#highWater = this.#dataBytes();
   }
 
-  private observe(): void {
-    this.highWater = Math.max(this.highWater, this.dataBytes());
+  #observe(): void {
+    this.#highWater = Math.max(this.#highWater, this.#dataBytes());
   }
 
-  private dataBytes(): number {
-    return this.store.historyBytes + this.leases.size * LEASE_BYTES;
+  #dataBytes(): number {
+    return this.#store.historyBytes + this.#leases.size * LEASE_BYTES;
   }
 }
 

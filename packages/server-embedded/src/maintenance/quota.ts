@@ -46,26 +46,26 @@ export function requestCost(request: GuardedRequest): number {
 
 /** The quota check of one member. */
 export class BackendQuota {
-  private readonly quotaBytes: number;
-  private readonly size: () => number;
-  private readonly raiseNoSpace: () => void;
+  readonly #quotaBytes: number;
+  readonly #size: () => number;
+  readonly #raiseNoSpace: () => void;
 
   /**
    * `quotaBytes` below zero disables the quota, as in etcd. `size` gives the database size now;
    * `raiseNoSpace` activates the NOSPACE alarm for this member.
    */
   constructor(options: { quotaBytes: number; size: () => number; raiseNoSpace: () => void }) {
-    this.quotaBytes = options.quotaBytes;
-    this.size = options.size;
-    this.raiseNoSpace = options.raiseNoSpace;
+    this.#quotaBytes = options.quotaBytes;
+    this.#size = options.size;
+    this.#raiseNoSpace = options.raiseNoSpace;
   }
 
   /** Throws NO_SPACE (after raising the alarm) when `request` does not fit. */
   check(request: GuardedRequest): void {
-    if (this.quotaBytes < 0) return;
+    if (this.#quotaBytes < 0) return;
     const cost = requestCost(request);
-    if (cost === 0 || this.size() + cost < this.quotaBytes) return;
-    this.raiseNoSpace();
+    if (cost === 0 || this.#size() + cost < this.#quotaBytes) return;
+    this.#raiseNoSpace();
     throw new EtcdServerError('NO_SPACE');
   }
 }

@@ -11,12 +11,12 @@ export class EventBatch {
   readonly events: MvccEvent[] = [];
   /** First revision left out because the batch was full; 0 while nothing was. */
   moreRevision = 0;
-  private readonly maxRevisions: number;
-  private revisions = 0;
-  private lastRevision = 0;
+  readonly #maxRevisions: number;
+  #revisions = 0;
+  #lastRevision = 0;
 
   constructor(maxRevisions = MAX_BATCH_REVISIONS) {
-    this.maxRevisions = maxRevisions;
+    this.#maxRevisions = maxRevisions;
   }
 
   /** True once an event had to be left out: later revisions belong to the next batch. */
@@ -28,13 +28,13 @@ export class EventBatch {
   add(event: MvccEvent): void {
     if (this.full) return;
     const revision = event.kv.modRevision;
-    if (revision !== this.lastRevision) {
-      if (this.revisions === this.maxRevisions) {
+    if (revision !== this.#lastRevision) {
+      if (this.#revisions === this.#maxRevisions) {
         this.moreRevision = revision;
         return;
       }
-      this.revisions++;
-      this.lastRevision = revision;
+      this.#revisions++;
+      this.#lastRevision = revision;
     }
     this.events.push(event);
   }

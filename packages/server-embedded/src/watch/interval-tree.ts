@@ -75,17 +75,17 @@ function split<V>(
 
 /** A map from key intervals to values, answering "which intervals contain this key". */
 export class IntervalTree<V> {
-  private root: TreeNode<V> | undefined;
-  private count = 0;
+  #root: TreeNode<V> | undefined;
+  #count = 0;
 
   /** Number of intervals. */
   get size(): number {
-    return this.count;
+    return this.#count;
   }
 
   /** The value stored for exactly [start, end). */
   get(start: string, end: string | undefined): V | undefined {
-    let node = this.root;
+    let node = this.#root;
     while (node !== undefined) {
       const order = compareIntervals(node, start, end);
       if (order === 0) return node.value;
@@ -105,18 +105,18 @@ export class IntervalTree<V> {
       right: undefined,
       maxEnd: end,
     };
-    const [left, right] = split(this.root, (n) => compareIntervals(n, start, end) < 0);
-    this.root = merge(merge(left, node), right);
-    this.count++;
+    const [left, right] = split(this.#root, (n) => compareIntervals(n, start, end) < 0);
+    this.#root = merge(merge(left, node), right);
+    this.#count++;
   }
 
   /** Removes [start, end); false when it was not there. */
   delete(start: string, end: string | undefined): boolean {
-    const [left, rest] = split(this.root, (n) => compareIntervals(n, start, end) < 0);
+    const [left, rest] = split(this.#root, (n) => compareIntervals(n, start, end) < 0);
     const [found, right] = split(rest, (n) => compareIntervals(n, start, end) === 0);
-    this.root = merge(left, right);
+    this.#root = merge(left, right);
     if (found === undefined) return false;
-    this.count--;
+    this.#count--;
     return true;
   }
 
@@ -131,6 +131,6 @@ export class IntervalTree<V> {
       if (node.end === undefined || point < node.end) visit(node.value);
       walk(node.right);
     };
-    walk(this.root);
+    walk(this.#root);
   }
 }

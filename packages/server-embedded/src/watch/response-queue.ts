@@ -26,35 +26,35 @@ export const WATCH_RESPONSE_CAPACITY = 128;
 
 /** An ordered, backpressure-aware queue of responses in front of a gRPC call. */
 export class ResponseQueue<M> {
-  private readonly writer: MessageWriter<M>;
-  private readonly capacity: number;
-  private readonly onWritten: () => void;
+  readonly #writer: MessageWriter<M>;
+  readonly #capacity: number;
+  readonly #onWritten: () => void;
   // A FIFO: written items are cleared and skipped by `head`, and the array is compacted now and
   // then, so a long backlog costs no quadratic shifting.
-  private readonly items: ({ response: QueuedResponse<M>; counted: boolean } | undefined)[] = [];
-  private head = 0;
-  private counted = 0;
-  private waitingForDrain = false;
-  private closed = false;
+  readonly #items: ({ response: QueuedResponse<M>; counted: boolean } | undefined)[] = [];
+  #head = 0;
+  #counted = 0;
+  #waitingForDrain = false;
+  #closed = false;
 
   /**
    * `capacity` caps the watch results waiting; `onWritten` runs after queued responses went out, so
    * the stream can let congested watchers catch up or resume reading requests.
    */
   constructor(writer: MessageWriter<M>, capacity: number, onWritten: () => void) {
-    this.writer = writer;
-    this.capacity = capacity;
-    this.onWritten = onWritten;
+    this.#writer = writer;
+    this.#capacity = capacity;
+    this.#onWritten = onWritten;
   }
 
   /** Whether a watch result would be taken now. */
   get accepting(): boolean {
-    return !this.closed && this.counted < this.capacity;
+    return !this.#closed && this.#counted < this.#capacity;
   }
 
   /** Responses waiting, of any kind. */
   get length(): number {
-    return this.items.length - this.head;
+    return this.#items.length - this.#head;
   }
 
   /**
@@ -62,57 +62,57 @@ export class ResponseQueue<M> {
    * the protocol. The stream bounds how many it produces by pausing its reads instead.
    */
   push(response: QueuedResponse<M>): void {
-    if (this.closed) return;
-    this.items.push({ response, counted: false });
-    this.flush();
+    if (this.#closed) return;
+    this.#items.push({ response, counted: false });
+    this.#flush();
   }
 
   /** Queues a watch result; false (and nothing queued) when the queue is at capacity. */
   offer(response: QueuedResponse<M>): boolean {
     if (!this.accepting) return false;
-    this.items.push({ response, counted: true });
-    this.counted++;
-    this.flush();
+    this.#items.push({ response, counted: true });
+    this.#counted++;
+    this.#flush();
     return true;
   }
 
   /** Drops everything waiting; later pushes are ignored. */
   close(): void {
-    this.closed = true;
-    this.items.length = 0;
-    this.head = 0;
-    this.counted = 0;
+    this.#closed = true;
+    this.#items.length = 0;
+    this.#head = 0;
+    this.#counted = 0;
   }
 
-  private flush(): void {
-    if (this.waitingForDrain || this.closed) return;
+  #flush(): void {
+    if (this.#waitingForDrain || this.#closed) return;
     let wrote = false;
     let writable = true;
-    while (writable && this.head < this.items.length && !this.closed) {
-      const item = this.items[this.head]!;
-      this.items[this.head] = undefined;
-      this.head++;
-      if (item.counted) this.counted--;
+    while (writable && this.#head < this.#items.length && !this.#closed) {
+      const item = this.#items[this.#head]!;
+      this.#items[this.#head] = undefined;
+      this.#head++;
+      if (item.counted) this.#counted--;
       for (const message of item.response.render()) {
         // A false return still took the message; the rest of a fragmented response follows it.
-        if (!this.writer.write(message)) writable = false;
+        if (!this.#writer.write(message)) writable = false;
       }
       wrote = true;
     }
-    if (this.head === this.items.length) {
-      this.items.length = 0;
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items.splice(0, this.head);
-      this.head = 0;
+    if (this.#head === this.#items.length) {
+      this.#items.length = 0;
+      this.#head = 0;
+    } else if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items.splice(0, this.#head);
+      this.#head = 0;
     }
-    if (!writable && !this.closed) {
-      this.waitingForDrain = true;
-      this.writer.once('drain', () => {
-        this.waitingForDrain = false;
-        this.flush();
+    if (!writable && !this.#closed) {
+      this.#waitingForDrain = true;
+      this.#writer.once('drain', () => {
+        this.#waitingForDrain = false;
+        this.#flush();
       });
     }
-    if (wrote && !this.closed) this.onWritten();
+    if (wrote && !this.#closed) this.#onWritten();
   }
 }

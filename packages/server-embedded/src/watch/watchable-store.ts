@@ -48,29 +48,29 @@ export interface WatchableStoreOptions {
 /** Watchers over an MVCC store: live delivery for synced ones, history catch-up for the others. */
 export class WatchableStore {
   readonly store: MvccStore;
-  private readonly synced = new WatcherGroup();
-  private readonly unsynced = new WatcherGroup();
-  private readonly maxBatchRevisions: number;
-  private readonly maxWatchersPerSync: number;
-  private readonly unsubscribe: () => void;
-  private syncPass: NodeJS.Immediate | undefined;
-  private closed = false;
+  readonly #synced = new WatcherGroup();
+  readonly #unsynced = new WatcherGroup();
+  readonly #maxBatchRevisions: number;
+  readonly #maxWatchersPerSync: number;
+  readonly #unsubscribe: () => void;
+  #syncPass: NodeJS.Immediate | undefined;
+  #closed = false;
   /** What the member had applied, while held (see hold()); undefined when up to date. */
-  private applied: AppliedHistory | undefined;
+  #applied: AppliedHistory | undefined;
 
-  private readonly replaysCompactionDelete: boolean;
+  readonly #replaysCompactionDelete: boolean;
 
   constructor(store: MvccStore, options: WatchableStoreOptions = {}) {
     this.store = store;
-    this.maxBatchRevisions = options.maxBatchRevisions ?? MAX_BATCH_REVISIONS;
-    this.maxWatchersPerSync = options.maxWatchersPerSync ?? 512;
-    this.replaysCompactionDelete = options.replaysCompactionDelete === true;
-    this.unsubscribe = store.subscribe((committed) => this.notify(committed));
+    this.#maxBatchRevisions = options.maxBatchRevisions ?? MAX_BATCH_REVISIONS;
+    this.#maxWatchersPerSync = options.maxWatchersPerSync ?? 512;
+    this.#replaysCompactionDelete = options.replaysCompactionDelete === true;
+    this.#unsubscribe = store.subscribe((committed) => this.#notify(committed));
   }
 
   /** The store's current revision; while held, the revision the member had applied. */
   get revision(): number {
-    return this.applied?.revision ?? this.store.revision;
+    return this.#applied?.revision ?? this.store.revision;
   }
 
   /**
@@ -79,12 +79,12 @@ export class WatchableStore {
    * them from its own store then.
    */
   get appliedStore(): MvccStore {
-    return this.applied?.store ?? this.store;
+    return this.#applied?.store ?? this.store;
   }
 
   /** True between {@link hold} and {@link release}. */
   get held(): boolean {
-    return this.applied !== undefined;
+    return this.#applied !== undefined;
   }
 
   /**
@@ -97,8 +97,8 @@ export class WatchableStore {
    * `applied.revision` must be the shared store's revision now: nothing was missed before it.
    */
   hold(applied: AppliedHistory): void {
-    if (this.applied !== undefined || this.closed) return;
-    this.applied = applied;
+    if (this.#applied !== undefined || this.#closed) return;
+    this.#applied = applied;
   }
 
   /**
@@ -112,25 +112,25 @@ export class WatchableStore {
    * and a watcher must handle it anyway.
    */
   release(): void {
-    if (this.applied === undefined) return;
-    this.applied = undefined;
+    if (this.#applied === undefined) return;
+    this.#applied = undefined;
     // etcd's watchableStore.Restore does the same with its synced watchers after a snapshot.
-    for (const watcher of [...this.synced.watchers()]) {
-      this.synced.delete(watcher);
-      this.unsynced.add(watcher);
+    for (const watcher of [...this.#synced.watchers()]) {
+      this.#synced.delete(watcher);
+      this.#unsynced.add(watcher);
       watcher.state = 'unsynced';
     }
-    if (this.unsynced.size > 0) this.scheduleSync();
+    if (this.#unsynced.size > 0) this.#scheduleSync();
   }
 
   /** Watchers in the store (synced and unsynced); compacted and canceled ones are not counted. */
   get size(): number {
-    return this.synced.size + this.unsynced.size;
+    return this.#synced.size + this.#unsynced.size;
   }
 
   /** Unsynced watchers: those catching up from history. */
   get unsyncedSize(): number {
-    return this.unsynced.size;
+    return this.#unsynced.size;
   }
 
   /**
@@ -144,19 +144,19 @@ export class WatchableStore {
     if (startRevision === 0 || startRevision > current) {
       const watcher = new Watcher(id, options, sink, Math.max(current + 1, startRevision));
       watcher.state = 'synced';
-      this.synced.add(watcher);
+      this.#synced.add(watcher);
       return watcher;
     }
     const watcher = new Watcher(id, options, sink, startRevision);
-    this.unsynced.add(watcher);
-    this.scheduleSync();
+    this.#unsynced.add(watcher);
+    this.#scheduleSync();
     return watcher;
   }
 
   /** Removes `watcher` from the store; nothing is sent for it afterwards. */
   cancel(watcher: Watcher): void {
-    this.synced.delete(watcher);
-    this.unsynced.delete(watcher);
+    this.#synced.delete(watcher);
+    this.#unsynced.delete(watcher);
     watcher.state = 'canceled';
   }
 
@@ -171,7 +171,7 @@ export class WatchableStore {
     const current = this.revision;
     let first: Watcher | undefined;
     for (const watcher of watchers) {
-      if (!this.synced.has(watcher) || current < watcher.startRevision) return false;
+      if (!this.#synced.has(watcher) || current < watcher.startRevision) return false;
       first ??= watcher;
     }
     first?.sink.send(first, {
@@ -185,27 +185,27 @@ export class WatchableStore {
 
   /** A stream that refused responses can take them again: let its watchers catch up. */
   resume(): void {
-    if (this.unsynced.size > 0) this.scheduleSync();
+    if (this.#unsynced.size > 0) this.#scheduleSync();
   }
 
   /** Stops watching the store and forgets every watcher. */
   close(): void {
-    this.closed = true;
-    this.unsubscribe();
-    if (this.syncPass !== undefined) clearImmediate(this.syncPass);
-    this.syncPass = undefined;
-    for (const group of [this.synced, this.unsynced]) {
+    this.#closed = true;
+    this.#unsubscribe();
+    if (this.#syncPass !== undefined) clearImmediate(this.#syncPass);
+    this.#syncPass = undefined;
+    for (const group of [this.#synced, this.#unsynced]) {
       for (const watcher of [...group.watchers()]) this.cancel(watcher);
     }
   }
 
   /** Delivers a committed revision to the synced watchers it concerns. */
-  private notify({ revision, events }: CommittedRevision): void {
+  #notify({ revision, events }: CommittedRevision): void {
     // Held, the member applies nothing: the cluster's commits reach it only once released.
-    if (this.synced.size === 0 || this.applied !== undefined) return;
+    if (this.#synced.size === 0 || this.#applied !== undefined) return;
     const matches = new Map<Watcher, MvccEvent[]>();
     for (const event of events) {
-      this.synced.forEachWatching(keyString(event.kv.key), (watcher) => {
+      this.#synced.forEachWatching(keyString(event.kv.key), (watcher) => {
         // A watcher with a future start revision sits in the synced group until the store gets there.
         if (revision < watcher.minRevision) return;
         const list = matches.get(watcher);
@@ -223,18 +223,18 @@ export class WatchableStore {
         // The stream is not draining: this revision and later ones will come from history once it
         // does (the stream calls resume()), so the writer never waits for a slow reader.
         watcher.minRevision = revision;
-        this.synced.delete(watcher);
-        this.unsynced.add(watcher);
+        this.#synced.delete(watcher);
+        this.#unsynced.add(watcher);
         watcher.state = 'unsynced';
       }
     }
   }
 
-  private scheduleSync(): void {
-    if (this.syncPass !== undefined || this.closed) return;
-    this.syncPass = setImmediate(() => {
-      this.syncPass = undefined;
-      this.syncUnsynced();
+  #scheduleSync(): void {
+    if (this.#syncPass !== undefined || this.#closed) return;
+    this.#syncPass = setImmediate(() => {
+      this.#syncPass = undefined;
+      this.#syncUnsynced();
     });
   }
 
@@ -242,8 +242,8 @@ export class WatchableStore {
    * One catch-up pass: each chosen unsynced watcher whose stream takes responses gets its next
    * batch of history, or its compaction cancel, and joins the synced group once it has everything.
    */
-  private syncUnsynced(): void {
-    if (this.closed) return;
+  #syncUnsynced(): void {
+    if (this.#closed) return;
     // Held, from the member's own history: up to the revision it had, compacted where it was.
     const source = this.appliedStore;
     const current = this.revision;
@@ -251,14 +251,14 @@ export class WatchableStore {
     let progressed = false;
     const chosen = new WatcherGroup();
     let minRevision = Number.POSITIVE_INFINITY;
-    for (const watcher of [...this.unsynced.watchers()]) {
-      if (chosen.size >= this.maxWatchersPerSync) break;
+    for (const watcher of [...this.#unsynced.watchers()]) {
+      if (chosen.size >= this.#maxWatchersPerSync) break;
       // Work for a stream that would refuse it is wasted; its drain schedules another pass.
       if (!watcher.sink.accepting) continue;
       if (watcher.minRevision < compactRevision) {
         const response = { watchId: watcher.id, events: [], revision: 0, compactRevision };
         if (watcher.sink.send(watcher, response)) {
-          this.unsynced.delete(watcher);
+          this.#unsynced.delete(watcher);
           watcher.state = 'compacted';
           progressed = true;
         }
@@ -268,7 +268,7 @@ export class WatchableStore {
       minRevision = Math.min(minRevision, watcher.minRevision);
     }
 
-    const batches = this.readHistory(source, chosen, minRevision, current, compactRevision);
+    const batches = this.#readHistory(source, chosen, minRevision, current, compactRevision);
     for (const watcher of chosen.watchers()) {
       const batch = batches.get(watcher);
       if (batch !== undefined) {
@@ -284,15 +284,15 @@ export class WatchableStore {
       }
       // A watcher that starts in the future (unsynced by a release while it waited) keeps waiting.
       watcher.minRevision = Math.max(watcher.minRevision, current + 1);
-      this.unsynced.delete(watcher);
-      this.synced.add(watcher);
+      this.#unsynced.delete(watcher);
+      this.#synced.add(watcher);
       watcher.state = 'synced';
     }
-    if (progressed && this.unsynced.size > 0) this.scheduleSync();
+    if (progressed && this.#unsynced.size > 0) this.#scheduleSync();
   }
 
   /** The next history batch of each watcher of `group` in `source`, from `minRevision` to `current`. */
-  private readHistory(
+  #readHistory(
     source: MvccStore,
     group: WatcherGroup,
     minRevision: number,
@@ -306,14 +306,14 @@ export class WatchableStore {
         // etcd 3.4's compaction removes a tombstone at the compaction revision, so it never
         // replays that delete; this store keeps it (reads need it), so it is skipped there.
         const boundary = event.type === 'delete' && revision === compactRevision;
-        if (boundary && !this.replaysCompactionDelete) continue;
-        this.group(group, event, revision, batches, () => open--);
+        if (boundary && !this.#replaysCompactionDelete) continue;
+        this.#group(group, event, revision, batches, () => open--);
       }
     }
     return batches;
   }
 
-  private group(
+  #group(
     group: WatcherGroup,
     event: MvccEvent,
     revision: number,
@@ -324,7 +324,7 @@ export class WatchableStore {
       if (revision < watcher.minRevision) return;
       let batch = batches.get(watcher);
       if (batch === undefined) {
-        batch = new EventBatch(this.maxBatchRevisions);
+        batch = new EventBatch(this.#maxBatchRevisions);
         batches.set(watcher, batch);
       }
       if (batch.full) return;
