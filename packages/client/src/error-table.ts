@@ -160,6 +160,18 @@ export const etcdErrorVariants = {
     status: S.Unknown,
     message: 'auth: authentication failed, password was given for no password user',
   },
+  // etcd 3.4's maintenance server answers its root checks (Hash, HashKV, Defragment, Snapshot)
+  // with the auth store's own errors, unmapped (v3.4.23 etcdserver/api/v3rpc/maintenance.go).
+  AUTH_STORE_USER_EMPTY: {
+    means: 'USER_EMPTY',
+    status: S.Unknown,
+    message: 'auth: user name is empty',
+  },
+  AUTH_STORE_PERMISSION_DENIED: {
+    means: 'PERMISSION_DENIED',
+    status: S.Unknown,
+    message: 'auth: permission denied',
+  },
 } as const satisfies Record<string, EtcdErrorVariant>;
 
 /** The name of each variant of {@link etcdErrorVariants}. */

@@ -126,6 +126,16 @@ export interface EtcdVersionTraits {
    * 373-415 and 541-550). Checked on 3.4.23 and 3.5.30.
    */
   readonly legacyPermissionChecks: boolean;
+  /**
+   * The maintenance server's own checks. '3.4': Hash, HashKV, Defragment and Snapshot want root
+   * and answer the auth store's error unmapped (status Unknown, "auth: ..."); MoveLeader and
+   * raising alarms are anyone's (v3.4.23 etcdserver/api/v3rpc/maintenance.go lines 267-311).
+   * '3.5': those four the same; Status, MoveLeader and raising alarms want root, mapped to gRPC
+   * errors (v3.5.30 server/etcdserver/api/v3rpc/maintenance.go, authMaintenanceServer). '3.6':
+   * everything mapped, Status needs only a user (v3.6.14 maintenance.go lines 337-377). Checked on
+   * 3.4.23 and 3.5.30.
+   */
+  readonly maintenanceAuth: '3.4' | '3.5' | '3.6';
 }
 
 const RELEASES: Readonly<Record<EtcdVersion, string>> = {
@@ -161,6 +171,7 @@ export function etcdVersionTraits(version: EtcdVersion): EtcdVersionTraits {
     watchFromKeyChecksWholeRange: from(6),
     bearerTokens: from(6),
     legacyPermissionChecks: !from(5),
+    maintenanceAuth: from(6) ? '3.6' : from(5) ? '3.5' : '3.4',
   };
 }
 

@@ -9,7 +9,7 @@
 // Status, its own store for Hash, HashKV and Snapshot, and its own backend for Defragment.
 import { etcdserverpb_Maintenance } from '@etcdkit/client/protocol';
 import { revisionHeader } from '../api/requests.js';
-import { EtcdServerError } from '../errors.js';
+import { EtcdServerError, type ServerErrorCode } from '../errors.js';
 import { DowngradeJob } from '../maintenance/downgrade.js';
 import { encodeSnapshot, snapshotMessages } from '../maintenance/snapshot.js';
 import { Crc32c } from '../mvcc/hash.js';
@@ -25,6 +25,10 @@ export function registerMaintenanceService(
   const { store, alarms, backend, authorizer } = context;
   const caller = (call: CallInfo) => authorizer.identify(authorizer.credentialsOf(call));
   const admin = (call: CallInfo) => caller(call).requireAdmin();
+  const rules = context.traits.maintenanceAuth;
+  // Before 3.6 the maintenance server checks these itself and answers the auth store's own error.
+  const dumpAdmin =
+    rules === '3.6' ? admin : (call: CallInfo) => asAuthStoreError(() => admin(call));
 
   const downgrade = new DowngradeJob(context.traits, context.clock);
 
@@ -59,20 +63,24 @@ export function registerMaintenanceService(
     };
   };
   registry.unary(etcdserverpb_Maintenance.Status, (_request, _size, call) => {
-    caller(call).requireUser();
+    // etcd 3.5 wants root for Status; 3.4 nothing (requireUser asks nothing then), 3.6 a user.
+    if (rules === '3.5') admin(call);
+    else caller(call).requireUser();
     return status();
   });
 
   registry.unary(etcdserverpb_Maintenance.Alarm, (request, size, call) => {
     // Listing needs a user; raising or clearing an alarm is an admin's (GET is action 0).
     if ((request.action ?? 0) === 0) caller(call).requireUser();
+    // etcd 3.4 lets anyone raise or clear an alarm (its applier does not ask for root).
+    else if (rules === '3.4') caller(call);
     else admin(call);
     const response = alarms.handle(request, size);
     return { ...response, header: fillHeader(context, response.header) };
   });
 
   registry.unary(etcdserverpb_Maintenance.HashKV, (request, _size, call) => {
-    admin(call);
+    dumpAdmin(call);
     const hashed = context.appliedState?.()?.store ?? store;
     const revision = Number(request.revision ?? 0n);
     // etcd 3.5 on answers a revision it compacted at with the hash it took then.
@@ -92,7 +100,7 @@ export function registerMaintenanceService(
   // etcd hashes its whole backend file; the embedded server hashes its snapshot, which holds the
   // same state (history, leases, members, alarms), so equal states hash equal here too.
   registry.unary(etcdserverpb_Maintenance.Hash, (_request, _size, call) => {
-    admin(call);
+    dumpAdmin(call);
     return {
       header: fillHeader(context),
       hash: new Crc32c().update(takeSnapshot(context)).digest(),
@@ -100,7 +108,7 @@ export function registerMaintenanceService(
   });
 
   registry.unary(etcdserverpb_Maintenance.Defragment, (_request, _size, call) => {
-    admin(call);
+    dumpAdmin(call);
     const applied = context.appliedState?.();
     if (applied === undefined) backend.defragment();
     else applied.defragment();
@@ -108,7 +116,7 @@ export function registerMaintenanceService(
   });
 
   registry.serverStream(etcdserverpb_Maintenance.Snapshot, async (_request, send, call) => {
-    admin(call);
+    dumpAdmin(call);
     // Taken at once: the store is synchronous, so the snapshot is one consistent state.
     const data = takeSnapshot(context);
     // Snapshot messages carry the storage version from 3.6 on; '' is the field left out.
@@ -133,11 +141,28 @@ export function registerMaintenanceService(
   registry.waitingUnary(
     etcdserverpb_Maintenance.MoveLeader,
     async (request, _size, signal, call) => {
-      admin(call);
+      // etcd 3.4 does not check MoveLeader.
+      if (rules !== '3.4') admin(call);
       await context.leaderView.moveLeader(request.targetID ?? 0n, signal);
       return {};
     },
   );
+}
+
+const AUTH_STORE_ERRORS: Partial<Record<ServerErrorCode, ServerErrorCode>> = {
+  USER_EMPTY: 'AUTH_STORE_USER_EMPTY',
+  PERMISSION_DENIED: 'AUTH_STORE_PERMISSION_DENIED',
+};
+
+/** Runs `check`, answering its auth failure as the auth store's text with status Unknown. */
+function asAuthStoreError(check: () => void): void {
+  try {
+    check();
+  } catch (error) {
+    const unmapped = error instanceof EtcdServerError ? AUTH_STORE_ERRORS[error.code] : undefined;
+    if (unmapped === undefined) throw error;
+    throw new EtcdServerError(unmapped, { cause: error });
+  }
 }
 
 /**

@@ -59,6 +59,8 @@ const memberOnly = 'needs a cluster of several members';
 const onCluster = `${memberOnly}: pinned by cluster-conformance.test.ts, from the catalog`;
 /** Downgrade's entries: etcd 3.5+, pinned on 3.5.30 by 10-downgrade.test.ts, from the catalog. */
 const onDowngrade = 'etcd 3.5+ (3.4 has no Downgrade): pinned by 10-downgrade.test.ts';
+/** etcd 3.4's maintenance root checks: pinned on 3.4.23 by test/auth/admin-permissions.test.ts. */
+const onMaintenance34 = "etcd 3.4's Hash/Snapshot root checks: pinned by auth/admin-permissions";
 
 /** Raises `alarm`, runs `call`, and clears the alarm again whatever happened. */
 async function underAlarm(
@@ -366,6 +368,8 @@ const cases: { readonly [E in Entry]: Case } = {
     cannot: 'needs the apply loop to lag behind a linearizable read (a race)',
   },
   PROPOSAL_TIMEOUT: { cannot: onCluster },
+  AUTH_STORE_USER_EMPTY: { cannot: onMaintenance34 },
+  AUTH_STORE_PERMISSION_DENIED: { cannot: onMaintenance34 },
   NO_PASSWORD_USER: {
     group: 'auth-on',
     provoke: (s) => s.client.unary(Auth.Authenticate, { name: 'no-password', password: 'pw' }),
@@ -442,6 +446,8 @@ describe('the error catalog', () => {
     const unprovoked = Object.entries(cases).filter(([, c]) => 'cannot' in c);
     expect(unprovoked.map(([entry]) => entry).sort()).toEqual([
       'AUTH_OLD_REVISION',
+      'AUTH_STORE_PERMISSION_DENIED',
+      'AUTH_STORE_USER_EMPTY',
       'CLUSTER_ID_MISMATCH',
       'DOWNGRADE_IN_PROCESS',
       'ELECTION_SESSION_EXPIRED',
