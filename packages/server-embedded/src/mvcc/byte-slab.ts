@@ -12,21 +12,21 @@ const LARGEST_PACKED = 1024;
 
 /** Packs copies of byte strings into shared chunks. */
 export class ByteSlab {
-  private chunk = new Uint8Array(0);
-  private used = 0;
+  #chunk = new Uint8Array(0);
+  #used = 0;
 
   /** A copy of `bytes` that shares no memory with them. */
   copy(bytes: Uint8Array): Uint8Array {
     const length = bytes.length;
     if (length === 0) return EMPTY_BYTES;
     if (length > LARGEST_PACKED) return new Uint8Array(bytes);
-    if (this.used + length > this.chunk.length) {
-      this.chunk = new Uint8Array(CHUNK_BYTES);
-      this.used = 0;
+    if (this.#used + length > this.#chunk.length) {
+      this.#chunk = new Uint8Array(CHUNK_BYTES);
+      this.#used = 0;
     }
-    const copy = this.chunk.subarray(this.used, this.used + length);
+    const copy = this.#chunk.subarray(this.#used, this.#used + length);
     copy.set(bytes);
-    this.used += length;
+    this.#used += length;
     return copy;
   }
 }

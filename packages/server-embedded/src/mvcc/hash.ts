@@ -17,17 +17,17 @@ const table = (() => {
 
 /** An incremental CRC-32C. */
 export class Crc32c {
-  private crc = 0xffffffff;
+  #crc = 0xffffffff;
 
   update(bytes: Uint8Array): this {
-    let c = this.crc;
+    let c = this.#crc;
     for (let i = 0; i < bytes.length; i++) c = table[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
-    this.crc = c;
+    this.#crc = c;
     return this;
   }
 
   digest(): number {
-    return (this.crc ^ 0xffffffff) >>> 0;
+    return (this.#crc ^ 0xffffffff) >>> 0;
   }
 }
 

@@ -21,14 +21,14 @@ type Slot = KeyValue | (KeyValue | undefined)[] | undefined;
 
 /** The changes of every revision still in history. */
 export class RevisionHistory {
-  private slots: Slot[] = [];
+  #slots: Slot[] = [];
   /** Main revision of `slots[0]`. */
-  private base = 0;
-  private size = 0;
+  #base = 0;
+  #size = 0;
 
   /** Approximate bytes the kept changes would take in etcd's backend. */
   get bytes(): number {
-    return this.size;
+    return this.#size;
   }
 
   /**
@@ -37,36 +37,36 @@ export class RevisionHistory {
    */
   add(revision: Revision, kv: KeyValue): void {
     const { main, sub } = revision;
-    if (this.slots.length === 0) this.base = main;
-    const at = main - this.base;
-    if (at < this.slots.length - 1 || at < 0) {
+    if (this.#slots.length === 0) this.#base = main;
+    const at = main - this.#base;
+    if (at < this.#slots.length - 1 || at < 0) {
       throw new Error(`history: change at ${main}.${sub} is below the latest revision`);
     }
-    this.size += sizeOf(kv);
+    this.#size += sizeOf(kv);
     // Revisions with nothing kept (a restored, compacted history) stay empty slots.
-    while (this.slots.length < at) this.slots.push(undefined);
-    if (at === this.slots.length) {
+    while (this.#slots.length < at) this.#slots.push(undefined);
+    if (at === this.#slots.length) {
       if (sub === 0) {
-        this.slots.push(kv);
+        this.#slots.push(kv);
       } else {
         const changes: (KeyValue | undefined)[] = [];
         changes[sub] = kv;
-        this.slots.push(changes);
+        this.#slots.push(changes);
       }
       return;
     }
-    const slot = this.slots[at];
+    const slot = this.#slots[at];
     if (Array.isArray(slot)) slot[sub] = kv;
     else {
       const changes: (KeyValue | undefined)[] = [slot];
       changes[sub] = kv;
-      this.slots[at] = changes;
+      this.#slots[at] = changes;
     }
   }
 
   /** The kv of the change at `revision`, if it is still kept. */
   get(revision: Revision): KeyValue | undefined {
-    const slot = this.slots[revision.main - this.base];
+    const slot = this.#slots[revision.main - this.#base];
     if (slot === undefined) return undefined;
     if (Array.isArray(slot)) return slot[revision.sub];
     return revision.sub === 0 ? slot : undefined;
@@ -75,48 +75,48 @@ export class RevisionHistory {
   /** The kept changes of revision `main`, in op order. */
   changesAt(main: number): HistoryEntry[] {
     const entries: HistoryEntry[] = [];
-    this.forEachAt(main, (entry) => entries.push(entry));
+    this.#forEachAt(main, (entry) => entries.push(entry));
     return entries;
   }
 
   /** Forgets the given changes (a compaction dropping history). */
   remove(revisions: readonly Revision[]): void {
     for (const { main, sub } of revisions) {
-      const at = main - this.base;
-      const slot = this.slots[at];
+      const at = main - this.#base;
+      const slot = this.#slots[at];
       if (slot === undefined) continue;
       if (!Array.isArray(slot)) {
         if (sub !== 0) continue;
-        this.size -= sizeOf(slot);
-        this.slots[at] = undefined;
+        this.#size -= sizeOf(slot);
+        this.#slots[at] = undefined;
         continue;
       }
       const kv = slot[sub];
       if (kv === undefined) continue;
-      this.size -= sizeOf(kv);
+      this.#size -= sizeOf(kv);
       slot[sub] = undefined;
-      if (slot.every((change) => change === undefined)) this.slots[at] = undefined;
+      if (slot.every((change) => change === undefined)) this.#slots[at] = undefined;
     }
     let empty = 0;
-    while (empty < this.slots.length && this.slots[empty] === undefined) empty++;
+    while (empty < this.#slots.length && this.#slots[empty] === undefined) empty++;
     if (empty > 0) {
-      this.slots = this.slots.slice(empty);
-      this.base += empty;
+      this.#slots = this.#slots.slice(empty);
+      this.#base += empty;
     }
   }
 
   /** Every kept change with main revision <= `main`, in revision order. */
   *upTo(main: number): Generator<HistoryEntry> {
-    const last = Math.min(main - this.base, this.slots.length - 1);
+    const last = Math.min(main - this.#base, this.#slots.length - 1);
     for (let at = 0; at <= last; at++) {
       const entries: HistoryEntry[] = [];
-      this.forEachAt(this.base + at, (entry) => entries.push(entry));
+      this.#forEachAt(this.#base + at, (entry) => entries.push(entry));
       yield* entries;
     }
   }
 
-  private forEachAt(main: number, visit: (entry: HistoryEntry) => void): void {
-    const slot = this.slots[main - this.base];
+  #forEachAt(main: number, visit: (entry: HistoryEntry) => void): void {
+    const slot = this.#slots[main - this.#base];
     if (slot === undefined) return;
     if (!Array.isArray(slot)) {
       visit(entryOf(main, 0, slot));

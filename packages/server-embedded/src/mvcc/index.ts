@@ -22,32 +22,32 @@ export interface IndexedKey extends KeyState {
 
 /** Every key with history, ordered by its bytes. */
 export class KeyIndexTree {
-  private readonly tree: BTree<Uint8Array, KeyIndex> = newBytesTree();
+  readonly #tree: BTree<Uint8Array, KeyIndex> = newBytesTree();
 
   /** Number of keys that still have history (live or deleted but not yet compacted away). */
   get size(): number {
-    return this.tree.size;
+    return this.#tree.size;
   }
 
   /** The state of `key` at `atRevision`, or undefined when it did not exist then. */
   get(key: Uint8Array, atRevision: number): KeyState | undefined {
-    return this.tree.get(key)?.get(atRevision);
+    return this.#tree.get(key)?.get(atRevision);
   }
 
   /** The history of `key`, if it has any; its `key` is the copy the store keeps. */
   find(key: Uint8Array): KeyIndex | undefined {
-    return this.tree.get(key);
+    return this.#tree.get(key);
   }
 
   /**
    * Records a put of `key` at `revision`; `found` is `find(key)` when the caller looked it up
    * already. A new key's history keeps `key` itself (not a copy). Returns the key's history.
    */
-  put(key: Uint8Array, revision: Revision, found = this.tree.get(key)): KeyIndex {
+  put(key: Uint8Array, revision: Revision, found = this.#tree.get(key)): KeyIndex {
     let index = found;
     if (index === undefined) {
       index = new KeyIndex(key);
-      this.tree.set(key, index);
+      this.#tree.set(key, index);
     }
     index.put(revision);
     return index;
@@ -61,20 +61,20 @@ export class KeyIndexTree {
     key: Uint8Array,
     change: { created: Revision; modified: Revision; version: number; tombstone: boolean },
   ): void {
-    if (this.tree.has(key)) throw new Error('key index: restoring a key that already has history');
+    if (this.#tree.has(key)) throw new Error('key index: restoring a key that already has history');
     const index = new KeyIndex(key);
     index.restore(change.created, change.modified, change.version, change.tombstone);
-    this.tree.set(key, index);
+    this.#tree.set(key, index);
   }
 
   /** True when `key` has history (live, or deleted and not compacted away yet). */
   has(key: Uint8Array): boolean {
-    return this.tree.has(key);
+    return this.#tree.has(key);
   }
 
   /** Records a delete of `key` at `revision`; false when the key is not live. */
   tombstone(key: Uint8Array, revision: Revision): boolean {
-    return this.tree.get(key)?.tombstone(revision) ?? false;
+    return this.#tree.get(key)?.tombstone(revision) ?? false;
   }
 
   /**
@@ -103,24 +103,24 @@ export class KeyIndexTree {
    */
   compact(atRevision: number, onDrop: (revision: Revision) => void): void {
     const emptied: Uint8Array[] = [];
-    for (const [id, index] of this.tree.entries()) {
+    for (const [id, index] of this.#tree.entries()) {
       index.compact(atRevision, onDrop);
       if (index.isEmpty) emptied.push(id);
     }
-    for (const id of emptied) this.tree.delete(id);
+    for (const id of emptied) this.#tree.delete(id);
   }
 
   /** The key indexes of `range`, in key order. */
   private *indexes(range: KeyRange): Generator<KeyIndex> {
     const low = range.key;
     if (range.end === undefined) {
-      const index = this.tree.get(low);
+      const index = this.#tree.get(low);
       if (index !== undefined) yield index;
       return;
     }
     const high = range.end.length === 0 ? undefined : range.end;
     if (high !== undefined && compareBytes(high, low) <= 0) return;
-    for (const [id, index] of this.tree.entries(low)) {
+    for (const [id, index] of this.#tree.entries(low)) {
       if (high !== undefined && compareBytes(id, high) >= 0) return;
       yield index;
     }

@@ -27,44 +27,44 @@ class Generation {
    * Main revisions still in history, ascending (a single one as a number); the last one is the
    * tombstone if the generation ended.
    */
-  private mains: number | number[] | undefined;
+  #mains: number | number[] | undefined;
   /** The sub of each revision; undefined while every one is 0. */
-  private subs: number[] | undefined;
+  #subs: number[] | undefined;
 
   get count(): number {
-    const mains = this.mains;
+    const mains = this.#mains;
     return mains === undefined ? 0 : typeof mains === 'number' ? 1 : mains.length;
   }
 
   get isEmpty(): boolean {
-    return this.mains === undefined;
+    return this.#mains === undefined;
   }
 
   main(i: number): number {
-    const mains = this.mains!;
+    const mains = this.#mains!;
     return typeof mains === 'number' ? mains : mains[i]!;
   }
 
   revision(i: number): Revision {
-    return { main: this.main(i), sub: this.subs?.[i] ?? 0 };
+    return { main: this.main(i), sub: this.#subs?.[i] ?? 0 };
   }
 
   push(revision: Revision): void {
-    const mains = this.mains;
-    if (mains === undefined) this.mains = revision.main;
-    else if (typeof mains === 'number') this.mains = [mains, revision.main];
+    const mains = this.#mains;
+    if (mains === undefined) this.#mains = revision.main;
+    else if (typeof mains === 'number') this.#mains = [mains, revision.main];
     else mains.push(revision.main);
-    if (revision.sub !== 0 && this.subs === undefined) {
-      this.subs = new Array<number>(this.count - 1).fill(0);
+    if (revision.sub !== 0 && this.#subs === undefined) {
+      this.#subs = new Array<number>(this.count - 1).fill(0);
     }
-    this.subs?.push(revision.sub);
+    this.#subs?.push(revision.sub);
   }
 
   /** Drops the first `count` revisions (not all of them). */
   dropFirst(count: number): void {
-    const rest = (this.mains as number[]).slice(count);
-    this.mains = rest.length === 1 ? rest[0]! : rest;
-    if (this.subs !== undefined) this.subs = this.subs.slice(count);
+    const rest = (this.#mains as number[]).slice(count);
+    this.#mains = rest.length === 1 ? rest[0]! : rest;
+    if (this.#subs !== undefined) this.#subs = this.#subs.slice(count);
   }
 
   /** Index of the latest revision with main <= `atRevision`, or -1. */
@@ -79,10 +79,10 @@ class Generation {
 /** Every revision of one key still in history, grouped into generations. */
 export class KeyIndex {
   readonly key: Uint8Array;
-  private modifiedMain = 0;
-  private modifiedSub = 0;
+  #modifiedMain = 0;
+  #modifiedSub = 0;
   /** The generations, oldest first (a single one without an array); the last is the live one. */
-  private generations: Generation | Generation[] = new Generation();
+  #generations: Generation | Generation[] = new Generation();
 
   constructor(key: Uint8Array) {
     this.key = key;
@@ -90,25 +90,25 @@ export class KeyIndex {
 
   /** True when nothing of the key is left: it was deleted and its history compacted away. */
   get isEmpty(): boolean {
-    return this.generationCount === 1 && this.generation(0).isEmpty;
+    return this.#generationCount === 1 && this.#generation(0).isEmpty;
   }
 
   /** Records a put at `revision`, which must be above every revision recorded so far. */
   put(revision: Revision): void {
-    if (compareRevisions(revision, { main: this.modifiedMain, sub: this.modifiedSub }) <= 0) {
+    if (compareRevisions(revision, { main: this.#modifiedMain, sub: this.#modifiedSub }) <= 0) {
       throw new Error(
         `key index: put at ${revision.main}.${revision.sub} is not after the last change`,
       );
     }
-    const generation = this.generation(this.generationCount - 1);
+    const generation = this.#generation(this.#generationCount - 1);
     if (generation.isEmpty) {
       generation.createdMain = revision.main;
       generation.createdSub = revision.sub;
     }
     generation.push(revision);
     generation.version++;
-    this.modifiedMain = revision.main;
-    this.modifiedSub = revision.sub;
+    this.#modifiedMain = revision.main;
+    this.#modifiedSub = revision.sub;
   }
 
   /**
@@ -119,15 +119,15 @@ export class KeyIndex {
    */
   restore(created: Revision, modified: Revision, version: number, tombstone: boolean): void {
     if (!this.isEmpty) throw new Error('key index: restoring a key that already has history');
-    const generation = this.generation(0);
+    const generation = this.#generation(0);
     const from = tombstone ? modified : created;
     generation.createdMain = from.main;
     generation.createdSub = from.sub;
     generation.push(modified);
     generation.version = tombstone ? 1 : version;
-    this.modifiedMain = modified.main;
-    this.modifiedSub = modified.sub;
-    if (tombstone) this.startGeneration();
+    this.#modifiedMain = modified.main;
+    this.#modifiedSub = modified.sub;
+    if (tombstone) this.#startGeneration();
   }
 
   /**
@@ -135,15 +135,15 @@ export class KeyIndex {
    * starts. Returns false (and records nothing) when the key is not live.
    */
   tombstone(revision: Revision): boolean {
-    if (this.generation(this.generationCount - 1).isEmpty) return false;
+    if (this.#generation(this.#generationCount - 1).isEmpty) return false;
     this.put(revision);
-    this.startGeneration();
+    this.#startGeneration();
     return true;
   }
 
   /** The key's state at `atRevision`, or undefined when it did not exist then. */
   get(atRevision: number): KeyState | undefined {
-    const generation = this.generationAt(atRevision);
+    const generation = this.#generationAt(atRevision);
     if (generation === undefined) return undefined;
     const i = generation.latestAtOrBelow(atRevision);
     if (i === -1) return undefined;
@@ -156,10 +156,10 @@ export class KeyIndex {
   }
 
   /** The generation the key was in at `atRevision`; undefined if it was deleted then. */
-  private generationAt(atRevision: number): Generation | undefined {
-    const last = this.generationCount - 1;
+  #generationAt(atRevision: number): Generation | undefined {
+    const last = this.#generationCount - 1;
     for (let i = last; i >= 0; i--) {
-      const generation = this.generation(i);
+      const generation = this.#generation(i);
       if (generation.isEmpty) continue;
       // A finished generation whose tombstone is at or below the revision: deleted by then.
       if (i !== last && generation.main(generation.count - 1) <= atRevision) {
@@ -178,35 +178,35 @@ export class KeyIndex {
    */
   compact(atRevision: number, onDrop: (revision: Revision) => void): void {
     let first = 0;
-    while (first < this.generationCount - 1) {
-      const generation = this.generation(first);
+    while (first < this.#generationCount - 1) {
+      const generation = this.#generation(first);
       if (generation.main(generation.count - 1) >= atRevision) break;
       for (let i = 0; i < generation.count; i++) onDrop(generation.revision(i));
       first++;
     }
-    const kept = this.generation(first);
+    const kept = this.#generation(first);
     const visible = kept.latestAtOrBelow(atRevision);
     if (visible > 0) {
       for (let i = 0; i < visible; i++) onDrop(kept.revision(i));
       kept.dropFirst(visible);
     }
     if (first > 0) {
-      const rest = (this.generations as Generation[]).slice(first);
-      this.generations = rest.length === 1 ? rest[0]! : rest;
+      const rest = (this.#generations as Generation[]).slice(first);
+      this.#generations = rest.length === 1 ? rest[0]! : rest;
     }
   }
 
-  private get generationCount(): number {
-    return Array.isArray(this.generations) ? this.generations.length : 1;
+  get #generationCount(): number {
+    return Array.isArray(this.#generations) ? this.#generations.length : 1;
   }
 
-  private generation(i: number): Generation {
-    return Array.isArray(this.generations) ? this.generations[i]! : this.generations;
+  #generation(i: number): Generation {
+    return Array.isArray(this.#generations) ? this.#generations[i]! : this.#generations;
   }
 
-  private startGeneration(): void {
-    const generations = this.generations;
+  #startGeneration(): void {
+    const generations = this.#generations;
     if (Array.isArray(generations)) generations.push(new Generation());
-    else this.generations = [generations, new Generation()];
+    else this.#generations = [generations, new Generation()];
   }
 }

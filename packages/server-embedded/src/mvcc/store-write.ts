@@ -26,76 +26,76 @@ export interface WritableStore {
 export class StoreWrite implements ReadView {
   /** The store's revision when the write began; its changes get `beginRevision + 1`. */
   readonly beginRevision: number;
-  private readonly store: WritableStore;
-  private readonly events: MvccEvent[] = [];
-  private ended = false;
+  readonly #store: WritableStore;
+  readonly #events: MvccEvent[] = [];
+  #ended = false;
 
   constructor(store: WritableStore, beginRevision: number) {
-    this.store = store;
+    this.#store = store;
     this.beginRevision = beginRevision;
   }
 
   /** The revision reads in this write see: the next one once something changed. */
   get revision(): number {
-    return this.events.length > 0 ? this.beginRevision + 1 : this.beginRevision;
+    return this.#events.length > 0 ? this.beginRevision + 1 : this.beginRevision;
   }
 
   get compactRevision(): number {
-    return this.store.compactRevision;
+    return this.#store.compactRevision;
   }
 
   /** The changes made so far, in op order. */
   get changes(): readonly MvccEvent[] {
-    return this.events;
+    return this.#events;
   }
 
   range(range: KeyRange, options?: RangeOptions): RangeResult {
-    this.assertOpen();
-    return this.store.rangeAt(this.revision, range, options);
+    this.#assertOpen();
+    return this.#store.rangeAt(this.revision, range, options);
   }
 
   /** Puts `value` at `key` with `lease` (0n for none). Returns the revision of the change. */
   put(key: Uint8Array, value: Uint8Array, lease: bigint): number {
-    this.assertOpen();
+    this.#assertOpen();
     const main = this.beginRevision + 1;
-    const revision = { main, sub: this.events.length };
-    const found = this.store.index.find(key);
+    const revision = { main, sub: this.#events.length };
+    const found = this.#store.index.find(key);
     const previous = found?.get(main);
     const previousLease =
-      previous === undefined ? 0n : (this.store.history.get(previous.modified)?.lease ?? 0n);
+      previous === undefined ? 0n : (this.#store.history.get(previous.modified)?.lease ?? 0n);
     // Own copies: request bytes are views into gRPC receive buffers, which must not be retained.
     // A key with history is kept once, by its KeyIndex.
-    const storedKey = found?.key ?? this.store.keyBytes.copy(key);
+    const storedKey = found?.key ?? this.#store.keyBytes.copy(key);
     const kv: KeyValue = {
       key: storedKey,
-      value: this.store.valueBytes.copy(value),
+      value: this.#store.valueBytes.copy(value),
       createRevision: previous === undefined ? main : previous.created.main,
       modRevision: main,
       version: (previous?.version ?? 0) + 1,
       lease,
     };
-    this.store.history.add(revision, kv);
-    this.store.index.put(storedKey, revision, found);
-    this.events.push({ type: 'put', kv });
+    this.#store.history.add(revision, kv);
+    this.#store.index.put(storedKey, revision, found);
+    this.#events.push({ type: 'put', kv });
     if (previousLease !== lease) {
-      if (previousLease !== 0n) this.store.lessor?.detach(previousLease, storedKey);
-      if (lease !== 0n) this.store.lessor?.attach(lease, storedKey);
+      if (previousLease !== 0n) this.#store.lessor?.detach(previousLease, storedKey);
+      if (lease !== 0n) this.#store.lessor?.attach(lease, storedKey);
     }
     return main;
   }
 
   /** Deletes every key of `range` that exists; returns how many were deleted. */
   deleteRange(range: KeyRange): number {
-    this.assertOpen();
+    this.#assertOpen();
     const doomed: KeyValue[] = [];
-    this.store.index.forEach(range, this.revision, (key) => {
-      const kv = this.store.history.get(key.modified);
+    this.#store.index.forEach(range, this.revision, (key) => {
+      const kv = this.#store.history.get(key.modified);
       if (kv !== undefined) doomed.push(kv);
       return true;
     });
     const main = this.beginRevision + 1;
     for (const victim of doomed) {
-      const revision = { main, sub: this.events.length };
+      const revision = { main, sub: this.#events.length };
       const kv: KeyValue = {
         key: victim.key,
         value: EMPTY_BYTES,
@@ -104,22 +104,22 @@ export class StoreWrite implements ReadView {
         version: 0,
         lease: 0n,
       };
-      this.store.history.add(revision, kv);
-      this.store.index.tombstone(victim.key, revision);
-      this.events.push({ type: 'delete', kv });
-      if (victim.lease !== 0n) this.store.lessor?.detach(victim.lease, victim.key);
+      this.#store.history.add(revision, kv);
+      this.#store.index.tombstone(victim.key, revision);
+      this.#events.push({ type: 'delete', kv });
+      if (victim.lease !== 0n) this.#store.lessor?.detach(victim.lease, victim.key);
     }
     return doomed.length;
   }
 
   /** Commits the changes as one revision (none if nothing changed) and tells the listeners. */
   end(): CommittedRevision | undefined {
-    this.assertOpen();
-    this.ended = true;
-    return this.store.commit(this, this.events);
+    this.#assertOpen();
+    this.#ended = true;
+    return this.#store.commit(this, this.#events);
   }
 
-  private assertOpen(): void {
-    if (this.ended) throw new Error('mvcc: the write has ended');
+  #assertOpen(): void {
+    if (this.#ended) throw new Error('mvcc: the write has ended');
   }
 }

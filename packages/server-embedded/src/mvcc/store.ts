@@ -51,13 +51,13 @@ export class MvccStore implements ReadView {
   /** @internal */ readonly lessor: Lessor | undefined;
   /** @internal */ readonly keyBytes = new ByteSlab();
   /** @internal */ readonly valueBytes = new ByteSlab();
-  private current = 1;
-  private compacted = -1;
+  #current = 1;
+  #compacted = -1;
   /** The hashes of the last compactions, as etcd 3.5+ keeps them (see {@link compactionHash}). */
-  private compactionHashes: Omit<KvHash, 'revision'>[] = [];
-  private writing: StoreWrite | undefined;
-  private readonly listeners = new Set<CommitListener>();
-  private readonly compactionListeners = new Set<CompactionListener>();
+  #compactionHashes: Omit<KvHash, 'revision'>[] = [];
+  #writing: StoreWrite | undefined;
+  readonly #listeners = new Set<CommitListener>();
+  readonly #compactionListeners = new Set<CompactionListener>();
 
   /** `lessor` is told about every attach and detach of a key to a lease. */
   constructor(options?: { lessor?: Lessor }) {
@@ -65,11 +65,11 @@ export class MvccStore implements ReadView {
   }
 
   get revision(): number {
-    return this.current;
+    return this.#current;
   }
 
   get compactRevision(): number {
-    return this.compacted;
+    return this.#compacted;
   }
 
   /** Approximate size of the kept history in etcd's backend, for Status' dbSize. */
@@ -78,7 +78,7 @@ export class MvccStore implements ReadView {
   }
 
   range(range: KeyRange, options?: RangeOptions): RangeResult {
-    return this.rangeAt(this.current, range, options);
+    return this.rangeAt(this.#current, range, options);
   }
 
   /**
@@ -91,7 +91,7 @@ export class MvccStore implements ReadView {
     let revision = options.revision ?? 0;
     if (revision > current) throw new EtcdServerError('FUTURE_REVISION');
     if (revision <= 0) revision = current;
-    if (revision < this.compacted) throw new EtcdServerError('COMPACTED');
+    if (revision < this.#compacted) throw new EtcdServerError('COMPACTED');
     if (options.countOnly) {
       return { kvs: [], count: this.index.count(range, revision), revision: current };
     }
@@ -118,19 +118,19 @@ export class MvccStore implements ReadView {
    * Only one write may be open at a time.
    */
   write(): StoreWrite {
-    if (this.writing !== undefined) throw new Error('mvcc: a write is already in progress');
-    this.writing = new StoreWrite(this, this.current);
-    return this.writing;
+    if (this.#writing !== undefined) throw new Error('mvcc: a write is already in progress');
+    this.#writing = new StoreWrite(this, this.#current);
+    return this.#writing;
   }
 
   /** Called by StoreWrite.end(). @internal */
   commit(write: StoreWrite, events: readonly MvccEvent[]): CommittedRevision | undefined {
-    if (this.writing !== write) throw new Error('mvcc: ending a write that is not open');
-    this.writing = undefined;
+    if (this.#writing !== write) throw new Error('mvcc: ending a write that is not open');
+    this.#writing = undefined;
     if (events.length === 0) return undefined;
-    this.current++;
-    const committed: CommittedRevision = { revision: this.current, events };
-    for (const listener of this.listeners) {
+    this.#current++;
+    const committed: CommittedRevision = { revision: this.#current, events };
+    for (const listener of this.#listeners) {
       try {
         listener(committed);
       } catch (error) {
@@ -145,14 +145,14 @@ export class MvccStore implements ReadView {
 
   /** Calls `listener` with every revision committed from now on. Returns an unsubscribe function. */
   subscribe(listener: CommitListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** Calls `listener` after every compaction from now on. Returns an unsubscribe function. */
   subscribeCompactions(listener: CompactionListener): () => void {
-    this.compactionListeners.add(listener);
-    return () => this.compactionListeners.delete(listener);
+    this.#compactionListeners.add(listener);
+    return () => this.#compactionListeners.delete(listener);
   }
 
   /**
@@ -163,7 +163,7 @@ export class MvccStore implements ReadView {
    * @internal
    */
   restore(state: StoreState): void {
-    if (this.current !== 1 || this.history.bytes > 0 || this.writing !== undefined) {
+    if (this.#current !== 1 || this.history.bytes > 0 || this.#writing !== undefined) {
       throw new Error('mvcc: only a fresh store can be restored');
     }
     for (const entry of state.changes) {
@@ -194,10 +194,10 @@ export class MvccStore implements ReadView {
       }
       this.history.add(entry.revision, kv);
     }
-    this.current = state.revision;
-    this.compacted = state.compactRevision;
+    this.#current = state.revision;
+    this.#compacted = state.compactRevision;
     // etcd keeps its compaction hashes in memory only: a restored store has none.
-    this.compactionHashes = [];
+    this.#compactionHashes = [];
   }
 
   /**
@@ -205,8 +205,8 @@ export class MvccStore implements ReadView {
    * change; revision 1 (the empty store) has none.
    */
   changesAt(revision: number): CommittedRevision {
-    if (revision > this.current) throw new EtcdServerError('FUTURE_REVISION');
-    if (revision < this.compacted) throw new EtcdServerError('COMPACTED');
+    if (revision > this.#current) throw new EtcdServerError('FUTURE_REVISION');
+    if (revision < this.#compacted) throw new EtcdServerError('COMPACTED');
     const events = this.history
       .changesAt(revision)
       .map((entry): MvccEvent => ({ type: entry.tombstone ? 'delete' : 'put', kv: entry.kv }));
@@ -218,7 +218,7 @@ export class MvccStore implements ReadView {
    * did not exist or that history is compacted.
    */
   previousValue(key: Uint8Array, revision: number): KeyValue | undefined {
-    if (revision - 1 < this.compacted || revision - 1 < 1) return undefined;
+    if (revision - 1 < this.#compacted || revision - 1 < 1) return undefined;
     return this.range({ key }, { revision: revision - 1 }).kvs[0];
   }
 
@@ -228,14 +228,14 @@ export class MvccStore implements ReadView {
    * is an error (compacted), as is compacting a future revision; the current revision is fine.
    */
   compact(revision: number): void {
-    if (revision <= this.compacted) throw new EtcdServerError('COMPACTED');
-    if (revision > this.current) throw new EtcdServerError('FUTURE_REVISION');
-    this.keepCompactionHash(revision);
-    this.compacted = revision;
+    if (revision <= this.#compacted) throw new EtcdServerError('COMPACTED');
+    if (revision > this.#current) throw new EtcdServerError('FUTURE_REVISION');
+    this.#keepCompactionHash(revision);
+    this.#compacted = revision;
     const dropped: { main: number; sub: number }[] = [];
     this.index.compact(revision, (dropRevision) => dropped.push(dropRevision));
     this.history.remove(dropped);
-    for (const listener of this.compactionListeners) {
+    for (const listener of this.#compactionListeners) {
       try {
         listener(revision);
       } catch (error) {
@@ -253,15 +253,15 @@ export class MvccStore implements ReadView {
    * kept compaction was at `revision`. etcd keeps the last 10.
    */
   compactionHash(revision: number): KvHash | undefined {
-    const kept = this.compactionHashes.find((hash) => hash.hashRevision === revision);
-    return kept === undefined ? undefined : { ...kept, revision: this.current };
+    const kept = this.#compactionHashes.find((hash) => hash.hashRevision === revision);
+    return kept === undefined ? undefined : { ...kept, revision: this.#current };
   }
 
-  private keepCompactionHash(revision: number): void {
+  #keepCompactionHash(revision: number): void {
     // Revision 0 hashes nothing: no change is at or below it.
     const hash = revision === 0 ? newHistoryHasher().digest() : this.hashKV(revision).hash;
-    this.compactionHashes.push({ hash, compactRevision: this.compacted, hashRevision: revision });
-    if (this.compactionHashes.length > KEPT_COMPACTION_HASHES) this.compactionHashes.shift();
+    this.#compactionHashes.push({ hash, compactRevision: this.#compacted, hashRevision: revision });
+    if (this.#compactionHashes.length > KEPT_COMPACTION_HASHES) this.#compactionHashes.shift();
   }
 
   /**
@@ -269,10 +269,10 @@ export class MvccStore implements ReadView {
    * so that two stores with equal histories, or this store and a real etcd, agree.
    */
   hashKV(revision: number): KvHash {
-    const compactRevision = this.compacted;
+    const compactRevision = this.#compacted;
     if (revision > 0 && revision < compactRevision) throw new EtcdServerError('COMPACTED');
-    if (revision > 0 && revision > this.current) throw new EtcdServerError('FUTURE_REVISION');
-    const hashRevision = revision === 0 ? this.current : revision;
+    if (revision > 0 && revision > this.#current) throw new EtcdServerError('FUTURE_REVISION');
+    const hashRevision = revision === 0 ? this.#current : revision;
     const hasher = newHistoryHasher();
     // etcd keeps a change at or below the compaction revision in the hash only if it is still the
     // visible value of its key at the hashed revision, unless no key is live then at all.
@@ -291,6 +291,6 @@ export class MvccStore implements ReadView {
       }
       hasher.add(entry);
     }
-    return { hash: hasher.digest(), compactRevision, hashRevision, revision: this.current };
+    return { hash: hasher.digest(), compactRevision, hashRevision, revision: this.#current };
   }
 }
