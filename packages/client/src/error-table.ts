@@ -160,8 +160,9 @@ export const etcdErrorVariants = {
     status: S.Unknown,
     message: 'auth: authentication failed, password was given for no password user',
   },
-  // etcd 3.4's maintenance server answers its root checks (Hash, HashKV, Defragment, Snapshot)
-  // with the auth store's own errors, unmapped (v3.4.23 etcdserver/api/v3rpc/maintenance.go).
+  // etcd 3.4's and 3.5's maintenance servers answer their root checks (Hash, HashKV, Defragment,
+  // Snapshot; 3.4 also Alarm) with the auth store's own errors, unmapped (v3.4.23
+  // etcdserver/api/v3rpc/maintenance.go, v3.5.30 server/etcdserver/api/v3rpc/maintenance.go).
   AUTH_STORE_USER_EMPTY: {
     means: 'USER_EMPTY',
     status: S.Unknown,
@@ -171,6 +172,11 @@ export const etcdErrorVariants = {
     means: 'PERMISSION_DENIED',
     status: S.Unknown,
     message: 'auth: permission denied',
+  },
+  AUTH_STORE_INVALID_TOKEN: {
+    means: 'INVALID_AUTH_TOKEN',
+    status: S.Unknown,
+    message: 'auth: invalid auth token',
   },
 } as const satisfies Record<string, EtcdErrorVariant>;
 

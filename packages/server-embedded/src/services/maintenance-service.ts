@@ -63,17 +63,18 @@ export function registerMaintenanceService(
     };
   };
   registry.unary(etcdserverpb_Maintenance.Status, (_request, _size, call) => {
-    // etcd 3.5 wants root for Status; 3.4 nothing (requireUser asks nothing then), 3.6 a user.
+    // etcd 3.5 wants root for Status, 3.6 a user; 3.4 does not look at the token.
     if (rules === '3.5') admin(call);
-    else caller(call).requireUser();
+    else if (rules === '3.6') caller(call).requireUser();
     return status();
   });
 
   registry.unary(etcdserverpb_Maintenance.Alarm, (request, size, call) => {
     // Listing needs a user; raising or clearing an alarm is an admin's (GET is action 0).
-    if ((request.action ?? 0) === 0) caller(call).requireUser();
-    // etcd 3.4 lets anyone raise or clear an alarm (its applier does not ask for root).
-    else if (rules === '3.4') caller(call);
+    // etcd 3.4 lets anyone list, raise or clear alarms; the proposal looks its token up, and an
+    // unknown one is the auth store's error, unmapped.
+    if (rules === '3.4') asAuthStoreError(() => caller(call));
+    else if ((request.action ?? 0) === 0) caller(call).requireUser();
     else admin(call);
     const response = alarms.handle(request, size);
     return { ...response, header: fillHeader(context, response.header) };
@@ -152,6 +153,7 @@ export function registerMaintenanceService(
 const AUTH_STORE_ERRORS: Partial<Record<ServerErrorCode, ServerErrorCode>> = {
   USER_EMPTY: 'AUTH_STORE_USER_EMPTY',
   PERMISSION_DENIED: 'AUTH_STORE_PERMISSION_DENIED',
+  INVALID_AUTH_TOKEN: 'AUTH_STORE_INVALID_TOKEN',
 };
 
 /** Runs `check`, answering its auth failure as the auth store's text with status Unknown. */

@@ -37,6 +37,9 @@ function rootOnly(client: AuthClient, memberId: bigint) {
   };
 }
 
+/** A token no server issued, at an index the log has reached. */
+const UNKNOWN_TOKEN = 'abcdefghijklmnop.1';
+
 /** etcd 3.5, whose maintenance checks differ from both 3.4's and 3.6's. */
 const isV35 = (version: string) => version.startsWith('3.5.');
 
@@ -61,9 +64,16 @@ describeAuth(
         }
         if (isModern(version)) {
           expect(await failure(read())).toEqual(Errors.userEmpty);
-          expect(await failure(read('abcdefghijklmnop.1'))).toEqual(Errors.invalidToken);
+          expect(await failure(read(UNKNOWN_TOKEN))).toEqual(Errors.invalidToken);
         } else {
           await read();
+          // etcd 3.4 looks at no token for Status and MemberList; listing alarms is proposed, and
+          // its maintenance server answers the auth store's error unmapped.
+          if (name === 'alarms') {
+            expect(await failure(read(UNKNOWN_TOKEN))).toEqual(unmapped('invalid auth token'));
+          } else {
+            await read(UNKNOWN_TOKEN);
+          }
         }
       }
     });
@@ -78,15 +88,14 @@ describeAuth(
       // error; 3.4 does not check the other two.
       const unmappedBefore36 = new Set(['hash', 'hashKv', 'defragment', 'snapshot']);
       for (const [name, call] of Object.entries(calls)) {
-        if (isV35(version) && unmappedBefore36.has(name)) {
+        if ((!modern || isV35(version)) && unmappedBefore36.has(name)) {
           expect(await failure(call()), name).toEqual(unmapped('user name is empty'));
           expect(await failure(call(alice)), name).toEqual(unmapped('permission denied'));
+          expect(await failure(call(UNKNOWN_TOKEN)), name).toEqual(unmapped('invalid auth token'));
         } else if (modern) {
           expect(await failure(call()), name).toEqual(Errors.userEmpty);
           expect(await failure(call(alice)), name).toEqual(Errors.permissionDenied);
-        } else if (unmappedBefore36.has(name)) {
-          expect(await failure(call()), name).toEqual(unmapped('user name is empty'));
-          expect(await failure(call(alice)), name).toEqual(unmapped('permission denied'));
+          expect(await failure(call(UNKNOWN_TOKEN)), name).toEqual(Errors.invalidToken);
         }
       }
       for (const call of Object.values(calls)) await call(root);

@@ -370,6 +370,7 @@ const cases: { readonly [E in Entry]: Case } = {
   PROPOSAL_TIMEOUT: { cannot: onCluster },
   AUTH_STORE_USER_EMPTY: { cannot: onMaintenance34 },
   AUTH_STORE_PERMISSION_DENIED: { cannot: onMaintenance34 },
+  AUTH_STORE_INVALID_TOKEN: { cannot: onMaintenance34 },
   NO_PASSWORD_USER: {
     group: 'auth-on',
     provoke: (s) => s.client.unary(Auth.Authenticate, { name: 'no-password', password: 'pw' }),
@@ -446,6 +447,7 @@ describe('the error catalog', () => {
     const unprovoked = Object.entries(cases).filter(([, c]) => 'cannot' in c);
     expect(unprovoked.map(([entry]) => entry).sort()).toEqual([
       'AUTH_OLD_REVISION',
+      'AUTH_STORE_INVALID_TOKEN',
       'AUTH_STORE_PERMISSION_DENIED',
       'AUTH_STORE_USER_EMPTY',
       'CLUSTER_ID_MISMATCH',
