@@ -198,7 +198,9 @@ describeConformance('Watch (34-44)', ({ fresh }) => {
     await api.put('a', '1'); // 2
     await api.put('b', '1'); // 3
     await api.del('a'); // 4
-    await api.compact(4);
+    // Physical: 3.4 drops the delete's record when its compaction runs in the background, and
+    // replays it to a watch that comes first.
+    await api.compact(4, true);
     await api.put('c', '1'); // 5
     everything(stream, { startRevision: 4n });
     const created = { revision: 5, watchId: 0, created: true };
