@@ -128,8 +128,9 @@ export interface EtcdVersionTraits {
   readonly legacyPermissionChecks: boolean;
   /**
    * The maintenance server's own checks. '3.4': Hash, HashKV, Defragment and Snapshot want root
-   * and answer the auth store's error unmapped (status Unknown, "auth: ..."); MoveLeader and
-   * raising alarms are anyone's (v3.4.23 etcdserver/api/v3rpc/maintenance.go lines 267-311).
+   * and answer the auth store's error unmapped (status Unknown, "auth: ..."); Status, MemberList
+   * and MoveLeader look at no token, and alarms are anyone's, an unknown token answered unmapped
+   * (v3.4.23 etcdserver/api/v3rpc/maintenance.go lines 267-311, member.go line 90).
    * '3.5': those four the same; Status, MoveLeader and raising alarms want root, mapped to gRPC
    * errors (v3.5.30 server/etcdserver/api/v3rpc/maintenance.go, authMaintenanceServer). '3.6':
    * everything mapped, Status needs only a user (v3.6.14 maintenance.go lines 337-377). Checked on
