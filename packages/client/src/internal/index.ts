@@ -7,6 +7,7 @@
  * @internal
  * @module @etcdkit/client/internal
  */
+export { raceAbort } from '../connection/call-scope.js';
 export { type LinkedSignal, linkSignals } from '../connection/link-signals.js';
 export { fromTransportError, serverErrorClass, toEtcdError } from '../errors.js';
 export { type BackoffOptions, backoffDelay } from '../transport/backoff.js';

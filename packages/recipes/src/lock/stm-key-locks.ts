@@ -14,6 +14,7 @@ import {
   type WatchBatch,
   type Watcher,
 } from '@etcdkit/client';
+import { raceAbort } from '@etcdkit/client/internal';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
 import type { StmKeyLocks, StmKeysHeld, StmSeenKey } from '../stm/contention.js';
@@ -401,22 +402,12 @@ function keyWatchesOf(session: Session, key: Uint8Array, queue: string): KeyWatc
   return watches;
 }
 
-/** `promise`, or AbortedError when `signal` aborts first. */
+/** `promise`, or AbortedError when `signal` aborts first (the client's raceAbort, in our error). */
 function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (signal === undefined) return promise;
-  if (signal.aborted) return Promise.reject(new AbortedError({ cause: signal.reason }));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new AbortedError({ cause: signal.reason }));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
+  return raceAbort(promise, signal).catch((error: unknown) => {
+    throw signal.aborted && error === signal.reason
+      ? new AbortedError({ cause: signal.reason })
+      : error;
   });
 }
