@@ -192,49 +192,52 @@ export async function startEtcdCluster(
 }
 
 class ClusterMember implements EtcdClusterMember {
-  constructor(
-    private readonly node: EtcdNode,
-    private readonly cluster: RunningCluster,
-  ) {}
+  readonly #node: EtcdNode;
+  readonly #cluster: RunningCluster;
+
+  constructor(node: EtcdNode, cluster: RunningCluster) {
+    this.#node = node;
+    this.#cluster = cluster;
+  }
 
   get name(): string {
-    return this.node.name;
+    return this.#node.name;
   }
   get endpoint(): string {
-    return this.node.endpoint;
+    return this.#node.endpoint;
   }
   get clientPort(): number {
-    return this.node.config.clientPort;
+    return this.#node.config.clientPort;
   }
   get peerUrl(): string {
-    return this.node.peerUrl;
+    return this.#node.peerUrl;
   }
   get dataDir(): string {
-    return this.node.config.dataDir;
+    return this.#node.config.dataDir;
   }
   get pid(): number | undefined {
-    return this.node.pid;
+    return this.#node.pid;
   }
   get running(): boolean {
-    return this.node.running;
+    return this.#node.running;
   }
 
   stop(): Promise<void> {
-    return this.node.terminate(this.cluster.stopTimeoutMs);
+    return this.#node.terminate(this.#cluster.stopTimeoutMs);
   }
 
   kill(): Promise<void> {
-    return this.node.kill();
+    return this.#node.kill();
   }
 
   async start(options: MemberStartOptions = {}): Promise<void> {
-    this.cluster.assertNotStopped();
-    this.node.spawn();
+    this.#cluster.assertNotStopped();
+    this.#node.spawn();
     if (options.waitUntilReady === false) return;
     try {
-      await this.node.waitUntilReady(this.cluster.startTimeoutMs);
+      await this.#node.waitUntilReady(this.#cluster.startTimeoutMs);
     } catch (error) {
-      await this.node.kill();
+      await this.#node.kill();
       throw error;
     }
   }
@@ -245,22 +248,22 @@ class ClusterMember implements EtcdClusterMember {
   }
 
   pause(): Promise<void> {
-    return this.node.pause();
+    return this.#node.pause();
   }
 
   resume(): void {
-    this.node.resume();
+    this.#node.resume();
   }
 
   logs(): string {
-    return this.node.logs();
+    return this.#node.logs();
   }
 
   /** This member's status, or undefined when it does not answer. */
   async status(timeoutMs: number): Promise<MemberStatus | undefined> {
-    if (!this.node.running || this.node.paused) return undefined;
+    if (!this.#node.running || this.#node.paused) return undefined;
     try {
-      return await new EtcdHttpGateway(this.endpoint, this.node.httpTls(), timeoutMs).status();
+      return await new EtcdHttpGateway(this.endpoint, this.#node.httpTls(), timeoutMs).status();
     } catch {
       return undefined;
     }
@@ -275,16 +278,22 @@ class RunningCluster implements EtcdCluster {
   readonly endpoints: readonly string[];
   readonly version: string;
   /** Members started after MemberAdd. */
-  private readonly joined: EtcdNode[] = [];
-  private stopped = false;
+  readonly #joined: EtcdNode[] = [];
+  #stopped = false;
+  readonly #nodes: readonly EtcdNode[];
+  readonly #rootDir: string;
+  readonly #template: NodeTemplate;
 
   constructor(
-    private readonly nodes: readonly EtcdNode[],
-    private readonly rootDir: string,
-    private readonly template: NodeTemplate,
+    nodes: readonly EtcdNode[],
+    rootDir: string,
+    template: NodeTemplate,
     readonly startTimeoutMs: number,
     readonly stopTimeoutMs: number,
   ) {
+    this.#nodes = nodes;
+    this.#rootDir = rootDir;
+    this.#template = template;
     this.members = nodes.map((node) => new ClusterMember(node, this));
     this.endpoints = nodes.map((node) => node.endpoint);
     this.version = template.binary.version;
@@ -295,14 +304,14 @@ class RunningCluster implements EtcdCluster {
     options: StartAddedOptions = {},
   ): Promise<EtcdClusterMember> {
     this.assertNotStopped();
-    const name = options.name ?? `member${this.nodes.length + this.joined.length}`;
+    const name = options.name ?? `member${this.#nodes.length + this.#joined.length}`;
     const { peerPort, initialCluster } = joinConfiguration(added, name);
     for (let attempt = 1; ; attempt++) {
       const [clientPort] = await freePorts(1);
       this.assertNotStopped();
-      const dataDir = join(this.rootDir, name);
+      const dataDir = join(this.#rootDir, name);
       const node = new EtcdNode({
-        ...this.template,
+        ...this.#template,
         name,
         dataDir,
         clientPort: clientPort!,
@@ -312,18 +321,18 @@ class RunningCluster implements EtcdCluster {
       });
       const member = new ClusterMember(node, this);
       // Known to stop() before it spawns, so no process outlives the cluster.
-      this.joined.push(node);
+      this.#joined.push(node);
       try {
         // Kills the process when it does not become ready.
         await member.start(options);
         return member;
       } catch (error) {
-        this.joined.splice(this.joined.indexOf(node), 1);
+        this.#joined.splice(this.#joined.indexOf(node), 1);
         // A member that never joined keeps nothing worth having; a retry starts afresh.
         await rm(dataDir, { recursive: true, force: true });
         const retry =
           error instanceof EtcdStartError && error.addressInUse && attempt < PORT_ATTEMPTS;
-        if (!retry || this.stopped) throw error;
+        if (!retry || this.#stopped) throw error;
       }
     }
   }
@@ -360,14 +369,14 @@ class RunningCluster implements EtcdCluster {
   }
 
   async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    await Promise.all([...this.nodes, ...this.joined].map((node) => node.kill()));
-    await removeTempDir(this.rootDir);
+    if (this.#stopped) return;
+    this.#stopped = true;
+    await Promise.all([...this.#nodes, ...this.#joined].map((node) => node.kill()));
+    await removeTempDir(this.#rootDir);
   }
 
   assertNotStopped(): void {
-    if (this.stopped) throw new Error('the etcd cluster was stopped and its data removed');
+    if (this.#stopped) throw new Error('the etcd cluster was stopped and its data removed');
   }
 }
 

@@ -78,11 +78,11 @@ const PROBE_TIMEOUT_MS = 1_000;
 export class EtcdNode {
   readonly endpoint: string;
   readonly peerUrl: string;
-  private readonly log = new LogTail(60);
-  private child: ChildProcess | undefined;
-  private exited: Promise<ExitStatus> | undefined;
-  private stopped = false;
-  private probeTls: HttpTls | undefined;
+  readonly #log = new LogTail(60);
+  #child: ChildProcess | undefined;
+  #exited: Promise<ExitStatus> | undefined;
+  #stopped = false;
+  #probeTls: HttpTls | undefined;
 
   constructor(readonly config: EtcdNodeConfig) {
     const scheme = config.tls === undefined ? 'http' : 'https';
@@ -96,22 +96,22 @@ export class EtcdNode {
 
   /** Process id while the process runs. */
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.#child?.pid;
   }
 
   /** Whether the process is alive (it may be paused). */
   get running(): boolean {
-    return this.child !== undefined;
+    return this.#child !== undefined;
   }
 
   /** Whether the process is stopped by SIGSTOP. */
   get paused(): boolean {
-    return this.stopped;
+    return this.#stopped;
   }
 
   /** The last lines etcd printed. */
   logs(): string {
-    return this.log.toString();
+    return this.#log.toString();
   }
 
   /** Starts the process and waits until it serves client requests. */
@@ -122,15 +122,15 @@ export class EtcdNode {
 
   /** Starts the process without waiting; see {@link waitUntilReady}. */
   spawn(): void {
-    if (this.child !== undefined) throw new Error(`etcd ${this.name} is already running`);
-    this.log.note(`[etcdkit] starting ${this.name}: ${this.config.binary.path}`);
-    const child = spawn(this.config.binary.path, this.arguments(), {
+    if (this.#child !== undefined) throw new Error(`etcd ${this.name} is already running`);
+    this.#log.note(`[etcdkit] starting ${this.name}: ${this.config.binary.path}`);
+    const child = spawn(this.config.binary.path, this.#arguments(), {
       cwd: this.config.workDir,
       env: etcdEnvironment(),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.stdout?.on('data', (chunk: Buffer) => this.log.write(chunk));
-    child.stderr?.on('data', (chunk: Buffer) => this.log.write(chunk));
+    child.stdout?.on('data', (chunk: Buffer) => this.#log.write(chunk));
+    child.stderr?.on('data', (chunk: Buffer) => this.#log.write(chunk));
     // A forgotten server must not keep the test process alive; the exit safety net kills it.
     child.unref();
     for (const stream of [child.stdout, child.stderr]) {
@@ -138,19 +138,19 @@ export class EtcdNode {
     }
     const pid = child.pid;
     if (pid !== undefined) trackProcess(pid);
-    this.child = child;
-    this.stopped = false;
-    this.exited = new Promise<ExitStatus>((resolve) => {
+    this.#child = child;
+    this.#stopped = false;
+    this.#exited = new Promise<ExitStatus>((resolve) => {
       let settled = false;
       const settle = (status: ExitStatus) => {
         if (settled) return;
         settled = true;
         if (pid !== undefined) untrackProcess(pid);
-        if (this.child === child) {
-          this.child = undefined;
-          this.stopped = false;
+        if (this.#child === child) {
+          this.#child = undefined;
+          this.#stopped = false;
         }
-        this.log.note(`[etcdkit] ${this.name} ${describeExit(status)}`);
+        this.#log.note(`[etcdkit] ${this.name} ${describeExit(status)}`);
         resolve(status);
       };
       child.once('exit', (code, signal) => settle({ code, signal }));
@@ -164,7 +164,7 @@ export class EtcdNode {
    * will be served. `/health` is not used: it stays false while any alarm (NOSPACE) is raised.
    */
   async waitUntilReady(timeoutMs: number): Promise<void> {
-    const exited = this.exited;
+    const exited = this.#exited;
     if (exited === undefined) throw new Error(`etcd ${this.name} was not started`);
     const deadline = Date.now() + timeoutMs;
     let lastProblem = 'no answer yet';
@@ -173,7 +173,7 @@ export class EtcdNode {
       const remaining = deadline - Date.now();
       if (remaining <= 0) break;
       const outcome = await Promise.race([
-        this.probe(Math.min(PROBE_TIMEOUT_MS, remaining)),
+        this.#probe(Math.min(PROBE_TIMEOUT_MS, remaining)),
         exitedMarker,
       ]);
       if (typeof outcome === 'object') {
@@ -198,14 +198,14 @@ export class EtcdNode {
 
   /** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
   async terminate(graceMs: number): Promise<void> {
-    const child = this.child;
-    const exited = this.exited;
+    const child = this.#child;
+    const exited = this.#exited;
     if (child === undefined || exited === undefined) return;
     // Keep the event loop alive until the exit is observed (the child is unref'd while it runs).
     child.ref();
     child.kill('SIGTERM');
     // A stopped process only acts on SIGTERM once it runs again.
-    if (this.stopped) child.kill('SIGCONT');
+    if (this.#stopped) child.kill('SIGCONT');
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
       exited.then(() => false),
@@ -222,8 +222,8 @@ export class EtcdNode {
 
   /** SIGKILL; resolves once the process is gone. Data stays. */
   async kill(): Promise<void> {
-    const child = this.child;
-    const exited = this.exited;
+    const child = this.#child;
+    const exited = this.#exited;
     if (child === undefined || exited === undefined) return;
     child.ref();
     child.kill('SIGKILL');
@@ -236,36 +236,36 @@ export class EtcdNode {
    * is fast enough to be answered in between.
    */
   async pause(): Promise<void> {
-    const child = this.requireRunning('pause');
+    const child = this.#requireRunning('pause');
     child.kill('SIGSTOP');
-    this.stopped = true;
+    this.#stopped = true;
     if (child.pid !== undefined) await untilStopped(child.pid);
   }
 
   /** SIGCONT after {@link pause}. */
   resume(): void {
-    const child = this.requireRunning('resume');
+    const child = this.#requireRunning('resume');
     child.kill('SIGCONT');
-    this.stopped = false;
+    this.#stopped = false;
   }
 
   /** TLS material for the testkit's own HTTP calls to this member. */
   httpTls(): HttpTls | undefined {
     const tls = this.config.tls;
     if (tls === undefined) return undefined;
-    if (this.probeTls === undefined) {
+    if (this.#probeTls === undefined) {
       const caFile = tls.caFile ?? tls.trustedCaFile;
-      this.probeTls = {
+      this.#probeTls = {
         ca: caFile === undefined ? undefined : readFileSync(caFile, 'utf8'),
         cert:
           tls.clientCertFile === undefined ? undefined : readFileSync(tls.clientCertFile, 'utf8'),
         key: tls.clientKeyFile === undefined ? undefined : readFileSync(tls.clientKeyFile, 'utf8'),
       };
     }
-    return this.probeTls;
+    return this.#probeTls;
   }
 
-  private async probe(timeoutMs: number): Promise<true | string> {
+  async #probe(timeoutMs: number): Promise<true | string> {
     try {
       const response = await httpRequest(`${this.endpoint}/version`, {
         timeoutMs,
@@ -281,13 +281,13 @@ export class EtcdNode {
     }
   }
 
-  private requireRunning(action: string): ChildProcess {
-    if (this.child === undefined)
+  #requireRunning(action: string): ChildProcess {
+    if (this.#child === undefined)
       throw new Error(`cannot ${action} etcd ${this.name}: not running`);
-    return this.child;
+    return this.#child;
   }
 
-  private arguments(): string[] {
+  #arguments(): string[] {
     const c = this.config;
     const args = [
       '--name',

@@ -122,78 +122,86 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdPro
 
 class RunningEtcd implements EtcdProcess {
   readonly endpoints: readonly string[];
-  private removed = false;
+  readonly #node: EtcdNode;
+  readonly #workDir: string;
+  readonly #startTimeoutMs: number;
+  readonly #stopTimeoutMs: number;
+  #removed = false;
 
   constructor(
-    private readonly node: EtcdNode,
-    private readonly workDir: string,
-    private readonly startTimeoutMs: number,
-    private readonly stopTimeoutMs = DEFAULT_STOP_TIMEOUT_MS,
+    node: EtcdNode,
+    workDir: string,
+    startTimeoutMs: number,
+    stopTimeoutMs = DEFAULT_STOP_TIMEOUT_MS,
   ) {
+    this.#node = node;
+    this.#workDir = workDir;
+    this.#startTimeoutMs = startTimeoutMs;
+    this.#stopTimeoutMs = stopTimeoutMs;
     this.endpoints = [node.endpoint];
   }
 
   get name(): string {
-    return this.node.name;
+    return this.#node.name;
   }
   get endpoint(): string {
-    return this.node.endpoint;
+    return this.#node.endpoint;
   }
   get clientPort(): number {
-    return this.node.config.clientPort;
+    return this.#node.config.clientPort;
   }
   get peerPort(): number {
-    return this.node.config.peerPort;
+    return this.#node.config.peerPort;
   }
   get dataDir(): string {
-    return this.node.config.dataDir;
+    return this.#node.config.dataDir;
   }
   get version(): string {
-    return this.node.config.binary.version;
+    return this.#node.config.binary.version;
   }
   get binary(): string {
-    return this.node.config.binary.path;
+    return this.#node.config.binary.path;
   }
   get pid(): number | undefined {
-    return this.node.pid;
+    return this.#node.pid;
   }
   get running(): boolean {
-    return this.node.running;
+    return this.#node.running;
   }
 
   async stop(): Promise<void> {
-    await this.node.terminate(this.stopTimeoutMs);
-    if (!this.removed) {
-      this.removed = true;
-      await removeTempDir(this.workDir);
+    await this.#node.terminate(this.#stopTimeoutMs);
+    if (!this.#removed) {
+      this.#removed = true;
+      await removeTempDir(this.#workDir);
     }
   }
 
   kill(): Promise<void> {
-    return this.node.kill();
+    return this.#node.kill();
   }
 
   async restart(): Promise<void> {
-    if (this.removed) throw new Error(`etcd ${this.name} was stopped and its data removed`);
-    await this.node.terminate(this.stopTimeoutMs);
+    if (this.#removed) throw new Error(`etcd ${this.name} was stopped and its data removed`);
+    await this.#node.terminate(this.#stopTimeoutMs);
     try {
-      await this.node.start(this.startTimeoutMs);
+      await this.#node.start(this.#startTimeoutMs);
     } catch (error) {
-      await this.node.kill();
+      await this.#node.kill();
       throw error;
     }
   }
 
   pause(): Promise<void> {
-    return this.node.pause();
+    return this.#node.pause();
   }
 
   resume(): void {
-    this.node.resume();
+    this.#node.resume();
   }
 
   logs(): string {
-    return this.node.logs();
+    return this.#node.logs();
   }
 }
 

@@ -15,21 +15,27 @@ export interface MemberStatus {
  * depending on the client under test. Keys and values are UTF-8 text.
  */
 export class EtcdHttpGateway {
+  readonly #tls: HttpTls | undefined;
+  readonly #timeoutMs: number;
+
   constructor(
     readonly endpoint: string,
-    private readonly tls?: HttpTls,
-    private readonly timeoutMs = 5_000,
-  ) {}
+    tls?: HttpTls,
+    timeoutMs = 5_000,
+  ) {
+    this.#tls = tls;
+    this.#timeoutMs = timeoutMs;
+  }
 
   /** Writes `key`; resolves to the revision of the write. */
   async put(key: string, value: string): Promise<bigint> {
-    const response = await this.call('/v3/kv/put', { key: base64(key), value: base64(value) });
+    const response = await this.#call('/v3/kv/put', { key: base64(key), value: base64(value) });
     return BigInt(stringField(objectField(response, 'header'), 'revision') ?? '0');
   }
 
   /** The value of `key`, or undefined when absent. */
   async get(key: string): Promise<string | undefined> {
-    const response = await this.call('/v3/kv/range', { key: base64(key) });
+    const response = await this.#call('/v3/kv/range', { key: base64(key) });
     const kvs = Reflect.get(response, 'kvs');
     if (!Array.isArray(kvs) || kvs.length === 0) return undefined;
     const first: unknown = kvs[0];
@@ -40,7 +46,7 @@ export class EtcdHttpGateway {
 
   /** This member's id, its leader and version. */
   async status(): Promise<MemberStatus> {
-    const response = await this.call('/v3/maintenance/status', {});
+    const response = await this.#call('/v3/maintenance/status', {});
     const header = objectField(response, 'header');
     return {
       memberId: stringField(header, 'member_id') ?? stringField(header, 'memberId') ?? '0',
@@ -53,8 +59,8 @@ export class EtcdHttpGateway {
   /** Server version from `GET /version`, e.g. `3.4.23`. */
   async version(): Promise<string> {
     const response = await httpRequest(`${this.endpoint}/version`, {
-      timeoutMs: this.timeoutMs,
-      tls: this.tls,
+      timeoutMs: this.#timeoutMs,
+      tls: this.#tls,
     });
     if (response.status !== 200) throw new Error(`GET /version: HTTP ${response.status}`);
     return stringField(parseObject(response.body), 'etcdserver') ?? '';
@@ -62,15 +68,15 @@ export class EtcdHttpGateway {
 
   /** POSTs `body` (JSON) to any gateway path, e.g. `/v3/kv/txn`; resolves to the JSON answer. */
   post(path: string, body: object): Promise<object> {
-    return this.call(path, body);
+    return this.#call(path, body);
   }
 
-  private async call(path: string, body: object): Promise<object> {
+  async #call(path: string, body: object): Promise<object> {
     const response = await httpRequest(`${this.endpoint}${path}`, {
       method: 'POST',
       body: JSON.stringify(body),
-      timeoutMs: this.timeoutMs,
-      tls: this.tls,
+      timeoutMs: this.#timeoutMs,
+      tls: this.#tls,
     });
     if (response.status !== 200) {
       throw new Error(`POST ${path}: HTTP ${response.status} ${response.body.trim()}`);

@@ -1,38 +1,41 @@
 /** Keeps the last `capacity` lines written to it. */
 export class LogTail {
-  private readonly lines: string[] = [];
-  private partial = '';
+  readonly #lines: string[] = [];
+  #partial = '';
+  readonly #capacity: number;
 
-  constructor(private readonly capacity: number) {}
+  constructor(capacity: number) {
+    this.#capacity = capacity;
+  }
 
   write(chunk: Buffer | string): void {
-    const text = this.partial + chunk.toString();
+    const text = this.#partial + chunk.toString();
     const parts = text.split('\n');
-    this.partial = parts.pop() ?? '';
-    for (const line of parts) this.push(line);
+    this.#partial = parts.pop() ?? '';
+    for (const line of parts) this.#push(line);
   }
 
   /** Marks a boundary (a restart) so the tail reads clearly. */
   note(line: string): void {
-    this.flush();
-    this.push(line);
+    this.#flush();
+    this.#push(line);
   }
 
   toString(): string {
-    const lines = this.partial === '' ? this.lines : [...this.lines, this.partial];
+    const lines = this.#partial === '' ? this.#lines : [...this.#lines, this.#partial];
     return lines.join('\n');
   }
 
-  private flush(): void {
-    if (this.partial !== '') {
-      this.push(this.partial);
-      this.partial = '';
+  #flush(): void {
+    if (this.#partial !== '') {
+      this.#push(this.#partial);
+      this.#partial = '';
     }
   }
 
-  private push(line: string): void {
+  #push(line: string): void {
     if (line.trim() === '') return;
-    this.lines.push(line);
-    if (this.lines.length > this.capacity) this.lines.shift();
+    this.#lines.push(line);
+    if (this.#lines.length > this.#capacity) this.#lines.shift();
   }
 }
