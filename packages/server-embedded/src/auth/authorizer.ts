@@ -22,18 +22,18 @@ export interface AuthorizerOptions {
 export class Authorizer {
   /** The users, roles, permissions and tokens. */
   readonly store: AuthStore;
-  private readonly leases: LeaseKeys;
-  private readonly clientCertAuth: boolean;
+  readonly #leases: LeaseKeys;
+  readonly #clientCertAuth: boolean;
 
   constructor(options: AuthorizerOptions) {
     this.store = options.store;
-    this.leases = options.leases;
-    this.clientCertAuth = options.clientCertAuth ?? false;
+    this.#leases = options.leases;
+    this.#clientCertAuth = options.clientCertAuth ?? false;
   }
 
   /** What `call` presents: its token, or its certificate's user under client certificate auth. */
   credentialsOf(call: CredentialSource): CallCredentials {
-    return credentialsOf(call, this.clientCertAuth);
+    return credentialsOf(call, this.#clientCertAuth);
   }
 
   /**
@@ -41,6 +41,6 @@ export class Authorizer {
    * token the store does not know (never while auth is off, when tokens are not looked at).
    */
   identify(credentials: CallCredentials): Caller {
-    return new Caller(this.store, this.leases, this.store.identify(credentials));
+    return new Caller(this.store, this.#leases, this.store.identify(credentials));
   }
 }

@@ -29,12 +29,12 @@ const SINGLE_KEY = new Uint8Array(0);
 export class Caller {
   /** Who sent the request; undefined while auth is off or when it presented nothing. */
   readonly info: AuthInfo | undefined;
-  private readonly store: AuthStore;
-  private readonly leases: LeaseKeys;
+  readonly #store: AuthStore;
+  readonly #leases: LeaseKeys;
 
   constructor(store: AuthStore, leases: LeaseKeys, info: AuthInfo | undefined) {
-    this.store = store;
-    this.leases = leases;
+    this.#store = store;
+    this.#leases = leases;
     this.info = info;
   }
 
@@ -43,23 +43,23 @@ export class Caller {
    * asks for none (lease calls, Status, MemberList, listing alarms).
    */
   requireUser(): void {
-    if (this.store.legacyPermissionChecks) return;
-    if (this.store.enabled && this.info === undefined) throw new EtcdServerError('USER_EMPTY');
+    if (this.#store.legacyPermissionChecks) return;
+    if (this.#store.enabled && this.info === undefined) throw new EtcdServerError('USER_EMPTY');
   }
 
   /** Compaction: admins only; anyone on etcd 3.4. */
   checkCompact(): void {
-    if (!this.store.legacyPermissionChecks) this.requireAdmin();
+    if (!this.#store.legacyPermissionChecks) this.requireAdmin();
   }
 
   /** Admin calls (maintenance, membership, compaction, user and role management). */
   requireAdmin(): void {
-    this.store.checkAdmin(this.info);
+    this.#store.checkAdmin(this.info);
   }
 
   /** Range, and a watch of the same keys. */
   checkRange(key: Uint8Array, rangeEnd: Uint8Array): void {
-    this.store.checkKeys(this.info, 'read', key, rangeEnd);
+    this.#store.checkKeys(this.info, 'read', key, rangeEnd);
   }
 
   /** Range and RangeStream requests. */
@@ -73,17 +73,17 @@ export class Caller {
    */
   checkPut(r: PutRequest): void {
     const key = bytesOf(r.key);
-    this.store.checkKeys(this.info, 'write', key, SINGLE_KEY);
-    this.checkLeaseKeysWritable(r.lease ?? 0n);
-    if (r.prevKv) this.store.checkKeys(this.info, 'read', key, SINGLE_KEY);
+    this.#store.checkKeys(this.info, 'write', key, SINGLE_KEY);
+    this.#checkLeaseKeysWritable(r.lease ?? 0n);
+    if (r.prevKv) this.#store.checkKeys(this.info, 'read', key, SINGLE_KEY);
   }
 
   /** DeleteRange: write on the range; with prev_kv, read on it too. */
   checkDeleteRange(r: DeleteRangeRequest): void {
     const key = bytesOf(r.key);
     const rangeEnd = bytesOf(r.rangeEnd);
-    this.store.checkKeys(this.info, 'write', key, rangeEnd);
-    if (r.prevKv) this.store.checkKeys(this.info, 'read', key, rangeEnd);
+    this.#store.checkKeys(this.info, 'write', key, rangeEnd);
+    if (r.prevKv) this.#store.checkKeys(this.info, 'read', key, rangeEnd);
   }
 
   /**
@@ -92,24 +92,24 @@ export class Caller {
    * and checks a put for write on its key alone.
    */
   checkTxn(r: TxnRequest): void {
-    for (const compare of r.compare ?? []) this.checkCompare(compare);
-    const checkOps = this.store.legacyPermissionChecks ? this.checkOpsAs34 : this.checkOps;
+    for (const compare of r.compare ?? []) this.#checkCompare(compare);
+    const checkOps = this.#store.legacyPermissionChecks ? this.#checkOpsAs34 : this.#checkOps;
     checkOps.call(this, r.success ?? []);
     checkOps.call(this, r.failure ?? []);
   }
 
   /** LeaseRevoke: write on every key attached to the lease, unless the user is an admin. */
   checkLeaseRevoke(leaseId: bigint): void {
-    this.checkLeaseKeysWritable(leaseId);
+    this.#checkLeaseKeysWritable(leaseId);
   }
 
   /** A keep-alive: a user, and write on every key of the lease unless an admin (3.4: nothing). */
   checkLeaseRenew(leaseId: bigint): void {
-    if (!this.store.enabled || this.store.legacyPermissionChecks) return;
+    if (!this.#store.enabled || this.#store.legacyPermissionChecks) return;
     this.requireUser();
-    if (this.store.isAdmin(this.info)) return;
-    for (const key of this.leases.keys(leaseId)) {
-      this.store.checkKeys(this.info, 'write', key, SINGLE_KEY);
+    if (this.#store.isAdmin(this.info)) return;
+    for (const key of this.#leases.keys(leaseId)) {
+      this.#store.checkKeys(this.info, 'write', key, SINGLE_KEY);
     }
   }
 
@@ -118,43 +118,43 @@ export class Caller {
    * nothing).
    */
   checkLeaseTimeToLive(leaseId: bigint, withKeys: boolean): void {
-    if (this.store.legacyPermissionChecks) return;
+    if (this.#store.legacyPermissionChecks) return;
     this.requireUser();
-    if (!withKeys || this.store.isAdmin(this.info)) return;
-    for (const key of this.leases.keys(leaseId)) {
-      this.store.checkKeys(this.info, 'read', key, SINGLE_KEY);
+    if (!withKeys || this.#store.isAdmin(this.info)) return;
+    for (const key of this.#leases.keys(leaseId)) {
+      this.#store.checkKeys(this.info, 'read', key, SINGLE_KEY);
     }
   }
 
   /** LeaseLeases: a user, and read on every key of every lease unless an admin (3.4: nothing). */
   checkLeaseList(): void {
-    if (!this.store.enabled || this.store.legacyPermissionChecks) return;
+    if (!this.#store.enabled || this.#store.legacyPermissionChecks) return;
     this.requireUser();
-    if (this.store.isAdmin(this.info)) return;
-    for (const lease of this.leases.all()) {
-      for (const key of lease.keys()) this.store.checkKeys(this.info, 'read', key, SINGLE_KEY);
+    if (this.#store.isAdmin(this.info)) return;
+    for (const lease of this.#leases.all()) {
+      for (const key of lease.keys()) this.#store.checkKeys(this.info, 'read', key, SINGLE_KEY);
     }
   }
 
   /** UserGet: admins may read any user, everyone else only themselves. */
   checkUserGet(name: string): void {
     // etcd compares with the name of an empty AuthInfo when there is no user: "".
-    if (this.store.isAdmin(this.info) || name === (this.info?.username ?? '')) return;
+    if (this.#store.isAdmin(this.info) || name === (this.info?.username ?? '')) return;
     this.requireAdmin();
   }
 
   /** RoleGet: admins may read any role, everyone else the roles they hold. */
   checkRoleGet(role: string): void {
-    if (this.store.isAdmin(this.info)) return;
-    if (this.info !== undefined && this.store.hasRole(this.info.username, role)) return;
+    if (this.#store.isAdmin(this.info)) return;
+    if (this.info !== undefined && this.#store.hasRole(this.info.username, role)) return;
     this.requireAdmin();
   }
 
-  private checkCompare(compare: Compare): void {
+  #checkCompare(compare: Compare): void {
     this.checkRange(bytesOf(compare.key), bytesOf(compare.rangeEnd));
   }
 
-  private checkOps(ops: readonly RequestOp[]): void {
+  #checkOps(ops: readonly RequestOp[]): void {
     for (const op of ops) {
       if (op.requestRange) this.checkRangeRequest(op.requestRange);
       else if (op.requestPut) this.checkPut(op.requestPut);
@@ -164,19 +164,19 @@ export class Caller {
   }
 
   /** The ops of a txn as etcd 3.4 checks them (v3.4.23 etcdserver/apply_auth.go line 109). */
-  private checkOpsAs34(ops: readonly RequestOp[]): void {
+  #checkOpsAs34(ops: readonly RequestOp[]): void {
     for (const op of ops) {
       if (op.requestRange) this.checkRangeRequest(op.requestRange);
       else if (op.requestPut) {
-        this.store.checkKeys(this.info, 'write', bytesOf(op.requestPut.key), SINGLE_KEY);
+        this.#store.checkKeys(this.info, 'write', bytesOf(op.requestPut.key), SINGLE_KEY);
       } else if (op.requestDeleteRange) this.checkDeleteRange(op.requestDeleteRange);
     }
   }
 
-  private checkLeaseKeysWritable(leaseId: bigint): void {
-    if (leaseId === 0n || this.store.isAdmin(this.info)) return;
-    for (const key of this.leases.keys(leaseId)) {
-      this.store.checkKeys(this.info, 'write', key, SINGLE_KEY);
+  #checkLeaseKeysWritable(leaseId: bigint): void {
+    if (leaseId === 0n || this.#store.isAdmin(this.info)) return;
+    for (const key of this.#leases.keys(leaseId)) {
+      this.#store.checkKeys(this.info, 'write', key, SINGLE_KEY);
     }
   }
 }

@@ -16,8 +16,8 @@ export type Access = 'read' | 'write';
 
 /** The read and write intervals of one user. */
 export class KeyPermissions {
-  private readonly read: KeyInterval[];
-  private readonly write: KeyInterval[];
+  readonly #read: KeyInterval[];
+  readonly #write: KeyInterval[];
 
   /** Merges `permissions` (of every role of the user). */
   constructor(permissions: Iterable<KeyPermission>) {
@@ -31,8 +31,8 @@ export class KeyPermissions {
       if (type === PermissionType.WRITE || type === PermissionType.READWRITE) write.push(interval);
     }
     // Sorted by begin: coverage is checked left to right, as etcd's interval tree visits them.
-    this.read = read.sort((a, b) => compareBytes(a.begin, b.begin));
-    this.write = write.sort((a, b) => compareBytes(a.begin, b.begin));
+    this.#read = read.sort((a, b) => compareBytes(a.begin, b.begin));
+    this.#write = write.sort((a, b) => compareBytes(a.begin, b.begin));
   }
 
   /**
@@ -40,7 +40,7 @@ export class KeyPermissions {
    * `"\0"` for every key from `key` on, anything else [key, rangeEnd).
    */
   allows(access: Access, key: Uint8Array, rangeEnd: Uint8Array): boolean {
-    const intervals = access === 'read' ? this.read : this.write;
+    const intervals = access === 'read' ? this.#read : this.#write;
     if (rangeEnd.length === 0) return intervals.some((i) => overlaps(pointInterval(key), i));
     const wanted: KeyInterval = { begin: key, end: isNullByte(rangeEnd) ? undefined : rangeEnd };
     return covers(intervals, wanted);

@@ -17,28 +17,28 @@ interface Interval {
 
 /** A union of deleted ranges, answering "is this key deleted" by binary search. */
 class DeletedRanges {
-  private readonly intervals: Interval[] = [];
-  private merged: Interval[] | undefined;
+  readonly #intervals: Interval[] = [];
+  #merged: Interval[] | undefined;
 
   add(interval: Interval): void {
     // An empty or inverted range (end <= begin, which includes an end of "\0") holds no key.
     if (interval.end <= interval.begin) return;
-    this.intervals.push(interval);
-    this.merged = undefined;
+    this.#intervals.push(interval);
+    this.#merged = undefined;
   }
 
   addAll(other: DeletedRanges): void {
-    for (const interval of other.intervals) this.add(interval);
+    for (const interval of other.#intervals) this.add(interval);
   }
 
   contains(key: string): boolean {
-    if (this.intervals.length === 0) return false;
-    this.merged ??= merge(this.intervals);
+    if (this.#intervals.length === 0) return false;
+    this.#merged ??= merge(this.#intervals);
     let low = 0;
-    let high = this.merged.length - 1;
+    let high = this.#merged.length - 1;
     while (low <= high) {
       const mid = (low + high) >>> 1;
-      const interval = this.merged[mid]!;
+      const interval = this.#merged[mid]!;
       if (key < interval.begin) high = mid - 1;
       else if (key >= interval.end) low = mid + 1;
       else return true;
