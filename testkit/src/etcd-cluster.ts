@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { EtcdStartError } from './errors.js';
 import type { TestkitEnv } from './etcd-binary.js';
-import { EtcdNode, type EtcdNodeConfig, type EtcdTlsOptions } from './etcd-node.js';
+import { EtcdNode, type EtcdNodeConfig, type EtcdTlsOptions, retryPortRaces } from './etcd-node.js';
 import { resolveEtcdBinary } from './etcd-process.js';
 import { EtcdHttpGateway, type MemberStatus } from './gateway.js';
 import { delay } from './internal/http.js';
@@ -128,7 +127,6 @@ export interface EtcdCluster {
 
 const DEFAULT_START_TIMEOUT_MS = 60_000;
 const DEFAULT_STOP_TIMEOUT_MS = 5_000;
-const PORT_ATTEMPTS = 3;
 /** Faster failover than etcd's 100/1000 ms, still far above loopback latency and fsync stalls. */
 const CLUSTER_TIMING = ['--heartbeat-interval', '50', '--election-timeout', '500'];
 
@@ -144,7 +142,7 @@ export async function startEtcdCluster(
     throw new RangeError(`members must be >= 1, got ${size}`);
   const binary = resolveEtcdBinary(options.binary, options.env);
   const startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
-  for (let attempt = 1; ; attempt++) {
+  return retryPortRaces(async () => {
     const rootDir = await makeTempDir('etcdkit-cluster-');
     const ports = await freePorts(size * 2);
     const names = Array.from({ length: size }, (_, i) => `member${i}`);
@@ -184,11 +182,9 @@ export async function startEtcdCluster(
     } catch (error) {
       await Promise.all(nodes.map((node) => node.kill()));
       await removeTempDir(rootDir);
-      if (error instanceof EtcdStartError && error.addressInUse && attempt < PORT_ATTEMPTS)
-        continue;
       throw error;
     }
-  }
+  });
 }
 
 class ClusterMember implements EtcdClusterMember {
@@ -306,35 +302,36 @@ class RunningCluster implements EtcdCluster {
     this.assertNotStopped();
     const name = options.name ?? `member${this.#nodes.length + this.#joined.length}`;
     const { peerPort, initialCluster } = joinConfiguration(added, name);
-    for (let attempt = 1; ; attempt++) {
-      const [clientPort] = await freePorts(1);
-      this.assertNotStopped();
-      const dataDir = join(this.#rootDir, name);
-      const node = new EtcdNode({
-        ...this.#template,
-        name,
-        dataDir,
-        clientPort: clientPort!,
-        peerPort,
-        initialCluster,
-        initialClusterState: 'existing',
-      });
-      const member = new ClusterMember(node, this);
-      // Known to stop() before it spawns, so no process outlives the cluster.
-      this.#joined.push(node);
-      try {
-        // Kills the process when it does not become ready.
-        await member.start(options);
-        return member;
-      } catch (error) {
-        this.#joined.splice(this.#joined.indexOf(node), 1);
-        // A member that never joined keeps nothing worth having; a retry starts afresh.
-        await rm(dataDir, { recursive: true, force: true });
-        const retry =
-          error instanceof EtcdStartError && error.addressInUse && attempt < PORT_ATTEMPTS;
-        if (!retry || this.#stopped) throw error;
-      }
-    }
+    return retryPortRaces(
+      async () => {
+        const [clientPort] = await freePorts(1);
+        this.assertNotStopped();
+        const dataDir = join(this.#rootDir, name);
+        const node = new EtcdNode({
+          ...this.#template,
+          name,
+          dataDir,
+          clientPort: clientPort!,
+          peerPort,
+          initialCluster,
+          initialClusterState: 'existing',
+        });
+        const member = new ClusterMember(node, this);
+        // Known to stop() before it spawns, so no process outlives the cluster.
+        this.#joined.push(node);
+        try {
+          // Kills the process when it does not become ready.
+          await member.start(options);
+          return member;
+        } catch (error) {
+          this.#joined.splice(this.#joined.indexOf(node), 1);
+          // A member that never joined keeps nothing worth having; a retry starts afresh.
+          await rm(dataDir, { recursive: true, force: true });
+          throw error;
+        }
+      },
+      () => this.#stopped,
+    );
   }
 
   async waitForLeader(timeoutMs = 30_000): Promise<EtcdClusterMember> {

@@ -70,6 +70,28 @@ type ExitStatus =
 /** How often readiness is polled, and the deadline of one probe. */
 const POLL_INTERVAL_MS = 25;
 const PROBE_TIMEOUT_MS = 1_000;
+/** How many times in all a start that keeps losing the race for its ports is tried. */
+const PORT_ATTEMPTS = 3;
+
+/**
+ * Runs `start` again while it loses the race for its ports, at most three times in all: ports are
+ * found free, then released before etcd binds them, and another process may take one in between.
+ * `start` finds new ports each time and cleans up after its own failure; `giveUp` says when a
+ * retry is no longer wanted (the caller was stopped meanwhile).
+ */
+export async function retryPortRaces<T>(
+  start: () => Promise<T>,
+  giveUp: () => boolean = () => false,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (error) {
+      const lostRace = error instanceof EtcdStartError && error.addressInUse;
+      if (!lostRace || attempt >= PORT_ATTEMPTS || giveUp()) throw error;
+    }
+  }
+}
 
 /**
  * One etcd process, startable again on the same ports and data dir. Owns no directories: the

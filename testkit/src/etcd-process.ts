@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { EtcdStartError } from './errors.js';
 import {
   type EtcdBinary,
   findEtcdBinary,
   lookUpEtcdBinary,
   type TestkitEnv,
 } from './etcd-binary.js';
-import { EtcdNode, type EtcdTlsOptions } from './etcd-node.js';
+import { EtcdNode, type EtcdTlsOptions, retryPortRaces } from './etcd-node.js';
 import { freePorts } from './internal/ports.js';
 import { makeTempDir, removeTempDir } from './internal/temp-dir.js';
 
@@ -77,8 +76,6 @@ const DEFAULT_START_TIMEOUT_MS = 30_000;
 const DEFAULT_STOP_TIMEOUT_MS = 5_000;
 /** A lone member elects itself; short timeouts only make (re)starts fast. */
 const SINGLE_MEMBER_TIMING = ['--heartbeat-interval', '10', '--election-timeout', '100'];
-/** Ports are found then released before etcd binds them; a race loser gets new ones. */
-const PORT_ATTEMPTS = 3;
 
 /**
  * Starts the real etcd binary on free loopback ports, in a fresh temp dir, and resolves once it
@@ -89,7 +86,7 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdPro
   const binary = resolveEtcdBinary(options.binary, options.env);
   const name = options.name ?? 'etcdkit';
   const startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
-  for (let attempt = 1; ; attempt++) {
+  return retryPortRaces(async () => {
     const workDir = await makeTempDir('etcdkit-etcd-');
     const ports = await freePorts(2);
     const clientPort = ports[0]!;
@@ -113,11 +110,9 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdPro
     } catch (error) {
       await node.kill();
       await removeTempDir(workDir);
-      if (error instanceof EtcdStartError && error.addressInUse && attempt < PORT_ATTEMPTS)
-        continue;
       throw error;
     }
-  }
+  });
 }
 
 class RunningEtcd implements EtcdProcess {
