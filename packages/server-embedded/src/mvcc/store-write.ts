@@ -15,9 +15,8 @@ export interface WritableStore {
   readonly index: KeyIndexTree;
   readonly history: RevisionHistory;
   readonly lessor: Lessor | undefined;
-  /** Where the store keeps its copies of keys, and of values. */
+  /** Where the store keeps its copies of keys (the history keeps values). */
   readonly keyBytes: ByteSlab;
-  readonly valueBytes: ByteSlab;
   rangeAt(current: number, range: KeyRange, options?: RangeOptions): RangeResult;
   commit(write: StoreWrite, events: readonly MvccEvent[]): CommittedRevision | undefined;
 }
@@ -62,19 +61,28 @@ export class StoreWrite implements ReadView {
     const found = this.#store.index.find(key);
     const previous = found?.get(main);
     const previousLease =
-      previous === undefined ? 0n : (this.#store.history.get(previous.modified)?.lease ?? 0n);
+      previous === undefined ? 0n : this.#store.history.leaseAt(previous.modified);
     // Own copies: request bytes are views into gRPC receive buffers, which must not be retained.
-    // A key with history is kept once, by its KeyIndex.
+    // A key with history is kept once, by its KeyIndex; the history copies the value.
     const storedKey = found?.key ?? this.#store.keyBytes.copy(key);
+    const createRevision = previous === undefined ? main : previous.created.main;
+    const version = (previous?.version ?? 0) + 1;
+    const storedValue = this.#store.history.put(
+      revision,
+      storedKey,
+      value,
+      createRevision,
+      version,
+      lease,
+    );
     const kv: KeyValue = {
       key: storedKey,
-      value: this.#store.valueBytes.copy(value),
-      createRevision: previous === undefined ? main : previous.created.main,
+      value: storedValue,
+      createRevision,
       modRevision: main,
-      version: (previous?.version ?? 0) + 1,
+      version,
       lease,
     };
-    this.#store.history.add(revision, kv);
     this.#store.index.put(storedKey, revision, found);
     this.#events.push({ type: 'put', kv });
     if (previousLease !== lease) {
@@ -104,7 +112,7 @@ export class StoreWrite implements ReadView {
         version: 0,
         lease: 0n,
       };
-      this.#store.history.add(revision, kv);
+      this.#store.history.tombstone(revision, victim.key);
       this.#store.index.tombstone(victim.key, revision);
       this.#events.push({ type: 'delete', kv });
       if (victim.lease !== 0n) this.#store.lessor?.detach(victim.lease, victim.key);

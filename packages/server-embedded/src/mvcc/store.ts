@@ -50,7 +50,6 @@ export class MvccStore implements ReadView {
   /** @internal */ readonly history = new RevisionHistory();
   /** @internal */ readonly lessor: Lessor | undefined;
   /** @internal */ readonly keyBytes = new ByteSlab();
-  /** @internal */ readonly valueBytes = new ByteSlab();
   #current = 1;
   #compacted = -1;
   /** The hashes of the last compactions, as etcd 3.5+ keeps them (see {@link compactionHash}). */
@@ -167,24 +166,16 @@ export class MvccStore implements ReadView {
       throw new Error('mvcc: only a fresh store can be restored');
     }
     for (const entry of state.changes) {
-      // Own copies, packed as a write packs them: snapshot bytes may be views of a whole file.
+      // Own copies, as a write makes them: snapshot bytes may be views of a whole file.
       const found = this.index.find(entry.kv.key);
       const key = found?.key ?? this.keyBytes.copy(entry.kv.key);
-      const { createRevision, modRevision, version, lease } = entry.kv;
-      const kv: KeyValue = {
-        key,
-        value: this.valueBytes.copy(entry.kv.value),
-        createRevision,
-        modRevision,
-        // The history tells a tombstone by its version 0, as etcd stores one.
-        version: entry.tombstone ? 0 : version,
-        lease,
-      };
+      const { createRevision, version } = entry.kv;
       if (found === undefined) {
         this.index.restore(key, {
-          created: { main: kv.createRevision, sub: 0 },
+          created: { main: createRevision, sub: 0 },
           modified: entry.revision,
-          version: kv.version,
+          // The history tells a tombstone by its version 0, as etcd stores one.
+          version: entry.tombstone ? 0 : version,
           tombstone: entry.tombstone,
         });
       } else if (entry.tombstone) {
@@ -192,7 +183,16 @@ export class MvccStore implements ReadView {
       } else {
         this.index.put(key, entry.revision, found);
       }
-      this.history.add(entry.revision, kv);
+      if (entry.tombstone) this.history.tombstone(entry.revision, key);
+      else
+        this.history.put(
+          entry.revision,
+          key,
+          entry.kv.value,
+          createRevision,
+          version,
+          entry.kv.lease,
+        );
     }
     this.#current = state.revision;
     this.#compacted = state.compactRevision;

@@ -18,6 +18,16 @@ function tombstoneKv(key: string, main: number): KeyValue {
   return { key: b(key), value: b(''), createRevision: 0, modRevision: main, version: 0, lease: 0n };
 }
 
+/** Appends `kv` as a put, or as a tombstone when its version is 0. */
+function add(
+  history: RevisionHistory,
+  revision: { main: number; sub: number },
+  kv: KeyValue,
+): void {
+  if (kv.version === 0) history.tombstone(revision, kv.key);
+  else history.put(revision, kv.key, kv.value, kv.createRevision, kv.version, kv.lease);
+}
+
 /** Each kept change as `key main.sub put|delete`, in history order. */
 function walk(history: RevisionHistory, upTo = 100): string[] {
   return [...history.upTo(upTo)].map(
@@ -29,10 +39,10 @@ function walk(history: RevisionHistory, upTo = 100): string[] {
 describe('RevisionHistory', () => {
   it('keeps a revision of several changes by sub, in op order, a version-0 change as a delete', () => {
     const history = new RevisionHistory();
-    history.add({ main: 2, sub: 0 }, putKv('a', 2));
-    history.add({ main: 3, sub: 0 }, putKv('b', 3));
-    history.add({ main: 3, sub: 1 }, tombstoneKv('a', 3));
-    history.add({ main: 3, sub: 2 }, putKv('c', 3));
+    add(history, { main: 2, sub: 0 }, putKv('a', 2));
+    add(history, { main: 3, sub: 0 }, putKv('b', 3));
+    add(history, { main: 3, sub: 1 }, tombstoneKv('a', 3));
+    add(history, { main: 3, sub: 2 }, putKv('c', 3));
     expect(walk(history)).toEqual(['a 2.0 put', 'b 3.0 put', 'a 3.1 delete', 'c 3.2 put']);
     expect(text(history.get({ main: 3, sub: 2 })?.key)).toBe('c');
     expect(history.get({ main: 2, sub: 1 })).toBeUndefined();
@@ -44,10 +54,10 @@ describe('RevisionHistory', () => {
 
   it('forgets removed changes, their bytes, and the revisions left empty at the start', () => {
     const history = new RevisionHistory();
-    history.add({ main: 2, sub: 0 }, putKv('a', 2));
-    history.add({ main: 3, sub: 0 }, putKv('b', 3));
-    history.add({ main: 3, sub: 1 }, putKv('c', 3));
-    history.add({ main: 4, sub: 0 }, putKv('a', 4, 2));
+    add(history, { main: 2, sub: 0 }, putKv('a', 2));
+    add(history, { main: 3, sub: 0 }, putKv('b', 3));
+    add(history, { main: 3, sub: 1 }, putKv('c', 3));
+    add(history, { main: 4, sub: 0 }, putKv('a', 4, 2));
     // 17 + key + value + 20 per change: 'a@2' and 'c@3' are 3 bytes.
     const bytes = history.bytes;
     history.remove([
@@ -59,14 +69,14 @@ describe('RevisionHistory', () => {
     expect(walk(history)).toEqual(['b 3.0 put', 'a 4.0 put']);
     expect(history.get({ main: 3, sub: 1 })).toBeUndefined();
     expect(history.changesAt(2)).toEqual([]);
-    history.add({ main: 5, sub: 0 }, putKv('d', 5));
+    add(history, { main: 5, sub: 0 }, putKv('d', 5));
     expect(walk(history)).toEqual(['b 3.0 put', 'a 4.0 put', 'd 5.0 put']);
   });
 
   it('leaves revisions with nothing kept empty (a restored history) and starts again once empty', () => {
     const history = new RevisionHistory();
-    history.add({ main: 5, sub: 0 }, putKv('a', 5));
-    history.add({ main: 9, sub: 1 }, putKv('b', 9));
+    add(history, { main: 5, sub: 0 }, putKv('a', 5));
+    add(history, { main: 9, sub: 1 }, putKv('b', 9));
     expect(walk(history)).toEqual(['a 5.0 put', 'b 9.1 put']);
     expect(history.get({ main: 7, sub: 0 })).toBeUndefined();
     history.remove([
@@ -75,14 +85,73 @@ describe('RevisionHistory', () => {
     ]);
     expect(walk(history)).toEqual([]);
     expect(history.bytes).toBe(0);
-    history.add({ main: 12, sub: 0 }, putKv('c', 12));
+    add(history, { main: 12, sub: 0 }, putKv('c', 12));
     expect(walk(history)).toEqual(['c 12.0 put']);
   });
 
   it('refuses a change below the latest revision', () => {
     const history = new RevisionHistory();
-    history.add({ main: 5, sub: 0 }, putKv('a', 5));
-    history.add({ main: 6, sub: 0 }, putKv('b', 6));
-    expect(() => history.add({ main: 5, sub: 1 }, putKv('c', 5))).toThrow(/below the latest/);
+    add(history, { main: 5, sub: 0 }, putKv('a', 5));
+    add(history, { main: 6, sub: 0 }, putKv('b', 6));
+    expect(() => add(history, { main: 5, sub: 1 }, putKv('c', 5))).toThrow(/below the latest/);
+  });
+
+  it('reads back every field of a put, with a copy of its value, and a tombstone as etcd holds it', () => {
+    const history = new RevisionHistory();
+    const value = b('hello');
+    const kept = history.put({ main: 7, sub: 0 }, b('k'), value, 3, 4, 99n);
+    value.fill(0);
+    expect(text(kept)).toBe('hello');
+    add(history, { main: 8, sub: 0 }, tombstoneKv('k', 8));
+    expect(history.get({ main: 7, sub: 0 })).toEqual({
+      key: b('k'),
+      value: b('hello'),
+      createRevision: 3,
+      modRevision: 7,
+      version: 4,
+      lease: 99n,
+    });
+    expect(history.leaseAt({ main: 7, sub: 0 })).toBe(99n);
+    expect(history.leaseAt({ main: 8, sub: 0 })).toBe(0n);
+    expect(history.get({ main: 8, sub: 0 })).toEqual(tombstoneKv('k', 8));
+  });
+
+  it('keeps empty, packed and large values apart, and each one whole after others are removed', () => {
+    const history = new RevisionHistory();
+    const large = new Uint8Array(5000).map((_, i) => i % 251);
+    const values = [
+      b(''),
+      large,
+      ...Array.from({ length: 300 }, (_, i) => b(`value ${i}`.repeat(10))),
+    ];
+    values.forEach((value, i) => {
+      history.put({ main: 2 + i, sub: 0 }, b(`k${i}`), value, 2 + i, 1, 0n);
+    });
+    // Removing every other one rewrites the records and frees what the removed values held.
+    history.remove(values.map((_, i) => ({ main: 2 + i, sub: 0 })).filter((_, i) => i % 2 === 1));
+    values.forEach((value, i) => {
+      const kv = history.get({ main: 2 + i, sub: 0 });
+      if (i % 2 === 1) expect(kv).toBeUndefined();
+      else expect(kv?.value).toEqual(value);
+    });
+    history.remove(values.map((_, i) => ({ main: 2 + i, sub: 0 })));
+    expect(history.bytes).toBe(0);
+    expect(walk(history, 1000)).toEqual([]);
+  });
+
+  it('finds a change by sub in a revision of many once some of them were removed', () => {
+    const history = new RevisionHistory();
+    for (let sub = 0; sub < 50; sub++) add(history, { main: 3, sub }, putKv(`k${sub}`, 3));
+    add(history, { main: 4, sub: 0 }, putKv('z', 4));
+    const removed = Array.from({ length: 20 }, (_, i) => ({ main: 3, sub: i * 2 + 1 }));
+    history.remove(removed);
+    for (let sub = 0; sub < 50; sub++) {
+      const kv = history.get({ main: 3, sub });
+      expect(kv === undefined ? undefined : text(kv.key)).toBe(
+        sub % 2 === 1 && sub < 40 ? undefined : `k${sub}`,
+      );
+    }
+    expect(history.changesAt(3)).toHaveLength(30);
+    expect(text(history.get({ main: 4, sub: 0 })?.key)).toBe('z');
   });
 });
