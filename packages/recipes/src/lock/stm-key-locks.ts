@@ -114,6 +114,11 @@ class KeysTurn implements StmKeysHeld {
   #joined = 0n;
   #seenRevision = 0n;
   readonly #seen = new Map<number, StmSeenKey>();
+  // The revision each key's value is known at: its watch delivered every change up to there.
+  readonly #known: bigint[];
+  // The revision of the last queue delete that took a run from ahead of this one: the turn's
+  // start, whose writes the keys must show before the turn commits.
+  #turnAt = 0n;
   #lost = false;
   #ended = false;
   #onFirst: (() => void) | undefined;
@@ -131,6 +136,7 @@ class KeysTurn implements StmKeysHeld {
       createRevision: 0n,
       ahead: new Set(),
     }));
+    this.#known = keys.map(() => 0n);
   }
 
   get seen(): { readonly revision: bigint; readonly keys: readonly StmSeenKey[] } {
@@ -178,6 +184,7 @@ class KeysTurn implements StmKeysHeld {
       const read = result.responses[2 * count + i];
       const kv = read?.kind === 'range' ? read.kvs[0] : undefined;
       this.#seen.set(i, { key: this.#keys[i]?.key as Uint8Array, kv });
+      this.#known[i] = joined;
     });
     const early = this.#early ?? [];
     this.#early = undefined;
@@ -188,8 +195,36 @@ class KeysTurn implements StmKeysHeld {
     return this.#places;
   }
 
+  /**
+   * Resolves once this run is first in every queue and {@link seen} shows every key as the runs
+   * ahead left it. etcd orders events per watcher, not across watchers: the queue delete that
+   * starts the turn at revision R can come before the key's own event at R, and a key the run
+   * ahead left alone has no event at R at all. A key not yet known at R is read, so a turn's first
+   * commit never runs on a value older than the turn.
+   */
+  async wait(signal: AbortSignal | undefined): Promise<void> {
+    await this.#first(signal);
+    const turnAt = this.#turnAt;
+    const behind = this.#keys.flatMap((_, i) => ((this.#known[i] ?? 0n) < turnAt ? [i] : []));
+    if (behind.length === 0 || this.#lost) return;
+    const result = await this.#session.etcd
+      .txn()
+      .then(...behind.map((i) => op.get(this.#keys[i]?.key as Uint8Array)))
+      .commit({ signal });
+    const at = result.header.revision;
+    behind.forEach((i, n) => {
+      // An event newer than the read may have landed meanwhile.
+      if ((this.#known[i] ?? 0n) >= at) return;
+      const read = result.responses[n];
+      const kv = read?.kind === 'range' ? read.kvs[0] : undefined;
+      this.#seen.set(i, { key: this.#keys[i]?.key as Uint8Array, kv });
+      this.#known[i] = at;
+    });
+    if (at > this.#seenRevision) this.#seenRevision = at;
+  }
+
   /** Resolves once this run is first in every queue. */
-  wait(signal: AbortSignal | undefined): Promise<void> {
+  #first(signal: AbortSignal | undefined): Promise<void> {
     if (this.#isFirst()) return Promise.resolve();
     if (this.#failure) return Promise.reject(this.#failure.error);
     return new Promise<void>((resolve, reject) => {
@@ -299,7 +334,11 @@ class KeysTurn implements StmKeysHeld {
     const count = this.#keys.length;
     if (index < count) {
       const { ahead } = this.#places[index] as Place;
-      for (const event of batch.events) ahead.delete(event.kv.keyText());
+      for (const event of batch.events) {
+        if (ahead.delete(event.kv.keyText()) && batch.revision > this.#turnAt) {
+          this.#turnAt = batch.revision;
+        }
+      }
       if (this.#isFirst()) this.#onFirst?.();
       return;
     }
@@ -308,6 +347,7 @@ class KeysTurn implements StmKeysHeld {
     for (const event of batch.events) {
       this.#seen.set(i, { key, kv: event.type === 'put' ? event.kv : undefined });
     }
+    if (batch.revision > (this.#known[i] ?? 0n)) this.#known[i] = batch.revision;
     if (batch.revision > this.#seenRevision) this.#seenRevision = batch.revision;
   }
 }

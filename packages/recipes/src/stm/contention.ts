@@ -43,8 +43,9 @@ export interface StmSeenKey {
 /** The turn {@link StmKeyLocks.lock} got: first in the queue of every key. */
 export interface StmKeysHeld {
   /**
-   * The locked keys as last seen (read when joining, then followed by watching them), all at
-   * least as new as `revision`: a turn starts from them without reading.
+   * The locked keys as last seen (read when joining, then followed by watching them), the newest
+   * at `revision`. Once the turn came, each shows every change up to the commit that handed it
+   * over, so the turn starts from them without reading again.
    */
   readonly seen: { readonly revision: bigint; readonly keys: readonly StmSeenKey[] };
   /** Txn conditions that hold while this run is first in every queue. */

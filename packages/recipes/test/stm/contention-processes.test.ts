@@ -1,8 +1,13 @@
 // runStm's contention option across processes: 8 processes of 8 transfers each on the same two
 // keys, each run locking its keys (stmKeyLocks, Go's Mutex layout) after a conflict in its turn of
 // the local queue. Every transfer applies exactly once, and no run needs more than
-// afterConflicts + 2 attempts (one to join the local queue): a run holding the locks is never
-// overtaken, since runs not holding them commit only while no one queues for them.
+// afterConflicts + 2 attempts. Why that bound is exact (each process runs one transfer at a time,
+// and nothing else writes the keys): attempt 1 commits only while no one queues for the keys; its
+// conflict sends the run to its process's local queue (attempt 2, no wait) or, when runs queued,
+// straight to the locks; a conflict there is the afterConflicts-th (1) and the run locks. Its
+// turn's attempt commits: no run can commit on the keys while its queue keys exist (the others
+// are behind it, or commit only while no one queues), and the turn starts from the keys as the
+// commit that handed it over left them (stmKeyLocks reads a key whose watch has not shown it yet).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '@etcdkit/client';

@@ -1,7 +1,7 @@
 // runStm under contention: with the defaults, many concurrent transfers on the same keys all
 // commit and conserve the total; runs of one process take turns on the keys (the local queue), and
 // a run waiting for its turn can be aborted.
-import { AbortedError, Etcd } from '@etcdkit/client';
+import { AbortedError, Etcd, op } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { stmKeyLocks } from '../../src/lock/stm-key-locks.js';
@@ -260,6 +260,48 @@ describeEachBackend('STM under contention', ({ backend, prefix }) => {
       expect((await other.range({ prefix: `${locksPrefix}/` })).kvs).toEqual([]);
     } finally {
       await firstSession.close();
+    }
+  });
+
+  it('stmKeyLocks: a turn shows the keys as the run ahead left them, reading the one it left alone', async () => {
+    const [a, b] = [k('ta'), k('tb')];
+    await other.put(a, '1');
+    await other.put(b, '2');
+    const keys = [a, b].map((key) => new TextEncoder().encode(key));
+    const locksPrefix = `${prefix()}locks`;
+    const aheadSession = await Session.create(second, { ttl: 30 });
+    const waiterSession = await Session.create(etcd, { ttl: 30 });
+    try {
+      const ahead = await stmKeyLocks(aheadSession, locksPrefix).lock(keys);
+      calls.length = 0;
+      const waiting = stmKeyLocks(waiterSession, locksPrefix).lock(keys);
+      await expect
+        .poll(async () => (await other.range({ prefix: `${locksPrefix}/` })).kvs.length)
+        .toBe(4);
+      // The run ahead writes a only, and its commit hands the turn over at revision R.
+      const commit = await second
+        .txn()
+        .if(...ahead.first())
+        .then(op.put(a, '10'), ...ahead.releasing())
+        .commit();
+      expect(commit.succeeded).toBe(true);
+      ahead.committed();
+      const held = await waiting;
+      const revisionOfB = (await other.get(b))?.modRevision;
+      expect(held.seen.revision).toBeGreaterThanOrEqual(commit.header.revision);
+      expect(
+        held.seen.keys.map(({ kv }) => [new TextDecoder().decode(kv?.value), kv?.modRevision]),
+      ).toEqual([
+        ['10', commit.header.revision],
+        ['2', revisionOfB],
+      ]);
+      // The join, then one read: b has no event at R, so its watch cannot tell it is current.
+      expect(calls).toEqual(['/etcdserverpb.KV/Txn', '/etcdserverpb.KV/Txn']);
+      await held.release();
+      expect((await other.range({ prefix: `${locksPrefix}/` })).kvs).toEqual([]);
+    } finally {
+      await aheadSession.close();
+      await waiterSession.close();
     }
   });
 
