@@ -4,6 +4,7 @@
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_HTTP1_LIMITS, type Http1Limits } from '../../../src/net/http1/connection.js';
+import type { MemberView } from '../../../src/net/http1/member-view.js';
 import { exchange, get, parseResponses } from './raw-http.js';
 import { handView, serveView, type ViewServer } from './view-server.js';
 
@@ -29,6 +30,25 @@ function open(port: number): Promise<Socket> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port }, () => resolve(socket));
   });
+}
+
+/** A healthy view that counts the requests served: /health reads the alarms once per request. */
+function countingView(): { view: MemberView; answered: () => number; reset: () => void } {
+  const view = handView('3.5', '3.5.30');
+  let answered = 0;
+  return {
+    view: {
+      ...view,
+      alarms: () => {
+        answered++;
+        return view.alarms();
+      },
+    },
+    answered: () => answered,
+    reset: () => {
+      answered = 0;
+    },
+  };
 }
 
 function closed(socket: Socket): Promise<string> {
@@ -86,15 +106,20 @@ describe('HTTP/1.x limits', () => {
   });
 
   it('answers left unread past the limit for the unread time end the connection', async () => {
-    server = await serveView(handView('3.5', '3.5.30'), { ...LIMITS, unreadTimeoutMs: 300 });
+    const counted = countingView();
+    server = await serveView(counted.view, { ...LIMITS, unreadTimeoutMs: 300 });
     const socket = connect({ host: '127.0.0.1', port: server.port });
     // The server's reset of a connection still being written to is the expected end.
     socket.on('error', () => {});
     socket.pause();
     // About 23 MB of answers: more than the kernel buffers and the 16 KiB limit hold.
-    socket.write(get('/health').repeat(100_000));
+    const requests = 100_000;
+    socket.write(get('/health').repeat(requests));
     await new Promise((resolve) => socket.on('close', resolve));
-    expect(socket.bytesRead).toBe(0);
+    // The server stopped answering and ended the connection with requests still to serve. (Not
+    // the peer's bytesRead: Bun's paused socket still reads what the kernel holds when it resets.)
+    expect(counted.answered()).toBeGreaterThan(0);
+    expect(counted.answered()).toBeLessThan(requests);
   }, 60_000);
 
   it('a body too large to skip is answered, then the connection ends', async () => {
@@ -111,23 +136,14 @@ describe('HTTP/1.x limits', () => {
   });
 
   it('a peer that pipelines and never reads stops being read; reading resumes it in order', async () => {
-    const view = handView('3.5', '3.5.30');
-    let answered = 0;
-    const counted = {
-      ...view,
-      // /health reads the alarms once per request: a count of requests served.
-      alarms: () => {
-        answered++;
-        return view.alarms();
-      },
-    };
-    server = await serveView(counted, LIMITS);
+    const counted = countingView();
+    server = await serveView(counted.view, LIMITS);
     // Every answer has the same length (the Date field's is fixed): learn it from one.
     const one = await exchange(server.port, get('/health'), { responses: 1 });
     const size = Buffer.byteLength(
       `${one.responses[0]!.statusLine}\r\n${one.responses[0]!.headers.map(([n, v]) => `${n}: ${v}\r\n`).join('')}\r\n${one.responses[0]!.body}`,
     );
-    answered = 0;
+    counted.reset();
     // Far more answers (about 23 MB) than the kernel's socket buffers hold.
     const requests = 100_000;
     const socket = connect({ host: '127.0.0.1', port: server.port });
@@ -135,12 +151,12 @@ describe('HTTP/1.x limits', () => {
     socket.write(get('/health').repeat(requests));
     // Wait until the server has stopped answering (two looks 200 ms apart agree).
     let last = -1;
-    while (answered !== last) {
-      last = answered;
+    while (counted.answered() !== last) {
+      last = counted.answered();
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    expect(answered).toBeGreaterThan(0);
-    expect(answered).toBeLessThan(requests);
+    expect(counted.answered()).toBeGreaterThan(0);
+    expect(counted.answered()).toBeLessThan(requests);
     // Reading again lets every answer through.
     let received = 0;
     let tail = '';
@@ -157,6 +173,6 @@ describe('HTTP/1.x limits', () => {
     socket.destroy();
     expect(received).toBe(requests * size);
     expect(tail).toBe('{"health":"true","reason":""}');
-    expect(answered).toBe(requests);
+    expect(counted.answered()).toBe(requests);
   }, 120_000);
 });
