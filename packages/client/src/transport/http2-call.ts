@@ -9,7 +9,7 @@ import type { MethodDescriptor } from '../generated/methods.js';
 import { CallBase, NO_FRAMES } from './call-base.js';
 import type { CallHost, Sink } from './channel-call.js';
 import { failure, noStreamsAllowed } from './failures.js';
-import type { Link } from './http2-link.js';
+import type { Handed, Link } from './http2-link.js';
 import { bufferFull, type RequestBufferFullError, refusal } from './request-bound.js';
 import { type ChannelCallOptions, GrpcStatus, type TransportError } from './types.js';
 
@@ -18,24 +18,6 @@ const USER_AGENT = 'etcdkit-http2';
 const CONTENT_TYPE = 'application/grpc+proto';
 
 type Session = http2.ClientHttp2Session;
-
-/**
- * The request bytes a session's calls handed to their streams, and those calls. node:http2 keeps
- * what the server has not taken (closed windows, a socket it does not read) in each stream's
- * writable buffer; the handed total, never less, spares summing them until it nears the bound.
- */
-class Handed {
-  bytes = 0;
-  readonly calls = new Set<Call<unknown, unknown>>();
-
-  /** Request bytes node:http2 still holds for this session's streams. */
-  unsent(): number {
-    let bytes = 0;
-    for (const call of this.calls) bytes += call.stream?.writableLength ?? 0;
-    return bytes;
-  }
-}
-const handedBySession = new WeakMap<Session, Handed>();
 
 /**
  * One call on an Http2Channel over node:http2: waits for a connection, sends its request frames,
@@ -102,11 +84,7 @@ export class Call<Req, Res> extends CallBase<Req, Res, Session> {
       'user-agent': USER_AGENT,
     };
     for (const [name, value] of this.requestFields()) headers[name] = value;
-    let handed = handedBySession.get(link.session);
-    if (handed === undefined) {
-      handed = new Handed();
-      handedBySession.set(link.session, handed);
-    }
+    const handed = link.handed;
     let bytes = 0;
     for (const frame of this.pending) bytes += frame.length;
     const refused = this.#refusal(handed, bytes);
@@ -128,7 +106,7 @@ export class Call<Req, Res> extends CallBase<Req, Res, Session> {
     this.#handed = handed;
     this.#handedBytes = bytes;
     handed.bytes += bytes;
-    handed.calls.add(this as Call<unknown, unknown>);
+    handed.calls.add(this);
     link.callStarted();
     stream.on('response', (h) => this.headersReceived(h));
     stream.on('data', (chunk: Buffer) => this.received(chunk));
@@ -181,7 +159,7 @@ export class Call<Req, Res> extends CallBase<Req, Res, Session> {
     link.callEnded();
     const handed = this.#handed!;
     handed.bytes -= this.#handedBytes;
-    handed.calls.delete(this as Call<unknown, unknown>);
+    handed.calls.delete(this);
     if (this.done || this.settleWithStatus()) return;
     const rstCode = stream.rstCode ?? 0;
     if (stream.id === undefined || this.#streamError?.code === 'ERR_HTTP2_GOAWAY_SESSION') {

@@ -14,6 +14,28 @@ export interface LinkSession {
   unref(): void;
 }
 
+/** What the request bound reads of a call holding a node:http2 stream. */
+interface HandedCall {
+  readonly stream: { readonly writableLength: number } | undefined;
+}
+
+/**
+ * The request bytes a connection's calls handed to their streams, and those calls. node:http2
+ * keeps what the server has not taken (closed windows, a socket it does not read) in each stream's
+ * writable buffer; the handed total, never less, spares summing them until it nears the bound.
+ */
+export class Handed {
+  bytes = 0;
+  readonly calls = new Set<HandedCall>();
+
+  /** Request bytes node:http2 still holds for this connection's streams. */
+  unsent(): number {
+    let bytes = 0;
+    for (const call of this.calls) bytes += call.stream?.writableLength ?? 0;
+    return bytes;
+  }
+}
+
 /**
  * One HTTP/2 connection of a channel, with its keepalive pings. Pings are sent only while calls
  * are open (etcd refuses pings on idle connections), one interval after the last answer; a ping
@@ -25,6 +47,8 @@ export class Link<S extends LinkSession = LinkSession> {
   active = 0;
   /** The server's GOAWAY on this connection, once it said one: its calls' failures quote it. */
   goaway: Goaway | undefined;
+  /** The request bytes its node:http2 calls handed (the h2 transport's connection counts its own). */
+  readonly handed = new Handed();
   readonly #intervalMs: number;
   readonly #timeoutMs: number;
   #timer: NodeJS.Timeout | undefined;
