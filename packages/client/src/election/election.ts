@@ -112,9 +112,10 @@ export class ElectionClient {
    * queued earlier has resigned or lost its lease. Election names are keys of the whole store
    * (namespaces do not apply).
    *
-   * Fails with LeaseNotFoundError for an unknown lease, and on the embedded server with
-   * ElectionSessionExpiredError when the key vanished while waiting (etcd then reports the
-   * candidate elected although its key is gone: etcd issue 11051). When `signal` aborts while it
+   * Fails with LeaseNotFoundError for an unknown lease. A candidate whose key vanished while it
+   * waited (lease revoked or expired, key deleted) is still reported elected on its turn, with a
+   * key that no longer exists: etcd 3.4 to 3.6 and the embedded server answer so (etcd issue
+   * 11051), so check the key (or the lease) before acting as leader. When `signal` aborts while it
    * waits, it fails with OutcomeUnknownError (cause: AbortedError): the server then withdraws the
    * candidate's key, but an abort that crosses the server's answer leaves it leading. An abort
    * before the call was sent is AbortedError.
