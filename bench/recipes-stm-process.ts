@@ -3,6 +3,9 @@
 // stmKeyLocks when `contention` is 1. Arguments: endpoint, prefix, keys, contenders, ms,
 // contention. Sends 'ready', then { latencies, calls } (each transfer's ms; the unary calls made,
 // by method) and exits.
+// With contention `token:<index>/<processes>` it measures the handoff floor instead: the processes
+// pass a token round in FIFO order, each putting the next turn's number when its watch shows its
+// own (one put and one watch delivery a handoff); latencies are its times round the ring.
 import { Etcd } from '../packages/client/src/etcd.js';
 import { stmKeyLocks } from '../packages/recipes/src/lock/stm-key-locks.js';
 import { Session } from '../packages/recipes/src/session/session.js';
@@ -22,6 +25,7 @@ const etcd = new Etcd({
     },
   },
 });
+if (contention.startsWith('token:')) await passToken(contention.slice(6));
 const session = contention === '1' ? await Session.create(etcd, { ttl: 30 }) : undefined;
 const options: StmOptions = session
   ? { contention: { locks: stmKeyLocks(session, `${prefix}locks`) } }
@@ -57,3 +61,39 @@ const made = { ...calls };
 await session?.close();
 await etcd.close();
 process.send?.({ latencies, calls: made }, () => process.exit(0));
+
+/** The handoff floor: `ring` is `<index>/<processes>`; the token key is `<prefix>token`. */
+async function passToken(ring: string): Promise<never> {
+  const [index, processes] = ring.split('/').map(Number) as [number, number];
+  const key = `${prefix}token`;
+  const watcher = etcd.watch({ key });
+  await watcher.ready();
+  const laps: number[] = [];
+  let last: number | undefined;
+  let stopped = false;
+  let taken = -1;
+  const take = async (turn: number) => {
+    // The first turn can come both by the read below and by the watch.
+    if (stopped || turn % processes !== index || turn <= taken) return;
+    taken = turn;
+    const now = performance.now();
+    if (last !== undefined) laps.push(now - last);
+    last = now;
+    await etcd.put(key, String(turn + 1));
+  };
+  watcher.on('put', (event) => void take(Number(event.kv.text())));
+  process.send?.('ready');
+  await new Promise((resolve) => process.once('message', resolve));
+  for (const name of Object.keys(calls)) delete calls[name];
+  // The first turn is the one the parent put before 'go'.
+  const start = Number((await etcd.get(key))?.text());
+  if (start % processes === index) void take(start);
+  await new Promise((resolve) => setTimeout(resolve, Number(ms)));
+  stopped = true;
+  const made = { ...calls };
+  await watcher.close();
+  await etcd.close();
+  const turns = laps.length + (last === undefined ? 0 : 1);
+  process.send?.({ latencies: laps, calls: made, count: turns }, () => process.exit(0));
+  return new Promise<never>(() => {});
+}

@@ -195,6 +195,8 @@ interface ProcessSetting {
   readonly name: string;
   readonly script: string;
   readonly contention: boolean;
+  /** The handoff floor instead of transfers: a token passed round the processes. */
+  readonly token?: boolean;
 }
 
 // ETCDKIT_BENCH_STM_BASELINE=<checkout>: also run that checkout's process script with the
@@ -204,6 +206,12 @@ const BASELINE = process.env.ETCDKIT_BENCH_STM_BASELINE;
 const PROCESS_SETTINGS: ProcessSetting[] = [
   { name: 'default', script: processScript, contention: false },
   { name: 'contention: stmKeyLocks', script: processScript, contention: true },
+  {
+    name: 'handoff floor (a token passed by put + watch)',
+    script: processScript,
+    contention: false,
+    token: true,
+  },
   ...(BASELINE
     ? [
         {
@@ -233,23 +241,24 @@ async function acrossProcesses(
 ): Promise<ProcessMeasure> {
   const prefix = `bench/stm/${run++}/`;
   for (let i = 0; i < keys; i++) await etcd.put(`${prefix}${i}`, String(INITIAL));
-  const args = [
+  if (setting.token) await etcd.put(`${prefix}token`, '0');
+  const args = (index: number) => [
     endpoint,
     prefix,
     keys,
     PROCESS_CONTENDERS / processes,
     DURATION_MS,
-    setting.contention ? 1 : 0,
+    setting.token ? `token:${index}/${processes}` : setting.contention ? 1 : 0,
   ];
-  const children = Array.from({ length: processes }, () =>
+  const children = Array.from({ length: processes }, (_, index) =>
     // In its own checkout: tsx resolves the packages by the tsconfig of the working directory.
-    fork(setting.script, args.map(String), {
+    fork(setting.script, args(index).map(String), {
       cwd: fileURLToPath(new URL('..', pathToFileURL(setting.script))),
       execArgv: process.execArgv,
       stdio: 'inherit',
     }),
   );
-  type Done = { latencies: number[]; calls?: Record<string, number> };
+  type Done = { latencies: number[]; calls?: Record<string, number>; count?: number };
   try {
     const results = children.map(
       (child) =>
@@ -268,17 +277,20 @@ async function acrossProcesses(
     const done = await Promise.all(results);
     const ms = performance.now() - started;
     const latencies = done.flatMap((d) => d.latencies);
+    const count = done.reduce((sum, d) => sum + (d.count ?? d.latencies.length), 0);
     const calls: Record<string, number> = {};
     for (const d of done) {
       for (const [name, n] of Object.entries(d.calls ?? {})) {
-        calls[name] = (calls[name] ?? 0) + n / Math.max(1, latencies.length);
+        calls[name] = (calls[name] ?? 0) + n / Math.max(1, count);
       }
     }
     const { kvs } = await etcd.range({ prefix: `${prefix}` });
-    const accounts = kvs.filter((kv) => !kv.keyText().startsWith(`${prefix}locks`));
+    const accounts = kvs.filter(
+      (kv) => !kv.keyText().startsWith(`${prefix}locks`) && kv.keyText() !== `${prefix}token`,
+    );
     const conserved = accounts.reduce((sum, kv) => sum + Number(kv.text()), 0) === keys * INITIAL;
     await etcd.delete({ prefix });
-    return { rate: (latencies.length / ms) * 1000, latencies, conserved, calls };
+    return { rate: (count / ms) * 1000, latencies, conserved, calls };
   } finally {
     for (const child of children) child.kill('SIGKILL');
   }
@@ -287,9 +299,12 @@ async function acrossProcesses(
 async function processRows(backend: string, endpoints: readonly string[]) {
   const etcd = new Etcd({ endpoints: [...endpoints] });
   const rows: Array<Record<string, string | number>> = [];
+  // The handoff floor once, over the most processes: it touches no account.
   const cells = KEYS.flatMap((keys) =>
     PROCESSES.flatMap((processes) =>
-      PROCESS_SETTINGS.map((setting) => ({ keys, processes, setting })),
+      PROCESS_SETTINGS.filter(
+        ({ token }) => !token || (keys === KEYS[0] && processes === Math.max(...PROCESSES)),
+      ).map((setting) => ({ keys: setting.token ? 0 : keys, processes, setting })),
     ),
   );
   const floors: number[] = [];
@@ -329,7 +344,7 @@ async function processRows(backend: string, endpoints: readonly string[]) {
       const names = [...new Set(ms.flatMap((m) => Object.keys(m.calls)))].sort();
       rows.push({
         backend,
-        keys: cell.keys,
+        keys: cell.setting.token ? '-' : cell.keys,
         contenders: `${PROCESS_CONTENDERS} in ${cell.processes} process${cell.processes > 1 ? 'es' : ''}`,
         settings: cell.setting.name,
         'commits/s': Math.round(rate),
@@ -339,7 +354,7 @@ async function processRows(backend: string, endpoints: readonly string[]) {
         'calls per commit': names
           .map((name) => `${name} ${median(ms.map((m) => m.calls[name] ?? 0)).toFixed(1)}`)
           .join(', '),
-        conserved: ms.every((m) => m.conserved) ? 'yes' : 'NO',
+        conserved: cell.setting.token ? '' : ms.every((m) => m.conserved) ? 'yes' : 'NO',
       });
     }
   } finally {
