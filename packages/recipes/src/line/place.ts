@@ -15,7 +15,15 @@ import {
 import { linkSignals } from '@etcdkit/client/internal';
 import { LockLostError, LockNotHeldError, SessionExpiredError, throwIfAborted } from '../errors.js';
 import type { Session } from '../session/session.js';
-import { type LineRead, type OwnKey, type TurnWatch, watchForTurn, watchLoss } from './turn.js';
+import {
+  closeNow,
+  closeSoon,
+  type LineRead,
+  type OwnKey,
+  type TurnWatch,
+  watchForTurn,
+  watchLoss,
+} from './turn.js';
 
 /** A key a recipe put (or found) in its queue. */
 export interface LineEntry {
@@ -94,6 +102,8 @@ export async function acquireHold<E extends LineEntry, R>(
   const release =
     acquisition.sharedKey === undefined ? () => 0 : useSessionKey(session, acquisition.sharedKey);
   let entry: E | undefined;
+  // An ended hold's watch: its cancel goes out with the take's txn.
+  closeNow(session.etcd);
   try {
     // Not abortable: a txn cut off in flight could leave a stray key.
     entry = await acquisition.take();
@@ -488,6 +498,8 @@ export class Holding {
   async release(): Promise<void> {
     if (this.#releasing) throw new LockNotHeldError(this.key);
     this.#releasing = true;
+    // A helper watch the wait left: its cancel goes out with the delete.
+    closeNow(this.#session.etcd);
     let deleted: boolean;
     try {
       deleted = await deleteIfCreatedAt(this.#session, this.key, this.createRevision);
@@ -528,11 +540,9 @@ export class Holding {
     if (!this.#controller.signal.aborted) this.#controller.abort(reason);
     if (this.#stopping) return;
     this.#stopping = true;
-    // The watch's teardown (a cancel, maybe the stream's close) waits for the next turn of the
-    // event loop: the handoff's other side, often read in the same turn, goes first.
     const stop = this.#stopWatch;
     this.#stopWatch = undefined;
-    if (stop) setImmediate(stop);
+    if (stop) closeSoon(this.#session.etcd, stop);
   }
 }
 

@@ -138,6 +138,8 @@ export function watchLoss(kv: KV, own: OwnKey): TurnWatch {
  * round trip. Rejects with SessionExpiredError when the own key is gone.
  */
 export async function readAhead(kv: KV, waiter: Waiter, signal: AbortSignal): Promise<LineRead> {
+  // A helper watch closed meanwhile: its cancel goes out with the read.
+  closeNow(kv);
   const request = {
     prefix: waiter.prefix,
     maxCreateRevision: waiter.createRevision - 1n,
@@ -287,6 +289,8 @@ export class TurnWatch {
       const live = this.#open(0n);
       this.#live = live;
       live.on('batch', (batch) => {
+        // Dropped, and closed soon: nothing more of it counts.
+        if (this.#live !== live) return;
         if (this.#liveFrom === undefined) this.#liveHeld?.push(batch);
         else if (batch.revision > this.#liveFrom) this.#apply(batch);
       });
@@ -366,9 +370,10 @@ export class TurnWatch {
   }
 
   #dropLive(): void {
-    this.#live?.close();
+    const live = this.#live;
     this.#live = undefined;
     this.#liveHeld = undefined;
+    if (live !== undefined) closeSoon(this.#kv, () => live.close());
   }
 
   /** Where the own key's loss goes once held; a loss seen before is reported at once. */
@@ -531,6 +536,32 @@ export class TurnWatch {
     if ('revision' in loss) listener.lost(loss.revision);
     else listener.failed(loss.error);
   }
+}
+
+// Watches the waits are done with, by client, not closed yet. A cancel waits for the next turn of
+// the event loop, so the handoff's other side, often read in the same turn, goes first; or for the
+// client's next request of a wait or hold (closeNow), whichever comes first, which then carries the
+// cancel in the same socket write: a lock() right after unlock() sends its txn and the old hold's
+// cancel in one write, and the server reads them at once.
+const closing = new WeakMap<KV, Array<() => void>>();
+
+/** @internal Closes a watch on the next turn of the event loop, or at `kv`'s closeNow before. */
+export function closeSoon(kv: KV, close: () => void): void {
+  const closes = closing.get(kv);
+  if (closes !== undefined) {
+    closes.push(close);
+    return;
+  }
+  closing.set(kv, [close]);
+  setImmediate(() => closeNow(kv));
+}
+
+/** @internal Closes now the watches of `kv` given to {@link closeSoon}. */
+export function closeNow(kv: KV): void {
+  const closes = closing.get(kv);
+  if (closes === undefined) return;
+  closing.delete(kv);
+  for (const close of closes) close();
 }
 
 /** A key as a string that tells every byte apart (keys need not be UTF-8). */
