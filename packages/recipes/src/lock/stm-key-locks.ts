@@ -121,6 +121,7 @@ class KeysTurn implements StmKeysHeld {
   #turnAt = 0n;
   #lost = false;
   #ended = false;
+  #waited = false;
   #onFirst: (() => void) | undefined;
   // Why a watch this turn relies on ended (the client closed, the watch failed for good).
   #failure: { readonly error: unknown } | undefined;
@@ -137,6 +138,10 @@ class KeysTurn implements StmKeysHeld {
       ahead: new Set(),
     }));
     this.#known = keys.map(() => 0n);
+  }
+
+  get waited(): boolean {
+    return this.#waited;
   }
 
   get seen(): { readonly revision: bigint; readonly keys: readonly StmSeenKey[] } {
@@ -186,6 +191,7 @@ class KeysTurn implements StmKeysHeld {
       this.#seen.set(i, { key: this.#keys[i]?.key as Uint8Array, kv });
       this.#known[i] = joined;
     });
+    this.#waited = places.some(({ ahead }) => ahead.size > 0);
     const early = this.#early ?? [];
     this.#early = undefined;
     for (const { index, batch } of early) this.#apply(index, batch);

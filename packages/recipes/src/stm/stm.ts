@@ -18,7 +18,9 @@ import { backoffDelay, DEFAULT_STM_BACKOFF, pause, type StmBackoff } from './bac
 import {
   contentionOf,
   distinctKeys,
+  isContended,
   LockedKeys,
+  noteTurn,
   type StmContention,
   type StmKeysHeld,
 } from './contention.js';
@@ -164,7 +166,17 @@ export async function runStm<T>(
           attempt <= settings.maxRetries &&
           ran.plan.compares.length > 0 &&
           queue.holdsAny(keys);
-        if (!doomed) {
+        // The last run of this process on these keys waited for its turn across processes: this
+        // one would lose its optimistic commit to the queue too, so it queues without sending it.
+        const contended =
+          settings.contention !== undefined &&
+          attempt === 1 &&
+          !locked &&
+          attempt <= settings.maxRetries &&
+          ran.plan.compares.length > 0 &&
+          isContended(settings.contention.locks, keys);
+        if (contended) failedCommits = settings.contention?.afterConflicts ?? 0;
+        if (!doomed && !contended) {
           const outcome = await commit(kv, ran.plan, settings, lockingOf(settings, locked, keys));
           if (outcome.committed) {
             // The commit left the queues of a turn held: nothing more to release.
@@ -202,6 +214,7 @@ export async function runStm<T>(
         await locked?.held.release();
         locked = undefined;
         locked = await LockedKeys.take(contention.locks, keys, signal);
+        noteTurn(contention.locks, keys, locked.held.waited ?? false);
         // Runs elsewhere committed while this one waited: the turn saw what they left.
         prefetched = newest(prefetched, seenOf(locked.held));
         continue;

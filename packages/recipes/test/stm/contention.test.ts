@@ -305,6 +305,51 @@ describeEachBackend('STM under contention', ({ backend, prefix }) => {
     }
   });
 
+  it('a run on keys whose last turn waited queues without an optimistic commit, until a turn finds no one ahead', async () => {
+    await accounts('ha', 'hb');
+    const keys = [k('ha'), k('hb')].map((key) => new TextEncoder().encode(key));
+    const locksPrefix = `${prefix()}locks`;
+    const aheadSession = await Session.create(second, { ttl: 30 });
+    const runSession = await Session.create(etcd, { ttl: 30 });
+    const contention = { locks: stmKeyLocks(runSession, locksPrefix), afterConflicts: 1 };
+    const TXN = '/etcdserverpb.KV/Txn';
+    const RANGE = '/etcdserverpb.KV/Range';
+    /** A transfer that waits behind a turn held by another session; resolves with its calls. */
+    const behindAnother = async () => {
+      const ahead = await stmKeyLocks(aheadSession, locksPrefix).lock(keys);
+      calls.length = 0;
+      const run = transfer(etcd, 'ha', 'hb', 1, { contention });
+      await expect
+        .poll(async () => (await other.range({ prefix: `${locksPrefix}/` })).kvs.length)
+        .toBe(4);
+      await ahead.release();
+      const attempts = await run;
+      return { attempts, calls: [...calls] };
+    };
+    try {
+      // The first run loses its optimistic commit to the queue, joins it, and waits its turn; the
+      // turn ahead left without writing, so the keys are read again before the commit.
+      expect(await behindAnother()).toEqual({
+        attempts: 2,
+        calls: [RANGE, RANGE, TXN, TXN, TXN, TXN],
+      });
+      // The next one on the same keys skips that optimistic commit.
+      expect(await behindAnother()).toEqual({
+        attempts: 2,
+        calls: [RANGE, RANGE, TXN, TXN, TXN],
+      });
+      // Alone, it still queues (its turn finds no one ahead), and the run after it commits at once.
+      calls.length = 0;
+      expect(await transfer(etcd, 'ha', 'hb', 1, { contention })).toBe(2);
+      expect(calls).toEqual([RANGE, RANGE, TXN, TXN]);
+      expect(await transfer(etcd, 'ha', 'hb', 1, { contention })).toBe(1);
+      expect([await balance('ha'), await balance('hb')]).toEqual([INITIAL - 4, INITIAL + 4]);
+    } finally {
+      await aheadSession.close();
+      await runSession.close();
+    }
+  });
+
   it('rejects a contention option without locks or with afterConflicts below 1, sending nothing', async () => {
     const locks = {
       lock: () => Promise.reject(new Error('unused')),
