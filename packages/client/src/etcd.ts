@@ -161,9 +161,10 @@ export class Etcd extends KV {
 
   /**
    * Closes the client. First what was built on it ends (the recipes' sessions revoke their leases,
-   * so their locks and leaderships end with them), while calls still
-   * work; then calls in flight and later calls reject with ClientClosedError, streams end,
-   * kept-alive leases end with reason `client-closed` (not revoked: they expire after their TTL),
+   * so their locks and leaderships end with them), while calls still work: a revoke is not sent
+   * when the lease keepalive stream last found the server unreachable (the lease then expires after
+   * its TTL), so close() does not wait for a connection that is not coming. Then calls in flight
+   * and later calls reject with ClientClosedError, streams end, kept-alive leases end with reason `client-closed` (not revoked: they expire after their TTL),
    * election observations end with ClientClosedError, the automatic endpoint sync stops. Resolves
    * once every connection is released. Calling it again returns the same promise.
    */
@@ -174,6 +175,8 @@ export class Etcd extends KV {
 
   #close(): Promise<void> {
     this.#autoSync?.stop();
+    // A session's revoke is then sent only if the server last answered the keepalive stream.
+    this.#keeper.beginClose();
     // Every one starts before any ends; their failures are theirs (best effort, bounded by them).
     const owned = [...this.#owned].map(endQuietly);
     this.#owned.clear();

@@ -83,6 +83,13 @@ export class LeaseKeeper {
   #lastError: EtcdError | undefined;
   /** The running loop's resume state. */
   #resume: ResumableStream | undefined;
+  /**
+   * What the stream last learned of the server: `answered` when a stream opened or a reply came,
+   * `failed` when a stream failed or stalled; undefined before any stream.
+   */
+  #lastHeard: 'answered' | 'failed' | undefined;
+  /** The client is closing: what it still owns is ending (see {@link beginClose}). */
+  #closing = false;
 
   constructor(rpc: Rpc) {
     this.#rpc = rpc;
@@ -110,6 +117,31 @@ export class LeaseKeeper {
     this.#arm(entry);
     this.#start();
     return () => this.#remove(entry);
+  }
+
+  /**
+   * The client starts closing: what it owns ends first (a session revokes its lease), then
+   * {@link close}. From now on a revoke is not worth sending while the stream's last word on the
+   * server is a failure (see {@link unsendableRevoke}).
+   */
+  beginClose(): void {
+    this.#closing = true;
+  }
+
+  /**
+   * While the client closes, the error a revoke fails with unsent when the server was unreachable
+   * at the stream's last attempt (its stream failed or stalled, none opened since): waiting for a
+   * connection would only hold up close(), and the lease expires after its TTL anyway. Undefined
+   * when the revoke should be sent: not closing, no stream yet, or the server answered last.
+   */
+  unsendableRevoke(id: bigint): ClientClosedError | undefined {
+    if (!this.#closing || this.#lastHeard !== 'failed') return undefined;
+    return new ClientClosedError({
+      message:
+        `the client is closing and the server was unreachable at the lease keepalive stream's ` +
+        `last attempt: the revoke of lease ${id.toString(16)} was not sent (it expires after its TTL)`,
+      cause: this.#lastError,
+    });
   }
 
   /** The client is closing: every lease ends with `client-closed` and the stream is cancelled. */
@@ -192,6 +224,7 @@ export class LeaseKeeper {
     if (!stream) return;
     this.#stream = undefined;
     this.#lastError = reason;
+    this.#lastHeard = 'failed';
     stream.cancel();
   }
 
@@ -251,6 +284,7 @@ export class LeaseKeeper {
   /** Refreshes every lease on `stream`, then handles replies until the stream ends. */
   async #serve(stream: KeepAliveStream, onReply: () => void): Promise<unknown> {
     this.#stream = stream;
+    this.#lastHeard = 'answered';
     const now = performance.now();
     for (const entry of this.#entries.values()) {
       entry.pending.length = 0;
@@ -262,6 +296,7 @@ export class LeaseKeeper {
       for await (const reply of stream) {
         onReply();
         this.#lastError = undefined;
+        this.#lastHeard = 'answered';
         this.#receive(reply);
       }
       return new UnavailableError({ message: 'the server ended the lease keepalive stream' });
@@ -303,7 +338,10 @@ export class LeaseKeeper {
   async #failed(resume: ResumableStream, error: unknown): Promise<boolean> {
     const typed = toEtcdError(error);
     // Our own cancellations (a stalled stream, the last lease leaving) keep the real reason.
-    if (typed.code !== 'ABORTED' && typed.code !== 'CLIENT_CLOSED') this.#lastError = typed;
+    if (typed.code !== 'ABORTED' && typed.code !== 'CLIENT_CLOSED') {
+      this.#lastError = typed;
+      this.#lastHeard = 'failed';
+    }
     const stop = await resume.failed(typed);
     if (stop === undefined) return true;
     this.#closed = true;

@@ -113,8 +113,15 @@ export class LeaseClient {
    * Revokes a lease: every key attached to it is deleted in one revision, whose number is
    * `header.revision` (no revision is created when no key was attached). An unknown lease fails
    * with LeaseNotFoundError, so a revoke that is repeated after an unknown outcome reports that.
+   *
+   * While the client closes (the recipes' sessions revoke their leases then), a revoke is not sent
+   * when this client's lease keepalive stream last found the server unreachable: it fails at once
+   * with ClientClosedError, so close() does not wait for a connection that is not coming; the
+   * lease expires after its TTL. When the server last answered, it is sent as usual.
    */
   async revoke(id: bigint, options: CallOptions = {}): Promise<Acknowledged> {
+    const unsendable = this.#keeper.unsendableRevoke(id);
+    if (unsendable) throw unsendable;
     return acknowledged(await this.rpc.unary(methods.LeaseRevoke, { ID: id }, 'write', options));
   }
 
