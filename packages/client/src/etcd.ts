@@ -164,9 +164,10 @@ export class Etcd extends KV {
    * so their locks and leaderships end with them), while calls still work: a revoke is not sent
    * when the lease keepalive stream last found the server unreachable (the lease then expires after
    * its TTL), so close() does not wait for a connection that is not coming. Then calls in flight
-   * and later calls reject with ClientClosedError, streams end, kept-alive leases end with reason `client-closed` (not revoked: they expire after their TTL),
-   * election observations end with ClientClosedError, the automatic endpoint sync stops. Resolves
-   * once every connection is released. Calling it again returns the same promise.
+   * and later calls reject with ClientClosedError, streams end, kept-alive leases end with reason
+   * `client-closed` (not revoked: they expire after their TTL), election observations end with
+   * ClientClosedError, the automatic endpoint sync stops. Resolves once every connection is
+   * released. Calling it again returns the same promise.
    */
   close(): Promise<void> {
     this.#closing ??= this.#close();
