@@ -6,7 +6,7 @@
 // revision order; main revisions are dense, so `firsts` gives each main revision (from the oldest
 // kept one) its first record, and its records run to the next one's first. A tombstone is a record
 // of version 0 (a put's is at least 1). Compaction marks records dropped (key undefined) and
-// rewrites the columns once half of them are dropped.
+// rewrites the pages of records once half of them are dropped.
 import { EMPTY_BYTES } from '../bytes.js';
 import type { Revision } from './revision.js';
 import type { KeyValue } from './types.js';
@@ -21,34 +21,51 @@ export interface HistoryEntry {
   readonly tombstone: boolean;
 }
 
-const INITIAL_CAPACITY = 64;
+/** Records per page: 4096 of about 44 bytes of columns, 180 KiB, allocated whole but the first. */
+const PAGE_BITS = 12;
+const PAGE_RECORDS = 1 << PAGE_BITS;
+const IN_PAGE = PAGE_RECORDS - 1;
+/** The first page starts this small and doubles until it is whole, for the many small stores. */
+const FIRST_PAGE_RECORDS = 64;
 
-/** The columns of the records. */
-class Records {
-  keys: (Uint8Array | undefined)[] = [];
-  subs: Uint32Array;
-  places: Float64Array;
-  lengths: Uint32Array;
-  creates: Float64Array;
+/**
+ * The columns of a page of records. Pages rather than one growing set of columns: growing would
+ * copy every column and, until the copy is done, hold twice its memory, and leave up to half of the
+ * new one unused.
+ */
+class RecordPage {
+  readonly keys: (Uint8Array | undefined)[] = [];
+  readonly subs: Uint32Array;
+  readonly places: Float64Array;
+  readonly lengths: Uint32Array;
+  readonly creates: Float64Array;
   /** 0 for a tombstone. */
-  versions: Float64Array;
-  leases: BigInt64Array;
+  readonly versions: Float64Array;
+  readonly leases: BigInt64Array;
 
-  constructor(capacity: number) {
+  constructor(capacity: number, from?: RecordPage) {
     this.subs = new Uint32Array(capacity);
     this.places = new Float64Array(capacity);
     this.lengths = new Uint32Array(capacity);
     this.creates = new Float64Array(capacity);
     this.versions = new Float64Array(capacity);
     this.leases = new BigInt64Array(capacity);
+    if (from === undefined) return;
+    this.keys = from.keys;
+    this.subs.set(from.subs);
+    this.places.set(from.places);
+    this.lengths.set(from.lengths);
+    this.creates.set(from.creates);
+    this.versions.set(from.versions);
+    this.leases.set(from.leases);
   }
 
   get capacity(): number {
     return this.subs.length;
   }
 
-  /** Copies record `from` of `source` to record `to` of this. */
-  copy(source: Records, from: number, to: number): void {
+  /** Copies record `from` of `source` to record `to` of this page. */
+  copy(source: RecordPage, from: number, to: number): void {
     this.keys[to] = source.keys[from];
     this.subs[to] = source.subs[from]!;
     this.places[to] = source.places[from]!;
@@ -62,12 +79,12 @@ class Records {
 /** The changes of every revision still in history. */
 export class RevisionHistory {
   readonly #values = new ValueChunks();
-  #records = new Records(INITIAL_CAPACITY);
-  /** Records in the columns, dropped ones included. */
+  #pages: RecordPage[] = [new RecordPage(FIRST_PAGE_RECORDS)];
+  /** Records in the pages, dropped ones included. */
   #count = 0;
   #dropped = 0;
   /** The first record of each main revision from `base` on. */
-  #firsts = new Uint32Array(INITIAL_CAPACITY);
+  #firsts = new Uint32Array(FIRST_PAGE_RECORDS);
   /** Main revisions in `firsts`. */
   #mains = 0;
   /** Main revision of `firsts[0]`. */
@@ -92,14 +109,15 @@ export class RevisionHistory {
     lease: bigint,
   ): Uint8Array {
     const record = this.#append(revision, key);
-    const records = this.#records;
+    const page = this.#pages[record >>> PAGE_BITS]!;
+    const at = record & IN_PAGE;
     const length = value.length;
     const place = length === 0 ? 0 : this.#values.add(value);
-    records.places[record] = place;
-    records.lengths[record] = length;
-    records.creates[record] = createRevision;
-    records.versions[record] = version;
-    records.leases[record] = lease;
+    page.places[at] = place;
+    page.lengths[at] = length;
+    page.creates[at] = createRevision;
+    page.versions[at] = version;
+    page.leases[at] = lease;
     this.#size += sizeOf(key.length, length);
     return length === 0 ? EMPTY_BYTES : this.#values.view(place, length);
   }
@@ -107,11 +125,12 @@ export class RevisionHistory {
   /** Appends a delete of `key`; changes arrive in ascending (main, sub) order. */
   tombstone(revision: Revision, key: Uint8Array): void {
     const record = this.#append(revision, key);
-    const records = this.#records;
-    records.lengths[record] = 0;
-    records.creates[record] = 0;
-    records.versions[record] = 0;
-    records.leases[record] = 0n;
+    const page = this.#pages[record >>> PAGE_BITS]!;
+    const at = record & IN_PAGE;
+    page.lengths[at] = 0;
+    page.creates[at] = 0;
+    page.versions[at] = 0;
+    page.leases[at] = 0n;
     this.#size += sizeOf(key.length, 0);
   }
 
@@ -124,7 +143,7 @@ export class RevisionHistory {
   /** The lease of the change at `revision` (0n for none, or when it is not kept). */
   leaseAt(revision: Revision): bigint {
     const record = this.#find(revision.main, revision.sub);
-    return record === -1 ? 0n : this.#records.leases[record]!;
+    return record === -1 ? 0n : this.#pages[record >>> PAGE_BITS]!.leases[record & IN_PAGE]!;
   }
 
   /** The kept changes of revision `main`, in op order. */
@@ -133,21 +152,22 @@ export class RevisionHistory {
     const at = main - this.#base;
     if (at < 0 || at >= this.#mains) return entries;
     for (let record = this.#firsts[at]!; record < this.#end(at); record++) {
-      if (this.#records.keys[record] !== undefined) entries.push(this.#entryOf(record, main));
+      if (this.#keyOf(record) !== undefined) entries.push(this.#entryOf(record, main));
     }
     return entries;
   }
 
   /** Forgets the given changes (a compaction dropping history). */
   remove(revisions: readonly Revision[]): void {
-    const records = this.#records;
     for (const { main, sub } of revisions) {
       const record = this.#find(main, sub);
       if (record === -1) continue;
-      const length = records.lengths[record]!;
-      this.#size -= sizeOf(records.keys[record]!.length, length);
-      if (length > 0) this.#values.release(records.places[record]!);
-      records.keys[record] = undefined;
+      const page = this.#pages[record >>> PAGE_BITS]!;
+      const at = record & IN_PAGE;
+      const length = page.lengths[at]!;
+      this.#size -= sizeOf(page.keys[at]!.length, length);
+      if (length > 0) this.#values.release(page.places[at]!);
+      page.keys[at] = undefined;
       this.#dropped++;
     }
     if (this.#dropped * 2 >= this.#count && this.#dropped > 0) this.#rewrite();
@@ -159,7 +179,7 @@ export class RevisionHistory {
     for (let at = 0; at <= last; at++) yield* this.changesAt(this.#base + at);
   }
 
-  /** Adds a record of `key` at `revision`, growing the columns as needed; returns its index. */
+  /** Adds a record of `key` at `revision`, with room made as needed; returns its index. */
   #append(revision: Revision, key: Uint8Array): number {
     const { main, sub } = revision;
     if (this.#mains === 0) this.#base = main;
@@ -172,10 +192,10 @@ export class RevisionHistory {
       if (this.#mains === this.#firsts.length) this.#firsts = grown(this.#firsts, this.#mains * 2);
       this.#firsts[this.#mains++] = this.#count;
     }
-    if (this.#count === this.#records.capacity) this.#resize(this.#count * 2);
     const record = this.#count++;
-    this.#records.keys[record] = key;
-    this.#records.subs[record] = sub;
+    const page = pageFor(this.#pages, record);
+    page.keys[record & IN_PAGE] = key;
+    page.subs[record & IN_PAGE] = sub;
     return record;
   }
 
@@ -183,15 +203,14 @@ export class RevisionHistory {
   #find(main: number, sub: number): number {
     const at = main - this.#base;
     if (at < 0 || at >= this.#mains) return -1;
-    const subs = this.#records.subs;
     let low = this.#firsts[at]!;
     let high = this.#end(at) - 1;
     // Subs ascend within a revision; until a compaction drops some, sub i is the i-th record.
-    if (low + sub <= high && subs[low + sub] === sub) low = high = low + sub;
+    if (low + sub <= high && this.#subOf(low + sub) === sub) low = high = low + sub;
     while (low <= high) {
       const middle = (low + high) >>> 1;
-      const found = subs[middle]!;
-      if (found === sub) return this.#records.keys[middle] === undefined ? -1 : middle;
+      const found = this.#subOf(middle);
+      if (found === sub) return this.#keyOf(middle) === undefined ? -1 : middle;
       if (found < sub) low = middle + 1;
       else high = middle - 1;
     }
@@ -203,51 +222,42 @@ export class RevisionHistory {
     return at + 1 < this.#mains ? this.#firsts[at + 1]! : this.#count;
   }
 
+  #subOf(record: number): number {
+    return this.#pages[record >>> PAGE_BITS]!.subs[record & IN_PAGE]!;
+  }
+
+  #keyOf(record: number): Uint8Array | undefined {
+    return this.#pages[record >>> PAGE_BITS]!.keys[record & IN_PAGE];
+  }
+
   #kvOf(record: number, main: number): KeyValue {
-    const records = this.#records;
-    const key = records.keys[record]!;
-    const version = records.versions[record]!;
+    const page = this.#pages[record >>> PAGE_BITS]!;
+    const at = record & IN_PAGE;
+    const key = page.keys[at]!;
+    const version = page.versions[at]!;
     if (version === 0) {
       return { key, value: EMPTY_BYTES, createRevision: 0, modRevision: main, version, lease: 0n };
     }
-    const length = records.lengths[record]!;
+    const length = page.lengths[at]!;
     return {
       key,
-      value: length === 0 ? EMPTY_BYTES : this.#values.view(records.places[record]!, length),
-      createRevision: records.creates[record]!,
+      value: length === 0 ? EMPTY_BYTES : this.#values.view(page.places[at]!, length),
+      createRevision: page.creates[at]!,
       modRevision: main,
       version,
-      lease: records.leases[record]!,
+      lease: page.leases[at]!,
     };
   }
 
   #entryOf(record: number, main: number): HistoryEntry {
     const kv = this.#kvOf(record, main);
-    return {
-      revision: { main, sub: this.#records.subs[record]! },
-      kv,
-      tombstone: kv.version === 0,
-    };
+    return { revision: { main, sub: this.#subOf(record) }, kv, tombstone: kv.version === 0 };
   }
 
-  #resize(capacity: number): void {
-    const next = new Records(capacity);
-    next.keys = this.#records.keys;
-    next.subs.set(this.#records.subs.subarray(0, this.#count));
-    next.places.set(this.#records.places.subarray(0, this.#count));
-    next.lengths.set(this.#records.lengths.subarray(0, this.#count));
-    next.creates.set(this.#records.creates.subarray(0, this.#count));
-    next.versions.set(this.#records.versions.subarray(0, this.#count));
-    next.leases.set(this.#records.leases.subarray(0, this.#count));
-    this.#records = next;
-  }
-
-  /** Rewrites the columns without the dropped records, from the oldest main revision kept on. */
+  /** Rewrites the pages without the dropped records, from the oldest main revision kept on. */
   #rewrite(): void {
-    const kept = this.#count - this.#dropped;
-    const source = this.#records;
-    const records = new Records(Math.max(INITIAL_CAPACITY, Math.ceil(kept * 1.25)));
-    const firsts = new Uint32Array(Math.max(INITIAL_CAPACITY, this.#mains));
+    const pages = [new RecordPage(FIRST_PAGE_RECORDS)];
+    const firsts = new Uint32Array(Math.max(FIRST_PAGE_RECORDS, this.#mains));
     let mains = 0;
     let base = this.#base;
     let count = 0;
@@ -256,17 +266,19 @@ export class RevisionHistory {
       if (count === 0) {
         let any = false;
         for (let record = this.#firsts[at]!; record < end && !any; record++) {
-          any = source.keys[record] !== undefined;
+          any = this.#keyOf(record) !== undefined;
         }
         if (!any) continue;
         base = this.#base + at;
       }
       firsts[mains++] = count;
       for (let record = this.#firsts[at]!; record < end; record++) {
-        if (source.keys[record] !== undefined) records.copy(source, record, count++);
+        if (this.#keyOf(record) === undefined) continue;
+        const to = count++;
+        pageFor(pages, to).copy(this.#pages[record >>> PAGE_BITS]!, record & IN_PAGE, to & IN_PAGE);
       }
     }
-    this.#records = records;
+    this.#pages = pages;
     this.#firsts = firsts;
     this.#count = count;
     this.#dropped = 0;
@@ -276,8 +288,23 @@ export class RevisionHistory {
   }
 }
 
+/** The page of `record`, the next one to append: a new page, or the first one grown. */
+function pageFor(pages: RecordPage[], record: number): RecordPage {
+  const index = record >>> PAGE_BITS;
+  const page = pages[index];
+  if (page === undefined) {
+    const added = new RecordPage(PAGE_RECORDS);
+    pages.push(added);
+    return added;
+  }
+  if ((record & IN_PAGE) < page.capacity) return page;
+  const larger = new RecordPage(page.capacity * 2, page);
+  pages[index] = larger;
+  return larger;
+}
+
 function grown(column: Uint32Array, capacity: number) {
-  const next = new Uint32Array(Math.max(capacity, INITIAL_CAPACITY));
+  const next = new Uint32Array(Math.max(capacity, FIRST_PAGE_RECORDS));
   next.set(column);
   return next;
 }

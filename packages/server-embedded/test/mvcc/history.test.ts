@@ -154,4 +154,23 @@ describe('RevisionHistory', () => {
     expect(history.changesAt(3)).toHaveLength(30);
     expect(text(history.get({ main: 4, sub: 0 })?.key)).toBe('z');
   });
+
+  it('keeps records past its first pages, and finds them after a rewrite across pages', () => {
+    const history = new RevisionHistory();
+    for (let main = 2; main < 9002; main++) add(history, { main, sub: 0 }, putKv(`k${main}`, main));
+    // One revision of 5000 changes spans a page boundary (4096 records a page).
+    for (let sub = 0; sub < 5000; sub++) add(history, { main: 9002, sub }, putKv(`t${sub}`, 9002));
+    expect(text(history.get({ main: 4100, sub: 0 })?.key)).toBe('k4100');
+    expect(text(history.get({ main: 9002, sub: 4999 })?.key)).toBe('t4999');
+    const removed = Array.from({ length: 8000 }, (_, i) => ({ main: 2 + i, sub: 0 }));
+    removed.push(...Array.from({ length: 2000 }, (_, i) => ({ main: 9002, sub: i * 2 })));
+    history.remove(removed);
+    expect(history.get({ main: 8001, sub: 0 })).toBeUndefined();
+    expect(text(history.get({ main: 8002, sub: 0 })?.key)).toBe('k8002');
+    expect(history.get({ main: 9002, sub: 3998 })).toBeUndefined();
+    expect(text(history.get({ main: 9002, sub: 3999 })?.key)).toBe('t3999');
+    expect(text(history.get({ main: 9002, sub: 4000 })?.key)).toBe('t4000');
+    expect(history.changesAt(9002)).toHaveLength(3000);
+    expect(walk(history, 20_000)).toHaveLength(1000 + 3000);
+  });
 });
