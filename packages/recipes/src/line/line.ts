@@ -1,7 +1,6 @@
 // The queue-acquire algorithm over a minimal store, one holder at a time: the embedded server's
 // Lock and Election services run it over their in-process client, whose reads and watches are
 // synchronous (the recipes wait over the client's watches with turn.ts).
-import { linkSignals } from '@etcdkit/client/internal';
 
 /** A key in a line of keys ordered by create revision: its place is its create revision. */
 export interface LinePlace<K> {
@@ -32,28 +31,21 @@ export interface QueueLine<K, P extends LinePlace<K>, H> {
    */
   readAhead(signal: AbortSignal): Promise<AheadRead<P, H>>;
   /**
-   * Resolves with the revision at which `place`, seen at `seenAt`, was found deleted or
-   * re-created; nothing after `seenAt` may be missed.
-   */
-  waitForDelete(place: LinePlace<K>, seenAt: bigint, signal: AbortSignal): Promise<bigint>;
-  /**
    * Waits for `newest`, the newest key of `read`, to go. Resolves with the turn's header when its
    * delete proves the turn, or undefined to read the line again.
    */
   waitForPredecessor(newest: P, read: AheadRead<P, H>, signal: AbortSignal): Promise<H | undefined>;
-  /** The error for the waiter's own key, deleted at `revision` while it waited. */
-  lost(revision: bigint): unknown;
+  /**
+   * @deprecated Never called: the wait watches no own key (a waiter on etcd waits on when its key
+   * goes, and the recipes wait with turn.ts). Goes once the server's line no longer gives it.
+   */
+  waitForDelete?(place: LinePlace<K>, seenAt: bigint, signal: AbortSignal): Promise<bigint>;
+  /** @deprecated Never called, as {@link waitForDelete}. */
+  lost?(revision: bigint): unknown;
 }
 
 /** Options of {@link waitForTurn}. */
-export interface TurnOptions<K, P, H> {
-  /** The line as the txn that queued the key read it, to start without reading it again. */
-  readonly ahead?: AheadRead<P, H>;
-  /**
-   * The waiter's own key, watched for the whole wait when given: its delete fails the wait with
-   * `line.lost` at once (without it the caller watches the key itself and aborts `signal`).
-   */
-  readonly own?: { readonly place: LinePlace<K>; readonly seenAt: bigint };
+export interface TurnOptions {
   /** Ends the wait; it then rejects with what the line's reads and watches reject with. */
   readonly signal: AbortSignal;
 }
@@ -61,37 +53,14 @@ export interface TurnOptions<K, P, H> {
 /**
  * Waits for the waiter's turn (one holder at a time): resolves with the header of the read that
  * found no predecessor. It waits on the newest predecessor only (a release wakes one waiter, not
- * the line), then reads again. Every watch it opened is settled when it returns.
+ * the line), then reads again. A waiter whose own key goes meanwhile waits on, as on etcd (Go's
+ * Mutex and Election): what its turn then gets is the caller's to decide.
  */
 export async function waitForTurn<K, P extends LinePlace<K>, H>(
   line: QueueLine<K, P, H>,
-  options: TurnOptions<K, P, H>,
+  { signal }: TurnOptions,
 ): Promise<H> {
-  const { own } = options;
-  if (own === undefined) return inLine(line, options.ahead, options.signal);
-  const inner = new AbortController();
-  // Linked by hand, and let go of at the end: the caller's signal may outlive many waits.
-  const linked = linkSignals(options.signal, inner.signal);
-  const turn = inLine(line, options.ahead, linked.signal);
-  const lost = line.waitForDelete(own.place, own.seenAt, linked.signal).then((revision) => {
-    throw line.lost(revision);
-  });
-  try {
-    return await Promise.race([turn, lost]);
-  } finally {
-    inner.abort();
-    linked.release();
-    // No watch outlives the call; rejections after the inner abort are expected.
-    await Promise.allSettled([turn, lost]);
-  }
-}
-
-async function inLine<K, P extends LinePlace<K>, H>(
-  line: QueueLine<K, P, H>,
-  ahead: AheadRead<P, H> | undefined,
-  signal: AbortSignal,
-): Promise<H> {
-  let read = ahead ?? (await line.readAhead(signal));
+  let read = await line.readAhead(signal);
   for (;;) {
     const newest = read.predecessors[0];
     if (newest === undefined) return read.header;
