@@ -63,8 +63,20 @@ export class GoProcess {
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
   }
 
-  static start(binary: string, args: readonly string[]): GoProcess {
-    return new GoProcess(spawn(binary, args, { stdio: ['ignore', 'pipe', 'inherit'] }));
+  /** Starts the program; with `input`, its stdin is a pipe (see {@link say}). */
+  static start(binary: string, args: readonly string[], input = false): GoProcess {
+    const stdin = input ? 'pipe' : 'ignore';
+    return new GoProcess(spawn(binary, args, { stdio: [stdin, 'pipe', 'inherit'] }));
+  }
+
+  /** Writes a line to the process's stdin (started with `input`). */
+  say(line: string): void {
+    this.child.stdin?.write(`${line}\n`);
+  }
+
+  /** The lines printed so far. */
+  get lines(): readonly string[] {
+    return this.#lines;
   }
 
   /** Whether the process printed `line` by now. */
@@ -88,5 +100,37 @@ export class GoProcess {
   async kill(): Promise<void> {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
     await this.exited;
+  }
+}
+
+/**
+ * Lock cycles/s of `contenders` split over `processes` Go processes (as evenly as they go), all
+ * started together once each has opened its sessions: the sum of each process's rate.
+ */
+export async function goCyclesOverProcesses(
+  binary: string,
+  endpoint: string,
+  prefix: string,
+  contenders: number,
+  processes: number,
+  ms: number,
+): Promise<number> {
+  const started = Array.from({ length: processes }, (_, i) => {
+    const share = Math.floor(contenders / processes) + (i < contenders % processes ? 1 : 0);
+    const flags = ['-endpoint', endpoint, '-prefix', prefix, '-contenders', String(share)];
+    return GoProcess.start(binary, ['cycles', ...flags, '-ms', String(ms), '-ready'], true);
+  });
+  try {
+    await Promise.all(started.map((go) => go.line('ready')));
+    for (const go of started) go.say('go');
+    await Promise.all(started.map((go) => go.exited));
+    let total = 0;
+    for (const go of started) {
+      const line = go.lines.at(-1) ?? '';
+      total += (JSON.parse(line) as { samples: number[] }).samples[0] ?? Number.NaN;
+    }
+    return total;
+  } finally {
+    for (const go of started) await go.kill();
   }
 }

@@ -10,7 +10,8 @@
 // - mutex handoff: A holds, B calls lock() GAP_MS before A unlocks; from A's unlock() call until
 //   B holds. Election failover after resign: the same with campaign() and resign().
 // - contended lock cycles/s: N contenders (each its own client and session) lock and unlock one
-//   mutex in a loop.
+//   mutex in a loop, in one process, and spread over min(N, 8) processes (recipes-cycles.ts, a
+//   pool started and warmed once per server; Go: as many processes of its program).
 // - failover after the leader's process dies: a child process leads with the server's shortest
 //   lease (1 s on the testkit's etcd, 2 s on the embedded server) and is killed (SIGKILL); from the
 //   kill until the candidate that queued before it leads. The lease has to expire first, so this is
@@ -21,14 +22,20 @@
 // of handoff, resign, cycles, death: only those rows; default all), ETCDKIT_BENCH_WARMUP_MS (how
 // long puts, then gapless handoffs of each kind, run before the rounds; default 3000; 0: none).
 // Reports numbers; asserts nothing.
-import { fork } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '../packages/client/src/index.js';
 import { Election, type Lock, Mutex, Session } from '../packages/recipes/src/index.js';
 import { startEtcd } from '../testkit/src/index.js';
 import { LoopbackEcho } from './loopback.js';
 import { ServerProcess } from './memory.js';
-import { buildGoProgram, GoProcess, type GoProgram, goSamples } from './recipes-go.js';
+import {
+  buildGoProgram,
+  GoProcess,
+  type GoProgram,
+  goCyclesOverProcesses,
+  goSamples,
+} from './recipes-go.js';
 import type { ChartBar } from './report.js';
 
 const ROUNDS = Number(process.env.ETCDKIT_BENCH_ROUNDS ?? '3') || 3;
@@ -42,7 +49,10 @@ const PUTS = 100;
 const WARMUP_MS = Number(process.env.ETCDKIT_BENCH_WARMUP_MS ?? '3000');
 const CONTENDERS = [2, 8, 32];
 const CYCLE_MS = 1_000;
+/** The most processes the contenders of a lock cycles row are spread over. */
+const PROCESSES = 8;
 const leaderScript = fileURLToPath(new URL('./recipes-leader.ts', import.meta.url));
+const cyclesScript = fileURLToPath(new URL('./recipes-cycles.ts', import.meta.url));
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const now = () => performance.now();
@@ -193,6 +203,13 @@ async function warmUp(endpoint: string): Promise<void> {
   if (MEASURES.has('handoff') || MEASURES.has('cycles')) {
     await mutexHandoffs(endpoint, 'bench/warm/lock', pace());
   }
+  // A contended lock() waits otherwise than a handoff does (more keys ahead: a read confirms the
+  // turn), code the handoffs above leave cold.
+  if (MEASURES.has('cycles')) {
+    for (const n of CONTENDERS) {
+      await lockCycles(endpoint, `bench/warm/cycles${n}`, n, WARMUP_MS / CONTENDERS.length);
+    }
+  }
   if (MEASURES.has('resign') || MEASURES.has('death')) {
     await resignFailovers(endpoint, 'bench/warm/elect', pace());
   }
@@ -217,12 +234,17 @@ const resignFailovers = (endpoint: string, name: string, pace?: Pace) =>
   );
 
 /** Lock/unlock cycles per second of `contenders` sessions on one mutex. */
-async function lockCycles(endpoint: string, name: string, contenders: number): Promise<number> {
+async function lockCycles(
+  endpoint: string,
+  name: string,
+  contenders: number,
+  ms = CYCLE_MS,
+): Promise<number> {
   const opened = await Sessions.open(endpoint, contenders);
   try {
     let cycles = 0;
     const started = now();
-    const deadline = started + CYCLE_MS;
+    const deadline = started + ms;
     await Promise.all(
       opened.sessions.map(async (session) => {
         const mutex = new Mutex(session, name);
@@ -235,6 +257,90 @@ async function lockCycles(endpoint: string, name: string, contenders: number): P
     return cycles / ((now() - started) / 1000);
   } finally {
     await opened.close();
+  }
+}
+
+/** A measure's answers from one process of the pool: its sessions are open, then its cycles. */
+type CyclesAnswer = { readonly id: number } & (
+  | { readonly cycles?: undefined }
+  | { readonly cycles: number; readonly ms: number }
+);
+
+/**
+ * Processes of recipes-cycles.ts that run a lock cycles measure together, each with its share of
+ * the contenders: started once per server and warmed like the bench process (a cold process
+ * would measure V8 tiering its code up).
+ */
+class CyclesProcesses {
+  readonly #children: ChildProcess[];
+  #next = 0;
+
+  private constructor(children: ChildProcess[]) {
+    this.#children = children;
+  }
+
+  static async start(endpoint: string, count: number): Promise<CyclesProcesses> {
+    const children = Array.from({ length: count }, () =>
+      fork(cyclesScript, [], { execArgv: process.execArgv, stdio: 'inherit' }),
+    );
+    const pool = new CyclesProcesses(children);
+    if (WARMUP_MS > 0) {
+      for (const n of CONTENDERS) {
+        await pool.cycles(endpoint, `bench/warm/spread${n}`, n, WARMUP_MS / CONTENDERS.length);
+      }
+    }
+    return pool;
+  }
+
+  /** Cycles/s of `contenders` over min(contenders, count) processes, started together. */
+  async cycles(endpoint: string, name: string, contenders: number, ms = CYCLE_MS): Promise<number> {
+    const used = this.#children.slice(0, Math.min(contenders, this.#children.length));
+    const id = this.#next++;
+    const answers = used.map((child) => {
+      const ready = this.#answer(child, id, false);
+      const done = this.#answer(child, id, true);
+      const share =
+        Math.floor(contenders / used.length) +
+        (used.indexOf(child) < contenders % used.length ? 1 : 0);
+      child.send({ id, endpoint, name, contenders: share, ms });
+      return { child, ready, done };
+    });
+    await Promise.all(answers.map((answer) => answer.ready));
+    for (const { child } of answers) child.send({ id, go: true });
+    let rate = 0;
+    for (const answer of answers) {
+      const { cycles, ms: took } = await answer.done;
+      rate += cycles / (took / 1000);
+    }
+    return rate;
+  }
+
+  /** The child's answer to measure `id`: that its sessions are open, or (`done`) its cycles. */
+  #answer(child: ChildProcess, id: number, done: true): Promise<{ cycles: number; ms: number }>;
+  #answer(child: ChildProcess, id: number, done: false): Promise<void>;
+  #answer(child: ChildProcess, id: number, done: boolean): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const onMessage = (answer: CyclesAnswer) => {
+        if (answer.id !== id || (answer.cycles !== undefined) !== done) return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(answer);
+      };
+      const onExit = (code: number | null) => reject(new Error(`cycles process exited (${code})`));
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+    });
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.#children.map((child) => {
+        if (child.exitCode !== null || child.signalCode !== null) return undefined;
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill();
+        return exited;
+      }),
+    );
   }
 }
 
@@ -309,6 +415,13 @@ interface Contender {
   handoffs(endpoint: string, name: string): Promise<number[]>;
   resigns(endpoint: string, name: string): Promise<number[]>;
   cycles(endpoint: string, name: string, contenders: number): Promise<number>;
+  /** The same over min(contenders, PROCESSES) processes; ours run in `pool`. */
+  spread(
+    endpoint: string,
+    name: string,
+    contenders: number,
+    pool: CyclesProcesses,
+  ): Promise<number>;
   death(endpoint: string, name: string, ttl: number): Promise<number | undefined>;
 }
 
@@ -317,6 +430,7 @@ const etcdkit: Contender = {
   handoffs: mutexHandoffs,
   resigns: resignFailovers,
   cycles: lockCycles,
+  spread: (endpoint, name, contenders, pool) => pool.cycles(endpoint, name, contenders),
   death: deathFailover,
 };
 
@@ -330,6 +444,7 @@ function goContender(program: GoProgram): Contender {
       handoffs: skip,
       resigns: skip,
       cycles: skip,
+      spread: skip,
       death: skip,
     };
   }
@@ -349,6 +464,15 @@ function goContender(program: GoProgram): Contender {
           String(CYCLE_MS),
         ])
       )[0] ?? NaN,
+    spread: (endpoint, lock, contenders) =>
+      goCyclesOverProcesses(
+        program.binary,
+        endpoint,
+        lock,
+        contenders,
+        Math.min(contenders, PROCESSES),
+        CYCLE_MS,
+      ),
     death: (endpoint, election, ttl) => goDeathFailover(program.binary, endpoint, election, ttl),
   };
 }
@@ -378,6 +502,9 @@ async function measureServer(
     backToBack.push(...trips.backToBack);
   };
   await warmUp(server.endpoint);
+  const pool = MEASURES.has('cycles')
+    ? await CyclesProcesses.start(server.endpoint, PROCESSES)
+    : undefined;
   const echo = await LoopbackEcho.start();
   try {
     for (let round = 0; round < ROUNDS; round++) {
@@ -395,8 +522,9 @@ async function measureServer(
       }
       for (const n of CONTENDERS) {
         for (const c of order) {
-          if (!MEASURES.has('cycles')) break;
+          if (pool === undefined) break;
           add(`${c.name}|cycles${n}`, [await c.cycles(server.endpoint, name('cycles'), n)]);
+          add(`${c.name}|spread${n}`, [await c.spread(server.endpoint, name('cycles'), n, pool)]);
         }
       }
       // One death per contender and round: each waits for a lease to expire. A candidate that led
@@ -410,6 +538,7 @@ async function measureServer(
     }
   } finally {
     await echo.stop();
+    await pool?.stop();
   }
   const rt = quantile(puts, 0.5);
   const busyRt = quantile(backToBack, 0.5);
@@ -452,15 +581,22 @@ async function measureServer(
   const measures: Array<[string, string, (values: number[], contender: string) => Row]> = [
     ['handoff', `mutex handoff, waiter queued ${GAP_MS} ms before`, inRoundTrips],
     ['resign', 'election failover after resign()', inRoundTrips],
-    ...CONTENDERS.map((n): [string, string, (values: number[]) => Row] => [
-      `cycles${n}`,
-      `contended lock cycles/s, ${n} contenders`,
-      (values) => ({
+    ...CONTENDERS.flatMap((n): Array<[string, string, (values: number[]) => Row]> => {
+      const cells = (values: number[]) => ({
         median: Math.round(quantile(values, 0.5)),
         p99: '-',
         samples: values.length,
-      }),
-    ]),
+      });
+      const processes = Math.min(n, PROCESSES);
+      return [
+        [`cycles${n}`, `contended lock cycles/s, ${n} contenders`, cells],
+        [
+          `spread${n}`,
+          `contended lock cycles/s, ${n} contenders over ${processes} processes`,
+          cells,
+        ],
+      ];
+    }),
     [
       'death',
       `election failover after the leader process dies (TTL ${server.leaderTtl} s)`,
@@ -492,7 +628,7 @@ async function measureServer(
     }
   }
   for (const [key, measure, format] of measures) {
-    if (!MEASURES.has(key.replace(/\d+$/, ''))) continue;
+    if (!MEASURES.has(key.replace(/\d+$/, '').replace('spread', 'cycles'))) continue;
     for (const c of contenders) {
       const base = { server: server.name, measure, contender: c.name };
       if (c.skipped !== undefined) {

@@ -5,11 +5,14 @@
 //	recipes-go handoff   -endpoint URL -samples N -gap-ms 5   (mutex: B queued gap before A unlocks)
 //	recipes-go resign    -endpoint URL -samples N -gap-ms 5   (election: B campaigns, A resigns)
 //	recipes-go cycles    -endpoint URL -contenders N -ms D    (lock/unlock loops for D ms)
+//	    with -ready: prints "ready" once its sessions are open and starts on a line on stdin (one
+//	    of several processes started together)
 //	recipes-go leader    -endpoint URL -prefix P -ttl S       (campaign, print "leader", block)
 //	recipes-go follow    -endpoint URL -prefix P -ttl S       (print "ready", campaign, print "elected")
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -95,11 +98,17 @@ func resign(endpoint, prefix string, samples int, gap time.Duration) []float64 {
 }
 
 // cycles: contenders lock and unlock one mutex in a loop; one sample, the cycles per second.
-func cycles(endpoint, prefix string, contenders int, duration time.Duration) []float64 {
+// With ready, it says "ready" once the sessions are open and starts on a line on stdin.
+func cycles(endpoint, prefix string, contenders int, duration time.Duration, ready bool) []float64 {
 	ctx := context.Background()
 	mutexes := make([]*concurrency.Mutex, contenders)
 	for i := range mutexes {
 		mutexes[i] = concurrency.NewMutex(newSession(endpoint, 60), prefix)
+	}
+	if ready {
+		fmt.Println("ready")
+		_, err := bufio.NewReader(os.Stdin).ReadString('\n')
+		must(err)
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -136,6 +145,7 @@ func main() {
 	contenders := flags.Int("contenders", 2, "contenders in cycles mode")
 	durationMs := flags.Int("ms", 1000, "duration of cycles mode")
 	ttl := flags.Int("ttl", 1, "session TTL in leader and follow modes")
+	ready := flags.Bool("ready", false, "cycles mode: print ready, start on a line on stdin")
 	must(flags.Parse(os.Args[2:]))
 	gap := time.Duration(*gapMs) * time.Millisecond
 	switch mode {
@@ -144,7 +154,7 @@ func main() {
 	case "resign":
 		emit(resign(*endpoint, *prefix, *samples, gap))
 	case "cycles":
-		emit(cycles(*endpoint, *prefix, *contenders, time.Duration(*durationMs)*time.Millisecond))
+		emit(cycles(*endpoint, *prefix, *contenders, time.Duration(*durationMs)*time.Millisecond, *ready))
 	case "leader", "follow":
 		session := newSession(*endpoint, *ttl)
 		if mode == "follow" {
