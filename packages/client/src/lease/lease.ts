@@ -71,17 +71,15 @@ export class LeaseClient {
   readonly #hooks: LeaseHooks | undefined;
   /** The one keepalive stream of this client's leases. */
   readonly #keeper: LeaseKeeper;
+  /** The connection calls go through. */
+  readonly #rpc: Rpc;
 
   /** Lease operations over a connection (or any {@link Rpc}); most programs use `etcd.lease`. */
   constructor(rpc: Rpc, options?: LeaseClientOptions);
   /** @internal With the keepalive stream of the client that owns it (etcd.ts closes it). */
   constructor(rpc: Rpc, options: LeaseClientOptions, keeper: LeaseKeeper);
-  constructor(
-    /** The connection calls go through. */
-    protected readonly rpc: Rpc,
-    options: LeaseClientOptions = {},
-    keeper = new LeaseKeeper(rpc),
-  ) {
+  constructor(rpc: Rpc, options: LeaseClientOptions = {}, keeper = new LeaseKeeper(rpc)) {
+    this.#rpc = rpc;
     this.#hooks = options.hooks;
     this.#keeper = keeper;
   }
@@ -96,7 +94,7 @@ export class LeaseClient {
   async grant(ttlSeconds: number | bigint, options: LeaseGrantOptions = {}): Promise<Lease> {
     const ttl = toTtl(ttlSeconds);
     const sentAt = performance.now();
-    const response = await this.rpc.unary(
+    const response = await this.#rpc.unary(
       methods.LeaseGrant,
       { TTL: ttl, ID: options.id ?? 0n },
       'write',
@@ -122,12 +120,12 @@ export class LeaseClient {
   async revoke(id: bigint, options: CallOptions = {}): Promise<Acknowledged> {
     const unsendable = this.#keeper.unsendableRevoke(id);
     if (unsendable) throw unsendable;
-    return acknowledged(await this.rpc.unary(methods.LeaseRevoke, { ID: id }, 'write', options));
+    return acknowledged(await this.#rpc.unary(methods.LeaseRevoke, { ID: id }, 'write', options));
   }
 
   /** Remaining and granted TTL of a lease, and optionally its keys. Unknown leases give ttl -1. */
   async timeToLive(id: bigint, options: LeaseTimeToLiveOptions = {}): Promise<LeaseTimeToLive> {
-    const response = await this.rpc.unary(
+    const response = await this.#rpc.unary(
       methods.LeaseTimeToLive,
       { ID: id, keys: options.keys ?? false },
       'read',
@@ -145,7 +143,7 @@ export class LeaseClient {
 
   /** Ids of every lease alive in the cluster, in ascending order. */
   async leases(options: CallOptions = {}): Promise<bigint[]> {
-    const response = await this.rpc.unary(methods.LeaseLeases, {}, 'read', options);
+    const response = await this.#rpc.unary(methods.LeaseLeases, {}, 'read', options);
     return response.leases.map((lease) => lease.ID ?? 0n).sort(compareBigints);
   }
 
