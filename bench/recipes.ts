@@ -285,6 +285,13 @@ class CyclesProcesses {
     );
     const pool = new CyclesProcesses(children);
     if (WARMUP_MS > 0) {
+      // Each process on a lock of its own first: spread, a process runs a few of the cycles only,
+      // and V8 tiers a function up after thousands of calls.
+      await pool.#run(
+        endpoint,
+        children.map((child, i) => ({ child, name: `bench/warm/own${i}`, contenders: 2 })),
+        WARMUP_MS,
+      );
       for (const n of CONTENDERS) {
         await pool.cycles(endpoint, `bench/warm/spread${n}`, n, WARMUP_MS / CONTENDERS.length);
       }
@@ -293,16 +300,26 @@ class CyclesProcesses {
   }
 
   /** Cycles/s of `contenders` over min(contenders, count) processes, started together. */
-  async cycles(endpoint: string, name: string, contenders: number, ms = CYCLE_MS): Promise<number> {
+  cycles(endpoint: string, name: string, contenders: number, ms = CYCLE_MS): Promise<number> {
     const used = this.#children.slice(0, Math.min(contenders, this.#children.length));
+    const shares = used.map((child, i) => {
+      const share = Math.floor(contenders / used.length) + (i < contenders % used.length ? 1 : 0);
+      return { child, name, contenders: share };
+    });
+    return this.#run(endpoint, shares, ms);
+  }
+
+  /** Each child's contenders on its lock, started together: the sum of their cycles/s. */
+  async #run(
+    endpoint: string,
+    shares: ReadonlyArray<{ child: ChildProcess; name: string; contenders: number }>,
+    ms: number,
+  ): Promise<number> {
     const id = this.#next++;
-    const answers = used.map((child) => {
+    const answers = shares.map(({ child, name, contenders }) => {
       const ready = this.#answer(child, id, false);
       const done = this.#answer(child, id, true);
-      const share =
-        Math.floor(contenders / used.length) +
-        (used.indexOf(child) < contenders % used.length ? 1 : 0);
-      child.send({ id, endpoint, name, contenders: share, ms });
+      child.send({ id, endpoint, name, contenders, ms });
       return { child, ready, done };
     });
     await Promise.all(answers.map((answer) => answer.ready));
