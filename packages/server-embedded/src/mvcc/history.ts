@@ -1,13 +1,15 @@
 // The revision-ordered history: every change still kept, addressed by (main, sub) revision. A
-// change is a record in columns of typed arrays (its sub, value place and length, create revision,
-// version, lease) beside an array of its key, whose bytes the key index holds anyway: a record
-// costs about 50 bytes and no object, where a KeyValue and its value's view cost about 200
-// (issue 28.1). KeyValue objects are made only when a change is read. Records are appended in
+// change is a record in columns of typed arrays (its sub, value place and length, lease) beside an
+// array of its key, whose bytes the key index holds anyway: a record costs about 32 bytes and no
+// object, where a KeyValue and its value's view cost about 200 (issue 28.1). Its create revision
+// and version are the key index's, asked when the change is read, and KeyValue objects are made
+// only then. Records are appended in
 // revision order; main revisions are dense, so `firsts` gives each main revision (from the oldest
 // kept one) its first record, and its records run to the next one's first. A tombstone is a record
-// of version 0 (a put's is at least 1). Compaction marks records dropped (key undefined) and
+// without a value place (-1). Compaction marks records dropped (key undefined) and
 // rewrites the pages of records once half of them are dropped.
 import { EMPTY_BYTES } from '../bytes.js';
+import type { KeyState } from './key-index.js';
 import type { Revision } from './revision.js';
 import type { KeyValue } from './types.js';
 import { ValueChunks } from './value-chunks.js';
@@ -21,7 +23,13 @@ export interface HistoryEntry {
   readonly tombstone: boolean;
 }
 
-/** Records per page: 4096 of about 44 bytes of columns, 180 KiB, allocated whole but the first. */
+/**
+ * The key index's state of `key` right after its change at `revision` (create revision and
+ * version), which it has for every put still in history.
+ */
+export type KeyStateAt = (key: Uint8Array, revision: Revision) => KeyState | undefined;
+
+/** Records per page: 4096 of about 32 bytes of columns, 180 KiB, allocated whole but the first. */
 const PAGE_BITS = 12;
 const PAGE_RECORDS = 1 << PAGE_BITS;
 const IN_PAGE = PAGE_RECORDS - 1;
@@ -36,27 +44,21 @@ const FIRST_PAGE_RECORDS = 64;
 class RecordPage {
   readonly keys: (Uint8Array | undefined)[] = [];
   readonly subs: Uint32Array;
+  /** -1 for a tombstone. */
   readonly places: Float64Array;
   readonly lengths: Uint32Array;
-  readonly creates: Float64Array;
-  /** 0 for a tombstone. */
-  readonly versions: Float64Array;
   readonly leases: BigInt64Array;
 
   constructor(capacity: number, from?: RecordPage) {
     this.subs = new Uint32Array(capacity);
     this.places = new Float64Array(capacity);
     this.lengths = new Uint32Array(capacity);
-    this.creates = new Float64Array(capacity);
-    this.versions = new Float64Array(capacity);
     this.leases = new BigInt64Array(capacity);
     if (from === undefined) return;
     this.keys = from.keys;
     this.subs.set(from.subs);
     this.places.set(from.places);
     this.lengths.set(from.lengths);
-    this.creates.set(from.creates);
-    this.versions.set(from.versions);
     this.leases.set(from.leases);
   }
 
@@ -70,8 +72,6 @@ class RecordPage {
     this.subs[to] = source.subs[from]!;
     this.places[to] = source.places[from]!;
     this.lengths[to] = source.lengths[from]!;
-    this.creates[to] = source.creates[from]!;
-    this.versions[to] = source.versions[from]!;
     this.leases[to] = source.leases[from]!;
   }
 }
@@ -79,6 +79,7 @@ class RecordPage {
 /** The changes of every revision still in history. */
 export class RevisionHistory {
   readonly #values = new ValueChunks();
+  readonly #stateAt: KeyStateAt;
   #pages: RecordPage[] = [new RecordPage(FIRST_PAGE_RECORDS)];
   /** Records in the pages, dropped ones included. */
   #count = 0;
@@ -91,6 +92,10 @@ export class RevisionHistory {
   #base = 0;
   #size = 0;
 
+  constructor(stateAt: KeyStateAt) {
+    this.#stateAt = stateAt;
+  }
+
   /** Approximate bytes the kept changes would take in etcd's backend. */
   get bytes(): number {
     return this.#size;
@@ -100,14 +105,7 @@ export class RevisionHistory {
    * Appends a put of a copy of `value` at `key`; changes arrive in ascending (main, sub) order.
    * Returns the copy kept, which the change's KeyValue may hold.
    */
-  put(
-    revision: Revision,
-    key: Uint8Array,
-    value: Uint8Array,
-    createRevision: number,
-    version: number,
-    lease: bigint,
-  ): Uint8Array {
+  put(revision: Revision, key: Uint8Array, value: Uint8Array, lease: bigint): Uint8Array {
     const record = this.#append(revision, key);
     const page = this.#pages[record >>> PAGE_BITS]!;
     const at = record & IN_PAGE;
@@ -115,8 +113,6 @@ export class RevisionHistory {
     const place = length === 0 ? 0 : this.#values.add(value);
     page.places[at] = place;
     page.lengths[at] = length;
-    page.creates[at] = createRevision;
-    page.versions[at] = version;
     page.leases[at] = lease;
     this.#size += sizeOf(key.length, length);
     return length === 0 ? EMPTY_BYTES : this.#values.view(place, length);
@@ -127,17 +123,19 @@ export class RevisionHistory {
     const record = this.#append(revision, key);
     const page = this.#pages[record >>> PAGE_BITS]!;
     const at = record & IN_PAGE;
+    page.places[at] = -1;
     page.lengths[at] = 0;
-    page.creates[at] = 0;
-    page.versions[at] = 0;
     page.leases[at] = 0n;
     this.#size += sizeOf(key.length, 0);
   }
 
-  /** The kv of the change at `revision`, if it is still kept. */
-  get(revision: Revision): KeyValue | undefined {
+  /**
+   * The kv of the change at `revision`, if it is still kept; `state` is the key's state at it
+   * when the caller has it from the key index already.
+   */
+  get(revision: Revision, state?: KeyState): KeyValue | undefined {
     const record = this.#find(revision.main, revision.sub);
-    return record === -1 ? undefined : this.#kvOf(record, revision.main);
+    return record === -1 ? undefined : this.#kvOf(record, revision.main, state);
   }
 
   /** The lease of the change at `revision` (0n for none, or when it is not kept). */
@@ -230,21 +228,30 @@ export class RevisionHistory {
     return this.#pages[record >>> PAGE_BITS]!.keys[record & IN_PAGE];
   }
 
-  #kvOf(record: number, main: number): KeyValue {
+  #kvOf(record: number, main: number, known?: KeyState): KeyValue {
     const page = this.#pages[record >>> PAGE_BITS]!;
     const at = record & IN_PAGE;
     const key = page.keys[at]!;
-    const version = page.versions[at]!;
-    if (version === 0) {
-      return { key, value: EMPTY_BYTES, createRevision: 0, modRevision: main, version, lease: 0n };
+    const place = page.places[at]!;
+    if (place === -1) {
+      return {
+        key,
+        value: EMPTY_BYTES,
+        createRevision: 0,
+        modRevision: main,
+        version: 0,
+        lease: 0n,
+      };
     }
+    const state = known ?? this.#stateAt(key, { main, sub: page.subs[at]! });
+    if (state === undefined) throw new Error('history: a kept put the key index does not know');
     const length = page.lengths[at]!;
     return {
       key,
-      value: length === 0 ? EMPTY_BYTES : this.#values.view(page.places[at]!, length),
-      createRevision: page.creates[at]!,
+      value: length === 0 ? EMPTY_BYTES : this.#values.view(place, length),
+      createRevision: state.created.main,
       modRevision: main,
-      version,
+      version: state.version,
       lease: page.leases[at]!,
     };
   }

@@ -34,6 +34,11 @@ export class KeyIndexTree {
     return this.#tree.get(key)?.get(atRevision);
   }
 
+  /** The state of `key` right after its change at exactly `revision` (see KeyIndex.stateAt). */
+  stateAt(key: Uint8Array, revision: Revision): KeyState | undefined {
+    return this.#tree.get(key)?.stateAt(revision);
+  }
+
   /** The history of `key`, if it has any; its `key` is the copy the store keeps. */
   find(key: Uint8Array): KeyIndex | undefined {
     return this.#tree.get(key);

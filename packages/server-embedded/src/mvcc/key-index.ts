@@ -155,6 +155,31 @@ export class KeyIndex {
     };
   }
 
+  /**
+   * The key's state right after its change at exactly `revision`, or undefined when no change of
+   * it at that revision is kept. Unlike `get`, it finds a put that a later change of the same
+   * main revision overwrote (a put and then a nested txn's delete of the key, in one request).
+   */
+  stateAt(revision: Revision): KeyState | undefined {
+    for (let g = this.#generationCount - 1; g >= 0; g--) {
+      const generation = this.#generation(g);
+      if (generation.isEmpty || generation.main(0) > revision.main) continue;
+      for (let i = generation.count - 1; i >= 0; i--) {
+        const main = generation.main(i);
+        if (main < revision.main) return undefined;
+        const found = generation.revision(i);
+        if (main === revision.main && found.sub === revision.sub) {
+          return {
+            modified: found,
+            created: { main: generation.createdMain, sub: generation.createdSub },
+            version: generation.version - (generation.count - 1 - i),
+          };
+        }
+      }
+    }
+    return undefined;
+  }
+
   /** The generation the key was in at `atRevision`; undefined if it was deleted then. */
   #generationAt(atRevision: number): Generation | undefined {
     const last = this.#generationCount - 1;

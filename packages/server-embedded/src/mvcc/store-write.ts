@@ -67,14 +67,7 @@ export class StoreWrite implements ReadView {
     const storedKey = found?.key ?? this.#store.keyBytes.copy(key);
     const createRevision = previous === undefined ? main : previous.created.main;
     const version = (previous?.version ?? 0) + 1;
-    const storedValue = this.#store.history.put(
-      revision,
-      storedKey,
-      value,
-      createRevision,
-      version,
-      lease,
-    );
+    const storedValue = this.#store.history.put(revision, storedKey, value, lease);
     const kv: KeyValue = {
       key: storedKey,
       value: storedValue,
@@ -97,7 +90,7 @@ export class StoreWrite implements ReadView {
     this.#assertOpen();
     const doomed: KeyValue[] = [];
     this.#store.index.forEach(range, this.revision, (key) => {
-      const kv = this.#store.history.get(key.modified);
+      const kv = this.#store.history.get(key.modified, key);
       if (kv !== undefined) doomed.push(kv);
       return true;
     });

@@ -47,7 +47,9 @@ const KEPT_COMPACTION_HASHES = 10;
 /** The multi-version key-value store. */
 export class MvccStore implements ReadView {
   /** @internal */ readonly index = new KeyIndexTree();
-  /** @internal */ readonly history = new RevisionHistory();
+  /** @internal */ readonly history = new RevisionHistory((key, revision) =>
+    this.index.stateAt(key, revision),
+  );
   /** @internal */ readonly lessor: Lessor | undefined;
   /** @internal */ readonly keyBytes = new ByteSlab();
   #current = 1;
@@ -100,7 +102,7 @@ export class MvccStore implements ReadView {
     let count = 0;
     this.index.forEach(range, revision, (key) => {
       if (kvs.length < limit) {
-        const kv = this.history.get(key.modified);
+        const kv = this.history.get(key.modified, key);
         if (kv === undefined) throw new Error('mvcc: index points at a revision not in history');
         kvs.push(kv);
       } else if (!withTotalCount) {
@@ -184,15 +186,7 @@ export class MvccStore implements ReadView {
         this.index.put(key, entry.revision, found);
       }
       if (entry.tombstone) this.history.tombstone(entry.revision, key);
-      else
-        this.history.put(
-          entry.revision,
-          key,
-          entry.kv.value,
-          createRevision,
-          version,
-          entry.kv.lease,
-        );
+      else this.history.put(entry.revision, key, entry.kv.value, entry.kv.lease);
     }
     this.#current = state.revision;
     this.#compacted = state.compactRevision;

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RevisionHistory } from '../../src/mvcc/history.js';
+import type { KeyState } from '../../src/mvcc/key-index.js';
+import type { Revision } from '../../src/mvcc/revision.js';
 import type { KeyValue } from '../../src/mvcc/types.js';
 import { b, text } from '../support/bytes.js';
 
@@ -18,14 +20,24 @@ function tombstoneKv(key: string, main: number): KeyValue {
   return { key: b(key), value: b(''), createRevision: 0, modRevision: main, version: 0, lease: 0n };
 }
 
+/** The create revision and version of each put the tests add, as the key index would know them. */
+const states = new Map<string, KeyState>();
+const stateKey = (key: Uint8Array, revision: Revision) =>
+  `${text(key)} ${revision.main}.${revision.sub}`;
+
+function newHistory(): RevisionHistory {
+  return new RevisionHistory((key, revision) => states.get(stateKey(key, revision)));
+}
+
 /** Appends `kv` as a put, or as a tombstone when its version is 0. */
-function add(
-  history: RevisionHistory,
-  revision: { main: number; sub: number },
-  kv: KeyValue,
-): void {
-  if (kv.version === 0) history.tombstone(revision, kv.key);
-  else history.put(revision, kv.key, kv.value, kv.createRevision, kv.version, kv.lease);
+function add(history: RevisionHistory, revision: Revision, kv: KeyValue): void {
+  if (kv.version === 0) {
+    history.tombstone(revision, kv.key);
+    return;
+  }
+  const created = { main: kv.createRevision, sub: 0 };
+  states.set(stateKey(kv.key, revision), { modified: revision, created, version: kv.version });
+  history.put(revision, kv.key, kv.value, kv.lease);
 }
 
 /** Each kept change as `key main.sub put|delete`, in history order. */
@@ -38,7 +50,7 @@ function walk(history: RevisionHistory, upTo = 100): string[] {
 
 describe('RevisionHistory', () => {
   it('keeps a revision of several changes by sub, in op order, a version-0 change as a delete', () => {
-    const history = new RevisionHistory();
+    const history = newHistory();
     add(history, { main: 2, sub: 0 }, putKv('a', 2));
     add(history, { main: 3, sub: 0 }, putKv('b', 3));
     add(history, { main: 3, sub: 1 }, tombstoneKv('a', 3));
@@ -53,7 +65,7 @@ describe('RevisionHistory', () => {
   });
 
   it('forgets removed changes, their bytes, and the revisions left empty at the start', () => {
-    const history = new RevisionHistory();
+    const history = newHistory();
     add(history, { main: 2, sub: 0 }, putKv('a', 2));
     add(history, { main: 3, sub: 0 }, putKv('b', 3));
     add(history, { main: 3, sub: 1 }, putKv('c', 3));
@@ -74,7 +86,7 @@ describe('RevisionHistory', () => {
   });
 
   it('leaves revisions with nothing kept empty (a restored history) and starts again once empty', () => {
-    const history = new RevisionHistory();
+    const history = newHistory();
     add(history, { main: 5, sub: 0 }, putKv('a', 5));
     add(history, { main: 9, sub: 1 }, putKv('b', 9));
     expect(walk(history)).toEqual(['a 5.0 put', 'b 9.1 put']);
@@ -90,18 +102,18 @@ describe('RevisionHistory', () => {
   });
 
   it('refuses a change below the latest revision', () => {
-    const history = new RevisionHistory();
+    const history = newHistory();
     add(history, { main: 5, sub: 0 }, putKv('a', 5));
     add(history, { main: 6, sub: 0 }, putKv('b', 6));
     expect(() => add(history, { main: 5, sub: 1 }, putKv('c', 5))).toThrow(/below the latest/);
   });
 
   it('reads back every field of a put, with a copy of its value, and a tombstone as etcd holds it', () => {
-    const history = new RevisionHistory();
+    const history = newHistory();
     const value = b('hello');
-    const kept = history.put({ main: 7, sub: 0 }, b('k'), value, 3, 4, 99n);
+    const kv = { ...putKv('k', 7, 4), value, createRevision: 3, lease: 99n };
+    add(history, { main: 7, sub: 0 }, kv);
     value.fill(0);
-    expect(text(kept)).toBe('hello');
     add(history, { main: 8, sub: 0 }, tombstoneKv('k', 8));
     expect(history.get({ main: 7, sub: 0 })).toEqual({
       key: b('k'),
@@ -117,7 +129,7 @@ describe('RevisionHistory', () => {
   });
 
   it('keeps empty, packed and large values apart, and each one whole after others are removed', () => {
-    const history = new RevisionHistory();
+    const history = newHistory();
     const large = new Uint8Array(5000).map((_, i) => i % 251);
     const values = [
       b(''),
@@ -125,7 +137,7 @@ describe('RevisionHistory', () => {
       ...Array.from({ length: 300 }, (_, i) => b(`value ${i}`.repeat(10))),
     ];
     values.forEach((value, i) => {
-      history.put({ main: 2 + i, sub: 0 }, b(`k${i}`), value, 2 + i, 1, 0n);
+      add(history, { main: 2 + i, sub: 0 }, { ...putKv(`k${i}`, 2 + i), value });
     });
     // Removing every other one rewrites the records and frees what the removed values held.
     history.remove(values.map((_, i) => ({ main: 2 + i, sub: 0 })).filter((_, i) => i % 2 === 1));
@@ -140,7 +152,7 @@ describe('RevisionHistory', () => {
   });
 
   it('finds a change by sub in a revision of many once some of them were removed', () => {
-    const history = new RevisionHistory();
+    const history = newHistory();
     for (let sub = 0; sub < 50; sub++) add(history, { main: 3, sub }, putKv(`k${sub}`, 3));
     add(history, { main: 4, sub: 0 }, putKv('z', 4));
     const removed = Array.from({ length: 20 }, (_, i) => ({ main: 3, sub: i * 2 + 1 }));
@@ -156,7 +168,7 @@ describe('RevisionHistory', () => {
   });
 
   it('keeps records past its first pages, and finds them after a rewrite across pages', () => {
-    const history = new RevisionHistory();
+    const history = newHistory();
     for (let main = 2; main < 9002; main++) add(history, { main, sub: 0 }, putKv(`k${main}`, main));
     // One revision of 5000 changes spans a page boundary (4096 records a page).
     for (let sub = 0; sub < 5000; sub++) add(history, { main: 9002, sub }, putKv(`t${sub}`, 9002));

@@ -117,6 +117,29 @@ describe('MvccStore revisions', () => {
     expect(store.changesAt(3)).toEqual(committed[0]);
   });
 
+  it('replays a put its own request then deleted (a nested txn) with its version, and a later generation', () => {
+    const store = new MvccStore();
+    put(store, 'a', '1');
+    const write = store.write();
+    write.put(b('a'), b('2'), 0n);
+    write.deleteRange({ key: b('a') });
+    write.put(b('a'), b('3'), 0n);
+    write.end();
+    expect(store.changesAt(3).events.map((e) => [e.type, summary(e.kv)])).toEqual([
+      ['put', { key: 'a', value: '2', create: 2, mod: 3, version: 2, lease: 0n }],
+      ['delete', { key: 'a', value: '', create: 0, mod: 3, version: 0, lease: 0n }],
+      ['put', { key: 'a', value: '3', create: 3, mod: 3, version: 1, lease: 0n }],
+    ]);
+    expect(summary(store.range({ key: b('a') }).kvs[0])).toEqual({
+      key: 'a',
+      value: '3',
+      create: 3,
+      mod: 3,
+      version: 1,
+      lease: 0n,
+    });
+  });
+
   it('reads inside a write see its own earlier changes', () => {
     const store = new MvccStore();
     put(store, 'a', '1');
