@@ -11,6 +11,7 @@ import {
   type Op,
   op,
   type ResponseHeader,
+  type TxnOp,
   type TxnOpResponse,
   type TxnResult,
 } from '@etcdkit/client';
@@ -65,86 +66,72 @@ export interface Ownership {
  */
 export class GuardedTxn<T extends readonly Op[] = [], E extends readonly Op[] = []> {
   readonly #kv: KV;
-  readonly #compares: readonly Compare[];
-  readonly #thenOps: T;
-  readonly #elseOps: E;
+  /** Your txn as the client's nested txn op: `op.txn` checks its compares and ops. */
+  readonly #txn: TxnOp<T, E>;
 
   /** Built by {@link guardedTxn} or `lock.txn()`. */
   constructor(
     kv: KV,
     /** The hold every commit is guarded by. */
     readonly owner: Ownership,
-    compares: readonly Compare[] = [],
-    thenOps: T = [] as unknown as T,
-    elseOps: E = [] as unknown as E,
+    txn: TxnOp<T, E> = op.txn([]) as TxnOp<T, E>,
   ) {
     this.#kv = kv;
-    this.#compares = compares;
-    this.#thenOps = thenOps;
-    this.#elseOps = elseOps;
+    this.#txn = txn;
   }
 
   /** Adds compares of your own; all must hold for the `then` ops to run. */
   if(...compares: Compare[]): GuardedTxn<T, E> {
-    return new GuardedTxn(
-      this.#kv,
-      this.owner,
-      [...this.#compares, ...compares],
-      this.#thenOps,
-      this.#elseOps,
-    );
+    const { success, failure } = this.#txn;
+    return this.#with(op.txn([...this.#txn.compares, ...compares], success, failure));
   }
 
   /**
    * Adds ops to run when your compares hold (and the lock is held). Like the client's Txn, this
-   * is not a promise: awaiting it without {@link commit} rejects.
+   * is not a promise: awaiting it without {@link commit} rejects with InvalidArgumentError.
    */
   // biome-ignore lint/suspicious/noThenProperty: `then` is etcd's name for the success branch; awaiting a GuardedTxn is caught below.
   then<const O extends readonly Op[]>(...ops: O): GuardedTxn<[...T, ...O], E> {
     const reject = (ops as readonly unknown[])[1];
     if (typeof ops[0] === 'function' && typeof reject === 'function') {
-      reject(new TypeError('a GuardedTxn is not a promise: call commit() to run it'));
+      reject(new InvalidArgumentError('a GuardedTxn is not a promise: call commit() to run it'));
       return this as unknown as GuardedTxn<[...T, ...O], E>;
     }
-    return new GuardedTxn(
-      this.#kv,
-      this.owner,
-      this.#compares,
-      [...this.#thenOps, ...ops],
-      this.#elseOps,
-    );
+    const { compares, success, failure } = this.#txn;
+    return this.#with(op.txn(compares, [...success, ...ops] as [...T, ...O], failure));
   }
 
   /** Adds ops to run when one of your compares fails (and the lock is held). */
   else<const O extends readonly Op[]>(...ops: O): GuardedTxn<T, [...E, ...O]> {
-    return new GuardedTxn(this.#kv, this.owner, this.#compares, this.#thenOps, [
-      ...this.#elseOps,
-      ...ops,
-    ]);
+    const { compares, success, failure } = this.#txn;
+    return this.#with(op.txn(compares, success, [...failure, ...ops] as [...E, ...O]));
+  }
+
+  #with<T2 extends readonly Op[], E2 extends readonly Op[]>(
+    txn: TxnOp<T2, E2>,
+  ): GuardedTxn<T2, E2> {
+    return new GuardedTxn(this.#kv, this.owner, txn);
   }
 
   /**
    * Sends the txn. Resolves with the outcome of YOUR txn (`succeeded` says whether your compares
    * held) when the lock was held at the txn's revision; rejects with LockLostError (a leadership's
-   * LeadershipLostError) when it was not (nothing applied). Options are the client's (`retry: 'guarded'` only if your compares make a
-   * second application impossible).
+   * LeadershipLostError) when it was not (nothing applied). Options are the client's (`retry:
+   * 'guarded'` only if your compares make a second application impossible).
    */
   async commit(options?: CommitOptions): Promise<TxnResult<T, E>> {
     const guard = this.owner.isOwner();
-    if (this.#compares.length === 0 && this.#elseOps.length === 0) {
+    const { compares, success, failure } = this.#txn;
+    if (compares.length === 0 && failure.length === 0) {
       const flat = await this.#kv
         .txn()
         .if(guard)
-        .then(...this.#thenOps)
+        .then(...success)
         .commit(options);
       if (!flat.succeeded) throw this.#lost();
       return { header: flat.header, succeeded: true, responses: flat.responses } as TxnResult<T, E>;
     }
-    const nested = await this.#kv
-      .txn()
-      .if(guard)
-      .then(op.txn(this.#compares, this.#thenOps, this.#elseOps))
-      .commit(options);
+    const nested = await this.#kv.txn().if(guard).then(this.#txn).commit(options);
     if (!nested.succeeded) throw this.#lost();
     const inner = nested.responses[0] as TxnOpResponse;
     return {

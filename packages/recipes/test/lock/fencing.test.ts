@@ -150,7 +150,23 @@ describeEachBackend('Fencing', ({ backend, prefix }) => {
       const error = await rejection(
         Promise.resolve().then(() => lock.txn() as unknown as Promise<void>),
       );
-      expect(error).toBeInstanceOf(TypeError);
+      expect(error).toBeInstanceOf(InvalidArgumentError);
+      expect((error as Error).message).toBe(
+        'a GuardedTxn is not a promise: call commit() to run it',
+      );
+    });
+
+    it('refuses compares and ops not built with cmp and op, as the client Txn does', async () => {
+      const session = await fixture.session();
+      const lock = await new Mutex(session, `${prefix()}lock`).lock();
+      const txn = lock.txn();
+      expect(() =>
+        txn.if({ target: 'value' } as unknown as ReturnType<typeof cmp.missing>),
+      ).toThrow(InvalidArgumentError);
+      expect(() => txn.else('put a' as unknown as ReturnType<typeof op.get>)).toThrow(
+        InvalidArgumentError,
+      );
+      await lock.unlock();
     });
   });
 
