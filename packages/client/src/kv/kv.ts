@@ -31,6 +31,7 @@ import {
   rangeSpec,
 } from './range.js';
 import { RangeStreamSupport, Scan, type ScanRequest } from './scan.js';
+import { Slots } from './slots.js';
 import { Txn } from './txn.js';
 
 /** Options of {@link KV.count}. */
@@ -77,6 +78,8 @@ export class KV {
   // The namespace this view works in; the root for the whole store.
   #ns: KeyPrefix = KeyPrefix.root;
   readonly #shared: SharedKvServices;
+  /** @internal What sibling packages keep per client object (the recipes' STM queue...). */
+  readonly slots = new Slots();
 
   /**
    * The KV API over a connection (or any {@link Rpc}). Most programs use {@link Etcd}, which is a

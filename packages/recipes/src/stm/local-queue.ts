@@ -1,6 +1,7 @@
 // The local queue of STM runs that conflicted: per-key FIFO locks, so a hot key costs about one
 // commit per success; the commit's compares still decide (docs/stm.md, "Retries and contention").
 import { AbortedError, type KV } from '@etcdkit/client';
+import { Slot } from '@etcdkit/client/internal';
 import { keyId, type Prefetched, type ReadEntry } from './attempt.js';
 
 interface KeyLock {
@@ -127,14 +128,9 @@ function handedOf(
   return { revision: after.revision, entries };
 }
 
-const queues = new WeakMap<KV, StmQueue>();
+const QUEUE = new Slot(() => new StmQueue());
 
 /** @internal The queue of the runStm calls on `kv` in this process. */
 export function stmQueueOf(kv: KV): StmQueue {
-  let queue = queues.get(kv);
-  if (queue === undefined) {
-    queue = new StmQueue();
-    queues.set(kv, queue);
-  }
-  return queue;
+  return kv.slots.get(QUEUE);
 }

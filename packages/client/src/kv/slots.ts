@@ -1,0 +1,20 @@
+// State a sibling package keeps per client or per session (the recipes' STM queue, the watches a
+// recipe closes late), held by that object and gone with it, instead of module-level maps keyed by it.
+
+/** @internal One kind of per-object state: `create` makes its value on first use. */
+export class Slot<T> {
+  constructor(readonly create: () => T) {}
+}
+
+/** @internal The values of the slots an object was asked for. */
+export class Slots {
+  readonly #values = new Map<Slot<unknown>, unknown>();
+
+  /** The value of `slot` for this object, made on first use. */
+  get<T>(slot: Slot<T>): T {
+    if (this.#values.has(slot)) return this.#values.get(slot) as T;
+    const value = slot.create();
+    this.#values.set(slot, value);
+    return value;
+  }
+}
