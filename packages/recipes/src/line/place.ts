@@ -12,7 +12,7 @@ import {
   op,
   type ResponseHeader,
 } from '@etcdkit/client';
-import { linkSignals } from '@etcdkit/client/internal';
+import { linkSignals, Slot } from '@etcdkit/client/internal';
 import { LockLostError, LockNotHeldError, SessionExpiredError, throwIfAborted } from '../errors.js';
 import type { Session } from '../session/session.js';
 import {
@@ -252,24 +252,19 @@ export async function acquireSessionKey(
 // its key (Go's layout: one candidate per session), and a failed wait of one must not delete the
 // key the other waits with or leads with. (A Mutex's calls take the key in call order:
 // lock/mutex.ts.)
-const users = new WeakMap<Session, Map<string, number>>();
+const USERS = new Slot(() => new Map<string, number>());
 
 /** Records a local user of a session key; call the returned function when it stops using it. */
 export function useSessionKey(session: Session, key: string): () => number {
-  let byKey = users.get(session);
-  if (!byKey) {
-    byKey = new Map();
-    users.set(session, byKey);
-  }
+  const byKey = session.slots.get(USERS);
   byKey.set(key, (byKey.get(key) ?? 0) + 1);
   let done = false;
   return () => {
-    const map = users.get(session);
-    if (done) return map?.get(key) ?? 0;
+    if (done) return byKey.get(key) ?? 0;
     done = true;
-    const left = (map?.get(key) ?? 1) - 1;
-    if (left <= 0) map?.delete(key);
-    else map?.set(key, left);
+    const left = (byKey.get(key) ?? 1) - 1;
+    if (left <= 0) byKey.delete(key);
+    else byKey.set(key, left);
     return left;
   };
 }

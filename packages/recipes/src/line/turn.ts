@@ -15,6 +15,7 @@ import {
   type WatchBatch,
   type Watcher,
 } from '@etcdkit/client';
+import { Slot } from '@etcdkit/client/internal';
 import { SessionExpiredError, STOPPED } from '../errors.js';
 
 /** The recipe's own queue key, watched while waiting so its loss ends the wait at once. */
@@ -543,24 +544,21 @@ export class TurnWatch {
 // client's next request of a wait or hold (closeNow), whichever comes first, which then carries the
 // cancel in the same socket write: a lock() right after unlock() sends its txn and the old hold's
 // cancel in one write, and the server reads them at once.
-const closing = new WeakMap<KV, Array<() => void>>();
+const CLOSING = new Slot(() => ({ closes: [] as Array<() => void> }));
 
 /** @internal Closes a watch on the next turn of the event loop, or at `kv`'s closeNow before. */
 export function closeSoon(kv: KV, close: () => void): void {
-  const closes = closing.get(kv);
-  if (closes !== undefined) {
-    closes.push(close);
-    return;
-  }
-  closing.set(kv, [close]);
-  setImmediate(() => closeNow(kv));
+  const closing = kv.slots.get(CLOSING);
+  closing.closes.push(close);
+  if (closing.closes.length === 1) setImmediate(() => closeNow(kv));
 }
 
 /** @internal Closes now the watches of `kv` given to {@link closeSoon}. */
 export function closeNow(kv: KV): void {
-  const closes = closing.get(kv);
-  if (closes === undefined) return;
-  closing.delete(kv);
+  const closing = kv.slots.get(CLOSING);
+  const { closes } = closing;
+  if (closes.length === 0) return;
+  closing.closes = [];
   for (const close of closes) close();
 }
 

@@ -3,6 +3,7 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { AbortedError, InvalidArgumentError } from '@etcdkit/client';
+import { Slot } from '@etcdkit/client/internal';
 import { LockedError, NestedLockError } from '../errors.js';
 import { acquireHold, acquireSessionKey } from '../line/place.js';
 import { recipeName } from '../recipe-name.js';
@@ -290,14 +291,10 @@ class KeyCalls {
   readonly waiting: WaitingCall[] = [];
 }
 
-const bySession = new WeakMap<Session, Map<string, KeyCalls>>();
+const KEY_CALLS = new Slot(() => new Map<string, KeyCalls>());
 
 function callsOf(session: Session, key: string): KeyCalls {
-  let byKey = bySession.get(session);
-  if (byKey === undefined) {
-    byKey = new Map();
-    bySession.set(session, byKey);
-  }
+  const byKey = session.slots.get(KEY_CALLS);
   let calls = byKey.get(key);
   if (calls === undefined) {
     calls = new KeyCalls();
@@ -320,7 +317,7 @@ function giverBack(session: Session, key: string, calls: KeyCalls): GiveKeyBack 
       return;
     }
     calls.busy = false;
-    bySession.get(session)?.delete(key);
+    session.slots.get(KEY_CALLS).delete(key);
   };
 }
 

@@ -14,7 +14,7 @@ import {
   type WatchBatch,
   type Watcher,
 } from '@etcdkit/client';
-import { raceAbort } from '@etcdkit/client/internal';
+import { raceAbort, Slot } from '@etcdkit/client/internal';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
 import type { StmKeyLocks, StmKeysHeld, StmSeenKey } from '../stm/contention.js';
@@ -69,15 +69,11 @@ export function stmKeyLocks(
   };
 }
 
-const localQueues = new WeakMap<Session, Map<string, StmQueue>>();
+const LOCAL_QUEUES = new Slot(() => new Map<string, StmQueue>());
 
 /** The in-process turns on the queue keys of `session` under `prefix`. */
 function localQueueOf(session: Session, prefix: string): StmQueue {
-  let byPrefix = localQueues.get(session);
-  if (byPrefix === undefined) {
-    byPrefix = new Map();
-    localQueues.set(session, byPrefix);
-  }
+  const byPrefix = session.slots.get(LOCAL_QUEUES);
   let queue = byPrefix.get(prefix);
   if (queue === undefined) {
     queue = new StmQueue();
@@ -430,15 +426,11 @@ class KeyWatches {
   }
 }
 
-const keyWatches = new WeakMap<Session, Map<string, KeyWatches>>();
+const KEY_WATCHES = new Slot(() => new Map<string, KeyWatches>());
 
 /** The watches of `key` and its `queue` for `session`'s runs: open ones, or new. */
 function keyWatchesOf(session: Session, key: Uint8Array, queue: string): KeyWatches {
-  let byQueue = keyWatches.get(session);
-  if (byQueue === undefined) {
-    byQueue = new Map();
-    keyWatches.set(session, byQueue);
-  }
+  const byQueue = session.slots.get(KEY_WATCHES);
   const open = byQueue.get(queue);
   if (open) return open;
   const watches: KeyWatches = new KeyWatches(session, key, queue, () => {

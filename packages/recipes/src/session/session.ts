@@ -10,6 +10,7 @@ import {
   LeaseNotFoundError,
   OutcomeUnknownError,
 } from '@etcdkit/client';
+import { Slots } from '@etcdkit/client/internal';
 import { throwIfAborted } from '../errors.js';
 
 /** Options of {@link Session.create}. */
@@ -64,6 +65,8 @@ export const CLIENT_CLOSE_REVOKE_MS = 2_000;
  * ```
  */
 export class Session implements AsyncDisposable {
+  /** @internal What the recipes keep per session (a Mutex's calls, the STM key queues...). */
+  readonly slots = new Slots();
   #closing: Promise<void> | undefined;
 
   private constructor(
