@@ -1,13 +1,12 @@
 // The revision-ordered history: every change still kept, addressed by (main, sub) revision. A
 // change is a record in columns of typed arrays (its sub, value place and length, lease) beside an
-// array of its key, whose bytes the key index holds anyway: a record costs about 32 bytes and no
-// object, where a KeyValue and its value's view cost about 200 (issue 28.1). Its create revision
-// and version are the key index's, asked when the change is read, and KeyValue objects are made
-// only then. Records are appended in
-// revision order; main revisions are dense, so `firsts` gives each main revision (from the oldest
-// kept one) its first record, and its records run to the next one's first. A tombstone is a record
-// without a value place (-1). Compaction marks records dropped (key undefined) and
-// rewrites the pages of records once half of them are dropped.
+// array of its key's KeyIndex, which holds the key's bytes anyway: a record costs about 32 bytes
+// and no object, where a KeyValue and its value's view cost about 200 (issue 28.1). Its create
+// revision and version are the KeyIndex's, asked when the change is read, and KeyValue objects
+// are made only then. Records are appended in revision order; main revisions are dense, so
+// `firsts` gives each main revision (from the oldest kept one) its first record, and its records
+// run to the next one's first. A tombstone is a record without a value place (-1). Compaction
+// marks records dropped (key undefined) and rewrites the pages once half of them are dropped.
 import { EMPTY_BYTES } from '../bytes.js';
 import type { KeyState } from './key-index.js';
 import type { Revision } from './revision.js';
@@ -23,11 +22,12 @@ export interface HistoryEntry {
   readonly tombstone: boolean;
 }
 
-/**
- * The key index's state of `key` right after its change at `revision` (create revision and
- * version), which it has for every put still in history.
- */
-export type KeyStateAt = (key: Uint8Array, revision: Revision) => KeyState | undefined;
+/** A key as the history keeps it: its KeyIndex, which has its bytes and its states. */
+export interface HistoryKey {
+  readonly key: Uint8Array;
+  /** The key's state right after its change at `revision`, which it has for every kept put. */
+  stateAt(revision: Revision): KeyState | undefined;
+}
 
 /** Records per page: 4096 of about 32 bytes of columns, 180 KiB, allocated whole but the first. */
 const PAGE_BITS = 12;
@@ -42,7 +42,7 @@ const FIRST_PAGE_RECORDS = 64;
  * new one unused.
  */
 class RecordPage {
-  readonly keys: (Uint8Array | undefined)[] = [];
+  readonly keys: (HistoryKey | undefined)[] = [];
   readonly subs: Uint32Array;
   /** -1 for a tombstone. */
   readonly places: Float64Array;
@@ -79,7 +79,6 @@ class RecordPage {
 /** The changes of every revision still in history. */
 export class RevisionHistory {
   readonly #values = new ValueChunks();
-  readonly #stateAt: KeyStateAt;
   #pages: RecordPage[] = [new RecordPage(FIRST_PAGE_RECORDS)];
   /** Records in the pages, dropped ones included. */
   #count = 0;
@@ -92,10 +91,6 @@ export class RevisionHistory {
   #base = 0;
   #size = 0;
 
-  constructor(stateAt: KeyStateAt) {
-    this.#stateAt = stateAt;
-  }
-
   /** Approximate bytes the kept changes would take in etcd's backend. */
   get bytes(): number {
     return this.#size;
@@ -105,7 +100,7 @@ export class RevisionHistory {
    * Appends a put of a copy of `value` at `key`; changes arrive in ascending (main, sub) order.
    * Returns the copy kept, which the change's KeyValue may hold.
    */
-  put(revision: Revision, key: Uint8Array, value: Uint8Array, lease: bigint): Uint8Array {
+  put(revision: Revision, key: HistoryKey, value: Uint8Array, lease: bigint): Uint8Array {
     const record = this.#append(revision, key);
     const page = this.#pages[record >>> PAGE_BITS]!;
     const at = record & IN_PAGE;
@@ -114,19 +109,19 @@ export class RevisionHistory {
     page.places[at] = place;
     page.lengths[at] = length;
     page.leases[at] = lease;
-    this.#size += sizeOf(key.length, length);
+    this.#size += sizeOf(key.key.length, length);
     return length === 0 ? EMPTY_BYTES : this.#values.view(place, length);
   }
 
   /** Appends a delete of `key`; changes arrive in ascending (main, sub) order. */
-  tombstone(revision: Revision, key: Uint8Array): void {
+  tombstone(revision: Revision, key: HistoryKey): void {
     const record = this.#append(revision, key);
     const page = this.#pages[record >>> PAGE_BITS]!;
     const at = record & IN_PAGE;
     page.places[at] = -1;
     page.lengths[at] = 0;
     page.leases[at] = 0n;
-    this.#size += sizeOf(key.length, 0);
+    this.#size += sizeOf(key.key.length, 0);
   }
 
   /**
@@ -163,7 +158,7 @@ export class RevisionHistory {
       const page = this.#pages[record >>> PAGE_BITS]!;
       const at = record & IN_PAGE;
       const length = page.lengths[at]!;
-      this.#size -= sizeOf(page.keys[at]!.length, length);
+      this.#size -= sizeOf(page.keys[at]!.key.length, length);
       if (length > 0) this.#values.release(page.places[at]!);
       page.keys[at] = undefined;
       this.#dropped++;
@@ -178,7 +173,7 @@ export class RevisionHistory {
   }
 
   /** Adds a record of `key` at `revision`, with room made as needed; returns its index. */
-  #append(revision: Revision, key: Uint8Array): number {
+  #append(revision: Revision, key: HistoryKey): number {
     const { main, sub } = revision;
     if (this.#mains === 0) this.#base = main;
     const at = main - this.#base;
@@ -224,14 +219,15 @@ export class RevisionHistory {
     return this.#pages[record >>> PAGE_BITS]!.subs[record & IN_PAGE]!;
   }
 
-  #keyOf(record: number): Uint8Array | undefined {
+  #keyOf(record: number): HistoryKey | undefined {
     return this.#pages[record >>> PAGE_BITS]!.keys[record & IN_PAGE];
   }
 
   #kvOf(record: number, main: number, known?: KeyState): KeyValue {
     const page = this.#pages[record >>> PAGE_BITS]!;
     const at = record & IN_PAGE;
-    const key = page.keys[at]!;
+    const owner = page.keys[at]!;
+    const key = owner.key;
     const place = page.places[at]!;
     if (place === -1) {
       return {
@@ -243,7 +239,7 @@ export class RevisionHistory {
         lease: 0n,
       };
     }
-    const state = known ?? this.#stateAt(key, { main, sub: page.subs[at]! });
+    const state = known ?? owner.stateAt({ main, sub: page.subs[at]! });
     if (state === undefined) throw new Error('history: a kept put the key index does not know');
     const length = page.lengths[at]!;
     return {

@@ -65,11 +65,12 @@ export class KeyIndexTree {
   restore(
     key: Uint8Array,
     change: { created: Revision; modified: Revision; version: number; tombstone: boolean },
-  ): void {
+  ): KeyIndex {
     if (this.#tree.has(key)) throw new Error('key index: restoring a key that already has history');
     const index = new KeyIndex(key);
     index.restore(change.created, change.modified, change.version, change.tombstone);
     this.#tree.set(key, index);
+    return index;
   }
 
   /** True when `key` has history (live, or deleted and not compacted away yet). */
@@ -77,9 +78,11 @@ export class KeyIndexTree {
     return this.#tree.has(key);
   }
 
-  /** Records a delete of `key` at `revision`; false when the key is not live. */
-  tombstone(key: Uint8Array, revision: Revision): boolean {
-    return this.#tree.get(key)?.tombstone(revision) ?? false;
+  /** Records a delete of `key` at `revision`; returns its history, or undefined (and records
+   * nothing) when the key is not live. */
+  tombstone(key: Uint8Array, revision: Revision): KeyIndex | undefined {
+    const index = this.#tree.get(key);
+    return index?.tombstone(revision) ? index : undefined;
   }
 
   /**

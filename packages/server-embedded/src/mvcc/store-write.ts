@@ -67,7 +67,8 @@ export class StoreWrite implements ReadView {
     const storedKey = found?.key ?? this.#store.keyBytes.copy(key);
     const createRevision = previous === undefined ? main : previous.created.main;
     const version = (previous?.version ?? 0) + 1;
-    const storedValue = this.#store.history.put(revision, storedKey, value, lease);
+    const keyIndex = this.#store.index.put(storedKey, revision, found);
+    const storedValue = this.#store.history.put(revision, keyIndex, value, lease);
     const kv: KeyValue = {
       key: storedKey,
       value: storedValue,
@@ -76,7 +77,6 @@ export class StoreWrite implements ReadView {
       version,
       lease,
     };
-    this.#store.index.put(storedKey, revision, found);
     this.#events.push({ type: 'put', kv });
     if (previousLease !== lease) {
       if (previousLease !== 0n) this.#store.lessor?.detach(previousLease, storedKey);
@@ -105,8 +105,8 @@ export class StoreWrite implements ReadView {
         version: 0,
         lease: 0n,
       };
-      this.#store.history.tombstone(revision, victim.key);
-      this.#store.index.tombstone(victim.key, revision);
+      const keyIndex = this.#store.index.tombstone(victim.key, revision);
+      if (keyIndex !== undefined) this.#store.history.tombstone(revision, keyIndex);
       this.#events.push({ type: 'delete', kv });
       if (victim.lease !== 0n) this.#store.lessor?.detach(victim.lease, victim.key);
     }

@@ -7,6 +7,7 @@ import { ByteSlab } from './byte-slab.js';
 import { newHistoryHasher } from './hash.js';
 import { type HistoryEntry, RevisionHistory } from './history.js';
 import { KeyIndexTree, type KeyRange } from './index.js';
+import type { KeyIndex } from './key-index.js';
 import type { Lessor } from './lessor.js';
 import type { RangeOptions, RangeResult, ReadView } from './read-view.js';
 import { StoreWrite } from './store-write.js';
@@ -47,9 +48,7 @@ const KEPT_COMPACTION_HASHES = 10;
 /** The multi-version key-value store. */
 export class MvccStore implements ReadView {
   /** @internal */ readonly index = new KeyIndexTree();
-  /** @internal */ readonly history = new RevisionHistory((key, revision) =>
-    this.index.stateAt(key, revision),
-  );
+  /** @internal */ readonly history = new RevisionHistory();
   /** @internal */ readonly lessor: Lessor | undefined;
   /** @internal */ readonly keyBytes = new ByteSlab();
   #current = 1;
@@ -172,8 +171,9 @@ export class MvccStore implements ReadView {
       const found = this.index.find(entry.kv.key);
       const key = found?.key ?? this.keyBytes.copy(entry.kv.key);
       const { createRevision, version } = entry.kv;
+      let keyIndex: KeyIndex | undefined;
       if (found === undefined) {
-        this.index.restore(key, {
+        keyIndex = this.index.restore(key, {
           created: { main: createRevision, sub: 0 },
           modified: entry.revision,
           // The history tells a tombstone by its version 0, as etcd stores one.
@@ -181,12 +181,15 @@ export class MvccStore implements ReadView {
           tombstone: entry.tombstone,
         });
       } else if (entry.tombstone) {
-        this.index.tombstone(key, entry.revision);
+        keyIndex = this.index.tombstone(key, entry.revision);
       } else {
-        this.index.put(key, entry.revision, found);
+        keyIndex = this.index.put(key, entry.revision, found);
       }
-      if (entry.tombstone) this.history.tombstone(entry.revision, key);
-      else this.history.put(entry.revision, key, entry.kv.value, entry.kv.lease);
+      if (keyIndex === undefined) {
+        throw new Error('mvcc: a restored tombstone of a key that is not live');
+      }
+      if (entry.tombstone) this.history.tombstone(entry.revision, keyIndex);
+      else this.history.put(entry.revision, keyIndex, entry.kv.value, entry.kv.lease);
     }
     this.#current = state.revision;
     this.#compacted = state.compactRevision;

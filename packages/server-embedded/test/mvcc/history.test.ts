@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RevisionHistory } from '../../src/mvcc/history.js';
+import { type HistoryKey, RevisionHistory } from '../../src/mvcc/history.js';
 import type { KeyState } from '../../src/mvcc/key-index.js';
 import type { Revision } from '../../src/mvcc/revision.js';
 import type { KeyValue } from '../../src/mvcc/types.js';
@@ -25,19 +25,24 @@ const states = new Map<string, KeyState>();
 const stateKey = (key: Uint8Array, revision: Revision) =>
   `${text(key)} ${revision.main}.${revision.sub}`;
 
+/** A stand-in for the KeyIndex of `key`, answering from `states`. */
+function historyKey(key: Uint8Array): HistoryKey {
+  return { key, stateAt: (revision) => states.get(stateKey(key, revision)) };
+}
+
 function newHistory(): RevisionHistory {
-  return new RevisionHistory((key, revision) => states.get(stateKey(key, revision)));
+  return new RevisionHistory();
 }
 
 /** Appends `kv` as a put, or as a tombstone when its version is 0. */
 function add(history: RevisionHistory, revision: Revision, kv: KeyValue): void {
   if (kv.version === 0) {
-    history.tombstone(revision, kv.key);
+    history.tombstone(revision, historyKey(kv.key));
     return;
   }
   const created = { main: kv.createRevision, sub: 0 };
   states.set(stateKey(kv.key, revision), { modified: revision, created, version: kv.version });
-  history.put(revision, kv.key, kv.value, kv.lease);
+  history.put(revision, historyKey(kv.key), kv.value, kv.lease);
 }
 
 /** Each kept change as `key main.sub put|delete`, in history order. */
