@@ -35,13 +35,6 @@ export interface QueueLine<K, P extends LinePlace<K>, H> {
    * delete proves the turn, or undefined to read the line again.
    */
   waitForPredecessor(newest: P, read: AheadRead<P, H>, signal: AbortSignal): Promise<H | undefined>;
-  /**
-   * @deprecated Never called: the wait watches no own key (a waiter on etcd waits on when its key
-   * goes, and the recipes wait with turn.ts). Goes once the server's line no longer gives it.
-   */
-  waitForDelete?(place: LinePlace<K>, seenAt: bigint, signal: AbortSignal): Promise<bigint>;
-  /** @deprecated Never called, as {@link waitForDelete}. */
-  lost?(revision: bigint): unknown;
 }
 
 /** Options of {@link waitForTurn}. */

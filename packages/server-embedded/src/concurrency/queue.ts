@@ -231,13 +231,10 @@ function storeLine(
           : [{ key: newest.key, createRevision: newest.createRevision ?? 0n }];
       return { predecessors, revision: header.revision ?? 0n, header };
     },
-    waitForDelete: (place, _seenAt, signal) => gone(client, place, signal),
     waitForPredecessor: async (newest, _read, signal) => {
       await gone(client, newest, signal);
       return undefined;
     },
-    // Called only for an own key waitForTurn watches, and waitInLine gives none.
-    lost: () => new Error('the embedded queue does not watch its own key'),
   };
 }
 
@@ -249,15 +246,14 @@ async function gone(
   client: LocalClient,
   place: LinePlace<Uint8Array>,
   signal: AbortSignal,
-): Promise<bigint> {
+): Promise<void> {
   const watch = client.watch({ key: place.key }, { noPut: true });
   try {
     const read = client.range({ key: place.key });
-    if (read.kvs?.[0]?.createRevision !== place.createRevision) return read.header?.revision ?? 0n;
+    if (read.kvs?.[0]?.createRevision !== place.createRevision) return;
     for (;;) {
       const batch = await watch.next(signal);
-      const deleted = batch.events.find((event) => event.type === 'delete');
-      if (deleted !== undefined) return BigInt(deleted.kv.modRevision);
+      if (batch.events.some((event) => event.type === 'delete')) return;
     }
   } finally {
     watch.close();
