@@ -10,6 +10,6 @@
 export { raceAbort } from '../connection/call-scope.js';
 export { type LinkedSignal, linkSignals } from '../connection/link-signals.js';
 export { fromTransportError, serverErrorClass, toEtcdError } from '../errors.js';
-export { Slot, Slots } from '../kv/slots.js';
+export { KeyedSlot, Slot, Slots } from '../kv/slots.js';
 export { type BackoffOptions, backoffDelay } from '../transport/backoff.js';
 export { GrpcCode } from '../transport/types.js';

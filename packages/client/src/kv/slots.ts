@@ -6,6 +6,14 @@ export class Slot<T> {
   constructor(readonly create: () => T) {}
 }
 
+/** @internal Per-object state kept per name (a lock's key, a queue's prefix). */
+export class KeyedSlot<T> {
+  /** The values by name. */
+  readonly values = new Slot(() => new Map<string, T>());
+
+  constructor(readonly create: () => T) {}
+}
+
 /** @internal The values of the slots an object was asked for. */
 export class Slots {
   readonly #values = new Map<Slot<unknown>, unknown>();
@@ -15,6 +23,17 @@ export class Slots {
     if (this.#values.has(slot)) return this.#values.get(slot) as T;
     const value = slot.create();
     this.#values.set(slot, value);
+    return value;
+  }
+
+  /** The value of `slot` under `name` for this object, made on first use. */
+  keyed<T>(slot: KeyedSlot<T>, name: string): T {
+    const values = this.get(slot.values);
+    let value = values.get(name);
+    if (value === undefined) {
+      value = slot.create();
+      values.set(name, value);
+    }
     return value;
   }
 }

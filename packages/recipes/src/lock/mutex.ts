@@ -3,7 +3,7 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { AbortedError, InvalidArgumentError } from '@etcdkit/client';
-import { Slot } from '@etcdkit/client/internal';
+import { KeyedSlot } from '@etcdkit/client/internal';
 import { LockedError, NestedLockError } from '../errors.js';
 import { acquireHold, acquireSessionKey } from '../line/place.js';
 import { recipeName } from '../recipe-name.js';
@@ -291,16 +291,10 @@ class KeyCalls {
   readonly waiting: WaitingCall[] = [];
 }
 
-const KEY_CALLS = new Slot(() => new Map<string, KeyCalls>());
+const KEY_CALLS = new KeyedSlot(() => new KeyCalls());
 
 function callsOf(session: Session, key: string): KeyCalls {
-  const byKey = session.slots.get(KEY_CALLS);
-  let calls = byKey.get(key);
-  if (calls === undefined) {
-    calls = new KeyCalls();
-    byKey.set(key, calls);
-  }
-  return calls;
+  return session.slots.keyed(KEY_CALLS, key);
 }
 
 /** Gives the key back: the next waiting call gets it (once; later calls do nothing). */
@@ -317,7 +311,7 @@ function giverBack(session: Session, key: string, calls: KeyCalls): GiveKeyBack 
       return;
     }
     calls.busy = false;
-    session.slots.get(KEY_CALLS).delete(key);
+    session.slots.get(KEY_CALLS.values).delete(key);
   };
 }
 

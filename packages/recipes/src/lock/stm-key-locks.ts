@@ -14,7 +14,7 @@ import {
   type WatchBatch,
   type Watcher,
 } from '@etcdkit/client';
-import { raceAbort, Slot } from '@etcdkit/client/internal';
+import { KeyedSlot, raceAbort, Slot } from '@etcdkit/client/internal';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
 import type { StmKeyLocks, StmKeysHeld, StmSeenKey } from '../stm/contention.js';
@@ -69,17 +69,11 @@ export function stmKeyLocks(
   };
 }
 
-const LOCAL_QUEUES = new Slot(() => new Map<string, StmQueue>());
+const LOCAL_QUEUES = new KeyedSlot(() => new StmQueue());
 
 /** The in-process turns on the queue keys of `session` under `prefix`. */
 function localQueueOf(session: Session, prefix: string): StmQueue {
-  const byPrefix = session.slots.get(LOCAL_QUEUES);
-  let queue = byPrefix.get(prefix);
-  if (queue === undefined) {
-    queue = new StmQueue();
-    byPrefix.set(prefix, queue);
-  }
-  return queue;
+  return session.slots.keyed(LOCAL_QUEUES, prefix);
 }
 
 /** One key of a run: the STM key, and the queue of its lock. */
