@@ -98,24 +98,28 @@ export interface UserAddOptions extends CallOptions {
  * authenticated as a user allowed to make it (administration needs the `root` role).
  */
 export class AuthClient {
-  constructor(protected readonly rpc: Rpc) {}
+  readonly #rpc: Rpc;
+
+  constructor(rpc: Rpc) {
+    this.#rpc = rpc;
+  }
 
   /**
    * Enables auth. Needs a `root` user holding the `root` role, else RootUserNotExistError or
    * RootRoleNotExistError. From then on, unauthenticated calls fail.
    */
   async enable(options: CallOptions = {}): Promise<Acknowledged> {
-    return acknowledged(await this.rpc.unary(methods.AuthEnable, {}, 'write', options));
+    return acknowledged(await this.#rpc.unary(methods.AuthEnable, {}, 'write', options));
   }
 
   /** Disables auth. Needs a client authenticated as root. */
   async disable(options: CallOptions = {}): Promise<Acknowledged> {
-    return acknowledged(await this.rpc.unary(methods.AuthDisable, {}, 'write', options));
+    return acknowledged(await this.#rpc.unary(methods.AuthDisable, {}, 'write', options));
   }
 
   /** Whether auth is enabled. Needs etcd 3.5+; etcd 3.4 answers UnimplementedError. */
   async status(options: CallOptions = {}): Promise<AuthStatus> {
-    const response = await this.rpc.unary(methods.AuthStatus, {}, 'read', options);
+    const response = await this.#rpc.unary(methods.AuthStatus, {}, 'read', options);
     return jsonReady({
       enabled: response.enabled,
       authRevision: response.authRevision,
@@ -129,7 +133,7 @@ export class AuthClient {
    */
   async authenticate(name: string, password: string, options: CallOptions = {}): Promise<string> {
     // Retried like a read: a second token for the same user changes nothing anyone can observe.
-    const response = await this.rpc.unary(
+    const response = await this.#rpc.unary(
       methods.Authenticate,
       { name, password },
       'read',
@@ -146,23 +150,23 @@ export class AuthClient {
   ): Promise<Acknowledged> {
     const noPassword = options.noPassword ?? false;
     const request = { name, password: noPassword ? '' : password, options: { noPassword } };
-    return acknowledged(await this.rpc.unary(methods.UserAdd, request, 'write', options));
+    return acknowledged(await this.#rpc.unary(methods.UserAdd, request, 'write', options));
   }
 
   /** A user and its roles. An unknown name fails with UserNotFoundError. */
   async userGet(name: string, options: CallOptions = {}): Promise<User> {
-    const response = await this.rpc.unary(methods.UserGet, { name }, 'read', options);
+    const response = await this.#rpc.unary(methods.UserGet, { name }, 'read', options);
     return jsonReady({ name, roles: response.roles, header: toResponseHeader(response.header) });
   }
 
   /** Names of every user, sorted. */
   async userList(options: CallOptions = {}): Promise<string[]> {
-    return (await this.rpc.unary(methods.UserList, {}, 'read', options)).users;
+    return (await this.#rpc.unary(methods.UserList, {}, 'read', options)).users;
   }
 
   /** Deletes a user. */
   async userDelete(name: string, options: CallOptions = {}): Promise<Acknowledged> {
-    return acknowledged(await this.rpc.unary(methods.UserDelete, { name }, 'write', options));
+    return acknowledged(await this.#rpc.unary(methods.UserDelete, { name }, 'write', options));
   }
 
   /** Sets a user's password. Tokens issued before stay valid until they expire. */
@@ -172,7 +176,7 @@ export class AuthClient {
     options: CallOptions = {},
   ): Promise<Acknowledged> {
     return acknowledged(
-      await this.rpc.unary(methods.UserChangePassword, { name, password }, 'write', options),
+      await this.#rpc.unary(methods.UserChangePassword, { name, password }, 'write', options),
     );
   }
 
@@ -183,7 +187,7 @@ export class AuthClient {
     options: CallOptions = {},
   ): Promise<Acknowledged> {
     return acknowledged(
-      await this.rpc.unary(methods.UserGrantRole, { user, role }, 'write', options),
+      await this.#rpc.unary(methods.UserGrantRole, { user, role }, 'write', options),
     );
   }
 
@@ -194,18 +198,18 @@ export class AuthClient {
     options: CallOptions = {},
   ): Promise<Acknowledged> {
     return acknowledged(
-      await this.rpc.unary(methods.UserRevokeRole, { name: user, role }, 'write', options),
+      await this.#rpc.unary(methods.UserRevokeRole, { name: user, role }, 'write', options),
     );
   }
 
   /** Adds a role without permissions. An existing name fails with RoleAlreadyExistsError. */
   async roleAdd(name: string, options: CallOptions = {}): Promise<Acknowledged> {
-    return acknowledged(await this.rpc.unary(methods.RoleAdd, { name }, 'write', options));
+    return acknowledged(await this.#rpc.unary(methods.RoleAdd, { name }, 'write', options));
   }
 
   /** A role and its permissions. An unknown name fails with RoleNotFoundError. */
   async roleGet(name: string, options: CallOptions = {}): Promise<Role> {
-    const response = await this.rpc.unary(methods.RoleGet, { role: name }, 'read', options);
+    const response = await this.#rpc.unary(methods.RoleGet, { role: name }, 'read', options);
     return jsonReady({
       name,
       permissions: response.perm.map(toPermission),
@@ -215,12 +219,14 @@ export class AuthClient {
 
   /** Names of every role, sorted. */
   async roleList(options: CallOptions = {}): Promise<string[]> {
-    return (await this.rpc.unary(methods.RoleList, {}, 'read', options)).roles;
+    return (await this.#rpc.unary(methods.RoleList, {}, 'read', options)).roles;
   }
 
   /** Deletes a role; users holding it lose it. */
   async roleDelete(name: string, options: CallOptions = {}): Promise<Acknowledged> {
-    return acknowledged(await this.rpc.unary(methods.RoleDelete, { role: name }, 'write', options));
+    return acknowledged(
+      await this.#rpc.unary(methods.RoleDelete, { role: name }, 'write', options),
+    );
   }
 
   /**
@@ -235,7 +241,7 @@ export class AuthClient {
     const { key, rangeEnd } = selectKeys(permission);
     const perm = { permType: permissionTypes[permission.type], key, rangeEnd };
     return acknowledged(
-      await this.rpc.unary(methods.RoleGrantPermission, { name: role, perm }, 'write', options),
+      await this.#rpc.unary(methods.RoleGrantPermission, { name: role, perm }, 'write', options),
     );
   }
 
@@ -250,7 +256,12 @@ export class AuthClient {
   ): Promise<Acknowledged> {
     const { key, rangeEnd } = selectKeys(keys);
     return acknowledged(
-      await this.rpc.unary(methods.RoleRevokePermission, { role, key, rangeEnd }, 'write', options),
+      await this.#rpc.unary(
+        methods.RoleRevokePermission,
+        { role, key, rangeEnd },
+        'write',
+        options,
+      ),
     );
   }
 }

@@ -54,11 +54,15 @@ export interface MemberAddOptions extends CallOptions {
 
 /** Cluster membership operations. */
 export class ClusterClient {
-  constructor(protected readonly rpc: Rpc) {}
+  readonly #rpc: Rpc;
+
+  constructor(rpc: Rpc) {
+    this.#rpc = rpc;
+  }
 
   /** Lists the members. Retried across endpoints like any read. */
   async memberList(options: MemberListOptions = {}): Promise<MemberList> {
-    const response = await this.rpc.unary(
+    const response = await this.#rpc.unary(
       methods.MemberList,
       { linearizable: options.linearizable ?? false },
       'read',
@@ -75,7 +79,7 @@ export class ClusterClient {
     peerUrls: readonly string[],
     options: MemberAddOptions = {},
   ): Promise<MemberAdded> {
-    const response = await this.rpc.unary(
+    const response = await this.#rpc.unary(
       methods.MemberAdd,
       { peerURLs: [...peerUrls], isLearner: options.isLearner ?? false },
       'write',
@@ -86,7 +90,7 @@ export class ClusterClient {
 
   /** Removes a member. Unknown ids fail with MemberNotFoundError. */
   async memberRemove(id: bigint, options: CallOptions = {}): Promise<MemberList> {
-    const response = await this.rpc.unary(methods.MemberRemove, { ID: id }, 'write', options);
+    const response = await this.#rpc.unary(methods.MemberRemove, { ID: id }, 'write', options);
     return toMemberList(response);
   }
 
@@ -96,7 +100,7 @@ export class ClusterClient {
     peerUrls: readonly string[],
     options: CallOptions = {},
   ): Promise<MemberList> {
-    const response = await this.rpc.unary(
+    const response = await this.#rpc.unary(
       methods.MemberUpdate,
       { ID: id, peerURLs: [...peerUrls] },
       'write',
@@ -110,7 +114,7 @@ export class ClusterClient {
    * is behind the leader's, and with MemberNotLearnerError for a voting member.
    */
   async memberPromote(id: bigint, options: CallOptions = {}): Promise<MemberList> {
-    const response = await this.rpc.unary(methods.MemberPromote, { ID: id }, 'write', options);
+    const response = await this.#rpc.unary(methods.MemberPromote, { ID: id }, 'write', options);
     return toMemberList(response);
   }
 }

@@ -95,11 +95,15 @@ export interface SnapshotStream extends AsyncIterable<Uint8Array> {
 
 /** Maintenance operations. */
 export class MaintenanceClient {
-  constructor(protected readonly rpc: Rpc) {}
+  readonly #rpc: Rpc;
+
+  constructor(rpc: Rpc) {
+    this.#rpc = rpc;
+  }
 
   /** Status of the member the call reaches. */
   async status(options: CallOptions = {}): Promise<MemberStatus> {
-    const response = await this.rpc.unary(methods.Status, {}, 'read', options);
+    const response = await this.#rpc.unary(methods.Status, {}, 'read', options);
     const header = toResponseHeader(response.header);
     return jsonReady({
       memberId: header.memberId,
@@ -165,12 +169,12 @@ export class MaintenanceClient {
    */
   async defragment(options: CallOptions = {}): Promise<void> {
     // Never retried: a timed-out defragment may still be running on the member.
-    await this.rpc.unary(methods.Defragment, {}, 'write', options);
+    await this.#rpc.unary(methods.Defragment, {}, 'write', options);
   }
 
   /** CRC-32 of the member's whole backend. For tests and debugging; prefer {@link hashKV}. */
   async hash(options: CallOptions = {}): Promise<BackendHash> {
-    const response = await this.rpc.unary(methods.Hash, {}, 'read', options);
+    const response = await this.#rpc.unary(methods.Hash, {}, 'read', options);
     return jsonReady({ hash: response.hash, header: toResponseHeader(response.header) });
   }
 
@@ -180,7 +184,7 @@ export class MaintenanceClient {
    * FutureRevisionError.
    */
   async hashKV(revision = 0n, options: CallOptions = {}): Promise<KeyValueHash> {
-    const response = await this.rpc.unary(methods.HashKV, { revision }, 'read', options);
+    const response = await this.#rpc.unary(methods.HashKV, { revision }, 'read', options);
     return jsonReady({
       hash: response.hash,
       compactRevision: response.compactRevision,
@@ -196,7 +200,7 @@ export class MaintenanceClient {
    * truncation iteration throws SnapshotIntegrityError before the last chunks are yielded.
    */
   snapshot(options: CallOptions = {}): SnapshotStream {
-    const stream = this.rpc.serverStream(methods.Snapshot, {}, 'read', options);
+    const stream = this.#rpc.serverStream(methods.Snapshot, {}, 'read', options);
     async function* blobs(): AsyncGenerator<Uint8Array> {
       try {
         for await (const response of stream) yield plainBytes(response.blob);
@@ -233,7 +237,7 @@ export class MaintenanceClient {
    */
   async moveLeader(targetMemberId: bigint, options: CallOptions = {}): Promise<Acknowledged> {
     return acknowledged(
-      await this.rpc.unary(methods.MoveLeader, { targetID: targetMemberId }, 'write', options),
+      await this.#rpc.unary(methods.MoveLeader, { targetID: targetMemberId }, 'write', options),
     );
   }
 
@@ -244,7 +248,7 @@ export class MaintenanceClient {
     retry: 'read' | 'write',
     options: CallOptions,
   ): Promise<Alarm[]> {
-    const response = await this.rpc.unary(
+    const response = await this.#rpc.unary(
       methods.Alarm,
       { action, memberID: memberId, alarm },
       retry,

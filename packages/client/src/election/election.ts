@@ -90,6 +90,8 @@ export interface ElectionClientOptions {
  */
 export class ElectionClient {
   readonly #hooks: ElectionHooks | undefined;
+  /** The connection calls go through. */
+  readonly #rpc: Rpc;
   /** @internal Its resuming observations, ended by the close of the client that owns them. */
   readonly observers: ElectionObservers;
 
@@ -97,12 +99,8 @@ export class ElectionClient {
   constructor(rpc: Rpc, options?: ElectionClientOptions);
   /** @internal With the observations of the client that owns it (etcd.ts closes them). */
   constructor(rpc: Rpc, options: ElectionClientOptions, observers: ElectionObservers);
-  constructor(
-    /** The connection calls go through. */
-    protected readonly rpc: Rpc,
-    options: ElectionClientOptions = {},
-    observers = new ElectionObservers(),
-  ) {
+  constructor(rpc: Rpc, options: ElectionClientOptions = {}, observers = new ElectionObservers()) {
+    this.#rpc = rpc;
     this.#hooks = objectArg(options, 'options').hooks;
     this.observers = observers;
   }
@@ -136,7 +134,7 @@ export class ElectionClient {
       lease: leaseArg(o.lease, 'lease'),
     };
     const response = await withServiceAnswers(
-      this.rpc.unary(methods.Campaign, request, 'write', {
+      this.#rpc.unary(methods.Campaign, request, 'write', {
         signal: options.signal,
         timeoutMs: options.timeoutMs ?? Number.POSITIVE_INFINITY,
       }),
@@ -159,7 +157,7 @@ export class ElectionClient {
   ): Promise<Acknowledged> {
     const request = { leader: fromLeaderKey(leader), value: bytesArg(value, 'value') };
     return acknowledged(
-      await withServiceAnswers(this.rpc.unary(methods.Proclaim, request, 'write', options)),
+      await withServiceAnswers(this.#rpc.unary(methods.Proclaim, request, 'write', options)),
     );
   }
 
@@ -171,7 +169,7 @@ export class ElectionClient {
   async resign(leader: LeaderKey, options: CallOptions = {}): Promise<Acknowledged> {
     const request = { leader: fromLeaderKey(leader) };
     return acknowledged(
-      await withServiceAnswers(this.rpc.unary(methods.Resign, request, 'guarded-write', options)),
+      await withServiceAnswers(this.#rpc.unary(methods.Resign, request, 'guarded-write', options)),
     );
   }
 
@@ -181,7 +179,7 @@ export class ElectionClient {
    */
   async leader(name: Bytes, options: CallOptions = {}): Promise<KeyValue> {
     const request = { name: bytesArg(name, 'name') };
-    const response = await this.rpc.unary(methods.Leader, request, 'read', options);
+    const response = await this.#rpc.unary(methods.Leader, request, 'read', options);
     return toKeyValue(response.kv ?? {}, (key) => key);
   }
 
@@ -223,7 +221,8 @@ export class ElectionClient {
     const { signal } = o;
     const resume = o.resume === undefined || flagArg(o.resume, 'options.resume');
     const settings = observeSettings(o, resume, this.#hooks);
-    const { rpc, observers } = this;
+    const rpc = this.#rpc;
+    const { observers } = this;
     return {
       // Each iteration opens its own streams, and only when it starts.
       [Symbol.asyncIterator]: () =>

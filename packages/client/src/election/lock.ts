@@ -72,11 +72,13 @@ export interface LockAcquired {
  * ```
  */
 export class LockClient {
+  /** The connection calls go through. */
+  readonly #rpc: Rpc;
+
   /** The Lock service over a connection (or any {@link Rpc}); most programs use `etcd.lock`. */
-  constructor(
-    /** The connection calls go through. */
-    protected readonly rpc: Rpc,
-  ) {}
+  constructor(rpc: Rpc) {
+    this.#rpc = rpc;
+  }
 
   /**
    * Acquires the lock `name`, waiting while others hold it or queued before. Resolves with the
@@ -100,7 +102,7 @@ export class LockClient {
     const o = objectArg(options, 'options');
     const request = { name: bytesArg(name, 'name'), lease: leaseArg(o.lease, 'lease') };
     const response = await withServiceAnswers(
-      this.rpc.unary(methods.Lock, request, 'write', {
+      this.#rpc.unary(methods.Lock, request, 'write', {
         signal: options.signal,
         timeoutMs: options.timeoutMs ?? Number.POSITIVE_INFINITY,
       }),
@@ -116,7 +118,7 @@ export class LockClient {
   async unlock(key: Bytes, options: CallOptions = {}): Promise<Acknowledged> {
     const request = { key: bytesArg(key, 'key') };
     return acknowledged(
-      await withServiceAnswers(this.rpc.unary(methods.Unlock, request, 'write', options)),
+      await withServiceAnswers(this.#rpc.unary(methods.Unlock, request, 'write', options)),
     );
   }
 }

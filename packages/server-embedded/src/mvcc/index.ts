@@ -90,7 +90,7 @@ export class KeyIndexTree {
    * returns false.
    */
   forEach(range: KeyRange, atRevision: number, visit: (key: IndexedKey) => boolean): void {
-    for (const index of this.indexes(range)) {
+    for (const index of this.#indexes(range)) {
       const state = index.get(atRevision);
       if (state !== undefined && !visit({ key: index.key, ...state })) return;
     }
@@ -99,7 +99,7 @@ export class KeyIndexTree {
   /** Number of keys of `range` that exist at `atRevision`. */
   count(range: KeyRange, atRevision: number): number {
     let total = 0;
-    for (const index of this.indexes(range)) {
+    for (const index of this.#indexes(range)) {
       if (index.get(atRevision) !== undefined) total++;
     }
     return total;
@@ -119,7 +119,7 @@ export class KeyIndexTree {
   }
 
   /** The key indexes of `range`, in key order. */
-  private *indexes(range: KeyRange): Generator<KeyIndex> {
+  *#indexes(range: KeyRange): Generator<KeyIndex> {
     const low = range.key;
     if (range.end === undefined) {
       const index = this.#tree.get(low);
