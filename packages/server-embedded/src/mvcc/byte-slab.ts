@@ -5,10 +5,10 @@
 // chunks are small so that a few long-lived values do not pin much.
 import { EMPTY_BYTES } from '../bytes.js';
 
-/** Bytes per chunk. */
-const CHUNK_BYTES = 16 * 1024;
+/** Bytes per chunk (the history's ValueChunks packs values in the same size). */
+export const CHUNK_BYTES = 16 * 1024;
 /** Copies larger than this get their own buffer: they would waste a chunk's tail. */
-const LARGEST_PACKED = 1024;
+export const LARGEST_PACKED = 1024;
 
 /** Packs copies of byte strings into shared chunks. */
 export class ByteSlab {

@@ -4,10 +4,9 @@
 // Each chunk counts the values still kept in it and is dropped when the last one goes, so
 // compacted history returns its memory chunk by chunk; ids of dropped chunks are reused.
 
-/** Bytes per chunk; an offset inside a chunk is below it. */
-const CHUNK_BYTES = 16 * 1024;
-/** Values larger than this get a chunk of their own: they would waste a shared chunk's tail. */
-const LARGEST_PACKED = 1024;
+// Chunk size and the largest packed value are the key slab's (byte-slab.ts); values larger get
+// a chunk of their own.
+import { CHUNK_BYTES, LARGEST_PACKED } from './byte-slab.js';
 
 /** Packed copies of values, each addressed by its place and length. */
 export class ValueChunks {
