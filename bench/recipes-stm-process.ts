@@ -2,7 +2,7 @@
 // keys of `keys` with runStm for `ms` after the parent's 'go', each run with its own session's
 // stmKeyLocks when `contention` is 1. Arguments: endpoint, prefix, keys, contenders, ms,
 // contention. Sends 'ready', then { latencies, calls } (each transfer's ms; the unary calls made,
-// by method) and exits.
+// by method; cpuMs, the CPU time the transfers took) and exits.
 // With contention `token:<index>/<processes>` it measures the handoff floor instead: the processes
 // pass a token round in FIFO order, each putting the next turn's number when its watch shows its
 // own (one put and one watch delivery a handoff); latencies are its times round the ring.
@@ -36,6 +36,7 @@ process.send?.('ready');
 await new Promise((resolve) => process.once('message', resolve));
 // Only the calls of the transfers: not the session's grant, nor its revoke below.
 for (const name of Object.keys(calls)) delete calls[name];
+const cpuAtGo = process.cpuUsage();
 const end = performance.now() + Number(ms);
 await Promise.all(
   Array.from({ length: Number(contenders) }, async () => {
@@ -58,9 +59,16 @@ await Promise.all(
   }),
 );
 const made = { ...calls };
+const cpu = cpuMs(cpuAtGo);
 await session?.close();
 await etcd.close();
-process.send?.({ latencies, calls: made }, () => process.exit(0));
+process.send?.({ latencies, calls: made, cpuMs: cpu }, () => process.exit(0));
+
+/** The CPU time this process spent since `start`, in ms (user and system). */
+function cpuMs(start: NodeJS.CpuUsage): number {
+  const { user, system } = process.cpuUsage(start);
+  return (user + system) / 1000;
+}
 
 /** The handoff floor: `ring` is `<index>/<processes>`; the token key is `<prefix>token`. */
 async function passToken(ring: string): Promise<never> {
@@ -85,15 +93,17 @@ async function passToken(ring: string): Promise<never> {
   process.send?.('ready');
   await new Promise((resolve) => process.once('message', resolve));
   for (const name of Object.keys(calls)) delete calls[name];
+  const cpuAtGo = process.cpuUsage();
   // The first turn is the one the parent put before 'go'.
   const start = Number((await etcd.get(key))?.text());
   if (start % processes === index) void take(start);
   await new Promise((resolve) => setTimeout(resolve, Number(ms)));
   stopped = true;
   const made = { ...calls };
+  const cpu = cpuMs(cpuAtGo);
   await watcher.close();
   await etcd.close();
   const turns = laps.length + (last === undefined ? 0 : 1);
-  process.send?.({ latencies: laps, calls: made, count: turns }, () => process.exit(0));
+  process.send?.({ latencies: laps, calls: made, count: turns, cpuMs: cpu }, () => process.exit(0));
   return new Promise<never>(() => {});
 }

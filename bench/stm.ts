@@ -9,7 +9,7 @@
 // default vs `contention: { locks: stmKeyLocks(session) }`, with commits/s beside the serial floor
 // (one txn after another from one client) and the slowest transfer's latency beside the median.
 // Those rows are medians of 3 rounds in rotated order, with the unary calls per commit (watches,
-// being streams, are not counted). ETCDKIT_BENCH_STM_MS sets the time per measurement (default
+// being streams, are not counted) and the contending processes' CPU per commit. ETCDKIT_BENCH_STM_MS sets the time per measurement (default
 // 300). Reports numbers; asserts nothing.
 import { fork } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -229,6 +229,8 @@ interface ProcessMeasure {
   readonly conserved: boolean;
   /** Unary calls per commit, by method. */
   readonly calls: Record<string, number>;
+  /** The CPU time of the contending processes per commit, in ms (what each handoff costs them). */
+  readonly cpuMs: number;
 }
 
 /** 8 contenders over `processes` child processes for DURATION_MS; every transfer's latency. */
@@ -259,7 +261,12 @@ async function acrossProcesses(
       stdio: 'inherit',
     }),
   );
-  type Done = { latencies: number[]; calls?: Record<string, number>; count?: number };
+  type Done = {
+    latencies: number[];
+    calls?: Record<string, number>;
+    count?: number;
+    cpuMs?: number;
+  };
   try {
     const results = children.map(
       (child) =>
@@ -291,7 +298,8 @@ async function acrossProcesses(
     );
     const conserved = accounts.reduce((sum, kv) => sum + Number(kv.text()), 0) === keys * INITIAL;
     await etcd.delete({ prefix });
-    return { rate: (count / ms) * 1000, latencies, conserved, calls };
+    const cpuMs = done.reduce((sum, d) => sum + (d.cpuMs ?? 0), 0) / Math.max(1, count);
+    return { rate: (count / ms) * 1000, latencies, conserved, calls, cpuMs };
   } finally {
     for (const child of children) child.kill('SIGKILL');
   }
@@ -357,6 +365,7 @@ async function processRows(backend: string, endpoints: readonly string[]) {
         'calls per commit': names
           .map((name) => `${name} ${median(ms.map((m) => m.calls[name] ?? 0)).toFixed(1)}`)
           .join(', '),
+        'client cpu ms per commit': median(ms.map((m) => m.cpuMs)).toFixed(2),
         conserved: cell.setting.token ? '' : ms.every((m) => m.conserved) ? 'yes' : 'NO',
       });
     }
@@ -390,6 +399,6 @@ async function report() {
 export const stmSuite = {
   name: 'stm',
   description:
-    'runStm transfers under contention: commits/s, failed runs and attempts at 8/32/64 contenders on 2 and 8 keys, old default vs default (and over 2 clients at 64), embedded server and real etcd (medians of 3 rotated rounds); then 8 contenders over 1, 2 and 8 processes, default vs contention locks (medians of 3 rotated rounds), beside the serial floor, with the slowest transfer beside the median and the calls per commit',
+    'runStm transfers under contention: commits/s, failed runs and attempts at 8/32/64 contenders on 2 and 8 keys, old default vs default (and over 2 clients at 64), embedded server and real etcd (medians of 3 rotated rounds); then 8 contenders over 1, 2 and 8 processes, default vs contention locks (medians of 3 rotated rounds), beside the serial floor, with the slowest transfer beside the median, the calls and the contending processes’ CPU ms per commit',
   report,
 };
