@@ -9,8 +9,8 @@
 // default vs `contention: { locks: stmKeyLocks(session) }`, with commits/s beside the serial floor
 // (one txn after another from one client) and the slowest transfer's latency beside the median.
 // Those rows are medians of 3 rounds in rotated order, with the unary calls per commit (watches,
-// being streams, are not counted) and the contending processes' CPU per commit. ETCDKIT_BENCH_STM_MS sets the time per measurement (default
-// 300). Reports numbers; asserts nothing.
+// being streams, are not counted) and the contending processes' CPU per commit.
+// ETCDKIT_BENCH_STM_MS sets the time per measurement (default 300). Reports numbers; asserts nothing.
 import { fork } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Etcd } from '../packages/client/src/etcd.js';
