@@ -8,9 +8,9 @@
 // run to the next one's first. A tombstone is a record without a value place (-1). Compaction
 // marks records dropped (key undefined) and rewrites the pages once half of them are dropped.
 import { EMPTY_BYTES } from '../bytes.js';
-import type { KeyState } from './key-index.js';
+import { KeyPosition } from './key-index.js';
 import type { Revision } from './revision.js';
-import type { KeyValue } from './types.js';
+import type { KeyValue, MvccEvent } from './types.js';
 import { ValueChunks } from './value-chunks.js';
 
 /** One change in history. */
@@ -25,8 +25,11 @@ export interface HistoryEntry {
 /** A key as the history keeps it: its KeyIndex, which has its bytes and its states. */
 export interface HistoryKey {
   readonly key: Uint8Array;
-  /** The key's state right after its change at `revision`, which it has for every kept put. */
-  stateAt(revision: Revision): KeyState | undefined;
+  /**
+   * Fills `into` with the key's state right after its change at (main, sub), which it has for
+   * every kept put; false when it has none.
+   */
+  locate(main: number, sub: number, into: KeyPosition): boolean;
 }
 
 /** Records per page: 4096 of about 32 bytes of columns, 180 KiB, allocated whole but the first. */
@@ -90,6 +93,8 @@ export class RevisionHistory {
   /** Main revision of `firsts[0]`. */
   #base = 0;
   #size = 0;
+  /** Where #kvOf has the key index put a change's state: one, reused, not one per read. */
+  readonly #position = new KeyPosition();
 
   /** Approximate bytes the kept changes would take in etcd's backend. */
   get bytes(): number {
@@ -124,13 +129,20 @@ export class RevisionHistory {
     this.#size += sizeOf(key.key.length, 0);
   }
 
-  /**
-   * The kv of the change at `revision`, if it is still kept; `state` is the key's state at it
-   * when the caller has it from the key index already.
-   */
-  get(revision: Revision, state?: KeyState): KeyValue | undefined {
+  /** The kv of the change at `revision`, if it is still kept. */
+  get(revision: Revision): KeyValue | undefined {
     const record = this.#find(revision.main, revision.sub);
-    return record === -1 ? undefined : this.#kvOf(record, revision.main, state);
+    return record === -1 ? undefined : this.#kvOf(record, revision.main);
+  }
+
+  /**
+   * The kv of the put at `at`'s modified revision, with `at`'s create revision and version (the
+   * key index's, read with it), if it is still kept: a range's read, asking the index nothing.
+   */
+  kvAt(at: KeyPosition): KeyValue | undefined {
+    const record = this.#find(at.modifiedMain, at.modifiedSub);
+    if (record === -1) return undefined;
+    return this.#putKv(record, at.modifiedMain, at.createdMain, at.version);
   }
 
   /** The lease of the change at `revision` (0n for none, or when it is not kept). */
@@ -148,6 +160,24 @@ export class RevisionHistory {
       if (this.#keyOf(record) !== undefined) entries.push(this.#entryOf(record, main));
     }
     return entries;
+  }
+
+  /**
+   * The kept changes of revision `main` as watch events, in op order: made straight from the
+   * records, one kv and one event per change (a watcher's catch-up reads these).
+   */
+  eventsAt(main: number): MvccEvent[] {
+    const events: MvccEvent[] = [];
+    const at = main - this.#base;
+    if (at < 0 || at >= this.#mains) return events;
+    const end = this.#end(at);
+    for (let record = this.#firsts[at]!; record < end; record++) {
+      const page = this.#pages[record >>> PAGE_BITS]!;
+      if (page.keys[record & IN_PAGE] === undefined) continue;
+      const tombstone = page.places[record & IN_PAGE] === -1;
+      events.push({ type: tombstone ? 'delete' : 'put', kv: this.#kvOf(record, main) });
+    }
+    return events;
   }
 
   /** Forgets the given changes (a compaction dropping history). */
@@ -169,7 +199,12 @@ export class RevisionHistory {
   /** Every kept change with main revision <= `main`, in revision order. */
   *upTo(main: number): Generator<HistoryEntry> {
     const last = Math.min(main - this.#base, this.#mains - 1);
-    for (let at = 0; at <= last; at++) yield* this.changesAt(this.#base + at);
+    for (let at = 0; at <= last; at++) {
+      const end = this.#end(at);
+      for (let record = this.#firsts[at]!; record < end; record++) {
+        if (this.#keyOf(record) !== undefined) yield this.#entryOf(record, this.#base + at);
+      }
+    }
   }
 
   /** Adds a record of `key` at `revision`, with room made as needed; returns its index. */
@@ -223,15 +258,14 @@ export class RevisionHistory {
     return this.#pages[record >>> PAGE_BITS]!.keys[record & IN_PAGE];
   }
 
-  #kvOf(record: number, main: number, known?: KeyState): KeyValue {
+  /** The kv of `record`, a change at `main`: a put's create revision and version from its key. */
+  #kvOf(record: number, main: number): KeyValue {
     const page = this.#pages[record >>> PAGE_BITS]!;
     const at = record & IN_PAGE;
     const owner = page.keys[at]!;
-    const key = owner.key;
-    const place = page.places[at]!;
-    if (place === -1) {
+    if (page.places[at] === -1) {
       return {
-        key,
+        key: owner.key,
         value: EMPTY_BYTES,
         createRevision: 0,
         modRevision: main,
@@ -239,15 +273,24 @@ export class RevisionHistory {
         lease: 0n,
       };
     }
-    const state = known ?? owner.stateAt({ main, sub: page.subs[at]! });
-    if (state === undefined) throw new Error('history: a kept put the key index does not know');
+    const state = this.#position;
+    if (!owner.locate(main, page.subs[at]!, state)) {
+      throw new Error('history: a kept put the key index does not know');
+    }
+    return this.#putKv(record, main, state.createdMain, state.version);
+  }
+
+  /** The kv of `record`, a put at `main` with the create revision and version given. */
+  #putKv(record: number, main: number, createRevision: number, version: number): KeyValue {
+    const page = this.#pages[record >>> PAGE_BITS]!;
+    const at = record & IN_PAGE;
     const length = page.lengths[at]!;
     return {
-      key,
-      value: length === 0 ? EMPTY_BYTES : this.#values.view(place, length),
-      createRevision: state.created.main,
+      key: page.keys[at]!.key,
+      value: length === 0 ? EMPTY_BYTES : this.#values.view(page.places[at]!, length),
+      createRevision,
       modRevision: main,
-      version: state.version,
+      version,
       lease: page.leases[at]!,
     };
   }

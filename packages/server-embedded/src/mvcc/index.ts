@@ -2,7 +2,7 @@
 // key's bytes; the tree's key is the KeyIndex's own key, so a key is held once.
 import { compareBytes } from '../bytes.js';
 import { type BTree, newBytesTree } from './btree.js';
-import { KeyIndex, type KeyState } from './key-index.js';
+import { KeyIndex, KeyPosition, type KeyState } from './key-index.js';
 import type { Revision } from './revision.js';
 
 /**
@@ -13,11 +13,6 @@ import type { Revision } from './revision.js';
 export interface KeyRange {
   readonly key: Uint8Array;
   readonly end?: Uint8Array | undefined;
-}
-
-/** A key and its state at the revision it was read at. */
-export interface IndexedKey extends KeyState {
-  readonly key: Uint8Array;
 }
 
 /** Every key with history, ordered by its bytes. */
@@ -32,11 +27,6 @@ export class KeyIndexTree {
   /** The state of `key` at `atRevision`, or undefined when it did not exist then. */
   get(key: Uint8Array, atRevision: number): KeyState | undefined {
     return this.#tree.get(key)?.get(atRevision);
-  }
-
-  /** The state of `key` right after its change at exactly `revision` (see KeyIndex.stateAt). */
-  stateAt(key: Uint8Array, revision: Revision): KeyState | undefined {
-    return this.#tree.get(key)?.stateAt(revision);
   }
 
   /** The history of `key`, if it has any; its `key` is the copy the store keeps. */
@@ -86,21 +76,27 @@ export class KeyIndexTree {
   }
 
   /**
-   * Calls `visit` for each key of `range` that exists at `atRevision`, in key order, until it
-   * returns false.
+   * Calls `visit` for each key of `range` that exists at `atRevision`, in key order, with its
+   * state filled in one KeyPosition (valid during the call only), until it returns false: a
+   * range's walk without objects per key.
    */
-  forEach(range: KeyRange, atRevision: number, visit: (key: IndexedKey) => boolean): void {
+  forEach(
+    range: KeyRange,
+    atRevision: number,
+    visit: (index: KeyIndex, at: KeyPosition) => boolean,
+  ): void {
+    const at = new KeyPosition();
     for (const index of this.#indexes(range)) {
-      const state = index.get(atRevision);
-      if (state !== undefined && !visit({ key: index.key, ...state })) return;
+      if (index.visible(atRevision, at) && !visit(index, at)) return;
     }
   }
 
   /** Number of keys of `range` that exist at `atRevision`. */
   count(range: KeyRange, atRevision: number): number {
     let total = 0;
+    const at = new KeyPosition();
     for (const index of this.#indexes(range)) {
-      if (index.get(atRevision) !== undefined) total++;
+      if (index.visible(atRevision, at)) total++;
     }
     return total;
   }

@@ -14,6 +14,19 @@ export interface KeyState {
   readonly version: number;
 }
 
+/**
+ * A key's state as plain numbers, filled in place by {@link KeyIndex.locate} and
+ * {@link KeyIndex.visible}: the readers that walk many changes (ranges, history replay) reuse one
+ * and make no objects per change (issue 28.1).
+ */
+export class KeyPosition {
+  modifiedMain = 0;
+  modifiedSub = 0;
+  createdMain = 0;
+  createdSub = 0;
+  version = 0;
+}
+
 // A store holds one KeyIndex per key, so its parts are plain numbers in as few objects as possible
 // (issue 28.1): revisions as main and sub numbers (subs only once a sub is not 0, which takes a txn
 // changing several keys), a lone revision or generation without an array around it, created as
@@ -45,8 +58,12 @@ class Generation {
     return typeof mains === 'number' ? mains : mains[i]!;
   }
 
+  sub(i: number): number {
+    return this.#subs?.[i] ?? 0;
+  }
+
   revision(i: number): Revision {
-    return { main: this.main(i), sub: this.#subs?.[i] ?? 0 };
+    return { main: this.main(i), sub: this.sub(i) };
   }
 
   push(revision: Revision): void {
@@ -69,10 +86,29 @@ class Generation {
 
   /** Index of the latest revision with main <= `atRevision`, or -1. */
   latestAtOrBelow(atRevision: number): number {
-    for (let i = this.count - 1; i >= 0; i--) {
-      if (this.main(i) <= atRevision) return i;
+    const mains = this.#mains;
+    if (mains === undefined) return -1;
+    if (typeof mains === 'number') return mains <= atRevision ? 0 : -1;
+    // Reads at the current revision ask for the last one: no search.
+    let high = mains.length - 1;
+    if (mains[high]! <= atRevision) return high;
+    let low = 0;
+    while (low <= high) {
+      const middle = (low + high) >>> 1;
+      if (mains[middle]! <= atRevision) low = middle + 1;
+      else high = middle - 1;
     }
-    return -1;
+    return high;
+  }
+
+  /** Fills `into` with the state at revision `i`. */
+  fill(i: number, into: KeyPosition): void {
+    into.modifiedMain = this.main(i);
+    into.modifiedSub = this.sub(i);
+    into.createdMain = this.createdMain;
+    into.createdSub = this.createdSub;
+    // Puts after revision `i` in this generation are not counted.
+    into.version = this.version - (this.count - 1 - i);
   }
 }
 
@@ -143,41 +179,42 @@ export class KeyIndex {
 
   /** The key's state at `atRevision`, or undefined when it did not exist then. */
   get(atRevision: number): KeyState | undefined {
-    const generation = this.#generationAt(atRevision);
-    if (generation === undefined) return undefined;
-    const i = generation.latestAtOrBelow(atRevision);
-    if (i === -1) return undefined;
-    return {
-      modified: generation.revision(i),
-      created: { main: generation.createdMain, sub: generation.createdSub },
-      // Puts after `modified` in the same generation are not counted.
-      version: generation.version - (generation.count - 1 - i),
-    };
+    const at = new KeyPosition();
+    return this.visible(atRevision, at) ? stateOf(at) : undefined;
   }
 
   /**
-   * The key's state right after its change at exactly `revision`, or undefined when no change of
-   * it at that revision is kept. Unlike `get`, it finds a put that a later change of the same
-   * main revision overwrote (a put and then a nested txn's delete of the key, in one request).
+   * Fills `into` with the key's state at `atRevision`; false (and `into` untouched) when it did
+   * not exist then. `get` without an object per call.
    */
-  stateAt(revision: Revision): KeyState | undefined {
+  visible(atRevision: number, into: KeyPosition): boolean {
+    const generation = this.#generationAt(atRevision);
+    if (generation === undefined) return false;
+    const i = generation.latestAtOrBelow(atRevision);
+    if (i === -1) return false;
+    generation.fill(i, into);
+    return true;
+  }
+
+  /**
+   * Fills `into` with the key's state right after its change at exactly (main, sub); false (and
+   * `into` untouched) when no such change is kept. Unlike `visible`, it finds a put that a later
+   * change of the same main revision overwrote (a put, then a nested txn's delete of the key).
+   */
+  locate(main: number, sub: number, into: KeyPosition): boolean {
     for (let g = this.#generationCount - 1; g >= 0; g--) {
       const generation = this.#generation(g);
-      if (generation.isEmpty || generation.main(0) > revision.main) continue;
-      for (let i = generation.count - 1; i >= 0; i--) {
-        const main = generation.main(i);
-        if (main < revision.main) return undefined;
-        const found = generation.revision(i);
-        if (main === revision.main && found.sub === revision.sub) {
-          return {
-            modified: found,
-            created: { main: generation.createdMain, sub: generation.createdSub },
-            version: generation.version - (generation.count - 1 - i),
-          };
+      if (generation.isEmpty || generation.main(0) > main) continue;
+      // Several changes of one main revision are possible (a put, then a nested txn's delete).
+      for (let i = generation.latestAtOrBelow(main); i >= 0 && generation.main(i) === main; i--) {
+        if (generation.sub(i) === sub) {
+          generation.fill(i, into);
+          return true;
         }
       }
+      // An earlier generation may still end at `main` (the put and delete before a new put).
     }
-    return undefined;
+    return false;
   }
 
   /** The generation the key was in at `atRevision`; undefined if it was deleted then. */
@@ -234,4 +271,12 @@ export class KeyIndex {
     if (Array.isArray(generations)) generations.push(new Generation());
     else this.#generations = [generations, new Generation()];
   }
+}
+
+function stateOf(at: KeyPosition): KeyState {
+  return {
+    modified: { main: at.modifiedMain, sub: at.modifiedSub },
+    created: { main: at.createdMain, sub: at.createdSub },
+    version: at.version,
+  };
 }

@@ -89,8 +89,8 @@ export class StoreWrite implements ReadView {
   deleteRange(range: KeyRange): number {
     this.#assertOpen();
     const doomed: KeyValue[] = [];
-    this.#store.index.forEach(range, this.revision, (key) => {
-      const kv = this.#store.history.get(key.modified, key);
+    this.#store.index.forEach(range, this.revision, (_, at) => {
+      const kv = this.#store.history.kvAt(at);
       if (kv !== undefined) doomed.push(kv);
       return true;
     });

@@ -99,9 +99,9 @@ export class MvccStore implements ReadView {
     const withTotalCount = options.withTotalCount ?? true;
     const kvs: KeyValue[] = [];
     let count = 0;
-    this.index.forEach(range, revision, (key) => {
+    this.index.forEach(range, revision, (_, at) => {
       if (kvs.length < limit) {
-        const kv = this.history.get(key.modified, key);
+        const kv = this.history.kvAt(at);
         if (kv === undefined) throw new Error('mvcc: index points at a revision not in history');
         kvs.push(kv);
       } else if (!withTotalCount) {
@@ -204,10 +204,7 @@ export class MvccStore implements ReadView {
   changesAt(revision: number): CommittedRevision {
     if (revision > this.#current) throw new EtcdServerError('FUTURE_REVISION');
     if (revision < this.#compacted) throw new EtcdServerError('COMPACTED');
-    const events = this.history
-      .changesAt(revision)
-      .map((entry): MvccEvent => ({ type: entry.tombstone ? 'delete' : 'put', kv: entry.kv }));
-    return { revision, events };
+    return { revision, events: this.history.eventsAt(revision) };
   }
 
   /**

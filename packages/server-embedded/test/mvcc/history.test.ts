@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type HistoryKey, RevisionHistory } from '../../src/mvcc/history.js';
-import type { KeyState } from '../../src/mvcc/key-index.js';
+import type { KeyPosition } from '../../src/mvcc/key-index.js';
 import type { Revision } from '../../src/mvcc/revision.js';
 import type { KeyValue } from '../../src/mvcc/types.js';
 import { b, text } from '../support/bytes.js';
@@ -21,13 +21,21 @@ function tombstoneKv(key: string, main: number): KeyValue {
 }
 
 /** The create revision and version of each put the tests add, as the key index would know them. */
-const states = new Map<string, KeyState>();
+const states = new Map<string, { createdMain: number; version: number }>();
 const stateKey = (key: Uint8Array, revision: Revision) =>
   `${text(key)} ${revision.main}.${revision.sub}`;
 
 /** A stand-in for the KeyIndex of `key`, answering from `states`. */
 function historyKey(key: Uint8Array): HistoryKey {
-  return { key, stateAt: (revision) => states.get(stateKey(key, revision)) };
+  return {
+    key,
+    locate(main: number, sub: number, into: KeyPosition) {
+      const state = states.get(stateKey(key, { main, sub }));
+      if (state === undefined) return false;
+      Object.assign(into, { modifiedMain: main, modifiedSub: sub, createdSub: 0, ...state });
+      return true;
+    },
+  };
 }
 
 function newHistory(): RevisionHistory {
@@ -40,8 +48,7 @@ function add(history: RevisionHistory, revision: Revision, kv: KeyValue): void {
     history.tombstone(revision, historyKey(kv.key));
     return;
   }
-  const created = { main: kv.createRevision, sub: 0 };
-  states.set(stateKey(kv.key, revision), { modified: revision, created, version: kv.version });
+  states.set(stateKey(kv.key, revision), { createdMain: kv.createRevision, version: kv.version });
   history.put(revision, historyKey(kv.key), kv.value, kv.lease);
 }
 
