@@ -54,6 +54,8 @@ class Entry {
   /** Send times of unanswered keepalives on the current stream, oldest first (replies are FIFO). */
   readonly pending: number[] = [];
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** A reply has refreshed it (its first keepalive was answered). */
+  answered = false;
 
   constructor(readonly lease: KeptLease) {
     this.ttlMs = Number(lease.ttl) * 1000;
@@ -62,6 +64,16 @@ class Entry {
 
   get intervalMs(): number {
     return this.ttlMs / 3;
+  }
+
+  /**
+   * How long a keepalive sent at `sentAt` may go unanswered before the stream counts as stalled:
+   * one interval; until the first reply, at most a third of the life left, since a grant answered
+   * late (a restarted member electing itself) already used part of the TTL.
+   */
+  replyBoundMs(sentAt: number): number {
+    if (this.answered) return this.intervalMs;
+    return Math.min(this.intervalMs, (this.aliveUntil - sentAt) / 3);
   }
 }
 
@@ -88,6 +100,8 @@ export class LeaseKeeper {
    * `failed` when a stream failed or stalled; undefined before any stream.
    */
   #lastHeard: 'answered' | 'failed' | undefined;
+  /** Send time of the oldest keepalive on the current stream that no reply has followed. */
+  #silentSince: number | undefined;
   /** The client is closing: what it still owns is ending (see {@link beginClose}). */
   #closing = false;
 
@@ -112,8 +126,17 @@ export class LeaseKeeper {
     const entry = new Entry(lease);
     this.#entries.set(lease.id, entry);
     const now = performance.now();
-    entry.nextSendAt = now + entry.intervalMs;
-    this.#send(entry, now);
+    const bound = entry.replyBoundMs(now);
+    entry.nextSendAt = now + bound;
+    const silentMs = this.#stream && now - (this.#silentSince ?? now);
+    if (silentMs !== undefined && bound > 0 && silentMs >= bound) {
+      // The stream has been silent longer than this lease's first reply may take (say, opened
+      // while the server restarted): redial now, not at the next stall check; the next stream
+      // refreshes every lease. Once per stream: the redial ends it, and the reopens back off.
+      this.#stalled(silentMs);
+    } else {
+      this.#send(entry, now);
+    }
     this.#arm(entry);
     this.#start();
     return () => this.#remove(entry);
@@ -191,20 +214,26 @@ export class LeaseKeeper {
       entry.nextSendAt = now + entry.intervalMs;
       const oldest = entry.pending[0];
       const stream = this.#stream;
-      if (stream && oldest !== undefined && now - oldest >= entry.intervalMs) {
-        // A whole interval without an answer: the connection is stuck (half-open, frozen server).
-        // Redial the stream's endpoint, or the next stream would sit on the same dead connection.
-        this.#resume?.redial(stream.endpoint);
-        this.#replace(
-          new UnavailableError({
-            message: `no lease keepalive reply for ${Math.round(now - oldest)} ms: the stream stalled`,
-          }),
-        );
+      if (stream && oldest !== undefined && now - oldest >= entry.replyBoundMs(oldest)) {
+        this.#stalled(now - oldest);
       } else {
         this.#send(entry, now);
       }
     }
     this.#arm(entry);
+  }
+
+  /**
+   * No answer for `silentMs`: the connection is stuck (half-open, frozen server). Redials the
+   * stream's endpoint, or the next stream would sit on the same dead connection.
+   */
+  #stalled(silentMs: number): void {
+    this.#resume?.redial(this.#stream?.endpoint);
+    this.#replace(
+      new UnavailableError({
+        message: `no lease keepalive reply for ${Math.round(silentMs)} ms: the stream stalled`,
+      }),
+    );
   }
 
   #send(entry: Entry, now: number): void {
@@ -213,6 +242,7 @@ export class LeaseKeeper {
     try {
       stream.write({ ID: entry.lease.id });
       entry.pending.push(now);
+      this.#silentSince ??= now;
     } catch (error) {
       this.#replace(toEtcdError(error));
     }
@@ -285,10 +315,11 @@ export class LeaseKeeper {
   async #serve(stream: KeepAliveStream, onReply: () => void): Promise<unknown> {
     this.#stream = stream;
     this.#lastHeard = 'answered';
+    this.#silentSince = undefined;
     const now = performance.now();
     for (const entry of this.#entries.values()) {
       entry.pending.length = 0;
-      entry.nextSendAt = now + entry.intervalMs;
+      entry.nextSendAt = now + entry.replyBoundMs(now);
       this.#send(entry, now);
       this.#arm(entry);
     }
@@ -297,6 +328,7 @@ export class LeaseKeeper {
         onReply();
         this.#lastError = undefined;
         this.#lastHeard = 'answered';
+        this.#silentSince = undefined;
         this.#receive(reply);
       }
       return new UnavailableError({ message: 'the server ended the lease keepalive stream' });
@@ -327,6 +359,7 @@ export class LeaseKeeper {
       marginMs: entry.aliveUntil - now,
     });
     entry.ttlMs = ttlMs;
+    entry.answered = true;
     entry.aliveUntil = Math.max(entry.aliveUntil, sentAt + ttlMs);
     entry.nextSendAt = now + entry.intervalMs;
     this.#arm(entry);

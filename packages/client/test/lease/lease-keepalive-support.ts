@@ -15,14 +15,18 @@ export interface CountingTransport extends Transport {
   readonly opened: number;
   /** LeaseKeepAlive streams open now (not yet ended, failed, cancelled or returned). */
   readonly active: number;
+  /** Keepalive requests written on each LeaseKeepAlive stream, in the order they opened. */
+  readonly writes: readonly number[];
 }
 
 export function countingTransport(): CountingTransport {
   const inner = selectTransport(undefined);
   let opened = 0;
   let active = 0;
+  const writes: number[] = [];
   const track = <Req, Res>(stream: BidiStream<Req, Res>): BidiStream<Req, Res> => {
-    opened++;
+    const index = opened++;
+    writes.push(0);
     active++;
     let ended = false;
     const end = () => {
@@ -32,7 +36,10 @@ export function countingTransport(): CountingTransport {
     };
     const iterator = stream[Symbol.asyncIterator]();
     return {
-      write: (request) => stream.write(request),
+      write: (request) => {
+        stream.write(request);
+        writes[index]!++;
+      },
       end: () => stream.end(),
       cancel: () => stream.cancel(),
       [Symbol.asyncIterator]: () => ({
@@ -61,6 +68,7 @@ export function countingTransport(): CountingTransport {
     get active() {
       return active;
     },
+    writes,
     open(options) {
       const channel = inner.open(options);
       const wrapped: Channel = {
