@@ -450,9 +450,10 @@ describe('the leader check when its read fails (scripted connection)', () => {
 
   /**
    * An Rpc whose Observe streams answer the leader 'one' and then wait until cancelled, whose
-   * Leader reads fail with `readError`, and whose calls go to `calls.endpoint`.
+   * Leader reads fail with `readError`, and whose calls go to `calls.endpoint`. With `streamsOn`,
+   * its streams tell that endpoint as a Connection's do; without it they tell none.
    */
-  function scripted(readError: () => EtcdError) {
+  function scripted(readError: () => EtcdError, streamsOn?: string) {
     const calls = { endpoint: 'a:2379', opened: 0, reads: 0, redialled: [] as string[] };
     const rpc: Rpc & { readonly currentEndpoint: string } = {
       get currentEndpoint() {
@@ -477,6 +478,7 @@ describe('the leader check when its read fails (scripted connection)', () => {
           kv: { key: enc('e/1'), value: enc('one'), createRevision: 5n, modRevision: 5n },
         };
         return {
+          endpoint: streamsOn,
           cancel: end,
           async *[Symbol.asyncIterator]() {
             try {
@@ -510,22 +512,24 @@ describe('the leader check when its read fails (scripted connection)', () => {
   }
 
   it('a failed read judges only a stream on the endpoint calls go to', async () => {
-    const { rpc, calls } = scripted(() => new DeadlineExceededError());
+    const { rpc, calls } = scripted(() => new DeadlineExceededError(), 'a:2379');
+    // The stream is on A, calls go to B from the start: B's failed reads say nothing about A.
+    // (Moving calls to B only once the stream answered raced the first check, 20 ms later: a
+    // loaded run could fail a read through A before the move.)
+    calls.endpoint = 'b:2379';
     const r = reports();
     const controller = new AbortController();
     const running = observe(rpc, r, controller);
     try {
-      await waitFor(() => running.values.length === 1, 5_000, 'the leader, through A');
-      // The stream stays on A, calls go to B: B's failed reads say nothing about A.
-      calls.endpoint = 'b:2379';
+      await waitFor(() => running.values.length === 1, 10_000, 'the leader, through A');
       const reads = calls.reads;
-      await waitFor(() => calls.reads >= reads + 3, 5_000, 'three reads through B');
+      await waitFor(() => calls.reads >= reads + 3, 10_000, 'three reads through B');
       expect(calls.opened).toBe(1);
       expect(r.disconnects).toEqual([]);
 
       // Calls back on A: the next failed read replaces the stream, and A is redialled.
       calls.endpoint = 'a:2379';
-      await waitFor(() => r.resumes.length === 1, 5_000, 'the replaced stream');
+      await waitFor(() => r.resumes.length === 1, 10_000, 'the replaced stream');
       expect(calls.opened).toBe(2);
       expect(calls.redialled).toEqual(['a:2379']);
       expect(r.disconnects).toHaveLength(1);
