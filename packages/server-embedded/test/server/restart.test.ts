@@ -112,20 +112,29 @@ describe('EmbeddedEtcd.restart()', () => {
   });
 
   it('a kept-alive lease survives a short restart, and so does its key', async () => {
-    // TTL 4 s: a 500 ms restart plus the reconnect leave the keepalive margin on a loaded machine.
-    const lease = await etcd.lease.grant(4, { keepAlive: true });
+    // TTL 6 s: a 500 ms restart plus the reconnect leave the keepalive margin on a loaded machine.
+    const ttlMs = 6_000;
+    const lease = await etcd.lease.grant(ttlMs / 1000, { keepAlive: true });
+    const replies: number[] = [];
+    lease.on('keepalive', () => replies.push(Date.now()));
     await etcd.put('session', 'alive', { lease: lease.id });
 
+    const restarted = Date.now();
     await server.restart({ downtimeMs: 500 });
-    // Longer than the TTL: only keep-alives over the new connection can hold the lease.
-    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    // Until a keepalive answers more than the TTL after the restart began: only keep-alives over
+    // the new connection can hold the lease that long. (A fixed wait raced a loaded CI run.)
+    await waitFor(
+      () => lease.signal.aborted || replies.some((at) => at > restarted + ttlMs),
+      30_000,
+      'a keepalive answered one TTL after the restart',
+    );
 
     expect(lease.signal.aborted).toBe(false);
     expect((await etcd.get('session'))?.text()).toBe('alive');
     const ttl = await etcd.lease.timeToLive(lease.id);
     expect(ttl.ttl).toBeGreaterThan(0n);
     await lease.revoke();
-  });
+  }, 60_000);
 
   it('gives every lease its full TTL again, as a restarted etcd leader does', async () => {
     const virtual = await EmbeddedEtcd.start({ clock: 'virtual' });
