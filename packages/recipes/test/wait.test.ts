@@ -109,9 +109,11 @@ describeEachBackend('wait primitives', ({ backend, prefix }) => {
       watches.map((w) =>
         w.range ? `${text(w.range.start)}..${text(w.range.end)}` : 'key' in w ? text(w.key) : '?',
       );
-    // One watch over the newest key ahead and the own key (the keys between them sort after b and
-    // before c: none here). Polled rather than slept: a loaded machine may take longer.
-    await vi.waitFor(() => expect(watched()).toEqual([`${p}b..${p}c\0`]), { timeout: 5_000 });
+    // The read was cut short (a is ahead too): the newest key ahead alone, and the own key
+    // apart. Polled rather than slept: a loaded machine may take longer.
+    await vi.waitFor(() => expect(watched()).toEqual([`${p}c..${p}c\0`, `${p}b..${p}b\0`]), {
+      timeout: 5_000,
+    });
     expect(await stillPending(waiting, 50)).toBe(true);
     await etcd.delete(`${p}b`);
     // The read after b's delete finds a the only one left: one watch from a to c, whose events
@@ -208,15 +210,19 @@ describeEachBackend('wait primitives', ({ backend, prefix }) => {
     const fromRead = () => watches.filter((w) => (w.startRevision ?? 0n) > 0n);
     const ranges = () =>
       fromRead().map((w) => [w.range && text(w.range.start), w.range && text(w.range.end)]);
-    await vi.waitFor(() => expect(fromRead()).toHaveLength(1), { timeout: 5_000 });
-    expect(ranges()).toEqual([[`${p}b`, `${p}c\0`]]);
-    expect(fromRead()[0]?.startRevision).toBe(c.header.revision + 1n);
-    const deletedB = await etcd.delete(`${p}b`);
+    // Not known to be the whole line: the key ahead alone, and the own key apart.
     await vi.waitFor(() => expect(fromRead()).toHaveLength(2), { timeout: 5_000 });
+    expect(ranges()).toEqual([
+      [`${p}c`, `${p}c\0`],
+      [`${p}b`, `${p}b\0`],
+    ]);
+    for (const w of fromRead()) expect(w.startRevision).toBe(c.header.revision + 1n);
+    const deletedB = await etcd.delete(`${p}b`);
+    await vi.waitFor(() => expect(fromRead()).toHaveLength(3), { timeout: 5_000 });
     // The read after b's delete found a the last one ahead, and watches from a to its own key
     // from just after that read.
-    expect(ranges()[1]).toEqual([`${p}a`, `${p}c\0`]);
-    expect(fromRead()[1]?.startRevision).toBeGreaterThan(deletedB.header.revision);
+    expect(ranges()[2]).toEqual([`${p}a`, `${p}c\0`]);
+    expect(fromRead()[2]?.startRevision).toBeGreaterThan(deletedB.header.revision);
     await etcd.delete(`${p}a`);
     await waiting;
   });

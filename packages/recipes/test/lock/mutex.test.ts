@@ -95,11 +95,12 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       expect(await keysUnder(name)).toEqual([]);
     });
 
-    it('each waiter watches one range: from the newest key ahead of it to its own', async () => {
+    it('a waiter behind the holder alone watches one range to its own key; in a longer line, the key ahead and its own apart', async () => {
       const name = `${prefix()}lock`;
       const holder = await fixture.session();
       const lock = await new Mutex(holder, name).lock();
-      const second = await fixture.session();
+      const secondRecorded = recording(fixture.client());
+      const second = await Session.create(secondRecorded.etcd, {});
       const secondQueued = await queue(new Mutex(second, name));
       const { etcd, watches } = recording(fixture.client());
       const third = await Session.create(etcd, {});
@@ -107,36 +108,55 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
         const mutex = new Mutex(third, name);
         const thirdQueued = mutex.lock();
         thirdQueued.catch(() => {});
-        await eventually(() => watches.length >= 1);
-        // Over both keys (the holder's is not watched for: only the newest key ahead is), from
-        // just after the txn that queued it; beside it, a watch from now only when that one was
-        // created behind the store.
-        const ends = [new Mutex(second, name).key, mutex.key].sort();
-        const range = { start: text(ends[0]), end: `${ends[1]}\0` };
-        const fromRead = () => watches.filter((w) => (w.startRevision ?? 0n) > 0n);
-        expect(fromRead()).toHaveLength(1);
-        for (const w of watches) {
-          expect({ start: text(w.range?.start), end: text(w.range?.end) }).toEqual(range);
+        await eventually(() => watches.length >= 2);
+        const rangeOf = (w: WatchRequest) => ({
+          start: text(w.range?.start),
+          end: text(w.range?.end),
+        });
+        const alone = (key: string) => ({ start: key, end: `${key}\0` });
+        // The second's read had the whole line: one range over the holder's key and its own,
+        // from just after the txn that queued it (beside it, a watch from now only when that
+        // one was created behind the store).
+        const ends = [new Mutex(holder, name).key, new Mutex(second, name).key].sort();
+        const secondFromRead = secondRecorded.watches.filter((w) => (w.startRevision ?? 0n) > 0n);
+        expect(secondFromRead).toHaveLength(1);
+        for (const w of secondRecorded.watches) {
+          expect(rangeOf(w)).toEqual({ start: ends[0], end: `${ends[1]}\0` });
         }
+        // The third's was cut short: the newest key ahead alone (the holder's is not watched
+        // for), and its own key alone, both from just after the txn that queued it.
+        const fromRead = () => watches.filter((w) => (w.startRevision ?? 0n) > 0n);
+        expect(
+          fromRead()
+            .map(rangeOf)
+            .sort((a, b) => a.start.localeCompare(b.start)),
+        ).toEqual(
+          [alone(new Mutex(second, name).key), alone(mutex.key)].sort((a, b) =>
+            a.start.localeCompare(b.start),
+          ),
+        );
+        const starts = new Set(fromRead().map((w) => w.startRevision));
+        expect(starts.size).toBe(1);
         await lock.unlock();
         const secondLock = await secondQueued.locked;
         expect(await stillPending(thirdQueued, 100)).toBe(true);
         await secondLock.unlock();
         const thirdLock = await thirdQueued;
         expect(thirdLock.key).toBe(mutex.key);
-        // The same watch waited and now watches the held key.
-        expect(fromRead()).toHaveLength(1);
+        // No watch more: the own key's watch goes on as the held key's.
+        expect(fromRead()).toHaveLength(2);
         await thirdLock.unlock();
         expect(thirdLock.signal.reason).toBeInstanceOf(LockNotHeldError);
       } finally {
         await third.close();
+        await second.close();
       }
     });
 
-    it("a waiter with two keys ahead keeps its one watch as the hold's: other keys in its range are ignored, its loss is seen", async () => {
+    it("a waiter with two keys ahead keeps its own key's watch as the hold's: keys between its key and the one ahead are not watched, its loss is seen", async () => {
       const name = `${prefix()}lock`;
-      // Leases with chosen ids, so the keys sort second < later < holder < waiter and the
-      // waiter's range (from the second's key to its own) covers the others.
+      // Leases with chosen ids, so the keys sort second < later < holder < waiter: a range from
+      // the second's key to the waiter's would cover the others.
       const base = BigInt(Math.floor(Math.random() * 2 ** 40) + 2 ** 40) << 12n;
       const leased = async (offset: bigint, etcd?: Etcd) => {
         const id = base + offset;
@@ -152,12 +172,12 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       const mutex = new Mutex(waiter, name);
       const { locked } = await queue(mutex);
       const fromRead = () => watches.filter((w) => (w.startRevision ?? 0n) > 0n);
-      await eventually(() => fromRead().length >= 1);
-      // The holder's delete is in the range: not the turn (the second's key is still ahead).
+      await eventually(() => fromRead().length >= 2);
+      // The holder's delete: not the turn (the second's key is still ahead).
       await lock.unlock();
       const secondLock = await secondQueued.locked;
       expect(await stillPending(locked, 100)).toBe(true);
-      // A later waiter in the range, coming and going, is not the turn either.
+      // A later waiter between the keys, coming and going, is not the turn either.
       const early = await leased(0x300n);
       const { locked: gone } = await queue(new Mutex(early, name));
       await early.close();
@@ -168,8 +188,8 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       expect(held.key).toBe(mutex.key);
       // Held at the read that confirmed the turn, after the second's delete.
       expect(held.header.revision).toBeGreaterThan(held.fencingToken);
-      expect(fromRead()).toHaveLength(1);
-      // Held: a later waiter in the range coming and going is no loss.
+      expect(fromRead()).toHaveLength(2);
+      // Held: a later waiter between the keys coming and going is no loss.
       const later = await leased(0x200n);
       const { locked: third } = await queue(new Mutex(later, name));
       await later.close();
@@ -184,7 +204,7 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       expect(reason).toBeInstanceOf(LockLostError);
       expect(reason.message).toContain(`deleted at revision ${deleted.header.revision}`);
       expect(await rejection(held.unlock())).toBeInstanceOf(LockLostError);
-      expect(fromRead()).toHaveLength(1);
+      expect(fromRead()).toHaveLength(2);
       await waiter.close();
     });
 
