@@ -527,7 +527,15 @@ describe('the leader check when its read fails (scripted connection)', () => {
       expect(calls.opened).toBe(1);
       expect(r.disconnects).toEqual([]);
 
-      // Calls back on A: the next failed read replaces the stream, and A is redialled.
+      // Calls back on A: the next failed read replaces the stream, and A is redialled. As a
+      // Connection's redial does, that moves calls off A (to B): the new stream, on A again, is
+      // then replaced once, not at every check (reads through A failing every 20 ms replaced it
+      // again before a loaded run's checks below).
+      const redial = rpc.redial!.bind(rpc);
+      rpc.redial = (endpoint) => {
+        redial(endpoint);
+        calls.endpoint = 'b:2379';
+      };
       calls.endpoint = 'a:2379';
       await waitFor(() => r.resumes.length === 1, 10_000, 'the replaced stream');
       expect(calls.opened).toBe(2);
