@@ -278,7 +278,7 @@ describe('Connection.setEndpoints', () => {
     const conn = connect(transport);
     try {
       const inFlight = conn.unary(RANGE, { key: bytes('k') }, 'read');
-      await vi.waitFor(() => expect(transport.calls).toHaveLength(1));
+      await vi.waitFor(() => expect(transport.calls).toHaveLength(1), { timeout: 10_000 });
       conn.setEndpoints([B]);
       expect(transport.closed).toEqual([]);
       // New calls go to B meanwhile.
@@ -301,7 +301,7 @@ describe('Connection.setEndpoints', () => {
     const conn = connect(transport, switches.hook);
     try {
       const inFlight = conn.unary(RANGE, { key: bytes('k') }, 'read');
-      await vi.waitFor(() => expect(transport.calls).toHaveLength(1));
+      await vi.waitFor(() => expect(transport.calls).toHaveLength(1), { timeout: 10_000 });
       conn.setEndpoints([B]);
       conn.setEndpoints([A]);
       blocked.resolve({});

@@ -217,7 +217,7 @@ describe('a stream lets go of its endpoint however it stops', () => {
       const stream = conn.serverStream(SNAPSHOT, {}, 'read');
       const iterator = stream[Symbol.asyncIterator]();
       const first = iterator.next();
-      await vi.waitFor(() => expect(transport.streams).toHaveLength(1));
+      await vi.waitFor(() => expect(transport.streams).toHaveLength(1), { timeout: 10_000 });
       transport.lastStream<{ n: number }>().answer({ n: 1 });
       expect(await first).toEqual({ done: false, value: { n: 1 } });
       conn.setEndpoints([B]);
@@ -327,7 +327,7 @@ describe('Connection.redial(endpoint)', () => {
       });
       transport.unaryBlock = (target) => (target === TARGET_B ? blocked : undefined);
       const inFlight = conn.unary(RANGE, { key: bytes('k') }, 'read');
-      await vi.waitFor(() => expect(transport.unaryTargets).toHaveLength(3));
+      await vi.waitFor(() => expect(transport.unaryTargets).toHaveLength(3), { timeout: 10_000 });
       // What a stream owner does when the stream stopped answering.
       stream.cancel();
       conn.redial(stream.endpoint);
