@@ -76,9 +76,15 @@ describe('etcdkit-server', () => {
 
   it('closes client connections when it stops', async () => {
     const cli = await startCli();
-    const etcd = new Etcd({ endpoints: [cli.endpoint], dialTimeoutMs: 500, callTimeoutMs: 1_000 });
+    // Short calls, so the read after the stop fails fast; the put before it, on a loaded machine,
+    // gets the time it needs to dial the new process and be answered.
+    const etcd = new Etcd({
+      endpoints: [cli.endpoint],
+      dialTimeoutMs: 5_000,
+      callTimeoutMs: 1_000,
+    });
     try {
-      await etcd.put('k', 'v');
+      await etcd.put('k', 'v', { timeoutMs: 20_000 });
       cli.child.kill('SIGTERM');
       expect((await cli.exited).code).toBe(0);
       await expect(etcd.get('k')).rejects.toThrow();
