@@ -50,8 +50,10 @@ describeEachBackend(
         const r1 = (await writer.put('expiry/a', '1')).header.revision;
         expect(describeEvents(await takeEvents(iterator, 1))).toEqual([`${r1} put expiry/a=1`]);
         // Unused for longer than its TTL, the watching client's token is forgotten by the server;
-        // the watch re-created after the cut presents it.
-        await sleep(2_500);
+        // the watch re-created after the cut presents it. Twice the TTL (the server sweeps once a
+        // second) and 2 s more for a loaded machine's late sweep: presenting the token to poll
+        // would keep it alive.
+        await sleep(4_000);
         const r2 = (await writer.put('expiry/a', '2')).header.revision;
         proxy.cutAll();
         await waitFor(() => resumed === 1, 20_000, 'the watcher to resume');

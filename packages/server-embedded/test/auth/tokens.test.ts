@@ -24,8 +24,9 @@ describeAuth('token TTL (1 s, real time)', ({ fresh }) => {
     const { client } = await fresh({ tokenTtlSeconds: 1 });
     const { root } = await setUpAuth(client);
     const idle = await client.token('root', ROOT_PASSWORD);
-    // etcd sweeps tokens once a second, so give it up to twice the TTL.
-    for (let elapsed = 0; elapsed < 2_500; elapsed += 250) {
+    // etcd sweeps tokens once a second, so a token is gone within twice the TTL; 2 s more for a
+    // loaded machine's late sweep. (Presenting the idle token to poll would keep it alive.)
+    for (let elapsed = 0; elapsed < 4_000; elapsed += 250) {
       await sleep(250);
       await client.unary(KV.Range, { key: b('k') }, root);
     }
@@ -43,7 +44,9 @@ describeAuth('token TTL (1 s, real time)', ({ fresh }) => {
     try {
       stream.write({ createRequest: { key: b('w') } });
       await stream.take(1);
-      await sleep(2_500);
+      // Twice the TTL (the sweep runs once a second) and 2 s more for a loaded machine's late
+      // sweep: the token cannot be polled, presenting it would keep it alive.
+      await sleep(4_000);
       const writer = await client.token('root', ROOT_PASSWORD);
       await client.unary(KV.Put, { key: b('w'), value: b('after') }, writer);
       const [, event] = await stream.take(2);
