@@ -95,7 +95,9 @@ describe('launchEtcd', () => {
       await leader.start();
       const back = clientOf(leader.endpoint);
       try {
-        expect((await back.get('launcher/c'))?.text()).toBe('during');
+        // A generous deadline here: the member back from the dead must first hear from the
+        // leader, which a loaded run can make take longer than the short default's 1 s.
+        expect((await back.get('launcher/c', { timeoutMs: 20_000 }))?.text()).toBe('during');
       } finally {
         await back.close();
       }
