@@ -47,6 +47,7 @@ export function stmKeyLocks(
   // A Mutex named N queues its holder and waiters under N + '/'.
   const queueOf = (key: Uint8Array) => `${checked}/${Buffer.from(key).toString('hex')}/`;
   return {
+    watched: (key) => session.slots.get(KEY_WATCHES).get(queueOf(key))?.latest,
     free: (keys) => keys.map((key) => cmp.missing({ prefix: queueOf(key) })),
     queued: (keys) => keys.map((key) => op.range({ prefix: queueOf(key), countOnly: true })),
     async lock(keys, signal) {
@@ -178,7 +179,9 @@ class KeysTurn implements StmKeysHeld {
       }
       const read = result.responses[2 * count + i];
       const kv = read?.kind === 'range' ? read.kvs[0] : undefined;
-      this.#seen.set(i, { key: this.#keys[i]?.key as Uint8Array, kv });
+      const seen = { key: this.#keys[i]?.key as Uint8Array, kv };
+      this.#seen.set(i, seen);
+      this.#watches[i]?.learn(seen, joined);
       this.#known[i] = joined;
     });
     this.#waited = places.some(({ ahead }) => ahead.size > 0);
@@ -213,7 +216,9 @@ class KeysTurn implements StmKeysHeld {
       if ((this.#known[i] ?? 0n) >= at) return;
       const read = result.responses[n];
       const kv = read?.kind === 'range' ? read.kvs[0] : undefined;
-      this.#seen.set(i, { key: this.#keys[i]?.key as Uint8Array, kv });
+      const seen = { key: this.#keys[i]?.key as Uint8Array, kv };
+      this.#seen.set(i, seen);
+      this.#watches[i]?.learn(seen, at);
       this.#known[i] = at;
     });
     if (at > this.#seenRevision) this.#seenRevision = at;
@@ -361,6 +366,9 @@ const KEEP_WATCHING_MS = 2_000;
  */
 class KeyWatches {
   readonly ready: Promise<unknown>;
+  // The key as the newest event or read showed it, and that revision: what a probe reads.
+  #latest: StmSeenKey | undefined;
+  #latestAt = 0n;
   #listener: ((onQueue: boolean, batch: WatchBatch) => void) | undefined;
   #onEnd: ((error: unknown) => void) | undefined;
   #error: unknown;
@@ -377,7 +385,12 @@ class KeyWatches {
     const queueWatch = etcd.watch({ prefix: queue, filters: ['noPut'] });
     queueWatch.on('batch', (batch) => this.#listener?.(true, batch));
     const keyWatch = etcd.watch({ key });
-    keyWatch.on('batch', (batch) => this.#listener?.(false, batch));
+    keyWatch.on('batch', (batch) => {
+      const event = batch.events.at(-1);
+      if (event)
+        this.learn({ key, kv: event.type === 'put' ? event.kv : undefined }, batch.revision);
+      this.#listener?.(false, batch);
+    });
     this.#watchers = [queueWatch, keyWatch];
     // A watcher that ended (client closed, compaction...) is not reused.
     for (const watcher of this.#watchers) {
@@ -393,6 +406,18 @@ class KeyWatches {
     this.ready = Promise.all(this.#watchers.map((watcher) => watcher.ready()));
     // A failed creation is the joining run's to report.
     this.ready.catch(() => {});
+  }
+
+  /** The key as last seen, while the watches are open. */
+  get latest(): StmSeenKey | undefined {
+    return this.#latest;
+  }
+
+  /** Records `seen`, the key at `revision`, unless something newer is known. */
+  learn(seen: StmSeenKey, revision: bigint): void {
+    if (revision < this.#latestAt) return;
+    this.#latest = seen;
+    this.#latestAt = revision;
   }
 
   /** Gives the watches' batches to `listener`, and their end, while attached, to `onEnd`. */

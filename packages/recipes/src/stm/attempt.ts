@@ -33,6 +33,13 @@ export interface Prefetched {
   readonly entries: ReadonlyMap<string, ReadEntry>;
 }
 
+/**
+ * @internal Where a probe attempt reads keys it has no value for: the key as an open watch of this
+ * process shows it, or undefined to read it from etcd. A probe only finds which keys `apply`
+ * touches and is never committed (watched keys may be known at different revisions).
+ */
+export type ProbeSource = (key: Uint8Array) => ReadEntry | undefined;
+
 /** @internal What the commit txn of an attempt holds. */
 export interface CommitPlan {
   readonly compares: Compare[];
@@ -75,17 +82,26 @@ export class StmAttempt implements Stm {
   readonly #rules: IsolationRules;
   readonly #signal: AbortSignal | undefined;
   readonly #prefetched: Prefetched | undefined;
+  readonly #probe: ProbeSource | undefined;
+  #probed = false;
 
   constructor(
     kv: KV,
     rules: IsolationRules,
     signal: AbortSignal | undefined,
     prefetched: Prefetched | undefined,
+    probe?: ProbeSource,
   ) {
     this.#kv = kv;
     this.#rules = rules;
     this.#signal = signal;
     this.#prefetched = prefetched;
+    this.#probe = probe;
+  }
+
+  /** Whether a read was served by the probe source: this attempt must not be committed. */
+  get probed(): boolean {
+    return this.#probed;
   }
 
   async get(key: Bytes): Promise<string | undefined> {
@@ -180,7 +196,7 @@ export class StmAttempt implements Stm {
   }
 
   #read(id: string, key: Uint8Array): Promise<ReadEntry> {
-    const known = this.#reads.get(id) ?? this.#fromPrefetch(id);
+    const known = this.#reads.get(id) ?? this.#fromPrefetch(id) ?? this.#fromProbe(id, key);
     if (known) return Promise.resolve(known);
     const pending = this.#pending.get(id);
     if (pending) return pending;
@@ -208,6 +224,14 @@ export class StmAttempt implements Stm {
     // At snapshot levels prefetched values serve only an attempt whose snapshot is their revision,
     // which the first read always adopts when there are any (see #fetch).
     if (this.#rules.snapshotReads) this.#fixSnapshot(prefetched.revision);
+    this.#reads.set(id, entry);
+    return entry;
+  }
+
+  #fromProbe(id: string, key: Uint8Array): ReadEntry | undefined {
+    const entry = this.#probe?.(key);
+    if (!entry) return undefined;
+    this.#probed = true;
     this.#reads.set(id, entry);
     return entry;
   }

@@ -32,6 +32,13 @@ export interface StmKeyLocks {
    * `count` is how many runs hold or wait for its lock. A run that finds some queues at once.
    */
   queued(keys: readonly Uint8Array[]): RangeOp[];
+  /**
+   * Optional: `key` as a watch this process keeps open shows it (the keys of its recent turns), or
+   * undefined. A run's first attempt reads such keys there instead of from etcd, only to find
+   * which keys it touches: that attempt is never committed (it queues for its turn, or `apply`
+   * runs again on values read from etcd).
+   */
+  watched?(key: Uint8Array): StmSeenKey | undefined;
 }
 
 /** A key as a lock holder last saw it: its value and mod revision, or undefined when missing. */

@@ -13,7 +13,14 @@ import {
   type ResponseHeader,
   toBytes,
 } from '@etcdkit/client';
-import { type CommitPlan, keyId, type Prefetched, type ReadEntry, StmAttempt } from './attempt.js';
+import {
+  type CommitPlan,
+  keyId,
+  type Prefetched,
+  type ProbeSource,
+  type ReadEntry,
+  StmAttempt,
+} from './attempt.js';
 import { backoffDelay, DEFAULT_STM_BACKOFF, pause, type StmBackoff } from './backoff.js';
 import {
   contentionOf,
@@ -22,6 +29,7 @@ import {
   LockedKeys,
   noteTurn,
   type StmContention,
+  type StmKeyLocks,
   type StmKeysHeld,
 } from './contention.js';
 import { StmConflictError, StmTooManyOpsError } from './errors.js';
@@ -137,21 +145,32 @@ export async function runStm<T>(
   let pauses = 0;
   let conflictsWithKeys = 0;
   let failedCommits = 0;
+  // The first attempt reads keys this process watches (its recent turns) from the watches.
+  let probe = probeOf(settings.contention?.locks);
   try {
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
-      const stm = new StmAttempt(kv, settings.rules, signal, prefetched);
+      const stm = new StmAttempt(kv, settings.rules, signal, prefetched, probe);
+      probe = undefined;
       let ran: { readonly value: T; readonly plan: CommitPlan } | undefined;
+      let failure: { readonly error: unknown } | undefined;
       try {
         const value = await apply(stm);
         ran = { value, plan: stm.plan() };
       } catch (error) {
-        // A snapshot compacted away under a running attempt is a conflict like any other: a new
-        // attempt reads a newer revision. Any other error ends the run.
-        if (!stm.snapshotLost) throw error;
+        failure = { error };
       } finally {
         stm.close();
       }
+      // A probe that failed (its watched keys may be at different revisions) runs again on reads.
+      if (failure && stm.probed) {
+        attempt--;
+        continue;
+      }
+      // A snapshot compacted away under a running attempt is a conflict like any other: a new
+      // attempt reads a newer revision. Any other error ends the run.
+      if (failure && !stm.snapshotLost) throw failure.error;
+      const given = prefetched;
       prefetched = undefined;
       const keys = ran && [...ran.plan.reads.map((read) => read.key), ...ran.plan.writeKeys];
       if (ran && keys) {
@@ -175,6 +194,12 @@ export async function runStm<T>(
           attempt <= settings.maxRetries &&
           ran.plan.compares.length > 0 &&
           isContended(settings.contention.locks, keys);
+        if (stm.probed && !doomed && !contended) {
+          // The probe would be committed: run `apply` again on values read from etcd.
+          prefetched = given;
+          attempt--;
+          continue;
+        }
         if (contended) failedCommits = settings.contention?.afterConflicts ?? 0;
         if (!doomed && !contended) {
           const outcome = await commit(kv, ran.plan, settings, lockingOf(settings, locked, keys));
@@ -396,6 +421,12 @@ async function commit(
     queued: extra.writes.length === 0 && tail.some((r) => r.kind === 'range' && r.count > 0n),
     tail,
   };
+}
+
+/** A probe source over the keys `locks` watches, when it can tell. */
+function probeOf(locks: StmKeyLocks | undefined): ProbeSource | undefined {
+  if (typeof locks?.watched !== 'function') return undefined;
+  return (key) => locks.watched?.(key);
 }
 
 /** What a lock holder saw of its keys, as values read ahead. */

@@ -333,20 +333,76 @@ describeEachBackend('STM under contention', ({ backend, prefix }) => {
         attempts: 2,
         calls: [RANGE, RANGE, TXN, TXN, TXN, TXN],
       });
-      // The next one on the same keys skips that optimistic commit.
+      // The next one on the same keys skips that optimistic commit, and its first attempt reads
+      // the keys from the watches the last turn left open: no Range (that attempt only finds the
+      // keys; it is never committed).
       expect(await behindAnother()).toEqual({
         attempts: 2,
-        calls: [RANGE, RANGE, TXN, TXN, TXN],
+        calls: [TXN, TXN, TXN],
       });
-      // Alone, it still queues (its turn finds no one ahead), and the run after it commits at once.
+      // Alone, it still queues (its turn finds no one ahead): the join and the commit.
       calls.length = 0;
       expect(await transfer(etcd, 'ha', 'hb', 1, { contention })).toBe(2);
-      expect(calls).toEqual([RANGE, RANGE, TXN, TXN]);
+      expect(calls).toEqual([TXN, TXN]);
+      // The run after it commits at once: its attempt from the watches would be committed, so
+      // apply runs again on reads (still one attempt: the first was never sent).
+      calls.length = 0;
       expect(await transfer(etcd, 'ha', 'hb', 1, { contention })).toBe(1);
+      expect(calls).toEqual([RANGE, RANGE, TXN]);
       expect([await balance('ha'), await balance('hb')]).toEqual([INITIAL - 4, INITIAL + 4]);
     } finally {
       await aheadSession.close();
       await runSession.close();
+    }
+  });
+
+  it('a first attempt read from the watches of a recent turn is never committed: apply runs again on reads', async () => {
+    await accounts('pa');
+    const keys = [new TextEncoder().encode(k('pa'))];
+    const session = await Session.create(etcd, { ttl: 30 });
+    const locks = stmKeyLocks(session, `${prefix()}locks`);
+    const contention = { locks, afterConflicts: 1 };
+    try {
+      // A turn on the key leaves its watches open a while after.
+      await (await locks.lock(keys)).release();
+      await other.put(k('pa'), '7');
+      await expect
+        .poll(() => locks.watched?.(keys[0] as Uint8Array)?.kv?.modRevision)
+        .toBe((await other.get(k('pa')))?.modRevision);
+      // apply fails where it read from the watches: it runs again on reads, which commit.
+      const seen: string[] = [];
+      calls.length = 0;
+      const result = await runStm(
+        etcd,
+        async (stm) => {
+          const value = (await stm.get(k('pa'))) ?? '';
+          seen.push(value);
+          if (seen.length === 1) throw new Error('a view that reads cannot give');
+          stm.put(k('pa'), String(Number(value) + 1));
+        },
+        { contention },
+      );
+      expect(seen).toEqual(['7', '7']);
+      expect(result.attempts).toBe(1);
+      expect(calls).toEqual(['/etcdserverpb.KV/Range', '/etcdserverpb.KV/Txn']);
+      expect(await balance('pa')).toBe(8);
+      // An error that reads give too is the run's.
+      let runs = 0;
+      const failure = await rejection(
+        runStm(
+          etcd,
+          async (stm) => {
+            runs++;
+            await stm.get(k('pa'));
+            throw new Error('always');
+          },
+          { contention },
+        ),
+      );
+      expect(failure).toMatchObject({ message: 'always' });
+      expect(runs).toBe(2);
+    } finally {
+      await session.close();
     }
   });
 
