@@ -1,7 +1,8 @@
 // Counts, per contended lock cycle, what the recipes send: watch creations (from a revision, from
 // now), the watch events they are sent, and unary calls by method, with N contenders (each its own client and session) locking and
 // unlocking one mutex, against real etcd 3.4 and the embedded server in its own process. A count
-// is not noisy the way a timing is on a shared machine. Run it with
+// is not noisy the way a timing is on a shared machine; nor, much, is the CPU time the clients
+// of this process used per cycle (reported too). Run it with
 // `node --conditions=etcdkit-source --import tsx bench/recipes-count.ts [contenders] [cycles]`.
 import { Etcd, type WatchRequest } from '../packages/client/src/index.js';
 import { Mutex, Session } from '../packages/recipes/src/index.js';
@@ -18,6 +19,8 @@ interface Counts {
   watchesNow: number;
   /** Watch events delivered to the recipes' watchers (deletes of keys in their ranges). */
   events: number;
+  /** CPU time of this process (user + system, microseconds) while counting: JS per cycle. */
+  cpuMicros: number;
 }
 
 async function count(endpoint: string): Promise<{ cycles: number; counts: Counts }> {
@@ -27,6 +30,7 @@ async function count(endpoint: string): Promise<{ cycles: number; counts: Counts
     watchesFrom: 0,
     watchesNow: 0,
     events: 0,
+    cpuMicros: 0,
   };
   const clients: Etcd[] = [];
   const sessions: Session[] = [];
@@ -60,6 +64,7 @@ async function count(endpoint: string): Promise<{ cycles: number; counts: Counts
   let cycles = 0;
   try {
     counts.counting = true;
+    const cpu = process.cpuUsage();
     await Promise.all(
       sessions.map(async (session) => {
         const mutex = new Mutex(session, name);
@@ -70,6 +75,8 @@ async function count(endpoint: string): Promise<{ cycles: number; counts: Counts
       }),
     );
     counts.counting = false;
+    const used = process.cpuUsage(cpu);
+    counts.cpuMicros = used.user + used.system;
   } finally {
     for (const session of sessions) await session.close().catch(() => {});
     for (const etcd of clients) await etcd.close();
@@ -85,7 +92,8 @@ function report(server: string, { cycles, counts }: { cycles: number; counts: Co
     `${server}: ${cycles} cycles, ${CONTENDERS} contenders; per cycle: watches from a revision ` +
       `${per(counts.watchesFrom)}, from now ${per(counts.watchesNow)}; events ${per(counts.events)}; ` +
       `unary ${per(unary)} (` +
-      `${calls.map(([method, n]) => `${method} ${per(n)}`).join(', ')})`,
+      `${calls.map(([method, n]) => `${method} ${per(n)}`).join(', ')}); ` +
+      `client CPU ${(counts.cpuMicros / 1000 / cycles).toFixed(3)} ms`,
   );
 }
 
