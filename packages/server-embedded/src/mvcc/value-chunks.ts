@@ -11,6 +11,8 @@ import { CHUNK_BYTES, LARGEST_PACKED } from './byte-slab.js';
 /** Packed copies of values, each addressed by its place and length. */
 export class ValueChunks {
   readonly #chunks: (Uint8Array | undefined)[] = [];
+  /** Each chunk's buffer (a chunk has one to itself), for views. */
+  readonly #buffers: (ArrayBuffer | undefined)[] = [];
   /** Values kept in each chunk. */
   readonly #kept: number[] = [];
   /** Ids of dropped chunks, to reuse. */
@@ -42,10 +44,10 @@ export class ValueChunks {
 
   /** A view of the value kept at `place`, `length` bytes long. */
   view(place: number, length: number): Uint8Array {
-    const offset = place % CHUNK_BYTES;
-    const chunk = this.#chunks[(place - offset) / CHUNK_BYTES]!;
-    // A chunk has its buffer to itself; a view by the constructor costs about 2/3 of subarray's.
-    return new Uint8Array(chunk.buffer, offset, length);
+    // Every read of history makes one: no floating-point remainder, no buffer getter, and the
+    // constructor rather than subarray (which looks up a species constructor).
+    const id = Math.floor(place / CHUNK_BYTES);
+    return new Uint8Array(this.#buffers[id]!, place - id * CHUNK_BYTES, length);
   }
 
   /** Forgets the value kept at `place`; its chunk goes with its last value. */
@@ -58,12 +60,14 @@ export class ValueChunks {
   #newChunk(chunk: Uint8Array): number {
     const id = this.#free.pop() ?? this.#chunks.length;
     this.#chunks[id] = chunk;
+    this.#buffers[id] = chunk.buffer as ArrayBuffer;
     this.#kept[id] = 0;
     return id;
   }
 
   #drop(id: number): void {
     this.#chunks[id] = undefined;
+    this.#buffers[id] = undefined;
     this.#free.push(id);
   }
 }
