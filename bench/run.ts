@@ -20,6 +20,7 @@ import {
 } from './report.js';
 import { serverCpuSuite } from './server-cpu.js';
 import { serverMemorySuite } from './server-memory.js';
+import { serverMvccSuite } from './server-mvcc.js';
 import { stmSuite } from './stm.js';
 import { transportSuite } from './transport.js';
 import { verifySuite } from './verify.js';
@@ -43,6 +44,7 @@ const suites: Suite[] = [
   recipesSuite,
   serverCpuSuite,
   serverMemorySuite,
+  serverMvccSuite,
   verifySuite,
 ];
 const only = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));

@@ -1,7 +1,8 @@
 // Memory per key and per key revision of the embedded server beside real etcd, in one run, with the
 // put, get, range and watch speed of each (issue 28.1). Each backend runs on a fresh server:
 // - keys: 200,000 keys of 100 B values written through the etcdkit client, 64 in flight; the
-//   server's RSS and heap growth divided by the keys, then gets, 1000-key ranges and watched puts;
+//   server's RSS and heap growth divided by the keys, then gets, 1000-key ranges, watched puts, a
+//   watch from the first key's revision (catch-up from history), HashKV and a snapshot;
 // - revisions: 10,000 keys written 20 times each (no compaction); growth per revision.
 // The embedded server runs in a child process (memory.ts) and is measured after a full GC; a real
 // etcd (3.4 on PATH, 3.5 at /opt/etcdkit/etcd-3.5 when present) by its VmRSS and, for heap, Go's
@@ -98,6 +99,25 @@ interface Sample {
   getsPerSecond?: number;
   rangesPerSecond?: number;
   watchEventsPerSecond?: number;
+  catchUpEventsPerSecond?: number;
+  hashedPerSecond?: number;
+  snapshottedPerSecond?: number;
+}
+
+/** Ms for a watcher from `startRevision` on `key/` to receive `count` events from history. */
+async function timeCatchUp(etcd: Etcd, startRevision: bigint, count: number): Promise<number> {
+  const started = performance.now();
+  const watcher = etcd.watch({ prefix: 'key/', startRevision });
+  let seen = 0;
+  await new Promise<void>((resolve) =>
+    watcher.on('batch', (batch) => {
+      seen += batch.events.length;
+      if (seen >= count) resolve();
+    }),
+  );
+  const ms = performance.now() - started;
+  await watcher.close();
+  return ms;
 }
 
 /** One backend, one scenario, on a fresh server. */
@@ -136,11 +156,26 @@ async function sample(backend: Backend, scenario: 'keys' | 'revisions'): Promise
     await all;
     const watchMs = performance.now() - started;
     await watcher.close();
+    // Catch-up: a watcher from the first key's revision (1000 warm-up puts after revision 1)
+    // reads every key's put from history.
+    const catchUpMs = await timeCatchUp(etcd, 1002n, KEYS);
+    const hashStarted = performance.now();
+    await etcd.maintenance.hashKV();
+    const hashMs = performance.now() - hashStarted;
+    const snapshotStarted = performance.now();
+    for await (const _ of etcd.maintenance.snapshot()) {
+      // Only the time to stream it whole.
+    }
+    const snapshotMs = performance.now() - snapshotStarted;
+    const changes = items + 1000 + WATCHED_PUTS;
     return {
       ...result,
       getsPerSecond: perSecond(GETS, getMs),
       rangesPerSecond: perSecond(RANGES, rangeMs),
       watchEventsPerSecond: perSecond(WATCHED_PUTS, watchMs),
+      catchUpEventsPerSecond: perSecond(KEYS, catchUpMs),
+      hashedPerSecond: perSecond(changes, hashMs),
+      snapshottedPerSecond: perSecond(changes, snapshotMs),
     };
   } finally {
     await etcd.close();
@@ -154,7 +189,7 @@ const whole = (n: number | undefined) =>
 /** The server memory suite: see the header. */
 export const serverMemorySuite = {
   name: 'server-memory',
-  description: `server RSS and heap growth per key (${KEYS.toLocaleString('en-US')} keys of 100 B, 64 puts in flight) and per key revision (${REVISION_KEYS.toLocaleString('en-US')} keys x ${REVISIONS_PER_KEY}, no compaction), with puts/s, gets/s, ${RANGE_KEYS}-key ranges/s and watched puts (events/s), embedded server (in memory) vs real etcd; medians of ${ROUNDS} rounds, the backends' order rotated every round; the ratio is the median of the rounds' ratios to etcd 3.4`,
+  description: `server RSS and heap growth per key (${KEYS.toLocaleString('en-US')} keys of 100 B, 64 puts in flight) and per key revision (${REVISION_KEYS.toLocaleString('en-US')} keys x ${REVISIONS_PER_KEY}, no compaction), with puts/s, gets/s, ${RANGE_KEYS}-key ranges/s, watched puts (events/s), a watch catching up on every key from history (events/s), HashKV and a streamed snapshot (changes/s), embedded server (in memory) vs real etcd; medians of ${ROUNDS} rounds, the backends' order rotated every round; the ratio is the median of the rounds' ratios to etcd 3.4`,
   async report(): Promise<Array<Record<string, string | number>>> {
     const backends: Backend[] = [embedded('etcdkit-server')];
     if (BEFORE !== undefined) backends.push(embedded('etcdkit-server (before)', BEFORE));
@@ -184,6 +219,9 @@ export const serverMemorySuite = {
           'gets/s': whole(pick((s) => s.getsPerSecond)),
           [`${RANGE_KEYS}-key ranges/s`]: whole(pick((s) => s.rangesPerSecond)),
           'watched puts, events/s': whole(pick((s) => s.watchEventsPerSecond)),
+          'watch catch-up, events/s': whole(pick((s) => s.catchUpEventsPerSecond)),
+          'HashKV, changes/s': whole(pick((s) => s.hashedPerSecond)),
+          'snapshot, changes/s': whole(pick((s) => s.snapshottedPerSecond)),
         });
       }
     }
