@@ -5,16 +5,11 @@
 import { describe, expect, it } from 'vitest';
 import { MvccStore } from '../../src/mvcc/store.js';
 import type { KeyValue } from '../../src/mvcc/types.js';
-import { b, text } from '../support/bytes.js';
+import { b } from '../support/bytes.js';
+import { type KvSummary, kvSummary } from './kv-summary.js';
 
-interface Expected {
+interface Expected extends KvSummary {
   type: 'put' | 'delete';
-  key: string;
-  value: string;
-  create: number;
-  mod: number;
-  version: number;
-  lease: bigint;
 }
 
 interface Live {
@@ -28,15 +23,7 @@ const KEYS = 40;
 const REVISIONS = 6000;
 
 function shown(type: 'put' | 'delete', kv: KeyValue): Expected {
-  return {
-    type,
-    key: text(kv.key),
-    value: text(kv.value),
-    create: kv.createRevision,
-    mod: kv.modRevision,
-    version: kv.version,
-    lease: kv.lease,
-  };
+  return { type, ...kvSummary(kv) };
 }
 
 /** A value of `length` bytes naming its key and revision, so that a misplaced one shows. */

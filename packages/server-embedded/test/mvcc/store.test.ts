@@ -3,6 +3,7 @@ import { LeaseTable } from '../../src/lease/lease-table.js';
 import { MvccStore } from '../../src/mvcc/store.js';
 import type { CommittedRevision, KeyValue } from '../../src/mvcc/types.js';
 import { b, text } from '../support/bytes.js';
+import { kvSummary } from './kv-summary.js';
 
 const ALL = { key: b('\0'), end: new Uint8Array(0) };
 
@@ -21,15 +22,7 @@ function del(store: MvccStore, key: string, end?: string): number {
 }
 
 function summary(kv: KeyValue | undefined) {
-  if (kv === undefined) return undefined;
-  return {
-    key: text(kv.key),
-    value: text(kv.value),
-    create: kv.createRevision,
-    mod: kv.modRevision,
-    version: kv.version,
-    lease: kv.lease,
-  };
+  return kv === undefined ? undefined : kvSummary(kv);
 }
 
 function keys(store: MvccStore, options?: Parameters<MvccStore['range']>[1]): string[] {
