@@ -11,6 +11,7 @@
 // (default 6) and ETCDKIT_BENCH_SERVER_MVCC_KEYS (default 10,000) change the sizes.
 // Run alone: node --conditions=etcdkit-source --import tsx bench/server-mvcc.ts
 import { fileURLToPath } from 'node:url';
+import type { KeyValue } from '../packages/server-embedded/src/mvcc/types.js';
 import { median, ratio } from './report.js';
 
 const ROUNDS = Number(process.env.ETCDKIT_BENCH_SERVER_MVCC_ROUNDS ?? 6);
@@ -35,19 +36,11 @@ interface Store {
   range(
     range: { key: Uint8Array; end?: Uint8Array },
     options?: { limit?: number },
-  ): { kvs: readonly KvLike[] };
-  changesAt(revision: number): { events: readonly { type: string; kv: KvLike }[] };
-  subscribe(listener: (committed: { events: readonly { kv: KvLike }[] }) => void): () => void;
+  ): { kvs: readonly KeyValue[] };
+  changesAt(revision: number): { events: readonly { type: string; kv: KeyValue }[] };
+  subscribe(listener: (committed: { events: readonly { kv: KeyValue }[] }) => void): () => void;
   hashKV(revision: number): { hash: number };
   readonly history: { upTo(main: number): Iterable<unknown> };
-}
-interface KvLike {
-  readonly key: Uint8Array;
-  readonly value: Uint8Array;
-  readonly createRevision: number;
-  readonly modRevision: number;
-  readonly version: number;
-  readonly lease: bigint;
 }
 interface SnapshotModule {
   encodeSnapshot(metadata: object, history: Iterable<unknown>): Uint8Array;
@@ -76,7 +69,7 @@ const VALUE = encoder.encode('v'.repeat(100));
 const RANGE_END = encoder.encode('key0');
 
 /** Sums a kv's fields so that reading them cannot be optimized away. */
-function touch(kv: KvLike): number {
+function touch(kv: KeyValue): number {
   return kv.key.length + kv.value.length + kv.createRevision + kv.version + Number(kv.lease);
 }
 
