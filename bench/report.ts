@@ -191,7 +191,8 @@ export function writeBenchmarksPage(
     '# Benchmarks',
     '',
     'Written by `npm run bench` (every suite, in one run; suites rerun apart with `--update` say',
-    'so under their heading, with the load they ran under); do not edit by hand. Each figure is',
+    "so under their heading, with the load they ran under); do not edit by hand (a suite's method",
+    'is bench/methods/<suite>.md, its dated studies under ### headings bench/findings/<suite>.md). Each figure is',
     'measured beside its alternative in the same run, over several rounds whose order rotates, and',
     "reported as a median; ratios are etcdkit's figure divided by the alternative's. This machine is",
     'noisy: identical configurations can differ by 20% in one pass.',
@@ -212,6 +213,9 @@ export function writeBenchmarksPage(
     const method = new URL(`methods/${result.name}.md`, import.meta.url);
     if (existsSync(method)) lines.push('', readFileSync(method, 'utf8').trim());
     lines.push('', ...table(result.rows));
+    // Dated studies of a suite's rows (profiles, before/after runs) outlive the next run's table.
+    const findings = new URL(`findings/${result.name}.md`, import.meta.url);
+    if (existsSync(findings)) lines.push('', readFileSync(findings, 'utf8').trim());
   }
   writeFileSync(new URL('benchmarks.md', docsDir), `${lines.join('\n')}\n`);
 }
