@@ -1,10 +1,23 @@
 // A process of the recipes suite's lock cycles over several processes (bench/recipes.ts): for each
 // message { id, endpoint, name, contenders, ms } it opens `contenders` sessions (each its own
 // client) and answers { id }; on { id, go } each locks and unlocks the mutex `name` in a loop for
-// `ms`, then it answers { id, cycles, ms } (the cycles, and how long they took) and closes them.
+// `ms`, then it answers { id, cycles, ms, cpuMs } (the cycles, how long they took, and this
+// process's CPU time over them: process.cpuUsage, user plus system) and closes them.
 // One process serves every measure of a server, so it is warmed once, as the bench process is.
-import { Etcd } from '../packages/client/src/index.js';
-import { Mutex, Session } from '../packages/recipes/src/index.js';
+// ETCDKIT_BENCH_RECIPES_ROOT names another checkout (e.g. a clone at an older commit) whose client
+// and recipes it runs instead of this one's: the before side of a before/after comparison.
+import { pathToFileURL } from 'node:url';
+
+type ClientModule = typeof import('../packages/client/src/index.js');
+type RecipesModule = typeof import('../packages/recipes/src/index.js');
+type Session = import('../packages/recipes/src/index.js').Session;
+type Etcd = import('../packages/client/src/index.js').Etcd;
+
+const root = process.env.ETCDKIT_BENCH_RECIPES_ROOT;
+const from = (path: string) =>
+  root ? pathToFileURL(`${root}/${path}.ts`).href : new URL(`../${path}.js`, import.meta.url).href;
+const client = (await import(from('packages/client/src/index'))) as ClientModule;
+const recipes = (await import(from('packages/recipes/src/index'))) as RecipesModule;
 
 interface Measure {
   readonly id: number;
@@ -28,26 +41,29 @@ async function measure({ id, endpoint, name, contenders, ms }: Measure): Promise
   const sessions: Session[] = [];
   try {
     for (let i = 0; i < contenders; i++) {
-      const etcd = new Etcd({ endpoints: [endpoint] });
+      const etcd = new client.Etcd({ endpoints: [endpoint] });
       clients.push(etcd);
-      sessions.push(await Session.create(etcd, { ttl: 60 }));
+      sessions.push(await recipes.Session.create(etcd, { ttl: 60 }));
     }
     const go = new Promise<void>((resolve) => starts.set(id, resolve));
     process.send?.({ id });
     await go;
     let cycles = 0;
+    const cpuBefore = process.cpuUsage();
     const started = performance.now();
     const deadline = started + ms;
     await Promise.all(
       sessions.map(async (session) => {
-        const mutex = new Mutex(session, name);
+        const mutex = new recipes.Mutex(session, name);
         while (performance.now() < deadline) {
           await (await mutex.lock()).unlock();
           cycles++;
         }
       }),
     );
-    process.send?.({ id, cycles, ms: performance.now() - started });
+    const took = performance.now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
+    process.send?.({ id, cycles, ms: took, cpuMs: (cpu.user + cpu.system) / 1000 });
   } finally {
     starts.delete(id);
     for (const session of sessions) await session.close().catch(() => {});

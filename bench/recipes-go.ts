@@ -103,9 +103,18 @@ export class GoProcess {
   }
 }
 
+/** A lock cycles run over several processes: the summed rate, cycles and CPU time. */
+export interface CyclesRun {
+  /** Cycles per second, the sum of each process's rate. */
+  readonly rate: number;
+  readonly cycles: number;
+  /** The CPU milliseconds (user plus system) the processes spent over their loops, summed. */
+  readonly cpuMs: number;
+}
+
 /**
  * Lock cycles/s of `contenders` split over `processes` Go processes (as evenly as they go), all
- * started together once each has opened its sessions: the sum of each process's rate.
+ * started together once each has opened its sessions, with their CPU time (getrusage).
  */
 export async function goCyclesOverProcesses(
   binary: string,
@@ -114,7 +123,7 @@ export async function goCyclesOverProcesses(
   contenders: number,
   processes: number,
   ms: number,
-): Promise<number> {
+): Promise<CyclesRun> {
   const started = Array.from({ length: processes }, (_, i) => {
     const share = Math.floor(contenders / processes) + (i < contenders % processes ? 1 : 0);
     const flags = ['-endpoint', endpoint, '-prefix', prefix, '-contenders', String(share)];
@@ -124,12 +133,17 @@ export async function goCyclesOverProcesses(
     await Promise.all(started.map((go) => go.line('ready')));
     for (const go of started) go.say('go');
     await Promise.all(started.map((go) => go.exited));
-    let total = 0;
+    let rate = 0;
+    let cycles = 0;
+    let cpuMs = 0;
     for (const go of started) {
       const line = go.lines.at(-1) ?? '';
-      total += (JSON.parse(line) as { samples: number[] }).samples[0] ?? Number.NaN;
+      const answer = JSON.parse(line) as { samples: number[]; cycles?: number; cpuMs?: number };
+      rate += answer.samples[0] ?? Number.NaN;
+      cycles += answer.cycles ?? Number.NaN;
+      cpuMs += answer.cpuMs ?? Number.NaN;
     }
-    return total;
+    return { rate, cycles, cpuMs };
   } finally {
     for (const go of started) await go.kill();
   }

@@ -20,9 +20,16 @@
 // ETCDKIT_BENCH_ROUNDS (default 3), ETCDKIT_BENCH_SAMPLES (handoffs per contender and round,
 // default 300: p99 is then the ninth slowest of 900), ETCDKIT_BENCH_MEASURES (a comma list
 // of handoff, resign, cycles, death: only those rows; default all), ETCDKIT_BENCH_WARMUP_MS (how
-// long puts, then gapless handoffs of each kind, run before the rounds; default 3000; 0: none).
+// long puts, then gapless handoffs of each kind, run before the rounds; default 3000; 0: none),
+// ETCDKIT_BENCH_CONTENDERS (the cycles rows' contender counts, default 2,8,32),
+// ETCDKIT_BENCH_SERVERS (etcd, embedded: default both), ETCDKIT_BENCH_CYCLES_PROF (a directory:
+// the first cycles process runs with node --cpu-prof into it), ETCDKIT_BENCH_RECIPES_ROOT (another
+// checkout whose client and recipes the cycles processes run: before/after, recipes-cycles.ts).
+// The cross-process cycles rows give the CPU time per cycle of the contenders' processes (summed)
+// and of the server, which other load on the machine distorts far less than the rates.
 // Reports numbers; asserts nothing.
 import { type ChildProcess, fork } from 'node:child_process';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { Etcd } from '../packages/client/src/index.js';
 import { Election, type Lock, Mutex, Session } from '../packages/recipes/src/index.js';
@@ -31,6 +38,7 @@ import { LoopbackEcho } from './loopback.js';
 import { ServerProcess } from './memory.js';
 import {
   buildGoProgram,
+  type CyclesRun,
   GoProcess,
   type GoProgram,
   goCyclesOverProcesses,
@@ -47,7 +55,10 @@ const GAP_MS = 5;
 const PUTS = 100;
 // Before the rounds, this long of back-to-back puts, then of gapless handoffs of each kind: warmUp.
 const WARMUP_MS = Number(process.env.ETCDKIT_BENCH_WARMUP_MS ?? '3000');
-const CONTENDERS = [2, 8, 32];
+const CONTENDERS = (process.env.ETCDKIT_BENCH_CONTENDERS ?? '2,8,32').split(',').map(Number);
+const SERVERS = new Set((process.env.ETCDKIT_BENCH_SERVERS ?? 'etcd,embedded').split(','));
+/** A directory: the first process of each cycles pool runs with `node --cpu-prof` into it. */
+const CYCLES_PROFILE_DIR = process.env.ETCDKIT_BENCH_CYCLES_PROF;
 const CYCLE_MS = 1_000;
 /** The most processes the contenders of a lock cycles row are spread over. */
 const PROCESSES = 8;
@@ -69,6 +80,8 @@ interface Server {
   readonly endpoint: string;
   /** The shortest lease it grants, in seconds: the dying leader's TTL. */
   readonly leaderTtl: number;
+  /** Its process, whose CPU time the cross-process cycles rows count; undefined if unknown. */
+  readonly pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -76,14 +89,49 @@ async function realEtcd(): Promise<Server> {
   // The testkit's 100 ms election timeout makes etcd's minimum TTL 1 s.
   const etcd = await startEtcd();
   const name = `etcd ${etcd.version}`;
-  return { name, endpoint: etcd.endpoint, leaderTtl: 1, stop: () => etcd.stop() };
+  const pid = etcd.pid;
+  return { name, endpoint: etcd.endpoint, leaderTtl: 1, pid, stop: () => etcd.stop() };
 }
 
 async function embedded(): Promise<Server> {
   const server = await ServerProcess.start();
   const endpoint = server.endpoints[0] as string;
+  const pid = await pidListeningOn(Number(new URL(endpoint).port));
   // Its default minimum TTL, etcd's with default timing.
-  return { name: 'EmbeddedEtcd (own process)', endpoint, leaderTtl: 2, stop: () => server.stop() };
+  const name = 'EmbeddedEtcd (own process)';
+  return { name, endpoint, leaderTtl: 2, pid, stop: () => server.stop() };
+}
+
+/** The process of this user listening on TCP `port` (127.0.0.1), from /proc; undefined if none. */
+async function pidListeningOn(port: number): Promise<number | undefined> {
+  const table = await readFile('/proc/net/tcp', 'utf8').catch(() => '');
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  // Columns: sl, local address, remote address, state (0A: LISTEN), ..., inode (the tenth).
+  const inode = table
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .find((cols) => cols[1]?.endsWith(`:${hexPort}`) && cols[3] === '0A')?.[9];
+  if (inode === undefined) return undefined;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fds = await readdir(`/proc/${entry}/fd`).catch(() => []);
+    for (const fd of fds) {
+      const target = await readlink(`/proc/${entry}/fd/${fd}`).catch(() => '');
+      if (target === `socket:[${inode}]`) return Number(entry);
+    }
+  }
+  return undefined;
+}
+
+/** The CPU milliseconds (user plus system) process `pid` used so far, from /proc; NaN if gone. */
+async function cpuMsOf(pid: number | undefined): Promise<number> {
+  if (pid === undefined) return Number.NaN;
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  // After the command's closing parenthesis: fields 3 on; utime and stime are the 14th and 15th.
+  const fields = stat?.slice(stat.lastIndexOf(')') + 2).split(' ');
+  if (fields === undefined) return Number.NaN;
+  // In clock ticks of 1/100 s (USER_HZ on Linux).
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
 /** Clients and sessions of one measure, each session on its own client (as separate processes). */
@@ -261,10 +309,14 @@ async function lockCycles(
 }
 
 /** A measure's answers from one process of the pool: its sessions are open, then its cycles. */
-type CyclesAnswer = { readonly id: number } & (
-  | { readonly cycles?: undefined }
-  | { readonly cycles: number; readonly ms: number }
-);
+type CyclesAnswer = { readonly id: number } & ({ readonly cycles?: undefined } | CyclesDone);
+
+/** A child's cycles, how long they took, and its CPU milliseconds over them. */
+interface CyclesDone {
+  readonly cycles: number;
+  readonly ms: number;
+  readonly cpuMs: number;
+}
 
 /**
  * Processes of recipes-cycles.ts that run a lock cycles measure together, each with its share of
@@ -280,8 +332,10 @@ class CyclesProcesses {
   }
 
   static async start(endpoint: string, count: number): Promise<CyclesProcesses> {
-    const children = Array.from({ length: count }, () =>
-      fork(cyclesScript, [], { execArgv: process.execArgv, stdio: 'inherit' }),
+    const profile = (i: number) =>
+      i === 0 && CYCLES_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CYCLES_PROFILE_DIR}`] : [];
+    const children = Array.from({ length: count }, (_, i) =>
+      fork(cyclesScript, [], { execArgv: [...process.execArgv, ...profile(i)], stdio: 'inherit' }),
     );
     const pool = new CyclesProcesses(children);
     if (WARMUP_MS > 0) {
@@ -300,7 +354,7 @@ class CyclesProcesses {
   }
 
   /** Cycles/s of `contenders` over min(contenders, count) processes, started together. */
-  cycles(endpoint: string, name: string, contenders: number, ms = CYCLE_MS): Promise<number> {
+  cycles(endpoint: string, name: string, contenders: number, ms = CYCLE_MS): Promise<CyclesRun> {
     const used = this.#children.slice(0, Math.min(contenders, this.#children.length));
     const shares = used.map((child, i) => {
       const share = Math.floor(contenders / used.length) + (i < contenders % used.length ? 1 : 0);
@@ -309,12 +363,12 @@ class CyclesProcesses {
     return this.#run(endpoint, shares, ms);
   }
 
-  /** Each child's contenders on its lock, started together: the sum of their cycles/s. */
+  /** Each child's contenders on its lock, started together: the sum of their cycles/s and CPU. */
   async #run(
     endpoint: string,
     shares: ReadonlyArray<{ child: ChildProcess; name: string; contenders: number }>,
     ms: number,
-  ): Promise<number> {
+  ): Promise<CyclesRun> {
     const id = this.#next++;
     const answers = shares.map(({ child, name, contenders }) => {
       const ready = this.#answer(child, id, false);
@@ -325,15 +379,19 @@ class CyclesProcesses {
     await Promise.all(answers.map((answer) => answer.ready));
     for (const { child } of answers) child.send({ id, go: true });
     let rate = 0;
+    let cycles = 0;
+    let cpuMs = 0;
     for (const answer of answers) {
-      const { cycles, ms: took } = await answer.done;
-      rate += cycles / (took / 1000);
+      const done = await answer.done;
+      rate += done.cycles / (done.ms / 1000);
+      cycles += done.cycles;
+      cpuMs += done.cpuMs;
     }
-    return rate;
+    return { rate, cycles, cpuMs };
   }
 
   /** The child's answer to measure `id`: that its sessions are open, or (`done`) its cycles. */
-  #answer(child: ChildProcess, id: number, done: true): Promise<{ cycles: number; ms: number }>;
+  #answer(child: ChildProcess, id: number, done: true): Promise<CyclesDone>;
   #answer(child: ChildProcess, id: number, done: false): Promise<void>;
   #answer(child: ChildProcess, id: number, done: boolean): Promise<unknown> {
     return new Promise((resolve, reject) => {
@@ -432,13 +490,13 @@ interface Contender {
   handoffs(endpoint: string, name: string): Promise<number[]>;
   resigns(endpoint: string, name: string): Promise<number[]>;
   cycles(endpoint: string, name: string, contenders: number): Promise<number>;
-  /** The same over min(contenders, PROCESSES) processes; ours run in `pool`. */
+  /** The same over min(contenders, PROCESSES) processes (ours run in `pool`), with their CPU. */
   spread(
     endpoint: string,
     name: string,
     contenders: number,
     pool: CyclesProcesses,
-  ): Promise<number>;
+  ): Promise<CyclesRun>;
   death(endpoint: string, name: string, ttl: number): Promise<number | undefined>;
 }
 
@@ -541,7 +599,12 @@ async function measureServer(
         for (const c of order) {
           if (pool === undefined) break;
           add(`${c.name}|cycles${n}`, [await c.cycles(server.endpoint, name('cycles'), n)]);
-          add(`${c.name}|spread${n}`, [await c.spread(server.endpoint, name('cycles'), n, pool)]);
+          const serverBefore = await cpuMsOf(server.pid);
+          const run = await c.spread(server.endpoint, name('cycles'), n, pool);
+          const serverMs = (await cpuMsOf(server.pid)) - serverBefore;
+          add(`${c.name}|spread${n}`, [run.rate]);
+          add(`${c.name}|clientCpu${n}`, [run.cpuMs / run.cycles]);
+          add(`${c.name}|serverCpu${n}`, [serverMs / run.cycles]);
         }
       }
       // One death per contender and round: each waits for a lease to expire. A candidate that led
@@ -598,22 +661,34 @@ async function measureServer(
   const measures: Array<[string, string, (values: number[], contender: string) => Row]> = [
     ['handoff', `mutex handoff, waiter queued ${GAP_MS} ms before`, inRoundTrips],
     ['resign', 'election failover after resign()', inRoundTrips],
-    ...CONTENDERS.flatMap((n): Array<[string, string, (values: number[]) => Row]> => {
-      const cells = (values: number[]) => ({
-        median: Math.round(quantile(values, 0.5)),
-        p99: '-',
-        samples: values.length,
-      });
-      const processes = Math.min(n, PROCESSES);
-      return [
-        [`cycles${n}`, `contended lock cycles/s, ${n} contenders`, cells],
-        [
-          `spread${n}`,
-          `contended lock cycles/s, ${n} contenders over ${processes} processes`,
-          cells,
-        ],
-      ];
-    }),
+    ...CONTENDERS.flatMap(
+      (n): Array<[string, string, (values: number[], contender: string) => Row]> => {
+        const cells = (values: number[]) => ({
+          median: Math.round(quantile(values, 0.5)),
+          p99: '-',
+          samples: values.length,
+        });
+        // CPU time per cycle is what other load on the machine distorts least.
+        const spreadCells = (values: number[], contender: string) => {
+          const cpu = (what: string) =>
+            quantile(samples.get(`${contender}|${what}${n}`) ?? [], 0.5);
+          const [clients, serverCpu] = [cpu('clientCpu'), cpu('serverCpu')];
+          return {
+            ...cells(values),
+            'CPU ms per cycle (median)': `clients ${clients.toFixed(2)}, server ${serverCpu.toFixed(2)}`,
+          };
+        };
+        const processes = Math.min(n, PROCESSES);
+        return [
+          [`cycles${n}`, `contended lock cycles/s, ${n} contenders`, cells],
+          [
+            `spread${n}`,
+            `contended lock cycles/s, ${n} contenders over ${processes} processes`,
+            spreadCells,
+          ],
+        ];
+      },
+    ),
     [
       'death',
       `election failover after the leader process dies (TTL ${server.leaderTtl} s)`,
@@ -668,7 +743,9 @@ export const recipesSuite = {
     const rows: Row[] = [];
     const chart: ChartBar[] = [];
     try {
-      for (const start of [realEtcd, embedded]) {
+      const servers = { etcd: realEtcd, embedded };
+      for (const [key, start] of Object.entries(servers)) {
+        if (!SERVERS.has(key)) continue;
         const server = await start();
         try {
           rows.push(...(await measureServer(server, contenders, chart)));

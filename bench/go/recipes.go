@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/clientv3"
@@ -43,8 +44,19 @@ func newSession(endpoint string, ttl int) *concurrency.Session {
 
 func millis(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
-func emit(samples []float64) {
-	out, err := json.Marshal(map[string][]float64{"samples": samples})
+func emit(samples []float64) { emitWith(samples, nil) }
+
+// loop is what cycles mode adds: the cycles done and the process's CPU milliseconds over them.
+type loop struct {
+	Cycles int     `json:"cycles"`
+	CPUMs  float64 `json:"cpuMs"`
+}
+
+func emitWith(samples []float64, measured *loop) {
+	out, err := json.Marshal(struct {
+		Samples []float64 `json:"samples"`
+		*loop
+	}{samples, measured})
 	must(err)
 	fmt.Println(string(out))
 }
@@ -97,9 +109,17 @@ func resign(endpoint, prefix string, samples int, gap time.Duration) []float64 {
 		func(i int) error { return elections[i].Resign(ctx) })
 }
 
-// cycles: contenders lock and unlock one mutex in a loop; one sample, the cycles per second.
-// With ready, it says "ready" once the sessions are open and starts on a line on stdin.
-func cycles(endpoint, prefix string, contenders int, duration time.Duration, ready bool) []float64 {
+// cpuMillis is the user plus system CPU time this process has used, in milliseconds.
+func cpuMillis() float64 {
+	var usage syscall.Rusage
+	must(syscall.Getrusage(syscall.RUSAGE_SELF, &usage))
+	return float64(usage.Utime.Nano()+usage.Stime.Nano()) / 1e6
+}
+
+// cycles: contenders lock and unlock one mutex in a loop; one sample, the cycles per second, and
+// the process's CPU milliseconds over the loop. With ready, it says "ready" once the sessions are
+// open and starts on a line on stdin.
+func cycles(endpoint, prefix string, contenders int, duration time.Duration, ready bool) ([]float64, *loop) {
 	ctx := context.Background()
 	mutexes := make([]*concurrency.Mutex, contenders)
 	for i := range mutexes {
@@ -113,6 +133,7 @@ func cycles(endpoint, prefix string, contenders int, duration time.Duration, rea
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	total := 0
+	cpuBefore := cpuMillis()
 	start := time.Now()
 	deadline := start.Add(duration)
 	for _, m := range mutexes {
@@ -129,7 +150,8 @@ func cycles(endpoint, prefix string, contenders int, duration time.Duration, rea
 		}(m)
 	}
 	wg.Wait()
-	return []float64{float64(total) / time.Since(start).Seconds()}
+	rate := float64(total) / time.Since(start).Seconds()
+	return []float64{rate}, &loop{Cycles: total, CPUMs: cpuMillis() - cpuBefore}
 }
 
 func main() {
@@ -154,7 +176,7 @@ func main() {
 	case "resign":
 		emit(resign(*endpoint, *prefix, *samples, gap))
 	case "cycles":
-		emit(cycles(*endpoint, *prefix, *contenders, time.Duration(*durationMs)*time.Millisecond, *ready))
+		emitWith(cycles(*endpoint, *prefix, *contenders, time.Duration(*durationMs)*time.Millisecond, *ready))
 	case "leader", "follow":
 		session := newSession(*endpoint, *ttl)
 		if mode == "follow" {
