@@ -1,9 +1,15 @@
 // HashKV, computed the way etcd computes it, so that equal histories give equal hashes here and
 // on a real etcd: CRC-32C (Castagnoli) over the bucket name "key", then, for each kept change in
 // revision order, its backend key (8-byte big-endian main, '_', 8-byte big-endian sub, and 't' for
-// a tombstone) followed by the protobuf encoding of its mvccpb.KeyValue.
-import { mvccpb } from '@etcdkit/client/protocol';
-import type { HistoryEntry } from './history.js';
+// a tombstone) followed by the protobuf encoding of its mvccpb.KeyValue. Each change is encoded
+// straight from the history's fields into one reused buffer (no KeyValue, no protobufjs).
+import {
+  type KeyValueFields,
+  keyValueSize,
+  ProtoWriter,
+  varintSize,
+  writeKeyValue,
+} from './kv-encoding.js';
 
 const table = (() => {
   const t = new Uint32Array(256);
@@ -19,9 +25,10 @@ const table = (() => {
 export class Crc32c {
   #crc = 0xffffffff;
 
-  update(bytes: Uint8Array): this {
+  /** Adds `bytes` from `start` up to `end` (default: all of them). */
+  update(bytes: Uint8Array, start = 0, end = bytes.length): this {
     let c = this.#crc;
-    for (let i = 0; i < bytes.length; i++) c = table[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
+    for (let i = start; i < end; i++) c = table[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
     this.#crc = c;
     return this;
   }
@@ -33,38 +40,59 @@ export class Crc32c {
 
 const BUCKET_NAME = new TextEncoder().encode('key');
 
-/** A hasher of history entries, started with the bucket name. */
-export function newHistoryHasher(): { add(entry: HistoryEntry): void; digest(): number } {
-  const crc = new Crc32c().update(BUCKET_NAME);
-  return {
-    add(entry) {
-      crc.update(backendKey(entry));
-      crc.update(encodeStored(entry));
-    },
-    digest: () => crc.digest(),
-  };
+/** A hasher of history changes, started with the bucket name. */
+export class HistoryHasher {
+  readonly #crc = new Crc32c().update(BUCKET_NAME);
+  readonly #out = new ProtoWriter(256);
+
+  /** Adds the change at (kv.modRevision, sub); a tombstone's `kv` needs only its key. */
+  add(sub: number, tombstone: boolean, kv: KeyValueFields): void {
+    const out = this.#out;
+    out.length = 0;
+    const keyLength = kv.key.length;
+    // etcd stores a tombstone as a KeyValue holding only the key.
+    const stored = tombstone
+      ? keyLength === 0
+        ? 0
+        : 1 + varintSize(keyLength) + keyLength
+      : keyValueSize(kv);
+    out.reserve(18 + stored);
+    // The backend key: 8-byte big-endian main, '_', 8-byte big-endian sub, 't' for a tombstone.
+    writeBigEndian64(out, kv.modRevision);
+    out.bytes[out.length++] = 0x5f; // '_'
+    writeBigEndian64(out, sub);
+    if (tombstone) {
+      out.bytes[out.length++] = 0x74; // 't'
+      if (keyLength !== 0) {
+        out.bytes[out.length++] = 10;
+        out.varint(keyLength);
+        out.raw(kv.key, 0, keyLength);
+      }
+    } else {
+      writeKeyValue(out, kv);
+    }
+    this.#crc.update(out.bytes, 0, out.length);
+  }
+
+  digest(): number {
+    return this.#crc.digest();
+  }
 }
 
-function backendKey(entry: HistoryEntry): Uint8Array {
-  const bytes = new Uint8Array(entry.tombstone ? 18 : 17);
-  const view = new DataView(bytes.buffer);
-  view.setBigInt64(0, BigInt(entry.revision.main));
-  bytes[8] = 0x5f; // '_'
-  view.setBigInt64(9, BigInt(entry.revision.sub));
-  if (entry.tombstone) bytes[17] = 0x74; // 't'
-  return bytes;
-}
-
-function encodeStored(entry: HistoryEntry): Uint8Array {
-  const { kv } = entry;
-  // etcd stores a tombstone as a KeyValue holding only the key.
-  if (entry.tombstone) return mvccpb.KeyValue.encode({ key: kv.key }).finish();
-  return mvccpb.KeyValue.encode({
-    key: kv.key,
-    createRevision: BigInt(kv.createRevision),
-    modRevision: BigInt(kv.modRevision),
-    version: BigInt(kv.version),
-    value: kv.value,
-    lease: kv.lease,
-  }).finish();
+/** `value` (a non-negative integer below 2^53) as 8 big-endian bytes. */
+function writeBigEndian64(out: ProtoWriter, value: number): void {
+  const bytes = out.bytes;
+  let at = out.length;
+  let high = Math.floor(value / 0x100000000);
+  let low = value >>> 0;
+  for (let i = 3; i >= 0; i--) {
+    bytes[at + i] = high & 0xff;
+    high >>>= 8;
+  }
+  at += 4;
+  for (let i = 3; i >= 0; i--) {
+    bytes[at + i] = low & 0xff;
+    low >>>= 8;
+  }
+  out.length = at + 4;
 }

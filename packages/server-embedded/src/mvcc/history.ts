@@ -9,6 +9,7 @@
 // marks records dropped (key undefined) and rewrites the pages once half of them are dropped.
 import { EMPTY_BYTES } from '../bytes.js';
 import { KeyPosition } from './key-index.js';
+import type { KeyValueFields } from './kv-encoding.js';
 import type { Revision } from './revision.js';
 import type { KeyValue, MvccEvent } from './types.js';
 import { ValueChunks } from './value-chunks.js';
@@ -30,6 +31,18 @@ export interface HistoryKey {
    * every kept put; false when it has none.
    */
   locate(main: number, sub: number, into: KeyPosition): boolean;
+}
+
+/**
+ * Receives kept changes field by field, with no object made per change (HashKV and a watch's
+ * catch-up encode them straight from here).
+ */
+export interface ChangeVisitor {
+  /**
+   * The change of `key` at (kv.modRevision, sub). `kv` is one object reused for every call: a
+   * put's fields, or for a tombstone the key and modRevision with the rest zero.
+   */
+  change(key: HistoryKey, sub: number, tombstone: boolean, kv: KeyValueFields): void;
 }
 
 /** Records per page: 4096 of about 32 bytes of columns, 180 KiB, allocated whole but the first. */
@@ -95,6 +108,17 @@ export class RevisionHistory {
   #size = 0;
   /** Where #kvOf has the key index put a change's state: one, reused, not one per read. */
   readonly #position = new KeyPosition();
+  /** What #visit hands a visitor: one, reused, not one per change. */
+  readonly #fields: KeyValueFields = {
+    key: EMPTY_BYTES,
+    createRevision: 0,
+    modRevision: 0,
+    version: 0,
+    values: EMPTY_BYTES,
+    valueOffset: 0,
+    valueLength: 0,
+    lease: 0n,
+  };
 
   /** Approximate bytes the kept changes would take in etcd's backend. */
   get bytes(): number {
@@ -178,6 +202,26 @@ export class RevisionHistory {
       events.push({ type: tombstone ? 'delete' : 'put', kv: this.#kvOf(record, main) });
     }
     return events;
+  }
+
+  /** Hands `visitor` the kept changes of revision `main`, in op order. */
+  visitChangesAt(main: number, visitor: ChangeVisitor): void {
+    const at = main - this.#base;
+    if (at < 0 || at >= this.#mains) return;
+    const end = this.#end(at);
+    for (let record = this.#firsts[at]!; record < end; record++) this.#visit(record, main, visitor);
+  }
+
+  /** Hands `visitor` every kept change with main revision <= `main`, in revision order. */
+  visitUpTo(main: number, visitor: ChangeVisitor): void {
+    const last = Math.min(main - this.#base, this.#mains - 1);
+    for (let at = 0; at <= last; at++) {
+      const end = this.#end(at);
+      const revision = this.#base + at;
+      for (let record = this.#firsts[at]!; record < end; record++) {
+        this.#visit(record, revision, visitor);
+      }
+    }
   }
 
   /** Forgets the given changes (a compaction dropping history). */
@@ -293,6 +337,39 @@ export class RevisionHistory {
       version,
       lease: page.leases[at]!,
     };
+  }
+
+  /** Hands `visitor` `record`, a change at `main`, unless it was dropped. */
+  #visit(record: number, main: number, visitor: ChangeVisitor): void {
+    const page = this.#pages[record >>> PAGE_BITS]!;
+    const at = record & IN_PAGE;
+    const owner = page.keys[at];
+    if (owner === undefined) return;
+    const fields = this.#fields;
+    const sub = page.subs[at]!;
+    const place = page.places[at]!;
+    fields.key = owner.key;
+    fields.modRevision = main;
+    if (place === -1) {
+      fields.createRevision = 0;
+      fields.version = 0;
+      fields.valueLength = 0;
+      fields.lease = 0n;
+      visitor.change(owner, sub, true, fields);
+      return;
+    }
+    const state = this.#position;
+    if (!owner.locate(main, sub, state)) {
+      throw new Error('history: a kept put the key index does not know');
+    }
+    const length = page.lengths[at]!;
+    fields.createRevision = state.createdMain;
+    fields.version = state.version;
+    fields.valueLength = length;
+    fields.values = length === 0 ? EMPTY_BYTES : this.#values.chunkOf(place);
+    fields.valueOffset = length === 0 ? 0 : this.#values.offsetOf(place);
+    fields.lease = page.leases[at]!;
+    visitor.change(owner, sub, false, fields);
   }
 
   #entryOf(record: number, main: number): HistoryEntry {

@@ -4,8 +4,8 @@
 // this is synchronous, so no reader can observe a half-applied write.
 import { EtcdServerError } from '../errors.js';
 import { ByteSlab } from './byte-slab.js';
-import { newHistoryHasher } from './hash.js';
-import { type HistoryEntry, RevisionHistory } from './history.js';
+import { HistoryHasher } from './hash.js';
+import { type ChangeVisitor, type HistoryEntry, RevisionHistory } from './history.js';
 import { KeyIndexTree, type KeyRange } from './index.js';
 import type { KeyIndex } from './key-index.js';
 import type { Lessor } from './lessor.js';
@@ -207,6 +207,13 @@ export class MvccStore implements ReadView {
     return { revision, events: this.history.eventsAt(revision) };
   }
 
+  /** Hands `visitor` the changes of `revision`, in op order, as changesAt would list them. */
+  visitChangesAt(revision: number, visitor: ChangeVisitor): void {
+    if (revision > this.#current) throw new EtcdServerError('FUTURE_REVISION');
+    if (revision < this.#compacted) throw new EtcdServerError('COMPACTED');
+    this.history.visitChangesAt(revision, visitor);
+  }
+
   /**
    * The value `key` had just before `revision` (a watch event's prev_kv), or undefined when it
    * did not exist or that history is compacted.
@@ -253,7 +260,7 @@ export class MvccStore implements ReadView {
 
   #keepCompactionHash(revision: number): void {
     // Revision 0 hashes nothing: no change is at or below it.
-    const hash = revision === 0 ? newHistoryHasher().digest() : this.hashKV(revision).hash;
+    const hash = revision === 0 ? new HistoryHasher().digest() : this.hashKV(revision).hash;
     this.#compactionHashes.push({ hash, compactRevision: this.#compacted, hashRevision: revision });
     if (this.#compactionHashes.length > KEPT_COMPACTION_HASHES) this.#compactionHashes.shift();
   }
@@ -267,24 +274,24 @@ export class MvccStore implements ReadView {
     if (revision > 0 && revision < compactRevision) throw new EtcdServerError('COMPACTED');
     if (revision > 0 && revision > this.#current) throw new EtcdServerError('FUTURE_REVISION');
     const hashRevision = revision === 0 ? this.#current : revision;
-    const hasher = newHistoryHasher();
+    const hasher = new HistoryHasher();
     // etcd keeps a change at or below the compaction revision in the hash only if it is still the
     // visible value of its key at the hashed revision, unless no key is live then at all.
     let anyLive: boolean | undefined;
-    for (const entry of this.history.upTo(hashRevision)) {
-      if (entry.revision.main <= compactRevision) {
-        if (entry.tombstone && entry.revision.main === compactRevision) continue;
-        anyLive ??=
-          this.index.count({ key: new Uint8Array(0), end: new Uint8Array(0) }, hashRevision) > 0;
-        const visible = this.index.get(entry.kv.key, hashRevision)?.modified;
-        const isVisible =
-          visible !== undefined &&
-          visible.main === entry.revision.main &&
-          visible.sub === entry.revision.sub;
-        if (anyLive && !isVisible) continue;
-      }
-      hasher.add(entry);
-    }
+    this.history.visitUpTo(hashRevision, {
+      change: (_key, sub, tombstone, kv) => {
+        const main = kv.modRevision;
+        if (main <= compactRevision) {
+          if (tombstone && main === compactRevision) return;
+          anyLive ??=
+            this.index.count({ key: new Uint8Array(0), end: new Uint8Array(0) }, hashRevision) > 0;
+          const visible = this.index.get(kv.key, hashRevision)?.modified;
+          const isVisible = visible !== undefined && visible.main === main && visible.sub === sub;
+          if (anyLive && !isVisible) return;
+        }
+        hasher.add(sub, tombstone, kv);
+      },
+    });
     return { hash: hasher.digest(), compactRevision, hashRevision, revision: this.#current };
   }
 }

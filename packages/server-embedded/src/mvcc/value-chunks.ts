@@ -50,6 +50,16 @@ export class ValueChunks {
     return new Uint8Array(this.#buffers[id]!, place - id * CHUNK_BYTES, length);
   }
 
+  /** The chunk holding the value kept at `place` (it starts at offsetOf(place)): read, no view made. */
+  chunkOf(place: number): Uint8Array {
+    return this.#chunks[Math.floor(place / CHUNK_BYTES)]!;
+  }
+
+  /** Where in its chunk the value kept at `place` starts. */
+  offsetOf(place: number): number {
+    return place - Math.floor(place / CHUNK_BYTES) * CHUNK_BYTES;
+  }
+
   /** Forgets the value kept at `place`; its chunk goes with its last value. */
   release(place: number): void {
     const id = Math.floor(place / CHUNK_BYTES);
