@@ -9,6 +9,8 @@ export const EMPTY_BYTES: Uint8Array = new Uint8Array(0);
 
 /** The latin1 string form of `bytes`, ordered like the bytes themselves. */
 export function keyString(bytes: Uint8Array): string {
+  // Short keys (most) skip the Buffer object: about twice as fast, and every event makes one.
+  if (bytes.length <= 64) return String.fromCharCode.apply(null, bytes as unknown as number[]);
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
 }
 

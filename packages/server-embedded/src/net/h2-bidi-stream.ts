@@ -4,6 +4,7 @@
 // grpc-js's ServerDuplexStream emits ('end', 'cancelled', 'close', 'drain', 'error').
 import { EventEmitter } from 'node:events';
 import type { MethodDescriptor } from '@etcdkit/client/protocol';
+import { EncodedMessage } from '../encoded-message.js';
 import { GrpcCode } from '../errors.js';
 import type { BidiStream, CallInfo, ResponseOf, StatusFailure } from '../services/registry.js';
 import type { CallSteps } from './call-middleware.js';
@@ -53,9 +54,12 @@ export class H2BidiStream<Req, Res> extends EventEmitter implements BidiStream<R
     return this.#info.getPeer();
   }
 
-  write(message: ResponseOf<Res>): boolean {
+  write(message: ResponseOf<Res> | EncodedMessage): boolean {
     if (this.#call.ended) return false;
-    const frame = this.#method.response.encode(message as Res).finish();
+    const frame =
+      message instanceof EncodedMessage
+        ? message.bytes
+        : this.#method.response.encode(message as Res).finish();
     let written = true;
     this.#layers.sendMessage(() => {
       written = this.#call.write(frame);

@@ -3,6 +3,7 @@
 // Thrown EtcdServerErrors become their gRPC status.
 import type { PeerCertificate } from 'node:tls';
 import type { MethodDescriptor } from '@etcdkit/client/protocol';
+import type { EncodedMessage } from '../encoded-message.js';
 import { EtcdServerError, GrpcCode } from '../errors.js';
 
 /** What a handler may return: any subset of the response's fields (unset ones are defaults). */
@@ -67,8 +68,11 @@ export interface BidiStream<Req, Res> extends CallInfo {
   on(event: 'error', listener: (error: Error) => void): this;
   once(event: 'drain', listener: () => void): this;
   emit(event: 'error', status: StatusFailure): boolean;
-  /** Writes one response; false asks to wait for 'drain' before writing more. */
-  write(message: ResponseOf<Res>): boolean;
+  /**
+   * Writes one response (or one already encoded); false asks to wait for 'drain' before writing
+   * more.
+   */
+  write(message: ResponseOf<Res> | EncodedMessage): boolean;
   /** Ends the call with status OK. */
   end(): void;
   /** Stops delivering requests (the client then feels HTTP/2 flow control). */

@@ -122,15 +122,17 @@ export class IntervalTree<V> {
 
   /** Calls `visit` with the value of every interval that contains `point`. */
   stab(point: string, visit: (value: V) => void): void {
-    const walk = (node: TreeNode<V> | undefined): void => {
-      // Nothing in a subtree whose ends all lie at or below the point can contain it.
-      if (node === undefined || (node.maxEnd !== undefined && node.maxEnd <= point)) return;
-      walk(node.left);
-      // Intervals to the right start at or after this one: past the point, none can contain it.
-      if (node.start > point) return;
-      if (node.end === undefined || point < node.end) visit(node.value);
-      walk(node.right);
-    };
-    walk(this.#root);
+    // A method, not a closure made per stab: every replayed or live event stabs.
+    this.#stab(this.#root, point, visit);
+  }
+
+  #stab(node: TreeNode<V> | undefined, point: string, visit: (value: V) => void): void {
+    // Nothing in a subtree whose ends all lie at or below the point can contain it.
+    if (node === undefined || (node.maxEnd !== undefined && node.maxEnd <= point)) return;
+    this.#stab(node.left, point, visit);
+    // Intervals to the right start at or after this one: past the point, none can contain it.
+    if (node.start > point) return;
+    if (node.end === undefined || point < node.end) visit(node.value);
+    this.#stab(node.right, point, visit);
   }
 }

@@ -7,12 +7,14 @@
 import { bytesOf, numberOf, type ResponseHeader } from '../api/requests.js';
 import { compareBytes, isNullByte, keyString } from '../bytes.js';
 import { type Clock, every, type Timer } from '../clock.js';
+import type { EncodedMessage } from '../encoded-message.js';
 import { fragmentResponse } from './fragments.js';
 import { type MessageWriter, ResponseQueue, WATCH_RESPONSE_CAPACITY } from './response-queue.js';
 import { STREAM_PROGRESS_WATCH_ID, type WatchableStore } from './watchable-store.js';
 import type { Watcher, WatcherOptions, WatcherResponse, WatchSink } from './watcher.js';
 import {
   CancelReason,
+  encodeEventsResponse,
   FilterType,
   INVALID_WATCH_ID,
   toWireEvents,
@@ -65,7 +67,7 @@ export interface WatchStreamOptions {
 }
 
 /** The gRPC call, as the stream uses it: responses out, and flow control of requests in. */
-export interface WatchCall extends MessageWriter<WireWatchResponse> {
+export interface WatchCall extends MessageWriter<WireWatchResponse | EncodedMessage> {
   /** Stop delivering requests (the client then feels HTTP/2 backpressure). */
   pause(): void;
   /** Deliver requests again. */
@@ -76,7 +78,7 @@ export interface WatchCall extends MessageWriter<WireWatchResponse> {
 export class WatchStream implements WatchSink {
   readonly #options: WatchStreamOptions;
   readonly #call: WatchCall;
-  readonly #queue: ResponseQueue<WireWatchResponse>;
+  readonly #queue: ResponseQueue<WireWatchResponse | EncodedMessage>;
   /** Watches of this stream by id, in creation order; compacted ones stay until canceled. */
   readonly #watchers = new Map<bigint, Watcher>();
   /** Progress-notify watches, and whether nothing was sent for them since the last tick. */
@@ -235,10 +237,15 @@ export class WatchStream implements WatchSink {
   }
 
   /** Turns a watcher's response into wire messages, at the moment it is written. */
-  #render(watcher: Watcher, response: WatcherResponse): WireWatchResponse[] {
-    const { events, watchId, compactRevision } = response;
+  #render(watcher: Watcher, response: WatcherResponse): (WireWatchResponse | EncodedMessage)[] {
+    const { events, watchId, compactRevision, encoded } = response;
     // A response with events makes the next progress tick of the watch unnecessary.
-    if (events.length > 0 && this.#progressDue.has(watchId)) this.#progressDue.set(watchId, false);
+    const any = events.length > 0 || (encoded !== undefined && encoded.count > 0);
+    if (any && this.#progressDue.has(watchId)) this.#progressDue.set(watchId, false);
+    // Only watches without fragments get encoded history (see WatchableStore).
+    if (encoded !== undefined) {
+      return [encodeEventsResponse(this.#options.header(response.revision), watchId, encoded)];
+    }
     const message: WireWatchResponse = {
       header: this.#options.header(response.revision),
       watchId,

@@ -15,7 +15,8 @@
 import { keyString } from '../bytes.js';
 import type { MvccStore } from '../mvcc/store.js';
 import type { CommittedRevision, MvccEvent } from '../mvcc/types.js';
-import { EventBatch, MAX_BATCH_REVISIONS } from './event-batch.js';
+import { type EncodedBatch, EventBatch, MAX_BATCH_REVISIONS } from './event-batch.js';
+import { HistoryEncoder } from './history-encoder.js';
 import { Watcher, type WatcherOptions, type WatchSink } from './watcher.js';
 import { WatcherGroup } from './watcher-group.js';
 
@@ -249,10 +250,15 @@ export class WatchableStore {
     const current = this.revision;
     const compactRevision = source.compactRevision;
     let progressed = false;
+    // Watchers that want events as they are get them encoded straight from history; prev_kv
+    // (read when sent) and fragments need the events as objects.
     const chosen = new WatcherGroup();
+    const plain = new WatcherGroup();
     let minRevision = Number.POSITIVE_INFINITY;
+    let minPlainRevision = Number.POSITIVE_INFINITY;
+    const order: Watcher[] = [];
     for (const watcher of [...this.#unsynced.watchers()]) {
-      if (chosen.size >= this.#maxWatchersPerSync) break;
+      if (order.length >= this.#maxWatchersPerSync) break;
       // Work for a stream that would refuse it is wasted; its drain schedules another pass.
       if (!watcher.sink.accepting) continue;
       if (watcher.minRevision < compactRevision) {
@@ -264,18 +270,40 @@ export class WatchableStore {
         }
         continue;
       }
-      chosen.add(watcher);
-      minRevision = Math.min(minRevision, watcher.minRevision);
+      order.push(watcher);
+      if (watcher.options.prevKv || watcher.options.fragment) {
+        chosen.add(watcher);
+        minRevision = Math.min(minRevision, watcher.minRevision);
+      } else {
+        plain.add(watcher);
+        minPlainRevision = Math.min(minPlainRevision, watcher.minRevision);
+      }
     }
 
     const batches = this.#readHistory(source, chosen, minRevision, current, compactRevision);
-    for (const watcher of chosen.watchers()) {
-      const batch = batches.get(watcher);
+    const encoder = new HistoryEncoder(
+      plain,
+      this.#maxBatchRevisions,
+      this.#replaysCompactionDelete ? -1 : compactRevision,
+    );
+    if (plain.size > 0) encoder.read(source, minPlainRevision, current);
+    for (const watcher of order) {
+      const batch: EventBatch | EncodedBatch | undefined =
+        batches.get(watcher) ?? encoder.batches.get(watcher);
       if (batch !== undefined) {
-        const events = watcher.filter(batch.events);
-        const response = { watchId: watcher.id, events, revision: current, compactRevision: 0 };
+        const sent =
+          batch instanceof EventBatch
+            ? this.#sendEvents(watcher, watcher.filter(batch.events), current)
+            : batch.count === 0 ||
+              watcher.sink.send(watcher, {
+                watchId: watcher.id,
+                events: [],
+                encoded: batch,
+                revision: current,
+                compactRevision: 0,
+              });
         // Retried on a later pass, from the same revision, when the stream refuses it.
-        if (events.length > 0 && !watcher.sink.send(watcher, response)) continue;
+        if (!sent) continue;
       }
       progressed = true;
       if (batch?.full) {
@@ -291,6 +319,17 @@ export class WatchableStore {
     if (progressed && this.#unsynced.size > 0) this.#scheduleSync();
   }
 
+  /** Sends a history batch's `events` (none: nothing to send); false when the stream refused it. */
+  #sendEvents(watcher: Watcher, events: readonly MvccEvent[], current: number): boolean {
+    if (events.length === 0) return true;
+    return watcher.sink.send(watcher, {
+      watchId: watcher.id,
+      events,
+      revision: current,
+      compactRevision: 0,
+    });
+  }
+
   /** The next history batch of each watcher of `group` in `source`, from `minRevision` to `current`. */
   #readHistory(
     source: MvccStore,
@@ -301,6 +340,7 @@ export class WatchableStore {
   ): Map<Watcher, EventBatch> {
     const batches = new Map<Watcher, EventBatch>();
     let open = group.size;
+    if (open === 0) return batches;
     for (let revision = minRevision; revision <= current && open > 0; revision++) {
       for (const event of source.changesAt(revision).events) {
         // etcd 3.4's compaction removes a tombstone at the compaction revision, so it never

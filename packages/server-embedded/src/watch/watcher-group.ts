@@ -8,6 +8,12 @@ export class WatcherGroup {
   readonly #all = new Set<Watcher>();
   readonly #byKey = new Map<string, Set<Watcher>>();
   readonly #ranges = new IntervalTree<Set<Watcher>>();
+  /** The visitor of the forEachWatching under way, for #visitSet (made once, not per call). */
+  #visit: ((watcher: Watcher) => void) | undefined;
+  readonly #visitSet = (set: Set<Watcher>): void => {
+    const visit = this.#visit!;
+    for (const watcher of set) visit(watcher);
+  };
 
   /** Number of watchers in the group. */
   get size(): number {
@@ -59,8 +65,13 @@ export class WatcherGroup {
     const single = this.#byKey.get(key);
     if (single !== undefined) for (const watcher of single) visit(watcher);
     if (this.#ranges.size === 0) return;
-    this.#ranges.stab(key, (set) => {
-      for (const watcher of set) visit(watcher);
-    });
+    // Saved and restored: a visitor may itself look up watchers.
+    const outer = this.#visit;
+    this.#visit = visit;
+    try {
+      this.#ranges.stab(key, this.#visitSet);
+    } finally {
+      this.#visit = outer;
+    }
   }
 }

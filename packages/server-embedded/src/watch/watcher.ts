@@ -1,6 +1,7 @@
 // One watch: the keys it watches, the revision it has reached, and the stream its responses go to.
 // The watchable store moves it between its synced and unsynced groups; the watch stream owns it.
 import type { MvccEvent } from '../mvcc/types.js';
+import type { EncodedBatch } from './event-batch.js';
 
 /**
  * The keys a watcher watches, as latin1 key strings (see bytes.ts): the single key `key`, or the
@@ -19,6 +20,8 @@ export interface WatcherResponse {
   readonly watchId: bigint;
   /** Matching events in revision and op order; none for progress and compaction responses. */
   readonly events: readonly MvccEvent[];
+  /** History events already in wire form, in place of `events` (which is then empty). */
+  readonly encoded?: EncodedBatch;
   /**
    * The response header's revision: the events' revision for live delivery, the store's revision
    * for history batches and progress notifications, 0 for a compaction cancel (as etcd sends it).

@@ -1,9 +1,12 @@
 // Watch responses in wire form, and the cancel reasons etcd sends, word for word.
-import type { etcdserverpb, mvccpb } from '@etcdkit/client/protocol';
-import { toWireKeyValue } from '../api/requests.js';
+import { etcdserverpb, type mvccpb } from '@etcdkit/client/protocol';
+import { type ResponseHeader, toWireKeyValue } from '../api/requests.js';
+import { EncodedMessage } from '../encoded-message.js';
 import { EtcdServerError } from '../errors.js';
+import { int64Size, ProtoWriter, varintSize } from '../mvcc/kv-encoding.js';
 import type { MvccStore } from '../mvcc/store.js';
 import type { MvccEvent } from '../mvcc/types.js';
+import type { EncodedBatch } from './event-batch.js';
 
 export type WireWatchRequest = etcdserverpb.WatchRequest.$Properties;
 export type WireWatchCreateRequest = etcdserverpb.WatchCreateRequest.$Properties;
@@ -46,4 +49,34 @@ export function toWireEvents(
     }
     return wire;
   });
+}
+
+/**
+ * The WatchResponse of a history batch already encoded ({@link EncodedBatch}): the bytes
+ * protobufjs would write for { header, watchId, events } (not canceled, no compact revision).
+ */
+export function encodeEventsResponse(
+  header: ResponseHeader,
+  watchId: bigint,
+  batch: EncodedBatch,
+): EncodedMessage {
+  const headerBytes = etcdserverpb.ResponseHeader.encode(header).finish();
+  const size =
+    1 +
+    varintSize(headerBytes.length) +
+    headerBytes.length +
+    (watchId === 0n ? 0 : 1 + int64Size(watchId)) +
+    batch.byteLength;
+  const out = new ProtoWriter(size);
+  out.bytes[out.length++] = (1 << 3) | 2;
+  out.varint(headerBytes.length);
+  out.raw(headerBytes, 0, headerBytes.length);
+  if (watchId !== 0n) {
+    out.bytes[out.length++] = 2 << 3;
+    out.int64(watchId);
+  }
+  const { ranges, arena } = batch;
+  for (let i = 0; i < ranges.length; i += 2)
+    out.raw(arena.bytes, ranges[i]!, ranges[i + 1]! - ranges[i]!);
+  return new EncodedMessage(out.bytes);
 }

@@ -3,6 +3,7 @@
 // catch-up) are tested exactly and without sleeping.
 import { etcdserverpb } from '@etcdkit/client/protocol';
 import type { Clock, Timer } from '../../src/clock.js';
+import { EncodedMessage } from '../../src/encoded-message.js';
 import { MvccStore } from '../../src/mvcc/store.js';
 import type { MessageWriter } from '../../src/watch/response-queue.js';
 import { WatchStream, type WatchStreamOptions } from '../../src/watch/watch-stream.js';
@@ -48,15 +49,21 @@ export class ManualClock implements Clock {
 }
 
 /** A gRPC call stand-in: records what is written; while `blocked`, writes ask to wait for 'drain'. */
-export class FakeCall implements MessageWriter<WireWatchResponse> {
+export class FakeCall implements MessageWriter<WireWatchResponse | EncodedMessage> {
   /** Messages as a client decodes them: encoded and decoded, exactly as on the wire. */
   readonly written: etcdserverpb.WatchResponse[] = [];
+  /** The same messages' wire bytes. */
+  readonly raw: Uint8Array[] = [];
   blocked = false;
   paused = false;
   private drainListeners: (() => void)[] = [];
 
-  write(message: WireWatchResponse): boolean {
-    const bytes = etcdserverpb.WatchResponse.encode(message).finish();
+  write(message: WireWatchResponse | EncodedMessage): boolean {
+    const bytes =
+      message instanceof EncodedMessage
+        ? message.bytes
+        : etcdserverpb.WatchResponse.encode(message).finish();
+    this.raw.push(bytes);
     this.written.push(etcdserverpb.WatchResponse.decode(bytes));
     return !this.blocked;
   }
