@@ -2,15 +2,18 @@
 // 28.1: the memory rework must cost no put, range or watch speed). Each round builds a fresh store
 // of each build (KEYS keys written REVISIONS times each, one put a revision) and times, on it:
 // puts (with no watcher, and with a commit listener reading each event: the live watch path),
-// single-key gets, ranges of RANGE_KEYS keys, the watch catch-up read of every revision from the
-// first (changesAt, what an unsynced watcher reads, each event's fields read), HashKV and a
-// snapshot's encoding. The builds alternate first and second round by round (ABBA); the table
+// single-key gets, ranges of RANGE_KEYS keys, the history read of every revision from the first as
+// KeyValues (changesAt, each event's fields read), a watch's catch-up from the first revision as
+// a watch stream writes it (the build's WatchableStore and WatchStream, every response encoded to
+// its wire bytes as the gRPC call would; both builds must write the same number of bytes), HashKV
+// and a snapshot's encoding. The builds alternate first and second round by round (ABBA); the table
 // gives each build's median and the median of the rounds' ratios.
 // ETCDKIT_BENCH_SERVER_BEFORE: the other build's packages/server-embedded/src/index.ts (as for the
 // server-memory suite); without it only this checkout runs. ETCDKIT_BENCH_SERVER_MVCC_ROUNDS
 // (default 6) and ETCDKIT_BENCH_SERVER_MVCC_KEYS (default 10,000) change the sizes.
 // Run alone: node --conditions=etcdkit-source --import tsx bench/server-mvcc.ts
 import { fileURLToPath } from 'node:url';
+import { etcdserverpb } from '@etcdkit/client/protocol';
 import type { KeyValue } from '../packages/server-embedded/src/mvcc/types.js';
 import { median, ratio } from './report.js';
 
@@ -46,10 +49,20 @@ interface SnapshotModule {
   encodeSnapshot(metadata: object, history: Iterable<unknown>): Uint8Array;
 }
 
+/** What the bench uses of a build's watch modules (equal in both builds). */
+interface WatchModules {
+  WatchableStore: new (store: Store) => { readonly unsyncedSize: number; close(): void };
+  WatchStream: new (
+    call: object,
+    options: object,
+  ) => { handle(request: etcdserverpb.WatchRequest.$Properties): void; close(): void };
+}
+
 interface Build {
   readonly name: string;
   readonly store: StoreModule;
   readonly snapshot: SnapshotModule;
+  readonly watch: WatchModules;
 }
 
 async function load(name: string, index: string): Promise<Build> {
@@ -58,6 +71,13 @@ async function load(name: string, index: string): Promise<Build> {
     name,
     store: (await import(`${src}/mvcc/store.ts`)) as StoreModule,
     snapshot: (await import(`${src}/maintenance/snapshot.ts`)) as SnapshotModule,
+    watch: {
+      ...((await import(`${src}/watch/watchable-store.ts`)) as Pick<
+        WatchModules,
+        'WatchableStore'
+      >),
+      ...((await import(`${src}/watch/watch-stream.ts`)) as Pick<WatchModules, 'WatchStream'>),
+    },
   };
 }
 
@@ -75,7 +95,51 @@ function touch(kv: KeyValue): number {
 
 type Rates = Record<string, number>;
 
-function measure(build: Build): Rates {
+/** Bytes each build's catch-up wrote in its last round: they must be equal. */
+const catchUpBytes = new Map<string, number>();
+
+/**
+ * A watch of every key from revision 2 on `store`, through the build's WatchableStore and
+ * WatchStream to a call that encodes each response as the gRPC call does; resolves with the bytes
+ * written once the watch has caught up.
+ */
+async function catchUp(build: Build, store: Store): Promise<number> {
+  const watchable = new build.watch.WatchableStore(store);
+  let bytes = 0;
+  const call = {
+    write(message: etcdserverpb.WatchResponse.$Properties | { bytes: Uint8Array }): boolean {
+      bytes +=
+        'bytes' in message
+          ? message.bytes.length
+          : etcdserverpb.WatchResponse.encode(message).finish().length;
+      return true;
+    },
+    once: () => call,
+    pause() {},
+    resume() {},
+  };
+  const stream = new build.watch.WatchStream(call, {
+    watchable,
+    clock: { now: () => 0, setTimer: () => ({ cancel() {} }) },
+    progressNotifyIntervalMs: 600_000,
+    fragmentLimitBytes: 2 ** 30,
+    header: (revision: number) => ({
+      clusterId: 14841639068965178418n,
+      memberId: 10276657743932975437n,
+      revision: BigInt(revision),
+      raftTerm: 2n,
+    }),
+  });
+  const zero = new Uint8Array([0]);
+  stream.handle({ createRequest: { key: zero, rangeEnd: zero, startRevision: 2n } });
+  do await new Promise((resolve) => setImmediate(resolve));
+  while (watchable.unsyncedSize > 0);
+  stream.close();
+  watchable.close();
+  return bytes;
+}
+
+async function measure(build: Build): Promise<Rates> {
   const rates: Rates = {};
   const timed = (row: string, count: number, work: () => void) => {
     const started = performance.now();
@@ -114,11 +178,15 @@ function measure(build: Build): Rates {
       }
     }
   });
-  timed('watch catch-up from revision 2, events/s', puts, () => {
+  timed('history read as KeyValues from revision 2 (changesAt), events/s', puts, () => {
     for (let revision = 2; revision <= store.revision; revision++) {
       for (const event of store.changesAt(revision).events) sink += touch(event.kv);
     }
   });
+  const started = performance.now();
+  catchUpBytes.set(build.name, await catchUp(build, store));
+  rates['watch catch-up from revision 2 to wire bytes, events/s'] =
+    (puts * 1000) / (performance.now() - started);
   timed('HashKV, changes/s', puts, () => {
     sink += store.hashKV(0).hash;
   });
@@ -144,10 +212,12 @@ async function report(): Promise<Array<Record<string, string>>> {
   if (BEFORE !== undefined) builds.push(await load('before', BEFORE));
   const samples = new Map<string, Rates[]>(builds.map((b) => [b.name, []]));
   // One round of each first, unmeasured: the JIT warms on both builds' code.
-  for (const build of builds) measure(build);
+  for (const build of builds) await measure(build);
   for (let round = 0; round < ROUNDS; round++) {
     const order = round % 4 === 1 || round % 4 === 2 ? [...builds].reverse() : builds;
-    for (const build of order) samples.get(build.name)!.push(measure(build));
+    for (const build of order) samples.get(build.name)!.push(await measure(build));
+    const written = new Set(catchUpBytes.values());
+    if (written.size > 1) throw new Error(`catch-up wrote different bytes: ${[...catchUpBytes]}`);
   }
   const rows: Array<Record<string, string>> = [];
   const now = samples.get('now')!;
