@@ -1,11 +1,13 @@
 // A process of the recipes suite's lock cycles over several processes (bench/recipes.ts): for each
 // message { id, endpoint, name, contenders, ms } it opens `contenders` sessions (each its own
 // client) and answers { id }; on { id, go } each locks and unlocks the mutex `name` in a loop for
-// `ms`, then it answers { id, cycles, ms, cpuMs } (the cycles, how long they took, and this
-// process's CPU time over them: process.cpuUsage, user plus system) and closes them.
+// `ms`, then it answers { id, cycles, ms, cpuMs, systemMs, writes, reads } (the cycles, how long
+// they took, this process's CPU time over them: process.cpuUsage, user plus system, and its socket
+// writes and reads) and closes them.
 // One process serves every measure of a server, so it is warmed once, as the bench process is.
 // ETCDKIT_BENCH_RECIPES_ROOT names another checkout (e.g. a clone at an older commit) whose client
 // and recipes it runs instead of this one's: the before side of a before/after comparison.
+import { Socket } from 'node:net';
 import { pathToFileURL } from 'node:url';
 
 type ClientModule = typeof import('../packages/client/src/index.js');
@@ -29,12 +31,28 @@ interface Measure {
 
 const starts = new Map<number, () => void>();
 
+// The socket writes and reads of this process (its clients'), counted over each measure: every
+// one is a system call, and a read one wakeup of the event loop.
+const io = { writes: 0, reads: 0 };
+const write = Socket.prototype.write;
+Socket.prototype.write = function (this: Socket, ...args: Parameters<Socket['write']>) {
+  io.writes++;
+  return Reflect.apply(write, this, args);
+} as Socket['write'];
+const connect = Socket.prototype.connect;
+Socket.prototype.connect = function (this: Socket, ...args: unknown[]) {
+  this.on('data', () => io.reads++);
+  return Reflect.apply(connect, this, args);
+} as Socket['connect'];
+
 process.on('message', (message: Measure | { readonly id: number; readonly go: true }) => {
   if ('go' in message) starts.get(message.id)?.();
   else void measure(message);
 });
 // The parent went away: nothing left to measure for.
 process.on('disconnect', () => process.exit(0));
+// Stopped by the parent: exit, so that a --cpu-prof run writes its profile.
+process.on('SIGTERM', () => process.exit(0));
 
 async function measure({ id, endpoint, name, contenders, ms }: Measure): Promise<void> {
   const clients: Etcd[] = [];
@@ -50,6 +68,7 @@ async function measure({ id, endpoint, name, contenders, ms }: Measure): Promise
     await go;
     let cycles = 0;
     const cpuBefore = process.cpuUsage();
+    const ioBefore = { ...io };
     const started = performance.now();
     const deadline = started + ms;
     await Promise.all(
@@ -63,7 +82,10 @@ async function measure({ id, endpoint, name, contenders, ms }: Measure): Promise
     );
     const took = performance.now() - started;
     const cpu = process.cpuUsage(cpuBefore);
-    process.send?.({ id, cycles, ms: took, cpuMs: (cpu.user + cpu.system) / 1000 });
+    const writes = io.writes - ioBefore.writes;
+    const reads = io.reads - ioBefore.reads;
+    const cpuMs = (cpu.user + cpu.system) / 1000;
+    process.send?.({ id, cycles, ms: took, cpuMs, systemMs: cpu.system / 1000, writes, reads });
   } finally {
     starts.delete(id);
     for (const session of sessions) await session.close().catch(() => {});

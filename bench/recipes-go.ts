@@ -110,6 +110,8 @@ export interface CyclesRun {
   readonly cycles: number;
   /** The CPU milliseconds (user plus system) the processes spent over their loops, summed. */
   readonly cpuMs: number;
+  /** The processes' socket writes and reads over their loops, where counted (ours). */
+  readonly socket?: { readonly writes: number; readonly reads: number };
 }
 
 /**

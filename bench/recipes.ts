@@ -123,6 +123,35 @@ async function pidListeningOn(port: number): Promise<number | undefined> {
   return undefined;
 }
 
+/**
+ * The gRPC messages etcd received and sent so far by method (`Txn in`, `Watch out`), from its
+ * Prometheus metrics on the client URL; empty where there are none (the embedded server).
+ */
+async function grpcMessages(endpoint: string): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  const text = await fetch(`${endpoint}/metrics`)
+    .then((response) => (response.ok ? response.text() : ''))
+    .catch(() => '');
+  const line = /^grpc_server_msg_(received|sent)_total\{grpc_method="(\w+)"[^}]*\} (\d+)/gm;
+  for (const [, way, method, count] of text.matchAll(line)) {
+    counts.set(`${method} ${way === 'received' ? 'in' : 'out'}`, Number(count));
+  }
+  return counts;
+}
+
+/** Messages per cycle between two {@link grpcMessages} reads: "Txn in 3.1, Watch out 2.0, ...". */
+function messagesPerCycle(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  cycles: number,
+): string | undefined {
+  const cells = [...after]
+    .map(([what, count]) => [what, (count - (before.get(what) ?? 0)) / cycles] as const)
+    .filter(([, perCycle]) => perCycle >= 0.05)
+    .map(([what, perCycle]) => `${what} ${perCycle.toFixed(1)}`);
+  return cells.length > 0 ? cells.join(', ') : undefined;
+}
+
 /** The CPU milliseconds (user plus system) process `pid` used so far, from /proc; NaN if gone. */
 async function cpuMsOf(pid: number | undefined): Promise<number> {
   if (pid === undefined) return Number.NaN;
@@ -311,11 +340,13 @@ async function lockCycles(
 /** A measure's answers from one process of the pool: its sessions are open, then its cycles. */
 type CyclesAnswer = { readonly id: number } & ({ readonly cycles?: undefined } | CyclesDone);
 
-/** A child's cycles, how long they took, and its CPU milliseconds over them. */
+/** A child's cycles, how long they took, its CPU milliseconds and socket writes and reads. */
 interface CyclesDone {
   readonly cycles: number;
   readonly ms: number;
   readonly cpuMs: number;
+  readonly writes: number;
+  readonly reads: number;
 }
 
 /**
@@ -381,13 +412,17 @@ class CyclesProcesses {
     let rate = 0;
     let cycles = 0;
     let cpuMs = 0;
+    let writes = 0;
+    let reads = 0;
     for (const answer of answers) {
       const done = await answer.done;
       rate += done.cycles / (done.ms / 1000);
       cycles += done.cycles;
       cpuMs += done.cpuMs;
+      writes += done.writes;
+      reads += done.reads;
     }
-    return { rate, cycles, cpuMs };
+    return { rate, cycles, cpuMs, socket: { writes, reads } };
   }
 
   /** The child's answer to measure `id`: that its sessions are open, or (`done`) its cycles. */
@@ -566,6 +601,10 @@ async function measureServer(
   const add = (key: string, values: readonly number[]) =>
     samples.set(key, [...(samples.get(key) ?? []), ...values]);
   const early = new Map<string, number>();
+  // The gRPC messages per cycle of the last cross-process run, by contender and contenders (etcd).
+  const lastMessages = new Map<string, string>();
+  // The client processes' socket writes and reads per cycle in the last one (ours only).
+  const lastSocket = new Map<string, string>();
   let unique = 0;
   const name = (what: string) => `bench/${what}/${unique++}`;
   const floor: number[] = [];
@@ -599,9 +638,21 @@ async function measureServer(
         for (const c of order) {
           if (pool === undefined) break;
           add(`${c.name}|cycles${n}`, [await c.cycles(server.endpoint, name('cycles'), n)]);
+          const messagesBefore = await grpcMessages(server.endpoint);
           const serverBefore = await cpuMsOf(server.pid);
           const run = await c.spread(server.endpoint, name('cycles'), n, pool);
           const serverMs = (await cpuMsOf(server.pid)) - serverBefore;
+          const messages = messagesPerCycle(
+            messagesBefore,
+            await grpcMessages(server.endpoint),
+            run.cycles,
+          );
+          if (messages !== undefined) lastMessages.set(`${c.name}|${n}`, messages);
+          if (run.socket !== undefined) {
+            const { writes, reads } = run.socket;
+            const perCycle = `${(writes / run.cycles).toFixed(1)}, ${(reads / run.cycles).toFixed(1)}`;
+            lastSocket.set(`${c.name}|${n}`, perCycle);
+          }
           add(`${c.name}|spread${n}`, [run.rate]);
           add(`${c.name}|clientCpu${n}`, [run.cpuMs / run.cycles]);
           add(`${c.name}|serverCpu${n}`, [serverMs / run.cycles]);
@@ -673,9 +724,15 @@ async function measureServer(
           const cpu = (what: string) =>
             quantile(samples.get(`${contender}|${what}${n}`) ?? [], 0.5);
           const [clients, serverCpu] = [cpu('clientCpu'), cpu('serverCpu')];
+          const messages = lastMessages.get(`${contender}|${n}`);
+          const socket = lastSocket.get(`${contender}|${n}`);
           return {
             ...cells(values),
             'CPU ms per cycle (median)': `clients ${clients.toFixed(2)}, server ${serverCpu.toFixed(2)}`,
+            ...(messages === undefined ? {} : { 'gRPC messages per cycle (last round)': messages }),
+            ...(socket === undefined
+              ? {}
+              : { 'client socket writes, reads per cycle (last round)': socket }),
           };
         };
         const processes = Math.min(n, PROCESSES);
