@@ -2,7 +2,8 @@
 // keys of `keys` with runStm for `ms` after the parent's 'go', each run with its own session's
 // stmKeyLocks when `contention` is 1. Arguments: endpoint, prefix, keys, contenders, ms,
 // contention. Sends 'ready', then { latencies, calls } (each transfer's ms; the unary calls made,
-// by method; cpuMs, the CPU time the transfers took) and exits.
+// by method, and 'watch msgs', the watch responses its watchers got; cpuMs, the CPU time the
+// transfers took) and exits.
 // With contention `token:<index>/<processes>` it measures the handoff floor instead: the processes
 // pass a token round in FIFO order, each putting the next turn's number when its watch shows its
 // own (one put and one watch delivery a handoff); latencies are its times round the ring.
@@ -25,6 +26,15 @@ const etcd = new Etcd({
     },
   },
 });
+// Watch responses delivered to this process's watchers (the stream's messages, minus empty ones).
+const openWatch = etcd.watch.bind(etcd);
+etcd.watch = (request) => {
+  const watcher = openWatch(request);
+  watcher.on('batch', () => {
+    calls['watch msgs'] = (calls['watch msgs'] ?? 0) + 1;
+  });
+  return watcher;
+};
 if (contention.startsWith('token:')) await passToken(contention.slice(6));
 const session = contention === '1' ? await Session.create(etcd, { ttl: 30 }) : undefined;
 const options: StmOptions = session

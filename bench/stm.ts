@@ -8,8 +8,9 @@
 // Then across processes (issue 28): 8 contenders in 1, 2 or 8 processes (recipes-stm-process.ts),
 // default vs `contention: { locks: stmKeyLocks(session) }`, with commits/s beside the serial floor
 // (one txn after another from one client) and the slowest transfer's latency beside the median.
-// Those rows are medians of 3 rounds in rotated order, with the unary calls per commit (watches,
-// being streams, are not counted) and the contending processes' CPU per commit.
+// Those rows are medians of 3 rounds in rotated order, with the unary calls per commit, the watch
+// messages per commit ('watch msgs': responses the processes' watchers got, summed) and the
+// contending processes' CPU per commit.
 // ETCDKIT_BENCH_STM_MS sets the time per measurement (default 300). Reports numbers; asserts nothing.
 import { fork } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -202,6 +203,8 @@ interface ProcessSetting {
 // ETCDKIT_BENCH_STM_BASELINE=<checkout>: also run that checkout's process script with the
 // contention option (a 'before' of the same suite, e.g. `git worktree add /tmp/before HEAD~3`),
 // rotated with the others, so a change is measured against its baseline under the same load.
+// Copy this checkout's recipes-stm-process.ts into it to count its watch messages too (the script
+// imports the checkout's own packages).
 const BASELINE = process.env.ETCDKIT_BENCH_STM_BASELINE;
 const PROCESS_SETTINGS: ProcessSetting[] = [
   { name: 'default', script: processScript, contention: false },

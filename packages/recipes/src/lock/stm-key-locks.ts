@@ -57,6 +57,7 @@ export function stmKeyLocks(
         session,
         keys.map((key) => ({ key, queue: queueOf(key) })),
         local,
+        lockWatchOf(session, `${checked}/`),
       );
       try {
         await turn.join(signal);
@@ -99,6 +100,7 @@ class KeysTurn implements StmKeysHeld {
   readonly #keys: readonly KeyQueue[];
   readonly #local: HeldKeys;
   readonly #places: Place[];
+  readonly #lockWatch: LockWatch;
   readonly #watches: KeyWatches[] = [];
   // Batches that came before the join's reads were known: applied once they are.
   #early: Array<{ readonly index: number; readonly batch: WatchBatch }> | undefined = [];
@@ -118,10 +120,11 @@ class KeysTurn implements StmKeysHeld {
   #failure: { readonly error: unknown } | undefined;
   #onFailure: ((error: unknown) => void) | undefined;
 
-  constructor(session: Session, keys: readonly KeyQueue[], local: HeldKeys) {
+  constructor(session: Session, keys: readonly KeyQueue[], local: HeldKeys, lockWatch: LockWatch) {
     this.#session = session;
     this.#keys = keys;
     this.#local = local;
+    this.#lockWatch = lockWatch;
     const lease = session.leaseId.toString(16);
     this.#places = keys.map(({ queue }) => ({
       queueKey: `${queue}${lease}`,
@@ -140,22 +143,22 @@ class KeysTurn implements StmKeysHeld {
   }
 
   /**
-   * Watches the queues and the keys from now, then joins every queue and reads every key in one
-   * txn. Watching first, live: a watch from a past revision waits for etcd's catch-up loop (up to
-   * 100 ms a wakeup), and the join's reads are at a revision the watches already cover.
+   * Watches the queues (one watch of the lock prefix) and the keys from now, then joins every
+   * queue and reads every key in one txn. Watching first, live: a watch from a past revision waits
+   * for etcd's catch-up loop (up to 100 ms a wakeup), and the join's reads are at a revision the
+   * watches already cover.
    */
   async join(signal: AbortSignal | undefined): Promise<void> {
     const { etcd, leaseId } = this.#session;
-    const count = this.#keys.length;
+    const onEnd = (error: unknown) => this.#fail(error);
+    this.#lockWatch.attach(this.#onQueues, onEnd);
     this.#keys.forEach(({ key, queue }, index) => {
       const watches = keyWatchesOf(this.#session, key, queue);
-      watches.attach(
-        (onQueue, batch) => this.#onBatch(onQueue ? index : count + index, batch),
-        (error) => this.#fail(error),
-      );
+      watches.attach((batch) => this.#onBatch(index, batch), onEnd);
       this.#watches.push(watches);
     });
-    await abortable(Promise.all(this.#watches.map((watches) => watches.ready)), signal);
+    const ready = [this.#lockWatch.ready, ...this.#watches.map((watches) => watches.ready)];
+    await abortable(Promise.all(ready), signal);
     const { places } = this;
     const result = await etcd
       .txn()
@@ -177,7 +180,7 @@ class KeysTurn implements StmKeysHeld {
       for (const kv of kvs) {
         if (kv.createRevision < place.createRevision) place.ahead.add(kv.keyText());
       }
-      const read = result.responses[2 * count + i];
+      const read = result.responses[2 * places.length + i];
       const kv = read?.kind === 'range' ? read.kvs[0] : undefined;
       const seen = { key: this.#keys[i]?.key as Uint8Array, kv };
       this.#seen.set(i, seen);
@@ -308,6 +311,7 @@ class KeysTurn implements StmKeysHeld {
   #end(): void {
     this.#ended = true;
     this.#onFirst = undefined;
+    this.#lockWatch.detach(this.#onQueues);
     for (const watches of this.#watches) watches.detach();
     this.#local.release();
   }
@@ -323,6 +327,9 @@ class KeysTurn implements StmKeysHeld {
     return this.#lost || this.#places.every(({ ahead }) => ahead.size === 0);
   }
 
+  // The queues' deletes, from the one watch of the lock prefix: they take runs out of the way.
+  readonly #onQueues = (batch: WatchBatch): void => this.#onBatch(QUEUES, batch);
+
   #onBatch(index: number, batch: WatchBatch): void {
     if (this.#early) this.#early.push({ index, batch });
     else this.#apply(index, batch);
@@ -332,83 +339,118 @@ class KeysTurn implements StmKeysHeld {
   #apply(index: number, batch: WatchBatch): void {
     // The join's reads already show the store at its revision.
     if (batch.revision <= this.#joined) return;
-    const count = this.#keys.length;
-    if (index < count) {
-      const { ahead } = this.#places[index] as Place;
+    if (index === QUEUES) {
       for (const event of batch.events) {
-        if (ahead.delete(event.kv.keyText()) && batch.revision > this.#turnAt) {
-          this.#turnAt = batch.revision;
+        const name = event.kv.keyText();
+        for (const { ahead } of this.#places) {
+          if (ahead.delete(name) && batch.revision > this.#turnAt) this.#turnAt = batch.revision;
         }
       }
       if (this.#isFirst()) this.#onFirst?.();
       return;
     }
-    const i = index - count;
-    const key = this.#keys[i]?.key as Uint8Array;
+    const key = this.#keys[index]?.key as Uint8Array;
     for (const event of batch.events) {
-      this.#seen.set(i, { key, kv: event.type === 'put' ? event.kv : undefined });
+      this.#seen.set(index, { key, kv: event.type === 'put' ? event.kv : undefined });
     }
-    if (batch.revision > (this.#known[i] ?? 0n)) this.#known[i] = batch.revision;
+    if (batch.revision > (this.#known[index] ?? 0n)) this.#known[index] = batch.revision;
     if (batch.revision > this.#seenRevision) this.#seenRevision = batch.revision;
   }
 }
 
+/** The index {@link KeysTurn} files the lock watch's batches under (keys have 0 and up). */
+const QUEUES = -1;
+
 /**
- * How long the watches of a key stay open after the last run of this process queued on it left:
- * the next run on the key starts waiting at once, and the stream is spared a create and a cancel
- * per run.
+ * How long a watch stays open after the last run of this process that used it left: the next run
+ * on the key starts waiting at once, and the stream is spared a create and a cancel per run.
  */
 const KEEP_WATCHING_MS = 2_000;
 
 /**
- * The watches of one key and of its queue, shared by the runs of a session that queue on it (one at
- * a time: they take turns in the session's local queue first), and kept open a while after.
+ * One watch shared by the runs of a session that use it, kept open a while after the last one
+ * left. Its batches go to every run attached, and so does its end.
  */
-class KeyWatches {
+class KeptWatch {
   readonly ready: Promise<unknown>;
-  // The key as the newest event or read showed it, and that revision: what a probe reads.
-  #latest: StmSeenKey | undefined;
-  #latestAt = 0n;
-  #listener: ((onQueue: boolean, batch: WatchBatch) => void) | undefined;
-  #onEnd: ((error: unknown) => void) | undefined;
+  readonly #listeners = new Map<(batch: WatchBatch) => void, (error: unknown) => void>();
   #error: unknown;
   #idle: NodeJS.Timeout | undefined;
-  readonly #watchers: readonly Watcher[];
+  readonly #watcher: Watcher;
 
   constructor(
-    session: Session,
-    key: Uint8Array,
-    queue: string,
+    watcher: Watcher,
+    what: string,
     readonly forget: () => void,
   ) {
-    const { etcd } = session;
-    const queueWatch = etcd.watch({ prefix: queue, filters: ['noPut'] });
-    queueWatch.on('batch', (batch) => this.#listener?.(true, batch));
-    const keyWatch = etcd.watch({ key });
-    keyWatch.on('batch', (batch) => {
-      const event = batch.events.at(-1);
-      if (event)
-        this.learn({ key, kv: event.type === 'put' ? event.kv : undefined }, batch.revision);
-      this.#listener?.(false, batch);
+    this.#watcher = watcher;
+    watcher.on('batch', (batch) => {
+      for (const listener of this.#listeners.keys()) listener(batch);
     });
-    this.#watchers = [queueWatch, keyWatch];
     // A watcher that ended (client closed, compaction...) is not reused.
-    for (const watcher of this.#watchers) {
-      watcher.once('error', (error) => {
-        this.#error = error;
-      });
-      watcher.once('end', () => {
-        const onEnd = this.#onEnd;
-        this.close();
-        onEnd?.(this.#error ?? new Error(`the watch of STM key queue ${queue} ended`));
-      });
-    }
-    this.ready = Promise.all(this.#watchers.map((watcher) => watcher.ready()));
+    watcher.once('error', (error) => {
+      this.#error = error;
+    });
+    watcher.once('end', () => {
+      const ends = [...this.#listeners.values()];
+      this.close();
+      const error = this.#error ?? new Error(`the watch of ${what} ended`);
+      for (const onEnd of ends) onEnd(error);
+    });
+    this.ready = watcher.ready();
     // A failed creation is the joining run's to report.
     this.ready.catch(() => {});
   }
 
-  /** The key as last seen, while the watches are open. */
+  /** Gives the batches to `listener`, and the end to `onEnd`, until {@link detach}. */
+  attach(listener: (batch: WatchBatch) => void, onEnd: (error: unknown) => void): void {
+    clearTimeout(this.#idle);
+    this.#listeners.set(listener, onEnd);
+  }
+
+  detach(listener: (batch: WatchBatch) => void): void {
+    this.#listeners.delete(listener);
+    if (this.#listeners.size > 0) return;
+    clearTimeout(this.#idle);
+    this.#idle = setTimeout(() => this.close(), KEEP_WATCHING_MS);
+    this.#idle.unref();
+  }
+
+  close(): void {
+    clearTimeout(this.#idle);
+    this.#listeners.clear();
+    this.forget();
+    void this.#watcher.close();
+  }
+}
+
+/**
+ * The watch of one STM key for a session's runs, which take turns on it (one at a time: the
+ * session's local queue orders them first). It remembers the key as last seen, for probes.
+ */
+class KeyWatches {
+  // The key as the newest event or read showed it, and that revision: what a probe reads.
+  #latest: StmSeenKey | undefined;
+  #latestAt = 0n;
+  #listener: ((batch: WatchBatch) => void) | undefined;
+  readonly #watch: KeptWatch;
+
+  constructor(session: Session, key: Uint8Array, forget: () => void) {
+    const watcher = session.etcd.watch({ key });
+    watcher.on('batch', (batch) => {
+      const event = batch.events.at(-1);
+      if (event) {
+        this.learn({ key, kv: event.type === 'put' ? event.kv : undefined }, batch.revision);
+      }
+    });
+    this.#watch = new KeptWatch(watcher, `STM key ${Buffer.from(key).toString('hex')}`, forget);
+  }
+
+  get ready(): Promise<unknown> {
+    return this.#watch.ready;
+  }
+
+  /** The key as last seen, while the watch is open. */
   get latest(): StmSeenKey | undefined {
     return this.#latest;
   }
@@ -420,43 +462,52 @@ class KeyWatches {
     this.#latestAt = revision;
   }
 
-  /** Gives the watches' batches to `listener`, and their end, while attached, to `onEnd`. */
-  attach(
-    listener: (onQueue: boolean, batch: WatchBatch) => void,
-    onEnd: (error: unknown) => void,
-  ): void {
-    clearTimeout(this.#idle);
+  /** Gives the watch's batches to `listener`, and its end to `onEnd`, until {@link detach}. */
+  attach(listener: (batch: WatchBatch) => void, onEnd: (error: unknown) => void): void {
+    if (this.#listener) this.#watch.detach(this.#listener);
     this.#listener = listener;
-    this.#onEnd = onEnd;
+    this.#watch.attach(listener, onEnd);
   }
 
   detach(): void {
+    if (this.#listener) this.#watch.detach(this.#listener);
     this.#listener = undefined;
-    this.#onEnd = undefined;
-    clearTimeout(this.#idle);
-    this.#idle = setTimeout(() => this.close(), KEEP_WATCHING_MS);
-    this.#idle.unref();
-  }
-
-  close(): void {
-    clearTimeout(this.#idle);
-    this.forget();
-    for (const watcher of this.#watchers) void watcher.close();
   }
 }
 
 const KEY_WATCHES = new Slot(() => new Map<string, KeyWatches>());
 
-/** The watches of `key` and its `queue` for `session`'s runs: open ones, or new. */
+/** The watch of `key` (whose lock queues under `queue`) for `session`'s runs: an open one, or new. */
 function keyWatchesOf(session: Session, key: Uint8Array, queue: string): KeyWatches {
   const byQueue = session.slots.get(KEY_WATCHES);
   const open = byQueue.get(queue);
   if (open) return open;
-  const watches: KeyWatches = new KeyWatches(session, key, queue, () => {
+  const watches: KeyWatches = new KeyWatches(session, key, () => {
     if (byQueue.get(queue) === watches) byQueue.delete(queue);
   });
   byQueue.set(queue, watches);
   return watches;
+}
+
+/**
+ * The deletes under a lock prefix: every queue's, in one watch per session, so a commit that
+ * leaves the queues of several keys is one message to each process waiting, not one per queue.
+ */
+type LockWatch = KeptWatch;
+
+const LOCK_WATCHES = new Slot(() => new Map<string, LockWatch>());
+
+/** The watch of the queue deletes under `prefix` (with its '/') for `session`: open, or new. */
+function lockWatchOf(session: Session, prefix: string): LockWatch {
+  const byPrefix = session.slots.get(LOCK_WATCHES);
+  const open = byPrefix.get(prefix);
+  if (open) return open;
+  const watcher = session.etcd.watch({ prefix, filters: ['noPut'] });
+  const watch: LockWatch = new KeptWatch(watcher, `STM key queues ${prefix}`, () => {
+    if (byPrefix.get(prefix) === watch) byPrefix.delete(prefix);
+  });
+  byPrefix.set(prefix, watch);
+  return watch;
 }
 
 /** `promise`, or AbortedError when `signal` aborts first (the client's raceAbort, in our error). */

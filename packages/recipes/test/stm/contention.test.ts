@@ -305,6 +305,69 @@ describeEachBackend('STM under contention', ({ backend, prefix }) => {
     }
   });
 
+  it('stmKeyLocks: a waiting session watches every queue in one watch of the lock prefix (deletes only) and each key apart, so a commit that leaves two queues is one queue message', async () => {
+    const [a, b] = [k('wa'), k('wb')];
+    await other.put(a, '1');
+    await other.put(b, '2');
+    const keys = [a, b].map((key) => new TextEncoder().encode(key));
+    const locksPrefix = `${prefix()}locks`;
+    const watching = new Etcd({ endpoints: backend().endpoints });
+    // What the waiter's client watches, and each batch its watchers get.
+    const watched: string[] = [];
+    const batches: string[][] = [];
+    const watch = watching.watch.bind(watching);
+    watching.watch = (request) => {
+      const watcher = watch(request);
+      const what =
+        'prefix' in request
+          ? `prefix ${request.prefix}`
+          : `key ${Buffer.from(request.key as Uint8Array).toString()}`;
+      watched.push(`${what} ${request.filters?.join(',') ?? ''}`);
+      watcher.on('batch', (batch) =>
+        batches.push([what, ...batch.events.map((e) => `${e.type} ${e.kv.keyText()}`)]),
+      );
+      return watcher;
+    };
+    const aheadSession = await Session.create(second, { ttl: 30 });
+    const waiterSession = await Session.create(watching, { ttl: 30 });
+    try {
+      const ahead = await stmKeyLocks(aheadSession, locksPrefix).lock(keys);
+      const waiting = stmKeyLocks(waiterSession, locksPrefix).lock(keys);
+      // Reported below, or by the closing client if an expectation fails first.
+      waiting.catch(() => {});
+      await expect
+        .poll(async () => (await other.range({ prefix: `${locksPrefix}/` })).kvs.length)
+        .toBe(4);
+      expect(watched).toEqual([`prefix ${locksPrefix}/ noPut`, `key ${a} `, `key ${b} `]);
+      // The waiter's own joins are puts: the lock watch shows it nothing of them.
+      expect(batches).toEqual([]);
+      const commit = await second
+        .txn()
+        .if(...ahead.first())
+        .then(op.put(a, '10'), op.put(b, '20'), ...ahead.releasing())
+        .commit();
+      expect(commit.succeeded).toBe(true);
+      ahead.committed();
+      const held = await waiting;
+      const queueKey = (key: string) =>
+        `${locksPrefix}/${Buffer.from(key).toString('hex')}/${aheadSession.leaseId.toString(16)}`;
+      expect(batches.sort()).toEqual([
+        [`key ${a}`, `put ${a}`],
+        [`key ${b}`, `put ${b}`],
+        [`prefix ${locksPrefix}/`, `delete ${queueKey(a)}`, `delete ${queueKey(b)}`],
+      ]);
+      expect(held.seen.keys.map(({ kv }) => new TextDecoder().decode(kv?.value))).toEqual([
+        '10',
+        '20',
+      ]);
+      await held.release();
+    } finally {
+      await aheadSession.close();
+      await waiterSession.close();
+      await watching.close();
+    }
+  });
+
   it('a run on keys whose last turn waited queues without an optimistic commit, until a turn finds no one ahead', async () => {
     await accounts('ha', 'hb');
     const keys = [k('ha'), k('hb')].map((key) => new TextEncoder().encode(key));
