@@ -59,6 +59,8 @@ const CONTENDERS = (process.env.ETCDKIT_BENCH_CONTENDERS ?? '2,8,32').split(',')
 const SERVERS = new Set((process.env.ETCDKIT_BENCH_SERVERS ?? 'etcd,embedded').split(','));
 /** A directory: the first process of each cycles pool runs with `node --cpu-prof` into it. */
 const CYCLES_PROFILE_DIR = process.env.ETCDKIT_BENCH_CYCLES_PROF;
+/** Another checkout whose client and recipes the cycles processes run (recipes-cycles.ts). */
+const RECIPES_ROOT = process.env.ETCDKIT_BENCH_RECIPES_ROOT || undefined;
 const CYCLE_MS = 1_000;
 /** The most processes the contenders of a lock cycles row are spread over. */
 const PROCESSES = 8;
@@ -365,8 +367,18 @@ class CyclesProcesses {
   static async start(endpoint: string, count: number): Promise<CyclesProcesses> {
     const profile = (i: number) =>
       i === 0 && CYCLES_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CYCLES_PROFILE_DIR}`] : [];
+    // Another checkout's recipes: tsx maps @etcdkit/* by the tsconfig it finds, so the children
+    // run with that checkout's, or its recipes would import this checkout's client.
+    const env = RECIPES_ROOT
+      ? { ...process.env, TSX_TSCONFIG_PATH: `${RECIPES_ROOT}/tsconfig.json` }
+      : process.env;
     const children = Array.from({ length: count }, (_, i) =>
-      fork(cyclesScript, [], { execArgv: [...process.execArgv, ...profile(i)], stdio: 'inherit' }),
+      fork(cyclesScript, [], {
+        execArgv: [...process.execArgv, ...profile(i)],
+        stdio: 'inherit',
+        env,
+        cwd: RECIPES_ROOT ?? process.cwd(),
+      }),
     );
     const pool = new CyclesProcesses(children);
     if (WARMUP_MS > 0) {
