@@ -137,3 +137,36 @@ export function writeKeyValue(out: ProtoWriter, kv: KeyValueFields): void {
     out.int64(kv.lease);
   }
 }
+
+/** WatchResponse.events: field 11, length-delimited. */
+const EVENTS_TAG = (11 << 3) | 2;
+/** Event.kv: field 2, length-delimited. */
+const KV_TAG = (2 << 3) | 2;
+
+/** Bytes of an mvccpb.Event written as a WatchResponse `events` field, its kv `kvSize` bytes. */
+export function eventFieldSize(tombstone: boolean, kvSize: number): number {
+  // Event.type is left out for PUT (0); DELETE is tag and 1.
+  const eventSize = (tombstone ? 2 : 0) + 1 + varintSize(kvSize) + kvSize;
+  return 1 + varintSize(eventSize) + eventSize;
+}
+
+/**
+ * Writes an mvccpb.Event of `kv` (keyValueSize(kv) is `kvSize`) as a WatchResponse `events`
+ * field: eventFieldSize(tombstone, kvSize) bytes, which the caller reserved.
+ */
+export function writeEventField(
+  out: ProtoWriter,
+  tombstone: boolean,
+  kv: KeyValueFields,
+  kvSize: number,
+): void {
+  out.bytes[out.length++] = EVENTS_TAG;
+  out.varint((tombstone ? 2 : 0) + 1 + varintSize(kvSize) + kvSize);
+  if (tombstone) {
+    out.bytes[out.length++] = 1 << 3;
+    out.bytes[out.length++] = 1;
+  }
+  out.bytes[out.length++] = KV_TAG;
+  out.varint(kvSize);
+  writeKeyValue(out, kv);
+}

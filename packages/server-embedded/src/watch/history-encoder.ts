@@ -6,23 +6,16 @@
 import { keyString } from '../bytes.js';
 import type { ChangeVisitor, HistoryKey } from '../mvcc/history.js';
 import {
+  eventFieldSize,
   type KeyValueFields,
   keyValueSize,
   ProtoWriter,
-  varintSize,
-  writeKeyValue,
+  writeEventField,
 } from '../mvcc/kv-encoding.js';
 import type { MvccStore } from '../mvcc/store.js';
 import { EncodedBatch } from './event-batch.js';
 import type { Watcher } from './watcher.js';
 import type { WatcherGroup } from './watcher-group.js';
-
-/** WatchResponse.events: field 11, length-delimited. */
-const EVENTS_TAG = (11 << 3) | 2;
-/** Event.type = DELETE (PUT, 0, is left out). */
-const DELETE_TYPE = [1 << 3, 1] as const;
-/** Event.kv: field 2, length-delimited. */
-const KV_TAG = (2 << 3) | 2;
 
 /** Reads history for the watchers of one pass into encoded batches. */
 export class HistoryEncoder implements ChangeVisitor {
@@ -88,18 +81,9 @@ export class HistoryEncoder implements ChangeVisitor {
     const kv = this.#fields!;
     const out = this.#arena;
     const kvSize = keyValueSize(kv);
-    const eventSize = (this.#tombstone ? 2 : 0) + 1 + varintSize(kvSize) + kvSize;
-    out.reserve(1 + varintSize(eventSize) + eventSize);
+    out.reserve(eventFieldSize(this.#tombstone, kvSize));
     this.#start = out.length;
-    out.bytes[out.length++] = EVENTS_TAG;
-    out.varint(eventSize);
-    if (this.#tombstone) {
-      out.bytes[out.length++] = DELETE_TYPE[0];
-      out.bytes[out.length++] = DELETE_TYPE[1];
-    }
-    out.bytes[out.length++] = KV_TAG;
-    out.varint(kvSize);
-    writeKeyValue(out, kv);
+    writeEventField(out, this.#tombstone, kv, kvSize);
     this.#end = out.length;
   }
 }

@@ -15,6 +15,7 @@ import type { Watcher, WatcherOptions, WatcherResponse, WatchSink } from './watc
 import {
   CancelReason,
   encodeEventsResponse,
+  encodeLiveResponse,
   FilterType,
   INVALID_WATCH_ID,
   toWireEvents,
@@ -245,6 +246,11 @@ export class WatchStream implements WatchSink {
     // Only watches without fragments get encoded history (see WatchableStore).
     if (encoded !== undefined) {
       return [encodeEventsResponse(this.#options.header(response.revision), watchId, encoded)];
+    }
+    // Events without prev_kv or fragments are written straight to bytes, without wire objects.
+    const { prevKv, fragment } = watcher.options;
+    if (events.length > 0 && compactRevision === 0 && !prevKv && !fragment) {
+      return [encodeLiveResponse(this.#options.header(response.revision), watchId, events)];
     }
     const message: WireWatchResponse = {
       header: this.#options.header(response.revision),

@@ -1,11 +1,20 @@
 // Watch responses in wire form, and the cancel reasons etcd sends, word for word.
 import { etcdserverpb, type mvccpb } from '@etcdkit/client/protocol';
 import { type ResponseHeader, toWireKeyValue } from '../api/requests.js';
+import { EMPTY_BYTES } from '../bytes.js';
 import { EncodedMessage } from '../encoded-message.js';
 import { EtcdServerError } from '../errors.js';
-import { int64Size, ProtoWriter, varintSize } from '../mvcc/kv-encoding.js';
+import {
+  eventFieldSize,
+  int64Size,
+  type KeyValueFields,
+  keyValueSize,
+  ProtoWriter,
+  varintSize,
+  writeEventField,
+} from '../mvcc/kv-encoding.js';
 import type { MvccStore } from '../mvcc/store.js';
-import type { MvccEvent } from '../mvcc/types.js';
+import type { KeyValue, MvccEvent } from '../mvcc/types.js';
 import type { EncodedBatch } from './event-batch.js';
 
 export type WireWatchRequest = etcdserverpb.WatchRequest.$Properties;
@@ -60,13 +69,73 @@ export function encodeEventsResponse(
   watchId: bigint,
   batch: EncodedBatch,
 ): EncodedMessage {
+  const out = responseStart(header, watchId, batch.byteLength);
+  const { ranges, arena } = batch;
+  for (let i = 0; i < ranges.length; i += 2) {
+    out.raw(arena.bytes, ranges[i]!, ranges[i + 1]! - ranges[i]!);
+  }
+  return new EncodedMessage(out.bytes);
+}
+
+/** What encodeLiveResponse hands the encoder for each event: one, reused. */
+const liveFields: KeyValueFields = {
+  key: EMPTY_BYTES,
+  createRevision: 0,
+  modRevision: 0,
+  version: 0,
+  values: EMPTY_BYTES,
+  valueOffset: 0,
+  valueLength: 0,
+  lease: 0n,
+};
+
+/**
+ * The WatchResponse of `events` without prev_kv: the bytes protobufjs would write for
+ * { header, watchId, events: toWireEvents(events, false) } (not canceled, no compact revision),
+ * written without the wire objects.
+ */
+export function encodeLiveResponse(
+  header: ResponseHeader,
+  watchId: bigint,
+  events: readonly MvccEvent[],
+): EncodedMessage {
+  const sizes: number[] = [];
+  let body = 0;
+  for (const { type, kv } of events) {
+    const kvSize = keyValueSize(fieldsOf(kv));
+    sizes.push(kvSize);
+    body += eventFieldSize(type === 'delete', kvSize);
+  }
+  const out = responseStart(header, watchId, body);
+  for (let i = 0; i < events.length; i++) {
+    const { type, kv } = events[i]!;
+    writeEventField(out, type === 'delete', fieldsOf(kv), sizes[i]!);
+  }
+  return new EncodedMessage(out.bytes);
+}
+
+function fieldsOf(kv: KeyValue): KeyValueFields {
+  const fields = liveFields;
+  fields.key = kv.key;
+  fields.createRevision = kv.createRevision;
+  fields.modRevision = kv.modRevision;
+  fields.version = kv.version;
+  fields.values = kv.value;
+  fields.valueOffset = 0;
+  fields.valueLength = kv.value.length;
+  fields.lease = kv.lease;
+  return fields;
+}
+
+/** A writer of exactly a response's size with its header and watch id written; `body` to come. */
+function responseStart(header: ResponseHeader, watchId: bigint, body: number): ProtoWriter {
   const headerBytes = etcdserverpb.ResponseHeader.encode(header).finish();
   const size =
     1 +
     varintSize(headerBytes.length) +
     headerBytes.length +
     (watchId === 0n ? 0 : 1 + int64Size(watchId)) +
-    batch.byteLength;
+    body;
   const out = new ProtoWriter(size);
   out.bytes[out.length++] = (1 << 3) | 2;
   out.varint(headerBytes.length);
@@ -75,8 +144,5 @@ export function encodeEventsResponse(
     out.bytes[out.length++] = 2 << 3;
     out.int64(watchId);
   }
-  const { ranges, arena } = batch;
-  for (let i = 0; i < ranges.length; i += 2)
-    out.raw(arena.bytes, ranges[i]!, ranges[i + 1]! - ranges[i]!);
-  return new EncodedMessage(out.bytes);
+  return out;
 }

@@ -1,7 +1,7 @@
-// A watch's catch-up is encoded straight from history when the watch wants events as they are (no
-// prev_kv, no fragments), and through event objects and protobufjs otherwise. Both must put the
-// same bytes on the wire: the same history, watched from the same revision with the same filters,
-// once each way.
+// A watch's events are encoded straight to bytes when the watch wants them as they are (no prev_kv,
+// no fragments): from history for a catch-up, from the commit's events live; otherwise through
+// event objects and protobufjs. Both must put the same bytes on the wire: the same changes,
+// watched with the same range and filters, once each way.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MvccStore } from '../../src/mvcc/store.js';
@@ -18,8 +18,9 @@ const change = fc.record({
 });
 
 /** Writes `writes` (each a txn of its changes) to a fresh store. */
-function storeOf(writes: { key: string; delete: boolean; value: Uint8Array; lease: bigint }[][]) {
-  const store = new MvccStore();
+type Change = { key: string; delete: boolean; value: Uint8Array; lease: bigint };
+
+function storeOf(writes: Change[][], store = new MvccStore()) {
   for (const changes of writes) {
     const write = store.write();
     for (const { key, delete: isDelete, value, lease } of changes) {
@@ -90,6 +91,45 @@ describe('catch-up encoded from history', () => {
         },
       ),
       { numRuns: 150 },
+    );
+  });
+
+  it('live: writes the bytes the event objects encode to', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(change, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 20 }),
+        fc.constantFrom({ key: 'b', rangeEnd: '' }, { key: 'a', rangeEnd: '\0' }),
+        fc.subarray([0, 1]),
+        async (writes, range, filters) => {
+          const store = new MvccStore();
+          const watchable = new WatchableStore(store);
+          const clock = new ManualClock();
+          const open = (fragment: boolean): FakeCall => {
+            const call = new FakeCall();
+            const stream = new WatchStream(call, {
+              watchable,
+              clock,
+              progressNotifyIntervalMs: 1000,
+              fragmentLimitBytes: 2 ** 30,
+              header: (revision) => ({ clusterId: 9n, revision: BigInt(revision), raftTerm: 1n }),
+            });
+            stream.handle({
+              createRequest: { key: b(range.key), rangeEnd: b(range.rangeEnd), filters, fragment },
+            });
+            return call;
+          };
+          const encoded = open(false);
+          const objects = open(true);
+          await settle();
+          storeOf(writes, store);
+          await settle();
+          watchable.close();
+          expect(encoded.raw.map((bytes) => [...bytes])).toEqual(
+            objects.raw.map((bytes) => [...bytes]),
+          );
+        },
+      ),
+      { numRuns: 100 },
     );
   });
 });
