@@ -1,0 +1,194 @@
+// The embedded server's CPU per lock cycle when clients in several processes contend on one Mutex
+// (the recipes suite's cross-process row): an etcdkit-server process of this checkout, and of
+// ETCDKIT_BENCH_SERVER_CLI_BEFORE (another checkout's packages/server-embedded/src/cli/main.ts)
+// when set, each driven by the same recipes-cycles.ts processes of this checkout (PROCESSES of
+// them, CONTENDERS contenders in all, CYCLE_MS a run). A server's CPU is read from /proc (every
+// thread's run time) around each run, so it is that process's alone; CPU per cycle is what load
+// distorts least (throughput moves with the other work on the machine). Rounds alternate the
+// servers ABBA after a warm-up run on each; the table gives medians and the median of the
+// rounds' ratios. ETCDKIT_BENCH_SERVER_PROFILE=dir: each server writes a CPU profile there.
+// Run alone: node --conditions=etcdkit-source --import tsx bench/server-contention-cpu.ts
+import { type ChildProcess, fork, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Etcd } from '../packages/client/src/index.js';
+import { freePort } from '../testkit/src/internal/ports.js';
+import { median, ratio } from './report.js';
+
+const PROCESSES = Number(process.env.ETCDKIT_BENCH_CONTENTION_PROCESSES ?? 8);
+const CONTENDERS = Number(process.env.ETCDKIT_BENCH_CONTENTION_CONTENDERS ?? 32);
+const CYCLE_MS = Number(process.env.ETCDKIT_BENCH_CONTENTION_MS ?? 3000);
+const ROUNDS = Number(process.env.ETCDKIT_BENCH_CONTENTION_ROUNDS ?? 4);
+const BEFORE = process.env.ETCDKIT_BENCH_SERVER_CLI_BEFORE;
+const REPO = fileURLToPath(new URL('../', import.meta.url));
+const CLI = fileURLToPath(new URL('../packages/server-embedded/src/cli/main.ts', import.meta.url));
+const CYCLES = fileURLToPath(new URL('./recipes-cycles.ts', import.meta.url));
+
+/** CPU time the process `pid` has used so far, in µs: the sum over its threads. */
+function processCpuMicros(pid: number): number {
+  let ns = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return ns / 1000;
+}
+
+interface Server {
+  readonly name: string;
+  readonly endpoint: string;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+async function startServer(name: string, cli: string): Promise<Server> {
+  const endpoint = `http://127.0.0.1:${await freePort()}`;
+  const profileDir = process.env.ETCDKIT_BENCH_SERVER_PROFILE;
+  const child = spawn(
+    process.execPath,
+    [
+      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+      '--conditions=etcdkit-source',
+      '--import',
+      'tsx',
+      cli,
+      '--listen-client-urls',
+      endpoint,
+    ],
+    // tsx maps the @etcdkit/* imports through the tsconfig.json of the checkout it runs in.
+    { cwd: cli.slice(0, cli.lastIndexOf('/packages/')) || REPO, stdio: 'ignore' },
+  );
+  const probe = new Etcd({ endpoints: [endpoint] });
+  const deadline = Date.now() + 60_000;
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode})`);
+      try {
+        await probe.get('bench/probe');
+        break;
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  } finally {
+    await probe.close();
+  }
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  return { name, endpoint, pid: child.pid!, stop };
+}
+
+interface Done {
+  readonly id: number;
+  readonly cycles: number;
+  readonly ms: number;
+  readonly cpuMs: number;
+}
+
+/** The recipes-cycles.ts processes, shared by every server. */
+class Contenders {
+  readonly #children: ChildProcess[] = [];
+  #next = 0;
+
+  constructor(count: number) {
+    for (let i = 0; i < count; i++) {
+      this.#children.push(fork(CYCLES, [], { execArgv: process.execArgv, stdio: 'inherit' }));
+    }
+  }
+
+  /** One run of CONTENDERS contenders on a fresh lock of `server`: cycles, and each side's CPU. */
+  async run(
+    server: Server,
+    ms: number,
+  ): Promise<{ cycles: number; serverUs: number; clientMs: number }> {
+    const id = this.#next++;
+    const name = `bench/contention/${id}`;
+    const count = this.#children.length;
+    const answers = this.#children.map((child, i) => {
+      const contenders = Math.floor(CONTENDERS / count) + (i < CONTENDERS % count ? 1 : 0);
+      const ready = this.#answer(child, id, false);
+      const done = this.#answer(child, id, true);
+      child.send({ id, endpoint: server.endpoint, name, contenders, ms });
+      return { child, ready, done };
+    });
+    await Promise.all(answers.map((answer) => answer.ready));
+    const before = processCpuMicros(server.pid);
+    for (const { child } of answers) child.send({ id, go: true });
+    const done = await Promise.all(answers.map((answer) => answer.done));
+    const serverUs = processCpuMicros(server.pid) - before;
+    return {
+      cycles: done.reduce((sum, d) => sum + d.cycles, 0),
+      serverUs,
+      clientMs: done.reduce((sum, d) => sum + d.cpuMs, 0),
+    };
+  }
+
+  #answer(child: ChildProcess, id: number, final: boolean): Promise<Done> {
+    return new Promise((resolve) => {
+      const listener = (message: Done) => {
+        if (message.id !== id || 'cycles' in message !== final) return;
+        child.off('message', listener);
+        resolve(message);
+      };
+      child.on('message', listener);
+    });
+  }
+
+  close(): void {
+    for (const child of this.#children) child.kill('SIGTERM');
+  }
+}
+
+async function report(): Promise<Array<Record<string, string>>> {
+  const servers = [await startServer('now', CLI)];
+  if (BEFORE !== undefined) servers.push(await startServer('before', BEFORE));
+  const contenders = new Contenders(PROCESSES);
+  const samples = new Map(servers.map((s) => [s.name, [] as { rate: number; us: number }[]]));
+  try {
+    for (const server of servers) await contenders.run(server, CYCLE_MS);
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 4 === 1 || round % 4 === 2 ? [...servers].reverse() : servers;
+      for (const server of order) {
+        const { cycles, serverUs } = await contenders.run(server, CYCLE_MS);
+        samples.get(server.name)!.push({ rate: cycles / (CYCLE_MS / 1000), us: serverUs / cycles });
+      }
+    }
+  } finally {
+    contenders.close();
+    for (const server of servers) await server.stop();
+  }
+  const now = samples.get('now')!;
+  const before = samples.get('before');
+  const row = (name: string, of: (s: { rate: number; us: number }) => number, digits: number) => {
+    const line: Record<string, string> = { row: name, now: median(now.map(of)).toFixed(digits) };
+    if (before !== undefined) {
+      line.before = median(before.map(of)).toFixed(digits);
+      line['now / before'] = ratio(median(now.map((s, i) => of(s) / of(before[i]!))), 1);
+    }
+    return line;
+  };
+  return [
+    row('server CPU per lock cycle, µs', (s) => s.us, 0),
+    row('lock cycles/s', (s) => s.rate, 0),
+  ];
+}
+
+/** The cross-process contention CPU suite: see the header. */
+export const serverContentionCpuSuite = {
+  name: 'server-contention-cpu',
+  description: `the embedded server's CPU per Mutex lock cycle, ${CONTENDERS} contenders over ${PROCESSES} processes against one etcdkit-server process (from /proc), ${CYCLE_MS} ms runs${BEFORE === undefined ? '' : ', this checkout beside ETCDKIT_BENCH_SERVER_CLI_BEFORE'}; medians of ${ROUNDS} rounds, servers alternated ABBA; the ratio is the median of the rounds' ratios`,
+  report,
+};
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  console.log(serverContentionCpuSuite.description);
+  console.table(await report());
+}
