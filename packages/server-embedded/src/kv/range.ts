@@ -14,6 +14,7 @@ import {
 } from '../api/requests.js';
 import { compareBytes, isNullByte } from '../bytes.js';
 import type { KeyRange } from '../mvcc/index.js';
+import type { RangeSelection } from '../mvcc/read-view.js';
 import type { RangeResult, ReadView } from '../mvcc/store.js';
 import type { KeyValue } from '../mvcc/types.js';
 
@@ -70,6 +71,7 @@ export function executeRange(
     limit: storeLimit(r, limit),
     countOnly: r.countOnly ?? false,
     withTotalCount,
+    select: selectionOf(r, limit),
   });
   const kvs = sortKeyValues(filterKeyValues(result, r), r);
   const more = limit > 0 && kvs.length > limit;
@@ -80,6 +82,34 @@ export function executeRange(
     kvs: kept.map((kv) => toWireKeyValue(kv, keysOnly)),
     more,
     count: BigInt(result.count),
+  };
+}
+
+/**
+ * The store's selection hint for a limited range sorted by a revision or the version: the store
+ * then makes key-values only for the limit (and one more, to tell `more`) instead of every key.
+ */
+function selectionOf(r: RangeRequest, limit: number): RangeSelection | undefined {
+  if (limit <= 0 || limit >= Number.MAX_SAFE_INTEGER || r.countOnly) return undefined;
+  const target = r.sortTarget ?? SortTarget.KEY;
+  const by =
+    target === SortTarget.CREATE
+      ? 'create'
+      : target === SortTarget.MOD
+        ? 'mod'
+        : target === SortTarget.VERSION
+          ? 'version'
+          : undefined;
+  if (by === undefined) return undefined;
+  return {
+    by,
+    // A sort target without an order means ascending by that target (see sortKeyValues).
+    descend: (r.sortOrder ?? SortOrder.NONE) === SortOrder.DESCEND,
+    keep: limit + 1,
+    minModRevision: numberOf(r.minModRevision),
+    maxModRevision: numberOf(r.maxModRevision),
+    minCreateRevision: numberOf(r.minCreateRevision),
+    maxCreateRevision: numberOf(r.maxCreateRevision),
   };
 }
 

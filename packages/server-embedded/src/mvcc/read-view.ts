@@ -13,6 +13,24 @@ export interface RangeOptions {
   readonly countOnly?: boolean;
   /** Count every matching key even past the limit (default true); false stops at the limit. */
   readonly withTotalCount?: boolean;
+  /**
+   * A hint: of the keys passing its revision filters, only the first `keep` in its order are
+   * wanted. The caller filters, sorts and cuts the result anyway, so a view may ignore it; the
+   * store uses it to make key-values for those keys alone (a contended lock's reads of the oldest
+   * or the next older waiter among many).
+   */
+  readonly select?: RangeSelection;
+}
+
+/** What {@link RangeOptions.select} keeps: revision filters are 0 when unset. */
+export interface RangeSelection {
+  readonly by: 'create' | 'mod' | 'version';
+  readonly descend: boolean;
+  readonly keep: number;
+  readonly minModRevision: number;
+  readonly maxModRevision: number;
+  readonly minCreateRevision: number;
+  readonly maxCreateRevision: number;
 }
 
 /** What a read found. */

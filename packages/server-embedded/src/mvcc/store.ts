@@ -7,9 +7,9 @@ import { ByteSlab } from './byte-slab.js';
 import { HistoryHasher } from './hash.js';
 import { type ChangeVisitor, type HistoryEntry, RevisionHistory } from './history.js';
 import { KeyIndexTree, type KeyRange } from './index.js';
-import type { KeyIndex } from './key-index.js';
+import { type KeyIndex, KeyPosition } from './key-index.js';
 import type { Lessor } from './lessor.js';
-import type { RangeOptions, RangeResult, ReadView } from './read-view.js';
+import type { RangeOptions, RangeResult, RangeSelection, ReadView } from './read-view.js';
 import { StoreWrite } from './store-write.js';
 import type { CommittedRevision, KeyValue, MvccEvent } from './types.js';
 
@@ -95,6 +95,8 @@ export class MvccStore implements ReadView {
     if (options.countOnly) {
       return { kvs: [], count: this.index.count(range, revision), revision: current };
     }
+    if (options.select !== undefined)
+      return this.#selectAt(current, revision, range, options.select);
     const limit = options.limit !== undefined && options.limit > 0 ? options.limit : Infinity;
     const withTotalCount = options.withTotalCount ?? true;
     const kvs: KeyValue[] = [];
@@ -109,6 +111,60 @@ export class MvccStore implements ReadView {
       }
       count++;
       return true;
+    });
+    return { kvs, count, revision: current };
+  }
+
+  /**
+   * A read with a selection (RangeOptions.select): every key is counted, and key-values are made
+   * only for the first `keep` passing the filters in the selection's order; equal values keep key
+   * order, as the stable sort of the whole range would.
+   */
+  #selectAt(
+    current: number,
+    revision: number,
+    range: KeyRange,
+    select: RangeSelection,
+  ): RangeResult {
+    const { by, descend, keep } = select;
+    const chosen: KeyPosition[] = [];
+    const values: number[] = [];
+    let count = 0;
+    this.index.forEach(range, revision, (_, at) => {
+      count++;
+      if (
+        (select.maxModRevision !== 0 && at.modifiedMain > select.maxModRevision) ||
+        (select.minModRevision !== 0 && at.modifiedMain < select.minModRevision) ||
+        (select.maxCreateRevision !== 0 && at.createdMain > select.maxCreateRevision) ||
+        (select.minCreateRevision !== 0 && at.createdMain < select.minCreateRevision)
+      ) {
+        return true;
+      }
+      const value = by === 'create' ? at.createdMain : by === 'mod' ? at.modifiedMain : at.version;
+      let place = chosen.length;
+      while (place > 0 && (descend ? values[place - 1]! < value : values[place - 1]! > value)) {
+        place--;
+      }
+      if (place >= keep) return true;
+      // `at` is reused for every key: the kept ones are copied.
+      const kept = new KeyPosition();
+      kept.modifiedMain = at.modifiedMain;
+      kept.modifiedSub = at.modifiedSub;
+      kept.createdMain = at.createdMain;
+      kept.createdSub = at.createdSub;
+      kept.version = at.version;
+      chosen.splice(place, 0, kept);
+      values.splice(place, 0, value);
+      if (chosen.length > keep) {
+        chosen.pop();
+        values.pop();
+      }
+      return true;
+    });
+    const kvs = chosen.map((at) => {
+      const kv = this.history.kvAt(at);
+      if (kv === undefined) throw new Error('mvcc: index points at a revision not in history');
+      return kv;
     });
     return { kvs, count, revision: current };
   }
