@@ -7,8 +7,8 @@
 // One process serves every measure of a server, so it is warmed once, as the bench process is.
 // ETCDKIT_BENCH_RECIPES_ROOT names another checkout (e.g. a clone at an older commit) whose client
 // and recipes it runs instead of this one's: the before side of a before/after comparison.
-import { Socket } from 'node:net';
 import { pathToFileURL } from 'node:url';
+import { watchSocketIo } from './recipes-socket-io.js';
 
 type ClientModule = typeof import('../packages/client/src/index.js');
 type RecipesModule = typeof import('../packages/recipes/src/index.js');
@@ -31,19 +31,12 @@ interface Measure {
 
 const starts = new Map<number, () => void>();
 
-// The socket writes and reads of this process (its clients'), counted over each measure: every
-// one is a system call, and a read one wakeup of the event loop.
+// The socket writes and reads of this process (its clients'), counted over each measure.
 const io = { writes: 0, reads: 0 };
-const write = Socket.prototype.write;
-Socket.prototype.write = function (this: Socket, ...args: Parameters<Socket['write']>) {
-  io.writes++;
-  return Reflect.apply(write, this, args);
-} as Socket['write'];
-const connect = Socket.prototype.connect;
-Socket.prototype.connect = function (this: Socket, ...args: unknown[]) {
-  this.on('data', () => io.reads++);
-  return Reflect.apply(connect, this, args);
-} as Socket['connect'];
+watchSocketIo(
+  () => io.writes++,
+  () => io.reads++,
+);
 
 process.on('message', (message: Measure | { readonly id: number; readonly go: true }) => {
   if ('go' in message) starts.get(message.id)?.();

@@ -5,11 +5,11 @@
 //   node --conditions=etcdkit-source --import tsx bench/recipes-frames.ts
 // Prints, per server, the writes and reads per operation and the frame types in them (one line per
 // distinct write or read: its frame types in order, and how many times it came). Asserts nothing.
-import { Socket } from 'node:net';
 import { Etcd } from '../packages/client/src/index.js';
 import { Mutex, Session } from '../packages/recipes/src/index.js';
 import { startEtcd } from '../testkit/src/index.js';
 import { ServerProcess } from './memory.js';
+import { watchSocketIo } from './recipes-socket-io.js';
 
 const FRAME_TYPES = [
   'DATA',
@@ -29,17 +29,10 @@ class FrameLog {
   readonly reads = new Map<string, number>();
 
   constructor() {
-    const log = this;
-    const write = Socket.prototype.write;
-    Socket.prototype.write = function (this: Socket, ...args: Parameters<Socket['write']>) {
-      log.#count(log.writes, args[0]);
-      return Reflect.apply(write, this, args);
-    } as Socket['write'];
-    const connect = Socket.prototype.connect;
-    Socket.prototype.connect = function (this: Socket, ...args: unknown[]) {
-      this.on('data', (chunk: Buffer) => log.#count(log.reads, chunk));
-      return Reflect.apply(connect, this, args);
-    } as Socket['connect'];
+    watchSocketIo(
+      (chunk) => this.#count(this.writes, chunk),
+      (chunk) => this.#count(this.reads, chunk),
+    );
   }
 
   clear(): void {
