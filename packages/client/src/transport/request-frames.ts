@@ -1,5 +1,5 @@
 // The gRPC frame of a request: header and protobuf message in one buffer. The hottest requests
-// (KV Range, Put and Txn) have hand-written encoders that size the message first and write it straight
+// (KV Range, Put and Txn; a watch stream's create and cancel, a lease keepalive) have hand-written encoders that size the message first and write it straight
 // into the frame, without protobufjs's Writer (an object per field) and the copy into the frame.
 // The generated code stays the source of truth for the wire format: request-frames.test.ts checks
 // that these give its bytes exactly, and any request they do not cover (a field given as a number
@@ -413,8 +413,122 @@ function writeTxn(w: FrameWriter, m: etcdserverpb.TxnRequest.$Properties): void 
   }
 }
 
+/** A packed repeated enum field we can write: absent, or an array of non-negative int32s. */
+function packedEnumBytes(values: unknown): number {
+  if (values == null) return 0;
+  if (!Array.isArray(values)) return -1;
+  let size = 0;
+  for (const v of values) {
+    if (v == null || !plainEnum(v)) return -1;
+    size += varintBytes(v as number);
+  }
+  return size;
+}
+
+function watchCreateSize(m: etcdserverpb.WatchCreateRequest.$Properties): number {
+  if (
+    m.$unknowns != null ||
+    !plainBytes(m.key) ||
+    !plainBytes(m.rangeEnd) ||
+    !plainInt64(m.startRevision) ||
+    !plainBool(m.progressNotify) ||
+    !plainBool(m.prevKv) ||
+    !plainInt64(m.watchId) ||
+    !plainBool(m.fragment)
+  ) {
+    return -1;
+  }
+  const filters = packedEnumBytes(m.filters);
+  if (filters < 0) return -1;
+  const { key, rangeEnd } = m;
+  let size = 0;
+  if (key?.length) size += bytesSize(key);
+  if (rangeEnd?.length) size += bytesSize(rangeEnd);
+  if (m.startRevision) size += 1 + bigVarintBytes(uint64Of(m.startRevision));
+  if (m.progressNotify) size += 2;
+  if (filters > 0) size += 1 + varintBytes(filters) + filters;
+  if (m.prevKv) size += 2;
+  if (m.watchId) size += 1 + bigVarintBytes(uint64Of(m.watchId));
+  if (m.fragment) size += 2;
+  return size;
+}
+
+function writeWatchCreate(w: FrameWriter, m: etcdserverpb.WatchCreateRequest.$Properties): void {
+  const { key, rangeEnd, filters } = m;
+  if (key?.length) w.bytes(10, key);
+  if (rangeEnd?.length) w.bytes(18, rangeEnd);
+  if (m.startRevision) w.uint64(24, uint64Of(m.startRevision));
+  if (m.progressNotify) w.true(32);
+  if (filters?.length) {
+    w.int32(42, packedEnumBytes(filters));
+    for (const f of filters) w.varint(f);
+  }
+  if (m.prevKv) w.true(48);
+  if (m.watchId) w.uint64(56, uint64Of(m.watchId));
+  if (m.fragment) w.true(64);
+}
+
+/** The size of a message whose one field is the int64 `value` (a watch cancel, a keepalive). */
+function idSize(unknowns: unknown, value: unknown): number {
+  if (unknowns != null || !plainInt64(value)) return -1;
+  return value ? 1 + bigVarintBytes(uint64Of(value as bigint)) : 0;
+}
+
+/** Adds an embedded message's size to `sizes` and returns what it takes in its parent. */
+function embeddedSize(inner: number, sizes: number[]): number {
+  sizes.push(inner);
+  return 1 + varintBytes(inner) + inner;
+}
+
+function watchSize(m: etcdserverpb.WatchRequest.$Properties, sizes: number[]): number {
+  if (m.$unknowns != null) return -1;
+  let size = 0;
+  const { createRequest: create, cancelRequest: cancel, progressRequest: progress } = m;
+  if (create != null) {
+    const inner = watchCreateSize(create);
+    if (inner < 0) return -1;
+    size += embeddedSize(inner, sizes);
+  }
+  if (cancel != null) {
+    const inner = idSize(cancel.$unknowns, cancel.watchId);
+    if (inner < 0) return -1;
+    size += embeddedSize(inner, sizes);
+  }
+  if (progress != null) {
+    if (progress.$unknowns != null) return -1;
+    size += embeddedSize(0, sizes);
+  }
+  return size;
+}
+
+function writeWatch(w: FrameWriter, m: etcdserverpb.WatchRequest.$Properties): void {
+  const { createRequest: create, cancelRequest: cancel, progressRequest: progress } = m;
+  if (create != null) {
+    w.embedded(10);
+    writeWatchCreate(w, create);
+  }
+  if (cancel != null) {
+    w.embedded(18);
+    if (cancel.watchId) w.uint64(8, uint64Of(cancel.watchId));
+  }
+  if (progress != null) w.embedded(26);
+}
+
+function keepAliveSize(m: etcdserverpb.LeaseKeepAliveRequest.$Properties): number {
+  return idSize(m.$unknowns, m.ID);
+}
+
+function writeKeepAlive(w: FrameWriter, m: etcdserverpb.LeaseKeepAliveRequest.$Properties): void {
+  if (m.ID) w.uint64(8, uint64Of(m.ID));
+}
+
 const HOT = new Map<string, HotEncoder>([
   ['/etcdserverpb.KV/Range', ((m) => frameOf(m, rangeSize, writeRange)) as HotEncoder],
   ['/etcdserverpb.KV/Put', ((m) => frameOf(m, putSize, writePut)) as HotEncoder],
   ['/etcdserverpb.KV/Txn', ((m) => frameOf(m, txnSize, writeTxn)) as HotEncoder],
+  ['/etcdserverpb.Watch/Watch', ((m) => frameOf(m, watchSize, writeWatch)) as HotEncoder],
+  [
+    '/etcdserverpb.Lease/LeaseKeepAlive',
+    ((m) => frameOf(m, keepAliveSize, writeKeepAlive)) as HotEncoder,
+  ],
 ]);

@@ -1,10 +1,12 @@
-// Hand-written decoders of the hottest responses (KV Range, Put, DeleteRange and Txn): one pass
+// Hand-written decoders of the hottest responses (KV Range, Put, DeleteRange and Txn, and the stream
+// messages recipes receive most: WatchResponse and LeaseKeepAliveResponse): one pass
 // over the bytes with no Reader object, building the same generated message objects (so their
 // prototype defaults are the same). They cover the messages etcd sends: known fields with their
 // wire types. Anything else (an unknown field, a wrong wire type, a nested txn, truncated or
 // malformed bytes) makes them give up, and the generated decoder decodes the whole message again,
 // so what it keeps or throws stays the answer. response-decoders.test.ts checks them field by field
 // against it.
+import { isUtf8 } from 'node:buffer';
 import type { MethodDescriptor } from '../generated/methods.js';
 import { etcdserverpb, mvccpb } from '../generated/protocol.js';
 
@@ -307,6 +309,120 @@ function txn(end: number): etcdserverpb.TxnResponse {
   return m;
 }
 
+/** A UTF-8 string; bytes that are not UTF-8 go to the generated decoder (it throws on them). */
+function utf8(end: number): string {
+  const stop = limit(end);
+  const bytes = buf.subarray(pos, stop);
+  if (!isUtf8(bytes)) throw GIVE_UP;
+  pos = stop;
+  return bytes.toString('utf8');
+}
+
+function event(end: number): mvccpb.Event {
+  const m = new mvccpb.Event();
+  const d = m as Partial<mvccpb.Event>;
+  while (pos < end) {
+    switch (uint32(end)) {
+      case tag(1, VARINT): {
+        // An enum is an int32: the low 32 bits of the varint, signed, as the generated code reads it.
+        const v = Number(BigInt.asIntN(32, uint64(end)));
+        if (v !== 0) m.type = v;
+        else delete d.type;
+        break;
+      }
+      case tag(2, DELIMITED):
+        m.kv = keyValue(limit(end), m.kv);
+        break;
+      case tag(3, DELIMITED):
+        m.prevKv = keyValue(limit(end), m.prevKv);
+        break;
+      default:
+        throw GIVE_UP;
+    }
+  }
+  return m;
+}
+
+function watch(end: number): etcdserverpb.WatchResponse {
+  const m = new etcdserverpb.WatchResponse();
+  const d = m as Partial<etcdserverpb.WatchResponse>;
+  while (pos < end) {
+    switch (uint32(end)) {
+      case tag(1, DELIMITED):
+        m.header = header(limit(end), m.header);
+        break;
+      case tag(2, VARINT): {
+        const v = int64(end);
+        if (v !== 0n) m.watchId = v;
+        else delete d.watchId;
+        break;
+      }
+      case tag(3, VARINT): {
+        if (bool(end)) m.created = true;
+        else delete d.created;
+        break;
+      }
+      case tag(4, VARINT): {
+        if (bool(end)) m.canceled = true;
+        else delete d.canceled;
+        break;
+      }
+      case tag(5, VARINT): {
+        const v = int64(end);
+        if (v !== 0n) m.compactRevision = v;
+        else delete d.compactRevision;
+        break;
+      }
+      case tag(6, DELIMITED): {
+        const v = utf8(end);
+        if (v.length) m.cancelReason = v;
+        else delete d.cancelReason;
+        break;
+      }
+      case tag(7, VARINT): {
+        if (bool(end)) m.fragment = true;
+        else delete d.fragment;
+        break;
+      }
+      case tag(11, DELIMITED): {
+        if (!m.events?.length) m.events = [];
+        m.events.push(event(limit(end)));
+        break;
+      }
+      default:
+        throw GIVE_UP;
+    }
+  }
+  return m;
+}
+
+function leaseKeepAlive(end: number): etcdserverpb.LeaseKeepAliveResponse {
+  const m = new etcdserverpb.LeaseKeepAliveResponse();
+  const d = m as Partial<etcdserverpb.LeaseKeepAliveResponse>;
+  while (pos < end) {
+    switch (uint32(end)) {
+      case tag(1, DELIMITED):
+        m.header = header(limit(end), m.header);
+        break;
+      case tag(2, VARINT): {
+        const v = int64(end);
+        if (v !== 0n) m.ID = v;
+        else delete d.ID;
+        break;
+      }
+      case tag(3, VARINT): {
+        const v = int64(end);
+        if (v !== 0n) m.TTL = v;
+        else delete d.TTL;
+        break;
+      }
+      default:
+        throw GIVE_UP;
+    }
+  }
+  return m;
+}
+
 /** Decodes a whole message with `decode`, or with `generated` when it gives up. */
 function withFallback<T>(
   decode: (end: number) => T,
@@ -355,6 +471,11 @@ export const HOT_DECODERS: ReadonlyMap<string, (bytes: Uint8Array) => unknown> =
     ),
   ],
   ['/etcdserverpb.KV/Txn', withFallback(txn, (b) => etcdserverpb.TxnResponse.decode(b))],
+  ['/etcdserverpb.Watch/Watch', withFallback(watch, (b) => etcdserverpb.WatchResponse.decode(b))],
+  [
+    '/etcdserverpb.Lease/LeaseKeepAlive',
+    withFallback(leaseKeepAlive, (b) => etcdserverpb.LeaseKeepAliveResponse.decode(b)),
+  ],
 ]);
 
 /** The response of `method` in `bytes`. Throws what the generated decoder throws. */

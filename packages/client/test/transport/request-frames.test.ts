@@ -2,7 +2,11 @@
 // what they do not cover goes through the generated code.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { etcdserverpb_KV } from '../../src/generated/methods.js';
+import {
+  etcdserverpb_KV,
+  etcdserverpb_Lease,
+  etcdserverpb_Watch,
+} from '../../src/generated/methods.js';
 import type { etcdserverpb } from '../../src/generated/protocol.js';
 import { encodeMessage as encodeFrame } from '../../src/transport/h2/grpc-message.js';
 import { encodeRequestFrame } from '../../src/transport/request-frames.js';
@@ -88,6 +92,29 @@ const { txnRequest } = fc.letrec((tie) => ({
   ),
 }));
 
+const watchCreateRequest = fc.record(
+  {
+    key: bytes,
+    rangeEnd: bytes,
+    startRevision: int64,
+    progressNotify: flag,
+    filters: fc.array(fc.integer({ min: 0, max: 300 }), { maxLength: 3 }),
+    prevKv: flag,
+    watchId: int64,
+    fragment: flag,
+  },
+  { requiredKeys: [] },
+);
+/** WatchRequests with any of the oneof's members set (the generated code writes each one set). */
+const watchRequest = fc.record(
+  {
+    createRequest: watchCreateRequest,
+    cancelRequest: fc.record({ watchId: int64 }, { requiredKeys: [] }),
+    progressRequest: fc.constant({}),
+  },
+  { requiredKeys: [] },
+);
+
 const generated = <Req>(
   method: { request: { encode(r: Req): { finish(): Uint8Array } } },
   r: Req,
@@ -127,6 +154,23 @@ describe('request frames', () => {
     // stops a hung run.
   }, 120_000);
 
+  it('encodes any WatchRequest and LeaseKeepAliveRequest as the generated code does', () => {
+    fc.assert(
+      fc.property(watchRequest, (request) => {
+        const frame = encodeRequestFrame(etcdserverpb_Watch.Watch, request);
+        expect([...frame]).toEqual(generated(etcdserverpb_Watch.Watch, request));
+      }),
+      { numRuns: 2_000 },
+    );
+    fc.assert(
+      fc.property(fc.record({ ID: int64 }, { requiredKeys: [] }), (request) => {
+        const frame = encodeRequestFrame(etcdserverpb_Lease.LeaseKeepAlive, request);
+        expect([...frame]).toEqual(generated(etcdserverpb_Lease.LeaseKeepAlive, request));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('encodes txns nested past its own depth limit through the generated code', () => {
     let txn: etcdserverpb.TxnRequest.$Properties = { compare: [{ key: new Uint8Array([1]) }] };
     for (let i = 0; i < 12; i++) txn = { success: [{ requestTxn: txn }], failure: [{}] };
@@ -160,6 +204,16 @@ describe('request frames', () => {
     for (const request of txns) {
       const frame = encodeRequestFrame(etcdserverpb_KV.Txn, request as never);
       expect([...frame]).toEqual(generated(etcdserverpb_KV.Txn, request as never));
+    }
+    // A number for a watch id, a negative filter, a string key: the generated code's.
+    const watches = [
+      { cancelRequest: { watchId: 3 } },
+      { createRequest: { key: new Uint8Array([1]), filters: [-1] } },
+      { createRequest: { key: 'AQI=' } },
+    ];
+    for (const request of watches) {
+      const frame = encodeRequestFrame(etcdserverpb_Watch.Watch, request as never);
+      expect([...frame]).toEqual(generated(etcdserverpb_Watch.Watch, request as never));
     }
     // A missing compare fails as in the generated code.
     const broken = { compare: [null] } as never;
