@@ -1,7 +1,7 @@
 // Which keys a read, delete or compare applies to. etcd expresses every selection as a half-open
 // interval [key, range_end) with two special ends: an empty end means the single key, and `\0`
 // means "every key >= key". The public shapes below name the common selections instead.
-import { type Bytes, prefixEnd } from '../bytes.js';
+import { type Bytes, prefixEnd, toBytes } from '../bytes.js';
 import { InvalidArgumentError } from '../errors.js';
 import { bytesArg } from '../validate.js';
 
@@ -77,10 +77,21 @@ export function toInterval(selector: unknown, name = 'key'): Interval {
       `${name} must be a string, a Uint8Array or a key range ({ key, end? } | { prefix } | { fromKey } | { all: true })`,
     );
   }
-  const given = (['key', 'prefix', 'fromKey', 'all'] as const).filter(
-    (field) => Reflect.get(selector, field) !== undefined,
-  );
-  if (given.length !== 1) {
+  // Read once, counted without an array, and the fields' names made only for an error: this runs
+  // for every call that takes a range.
+  const key: unknown = Reflect.get(selector, 'key');
+  const prefix: unknown = Reflect.get(selector, 'prefix');
+  const fromKey: unknown = Reflect.get(selector, 'fromKey');
+  const all: unknown = Reflect.get(selector, 'all');
+  const count =
+    Number(key !== undefined) +
+    Number(prefix !== undefined) +
+    Number(fromKey !== undefined) +
+    Number(all !== undefined);
+  if (count !== 1) {
+    const given = (['key', 'prefix', 'fromKey', 'all'] as const).filter(
+      (field) => Reflect.get(selector, field) !== undefined,
+    );
     throw new InvalidArgumentError(
       given.length === 0
         ? `${name} must give one of key, prefix, fromKey or all`
@@ -88,26 +99,28 @@ export function toInterval(selector: unknown, name = 'key'): Interval {
     );
   }
   const end: unknown = Reflect.get(selector, 'end');
-  if (end !== undefined && given[0] !== 'key') {
-    throw new InvalidArgumentError(`${name}: end can only be given with key, not with ${given[0]}`);
+  if (key !== undefined) {
+    return {
+      key: fieldBytes(key, name, 'key'),
+      end: end === undefined ? noEnd : fieldBytes(end, name, 'end'),
+    };
   }
-  switch (given[0]) {
-    case 'key':
-      return {
-        key: bytesArg(Reflect.get(selector, 'key'), `${name}.key`),
-        end: end === undefined ? noEnd : bytesArg(end, `${name}.end`),
-      };
-    case 'prefix': {
-      const prefix = bytesArg(Reflect.get(selector, 'prefix'), `${name}.prefix`);
-      // prefixEnd of an empty prefix is `\0`: with an empty key that is "every key".
-      return { key: prefix, end: prefixEnd(prefix) };
-    }
-    case 'fromKey':
-      return { key: bytesArg(Reflect.get(selector, 'fromKey'), `${name}.fromKey`), end: TO_END };
-    default:
-      if (Reflect.get(selector, 'all') !== true) {
-        throw new InvalidArgumentError(`${name}.all must be true when given`);
-      }
-      return { key: noEnd, end: TO_END };
+  const given = prefix !== undefined ? 'prefix' : fromKey !== undefined ? 'fromKey' : 'all';
+  if (end !== undefined) {
+    throw new InvalidArgumentError(`${name}: end can only be given with key, not with ${given}`);
   }
+  if (prefix !== undefined) {
+    const bytes = fieldBytes(prefix, name, 'prefix');
+    // prefixEnd of an empty prefix is `\0`: with an empty key that is "every key".
+    return { key: bytes, end: prefixEnd(bytes) };
+  }
+  if (fromKey !== undefined) return { key: fieldBytes(fromKey, name, 'fromKey'), end: TO_END };
+  if (all !== true) throw new InvalidArgumentError(`${name}.all must be true when given`);
+  return { key: noEnd, end: TO_END };
+}
+
+/** The bytes of the selector's `field`; its name (`<name>.<field>`) is made only for an error. */
+function fieldBytes(value: unknown, name: string, field: string): Uint8Array {
+  if (typeof value === 'string' || value instanceof Uint8Array) return toBytes(value);
+  return bytesArg(value, `${name}.${field}`);
 }
