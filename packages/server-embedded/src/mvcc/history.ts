@@ -9,7 +9,7 @@
 // marks records dropped (key undefined) and rewrites the pages once half of them are dropped.
 import { EMPTY_BYTES } from '../bytes.js';
 import { KeyPosition } from './key-index.js';
-import type { KeyValueFields } from './kv-encoding.js';
+import { emptyKeyValueFields, type KeyValueFields } from './kv-encoding.js';
 import type { Revision } from './revision.js';
 import type { KeyValue, MvccEvent } from './types.js';
 import { ValueChunks } from './value-chunks.js';
@@ -109,16 +109,7 @@ export class RevisionHistory {
   /** Where #kvOf has the key index put a change's state: one, reused, not one per read. */
   readonly #position = new KeyPosition();
   /** What #visit hands a visitor: one, reused, not one per change. */
-  readonly #fields: KeyValueFields = {
-    key: EMPTY_BYTES,
-    createRevision: 0,
-    modRevision: 0,
-    version: 0,
-    values: EMPTY_BYTES,
-    valueOffset: 0,
-    valueLength: 0,
-    lease: 0n,
-  };
+  readonly #fields: KeyValueFields = emptyKeyValueFields();
 
   /** Approximate bytes the kept changes would take in etcd's backend. */
   get bytes(): number {

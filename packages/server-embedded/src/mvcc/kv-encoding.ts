@@ -95,6 +95,21 @@ export interface KeyValueFields {
   lease: bigint;
 }
 
+/** Fields of an empty KeyValue: an object to fill and reuse, one per reader rather than one per read. */
+export function emptyKeyValueFields(): KeyValueFields {
+  const empty = new Uint8Array(0);
+  return {
+    key: empty,
+    createRevision: 0,
+    modRevision: 0,
+    version: 0,
+    values: empty,
+    valueOffset: 0,
+    valueLength: 0,
+    lease: 0n,
+  };
+}
+
 /** Bytes of `kv`'s encoding. */
 export function keyValueSize(kv: KeyValueFields): number {
   const keyLength = kv.key.length;

@@ -1,10 +1,10 @@
 // Watch responses in wire form, and the cancel reasons etcd sends, word for word.
 import { etcdserverpb, type mvccpb } from '@etcdkit/client/protocol';
 import { type ResponseHeader, toWireKeyValue } from '../api/requests.js';
-import { EMPTY_BYTES } from '../bytes.js';
 import { EncodedMessage } from '../encoded-message.js';
 import { EtcdServerError } from '../errors.js';
 import {
+  emptyKeyValueFields,
   eventFieldSize,
   int64Size,
   type KeyValueFields,
@@ -78,16 +78,7 @@ export function encodeEventsResponse(
 }
 
 /** What encodeLiveResponse hands the encoder for each event: one, reused. */
-const liveFields: KeyValueFields = {
-  key: EMPTY_BYTES,
-  createRevision: 0,
-  modRevision: 0,
-  version: 0,
-  values: EMPTY_BYTES,
-  valueOffset: 0,
-  valueLength: 0,
-  lease: 0n,
-};
+const liveFields: KeyValueFields = emptyKeyValueFields();
 
 /**
  * The WatchResponse of `events` without prev_kv: the bytes protobufjs would write for

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { MvccStore } from '../../src/mvcc/store.js';
 import { WatchStream } from '../../src/watch/watch-stream.js';
 import { WatchableStore } from '../../src/watch/watchable-store.js';
+import type { WireWatchCreateRequest } from '../../src/watch/wire.js';
 import { b } from '../support/bytes.js';
 import { FakeCall, ManualClock } from './stream-harness.js';
 
@@ -32,6 +33,28 @@ function storeOf(writes: Change[][], store = new MvccStore()) {
   return store;
 }
 
+/**
+ * A stream over a fake call with one watch of `request`; fragments (with a limit nothing reaches)
+ * take the object path, without them the encoded one.
+ */
+function openWatch(watchable: WatchableStore, request: WireWatchCreateRequest): FakeCall {
+  const call = new FakeCall();
+  const stream = new WatchStream(call, {
+    watchable,
+    clock: new ManualClock(),
+    progressNotifyIntervalMs: 1000,
+    fragmentLimitBytes: 2 ** 30,
+    header: (revision) => ({
+      clusterId: 14841639068965178418n,
+      memberId: 3n,
+      revision: BigInt(revision),
+      raftTerm: 2n,
+    }),
+  });
+  stream.handle({ createRequest: request });
+  return call;
+}
+
 async function settle(): Promise<void> {
   for (let i = 0; i < 40; i++) await new Promise((resolve) => setImmediate(resolve));
 }
@@ -53,35 +76,17 @@ describe('catch-up encoded from history', () => {
         async (writes, range, start, filters, watchId) => {
           const store = storeOf(writes);
           const watchable = new WatchableStore(store, { maxBatchRevisions: 4 });
-          const clock = new ManualClock();
-          const written = (fragment: boolean): Promise<Uint8Array[]> => {
-            const call = new FakeCall();
-            const stream = new WatchStream(call, {
-              watchable,
-              clock,
-              progressNotifyIntervalMs: 1000,
-              fragmentLimitBytes: 2 ** 30,
-              header: (revision) => ({
-                clusterId: 14841639068965178418n,
-                memberId: 3n,
-                revision: BigInt(revision),
-                raftTerm: 2n,
-              }),
+          const written = async (fragment: boolean): Promise<Uint8Array[]> => {
+            const call = openWatch(watchable, {
+              key: b(range.key),
+              rangeEnd: b(range.rangeEnd),
+              startRevision: BigInt(start),
+              filters,
+              fragment,
+              watchId,
             });
-            stream.handle({
-              createRequest: {
-                key: b(range.key),
-                rangeEnd: b(range.rangeEnd),
-                startRevision: BigInt(start),
-                filters,
-                fragment,
-                watchId,
-              },
-            });
-            return settle().then(() => {
-              stream.close();
-              return call.raw;
-            });
+            await settle();
+            return call.raw;
           };
           const encoded = await written(false);
           const objects = await written(true);
@@ -103,21 +108,13 @@ describe('catch-up encoded from history', () => {
         async (writes, range, filters) => {
           const store = new MvccStore();
           const watchable = new WatchableStore(store);
-          const clock = new ManualClock();
-          const open = (fragment: boolean): FakeCall => {
-            const call = new FakeCall();
-            const stream = new WatchStream(call, {
-              watchable,
-              clock,
-              progressNotifyIntervalMs: 1000,
-              fragmentLimitBytes: 2 ** 30,
-              header: (revision) => ({ clusterId: 9n, revision: BigInt(revision), raftTerm: 1n }),
+          const open = (fragment: boolean): FakeCall =>
+            openWatch(watchable, {
+              key: b(range.key),
+              rangeEnd: b(range.rangeEnd),
+              filters,
+              fragment,
             });
-            stream.handle({
-              createRequest: { key: b(range.key), rangeEnd: b(range.rangeEnd), filters, fragment },
-            });
-            return call;
-          };
           const encoded = open(false);
           const objects = open(true);
           await settle();
