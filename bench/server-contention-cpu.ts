@@ -9,11 +9,10 @@
 // rounds' ratios. ETCDKIT_BENCH_SERVER_PROFILE=dir: each server writes a CPU profile there.
 // Run alone: node --conditions=etcdkit-source --import tsx bench/server-contention-cpu.ts
 import { type ChildProcess, fork, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Etcd } from '../packages/client/src/index.js';
 import { freePort } from '../testkit/src/internal/ports.js';
 import { median, ratio } from './report.js';
+import { processCpuMicros, untilServing } from './server-cpu.js';
 
 const PROCESSES = Number(process.env.ETCDKIT_BENCH_CONTENTION_PROCESSES ?? 8);
 const CONTENDERS = Number(process.env.ETCDKIT_BENCH_CONTENTION_CONTENDERS ?? 32);
@@ -23,19 +22,6 @@ const BEFORE = process.env.ETCDKIT_BENCH_SERVER_CLI_BEFORE;
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const CLI = fileURLToPath(new URL('../packages/server-embedded/src/cli/main.ts', import.meta.url));
 const CYCLES = fileURLToPath(new URL('./recipes-cycles.ts', import.meta.url));
-
-/** CPU time the process `pid` has used so far, in µs: the sum over its threads. */
-function processCpuMicros(pid: number): number {
-  let ns = 0;
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      // The thread ended between the listing and the read.
-    }
-  }
-  return ns / 1000;
-}
 
 interface Server {
   readonly name: string;
@@ -61,22 +47,7 @@ async function startServer(name: string, cli: string): Promise<Server> {
     // tsx maps the @etcdkit/* imports through the tsconfig.json of the checkout it runs in.
     { cwd: cli.slice(0, cli.lastIndexOf('/packages/')) || REPO, stdio: 'ignore' },
   );
-  const probe = new Etcd({ endpoints: [endpoint] });
-  const deadline = Date.now() + 60_000;
-  try {
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode})`);
-      try {
-        await probe.get('bench/probe');
-        break;
-      } catch (error) {
-        if (Date.now() > deadline) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
-  } finally {
-    await probe.close();
-  }
+  await untilServing(endpoint, child);
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -28,7 +28,7 @@ const REPO = fileURLToPath(new URL('../', import.meta.url));
 const CLI = fileURLToPath(new URL('../packages/server-embedded/src/cli/main.ts', import.meta.url));
 
 /** CPU time the process `pid` has used so far, in µs: the sum over its threads. */
-function processCpuMicros(pid: number): number {
+export function processCpuMicros(pid: number): number {
   let ns = 0;
   for (const task of readdirSync(`/proc/${pid}/task`)) {
     try {
@@ -47,7 +47,7 @@ interface ServerProcess {
   stop(): Promise<void>;
 }
 
-async function untilServing(endpoint: string, child: ChildProcess): Promise<void> {
+export async function untilServing(endpoint: string, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 30_000;
   const probe = new Etcd({ endpoints: [endpoint], transport: 'http2' });
   try {
