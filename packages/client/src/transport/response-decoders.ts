@@ -41,14 +41,16 @@ function uint64(end: number): bigint {
     if (b < 0x80) return BigInt(small);
     scale *= 128;
   }
-  let big = BigInt(small);
-  let shift = 49n;
+  // The bits above 49 (at most 21 of them) as a number too: two bigints made, not one per byte
+  // (a header's cluster and member ids always take this path).
+  let high = 0;
+  scale = 1;
   for (let i = 7; i < 10; i++) {
     if (pos >= end) throw GIVE_UP;
     const b = buf[pos++]!;
-    big |= BigInt(b & 0x7f) << shift;
-    if (b < 0x80) return BigInt.asUintN(64, big);
-    shift += 7n;
+    high += (b & 0x7f) * scale;
+    if (b < 0x80) return BigInt.asUintN(64, (BigInt(high) << 49n) | BigInt(small));
+    scale *= 128;
   }
   throw GIVE_UP;
 }
