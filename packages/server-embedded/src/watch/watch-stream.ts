@@ -84,6 +84,8 @@ export class WatchStream implements WatchSink {
   readonly #watchers = new Map<bigint, Watcher>();
   /** Progress-notify watches, and whether nothing was sent for them since the last tick. */
   readonly #progressDue = new Map<bigint, boolean>();
+  /** WatchSink: this stream only writes responses, so history may come encoded. */
+  readonly writesBytes = true;
   #nextId = 0n;
   readonly #ticker: Timer;
   /** A watch result was refused since the queue last drained: tell the store when it has room. */

@@ -250,8 +250,9 @@ export class WatchableStore {
     const current = this.revision;
     const compactRevision = source.compactRevision;
     let progressed = false;
-    // Watchers that want events as they are get them encoded straight from history; prev_kv
-    // (read when sent) and fragments need the events as objects.
+    // Watchers that want events as they are, on a sink that writes bytes, get them encoded
+    // straight from history; prev_kv (read when sent), fragments and the server's own watches
+    // need the events as objects.
     const chosen = new WatcherGroup();
     const plain = new WatcherGroup();
     let minRevision = Number.POSITIVE_INFINITY;
@@ -271,7 +272,7 @@ export class WatchableStore {
         continue;
       }
       order.push(watcher);
-      if (watcher.options.prevKv || watcher.options.fragment) {
+      if (watcher.options.prevKv || watcher.options.fragment || !watcher.sink.writesBytes) {
         chosen.add(watcher);
         minRevision = Math.min(minRevision, watcher.minRevision);
       } else {

@@ -20,7 +20,10 @@ export interface WatcherResponse {
   readonly watchId: bigint;
   /** Matching events in revision and op order; none for progress and compaction responses. */
   readonly events: readonly MvccEvent[];
-  /** History events already in wire form, in place of `events` (which is then empty). */
+  /**
+   * History events already in wire form, in place of `events` (which is then empty); only for a
+   * sink that writes bytes.
+   */
   readonly encoded?: EncodedBatch;
   /**
    * The response header's revision: the events' revision for live delivery, the store's revision
@@ -40,6 +43,12 @@ export interface WatchSink {
   send(watcher: Watcher, response: WatcherResponse): boolean;
   /** False while the stream is congested, so every send would fail. */
   readonly accepting: boolean;
+  /**
+   * True when the sink only writes responses to the wire: history batches may then come already
+   * encoded (WatcherResponse.encoded, `events` empty). Other sinks (the server's own watches)
+   * always get `events`.
+   */
+  readonly writesBytes?: boolean;
 }
 
 /** Where a watcher stands. */
