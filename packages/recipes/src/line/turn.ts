@@ -278,7 +278,8 @@ const ZERO = Buffer.from([0]);
  * A watch created behind the store (it changed since the read, or while the watch was created) is
  * served by etcd from its 100 ms catch-up loop. With `exact` a second watch, from now, is opened
  * with it: when the two show the store moved, `recheck` reads the queue and the live watch's
- * events count from the read's revision on; otherwise the live one is closed at once. Without
+ * events count from the read's revision on; otherwise the live one's events are dropped and it is
+ * closed when the wait ends (a cancel now would be answered, waking the waiting process). Without
  * `exact` (a longer wait) the second watch is opened only when the first one's creation shows the
  * store past its start, as waitForChange (wait.ts) does. The first watch alone stays for the loss;
  * when its start is compacted after the turn, a read of the own key decides: lost, or watched
@@ -308,6 +309,8 @@ export class TurnWatch {
   /** The highest revision decided on, from either watch. */
   #seen: bigint;
   #live: Watcher | undefined;
+  /** A live watch no longer needed, closed at the wait's end ({@link #parkLive}). */
+  #parked: Watcher | undefined;
   /** The live watch's batches, until the read tells from which revision they count. */
   #liveHeld: WatchBatch[] | undefined = [];
   #liveFrom: bigint | undefined;
@@ -411,10 +414,10 @@ export class TurnWatch {
    * Once both watches exist: a first one created below its start revision, with nothing committed
    * until the live one was created, is synced (etcd reports the revision it read BEFORE it
    * registers a watch, v3rpc/watch.go, so the first one's answer alone does not prove it); the
-   * live one then goes. Otherwise the first one may wait for etcd's catch-up loop: a read of the
-   * queue, and the live watch's events after it, tell sooner. Given `openLive` instead of a live
-   * watch, a first one created below its start is taken as synced, and only otherwise is the live
-   * one opened.
+   * live one is then parked until the wait ends. Otherwise the first one may wait for etcd's
+   * catch-up loop: a read of the queue, and the live watch's events after it, tell sooner. Given
+   * `openLive` instead of a live watch, a first one created below its start is taken as synced,
+   * and only otherwise is the live one opened.
    */
   async #created(first: Watcher, live: Watcher | (() => Watcher), from: bigint): Promise<void> {
     let createdAt: bigint;
@@ -431,8 +434,12 @@ export class TurnWatch {
       return;
     }
     if (this.#settled) return;
-    if (liveFrom === undefined || (createdAt < from && liveFrom === createdAt)) {
+    if (liveFrom === undefined) {
       this.#dropLive();
+      return;
+    }
+    if (createdAt < from && liveFrom === createdAt) {
+      this.#parkLive();
       return;
     }
     try {
@@ -454,11 +461,23 @@ export class TurnWatch {
     }
   }
 
-  #dropLive(): void {
-    const live = this.#live;
+  /**
+   * The first watch is synced: the live one's events no longer count, and its cancel waits for
+   * the wait's end (it then goes with the next request's write). Cancelled now, the server's
+   * answer to it would wake this waiting process once more per wait.
+   */
+  #parkLive(): void {
+    this.#parked = this.#live;
     this.#live = undefined;
     this.#liveHeld = undefined;
-    if (live !== undefined) closeSoon(this.#kv, () => live.close());
+  }
+
+  #dropLive(): void {
+    const watches = [this.#live, this.#parked];
+    this.#live = undefined;
+    this.#parked = undefined;
+    this.#liveHeld = undefined;
+    for (const watch of watches) if (watch !== undefined) closeSoon(this.#kv, () => watch.close());
   }
 
   /** Where the own key's loss goes once held; a loss seen before is reported at once. */

@@ -153,6 +153,57 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       }
     });
 
+    it('a waiter behind the holder alone keeps its watch from now open until its turn (no cancel while it waits), then closes it; no watch is left after unlock', async () => {
+      const name = `${prefix()}lock`;
+      const holder = await fixture.session();
+      const lock = await new Mutex(holder, name).lock();
+      const watchers: Array<{ request: WatchRequest; watcher: ReturnType<Etcd['watch']> }> = [];
+      let commits = 0;
+      const counted = withHookAfterCommit(fixture.client(), async (commit) => {
+        commits = commit;
+      });
+      const etcd = new Proxy(counted, {
+        get(target, property) {
+          if (property === 'watch') {
+            return (request: WatchRequest) => {
+              const watcher = target.watch(request);
+              watchers.push({ request, watcher });
+              return watcher;
+            };
+          }
+          const value: unknown = Reflect.get(target, property, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const waiter = await Session.create(etcd, {});
+      try {
+        const queued = new Mutex(waiter, name).lock({ signal: AbortSignal.timeout(10_000) });
+        queued.catch(() => {});
+        // The watch from just after the acquire txn, and beside it the one from now.
+        await eventually(() => watchers.length >= 2);
+        const fromRead = watchers.filter((w) => (w.request.startRevision ?? 0n) > 0n);
+        const fromNow = watchers.filter((w) => (w.request.startRevision ?? 0n) === 0n);
+        expect(fromRead).toHaveLength(1);
+        expect(fromNow).toHaveLength(1);
+        await Promise.all(watchers.map((w) => w.watcher.ready()));
+        expect(await stillPending(queued, 100)).toBe(true);
+        // Nothing committed between the txn and the watches (one commit: the acquire txn), so the
+        // first watch is in sync: the one from now is no longer needed, yet stays open while the
+        // waiter waits (its cancel, and the server's answer, would wake this process once more).
+        if (commits === 1) expect(fromNow[0]?.watcher.closed).toBe(false);
+        await lock.unlock();
+        const next = await queued;
+        // Its turn: the watch from now closes; the first goes on as the hold's loss watch.
+        await eventually(() => fromNow[0]?.watcher.closed === true);
+        expect(fromRead[0]?.watcher.closed).toBe(false);
+        expect(watchers).toHaveLength(2);
+        await next.unlock();
+        await eventually(() => watchers.every((w) => w.watcher.closed));
+      } finally {
+        await waiter.close();
+      }
+    });
+
     it("a waiter with two keys ahead keeps its own key's watch as the hold's: keys between its key and the one ahead are not watched, its loss is seen", async () => {
       const name = `${prefix()}lock`;
       // Leases with chosen ids, so the keys sort second < later < holder < waiter: a range from
