@@ -57,7 +57,7 @@ export interface StmKeysHeld {
   readonly seen: { readonly revision: bigint; readonly keys: readonly StmSeenKey[] };
   /**
    * Whether runs were ahead of this one when it joined: the keys are contended, so the next run of
-   * this process on the same keys queues without trying an optimistic commit first.
+   * this process on one of them queues without trying an optimistic commit first.
    */
   readonly waited?: boolean;
   /** Txn conditions that hold while this run is first in every queue. */
@@ -112,35 +112,34 @@ export class LockedKeys {
   }
 }
 
-const contendedSets = new WeakMap<StmKeyLocks, Map<string, true>>();
-// Key sets remembered per locks object: enough for the hot sets of a process, bounded all the same.
-const MAX_CONTENDED_SETS = 64;
-
-/** @internal The id of a set of keys: the same for the same keys in any order. */
-function setId(keys: readonly Uint8Array[]): string {
-  return JSON.stringify(distinctKeys(keys).map(keyId));
-}
+const contendedKeys = new WeakMap<StmKeyLocks, Map<string, true>>();
+// Keys remembered per locks object: enough for the hot keys of a process, bounded all the same.
+const MAX_CONTENDED_KEYS = 256;
 
 /**
- * @internal Whether the last run of this process that locked exactly `keys` found runs ahead of
- * it: a run on them now would most likely lose its optimistic commit to the queue.
+ * @internal Whether the last turn of this process on one of `keys` found runs ahead of it: a run
+ * on them now would most likely lose its optimistic commit to the queue.
  */
 export function isContended(locks: StmKeyLocks, keys: readonly Uint8Array[]): boolean {
-  return contendedSets.get(locks)?.has(setId(keys)) ?? false;
+  const contended = contendedKeys.get(locks);
+  return contended !== undefined && keys.some((key) => contended.has(keyId(key)));
 }
 
 /** @internal Remembers whether the turn just taken on `keys` waited for runs ahead. */
 export function noteTurn(locks: StmKeyLocks, keys: readonly Uint8Array[], waited: boolean): void {
-  let sets = contendedSets.get(locks);
-  if (sets === undefined) {
-    sets = new Map();
-    contendedSets.set(locks, sets);
+  let contended = contendedKeys.get(locks);
+  if (contended === undefined) {
+    contended = new Map();
+    contendedKeys.set(locks, contended);
   }
-  const id = setId(keys);
-  sets.delete(id);
-  if (!waited) return;
-  sets.set(id, true);
-  if (sets.size > MAX_CONTENDED_SETS) sets.delete(sets.keys().next().value as string);
+  for (const key of keys) {
+    const id = keyId(key);
+    contended.delete(id);
+    if (waited) contended.set(id, true);
+  }
+  while (contended.size > MAX_CONTENDED_KEYS) {
+    contended.delete(contended.keys().next().value as string);
+  }
 }
 
 /** @internal `keys` without repeats, in byte order: the one order every run locks keys in. */

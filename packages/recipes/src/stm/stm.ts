@@ -185,8 +185,8 @@ export async function runStm<T>(
           attempt <= settings.maxRetries &&
           ran.plan.compares.length > 0 &&
           queue.holdsAny(keys);
-        // The last run of this process on these keys waited for its turn across processes: this
-        // one would lose its optimistic commit to the queue too, so it queues without sending it.
+        // The last turn of this process on one of these keys waited for runs of other processes:
+        // this run would lose its optimistic commit to the queue too, so it queues without it.
         const contended =
           settings.contention !== undefined &&
           attempt === 1 &&

@@ -419,6 +419,40 @@ describeEachBackend('STM under contention', ({ backend, prefix }) => {
     }
   });
 
+  it('a run sharing one key with a turn that waited queues without an optimistic commit too', async () => {
+    await accounts('sa', 'sb', 'sc');
+    const keys = [k('sa'), k('sb')].map((key) => new TextEncoder().encode(key));
+    const locksPrefix = `${prefix()}locks`;
+    const aheadSession = await Session.create(second, { ttl: 30 });
+    const runSession = await Session.create(etcd, { ttl: 30 });
+    const contention = { locks: stmKeyLocks(runSession, locksPrefix), afterConflicts: 1 };
+    const TXN = '/etcdserverpb.KV/Txn';
+    const RANGE = '/etcdserverpb.KV/Range';
+    try {
+      // A turn on sa and sb that waits behind another session's.
+      const ahead = await stmKeyLocks(aheadSession, locksPrefix).lock(keys);
+      const run = transfer(etcd, 'sa', 'sb', 1, { contention });
+      await expect
+        .poll(async () => (await other.range({ prefix: `${locksPrefix}/` })).kvs.length)
+        .toBe(4);
+      await ahead.release();
+      expect(await run).toBe(2);
+      // sb's last turn waited: a run on sb and sc joins the queues after its first apply (sb from
+      // the watch, sc read), then commits in its turn.
+      calls.length = 0;
+      expect(await transfer(etcd, 'sb', 'sc', 1, { contention })).toBe(2);
+      expect(calls).toEqual([RANGE, TXN, TXN]);
+      expect([await balance('sa'), await balance('sb'), await balance('sc')]).toEqual([
+        INITIAL - 1,
+        INITIAL,
+        INITIAL + 1,
+      ]);
+    } finally {
+      await aheadSession.close();
+      await runSession.close();
+    }
+  });
+
   it('a first attempt read from the watches of a recent turn is never committed: apply runs again on reads', async () => {
     await accounts('pa');
     const keys = [new TextEncoder().encode(k('pa'))];
