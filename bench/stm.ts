@@ -11,7 +11,10 @@
 // Those rows are medians of 3 rounds in rotated order, with the unary calls per commit, the watch
 // messages per commit ('watch msgs': responses the processes' watchers got, summed) and the
 // contending processes' CPU per commit.
-// ETCDKIT_BENCH_STM_MS sets the time per measurement (default 300). Reports numbers; asserts nothing.
+// ETCDKIT_BENCH_STM_MS sets the time per measurement (default 300; 2000 gives steadier counts per
+// commit on a loaded machine). ETCDKIT_BENCH_STM_PROF=<dir>: every process of the rows across
+// processes writes a --cpu-prof there (startup included: look at the last ETCDKIT_BENCH_STM_MS).
+// Reports numbers; asserts nothing.
 import { fork } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Etcd } from '../packages/client/src/etcd.js';
@@ -24,6 +27,7 @@ const DURATION_MS = Number(process.env.ETCDKIT_BENCH_STM_MS ?? '300') || 300;
 const ROUNDS = 3;
 // ETCDKIT_BENCH_STM_PROCESSES_ONLY=1: only the rows across processes.
 const ONLY_PROCESSES = process.env.ETCDKIT_BENCH_STM_PROCESSES_ONLY === '1';
+const PROF = process.env.ETCDKIT_BENCH_STM_PROF;
 const CONTENDERS = [8, 32, 64];
 const KEYS = [2, 8];
 const INITIAL = 1_000_000;
@@ -260,7 +264,7 @@ async function acrossProcesses(
     // In its own checkout: tsx resolves the packages by the tsconfig of the working directory.
     fork(setting.script, args(index).map(String), {
       cwd: fileURLToPath(new URL('..', pathToFileURL(setting.script))),
-      execArgv: process.execArgv,
+      execArgv: [...process.execArgv, ...(PROF ? ['--cpu-prof', `--cpu-prof-dir=${PROF}`] : [])],
       stdio: 'inherit',
     }),
   );
