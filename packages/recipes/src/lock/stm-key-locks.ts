@@ -34,8 +34,9 @@ export const DEFAULT_STM_LOCK_PREFIX = 'stm-lock';
  * wait for each other); a program that takes several of these names one at a time, as
  * {@link MultiLock} does, could wait on a run that waits on it: leave these names to runStm. The
  * run's commit applies only while it is first in every queue and deletes its queue keys, so taking
- * the turn and releasing it ride on the commit. Waiting runs watch the keys too and start their
- * turn from the values the holder's commit left, without a read. The locks only order the runs:
+ * the turn and releasing it ride on the commit. Waiting runs follow the queues through one watch
+ * of the deletes under `prefix` per session, watch their keys too, and start their turn from the
+ * values the holder's commit left, without a read. The locks only order the runs:
  * one lost meanwhile (the session's lease expired) costs fairness, never correctness, since every
  * commit's compares still decide.
  */
