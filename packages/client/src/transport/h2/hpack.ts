@@ -132,25 +132,20 @@ export class HeaderBlockDecoder {
   decode(block: Uint8Array): HeaderField[] {
     const fields: HeaderField[] = [];
     const reader = new BlockReader(block);
+    // No closure per block: under a runtime that keeps function names (tsx), each one made costs a
+    // defineProperty, and a call decodes two blocks.
     let listSize = 0;
-    const push = (field: HeaderField): void => {
-      listSize += field.name.length + field.value.length + ENTRY_OVERHEAD;
-      if (listSize > this.#maxListSize) {
-        throw new HpackError(`header list larger than ${this.#maxListSize} octets`);
-      }
-      fields.push(field);
-    };
     while (!reader.done) {
       const first = reader.peek();
       if (first & 0x80) {
         // Indexed header field.
         const [name, value] = this.#lookup(reader.integer(7));
-        push({ name, value, sensitive: false });
+        listSize = this.#push(fields, listSize, { name, value, sensitive: false });
       } else if (first & 0x40) {
         // Literal with incremental indexing.
         const field = this.#literal(reader, 6, false);
         this.#add(field.name, field.value);
-        push(field);
+        listSize = this.#push(fields, listSize, field);
       } else if (first & 0x20) {
         // Dynamic table size update, which may not exceed the receiver's setting (RFC 7541, 6.3).
         // Any number of them may open the block (nghttp2 takes three as well as two), none may
@@ -162,10 +157,20 @@ export class HeaderBlockDecoder {
         this.#evict(0);
       } else {
         // Literal without indexing (0000) or never indexed (0001).
-        push(this.#literal(reader, 4, (first & 0x10) !== 0));
+        listSize = this.#push(fields, listSize, this.#literal(reader, 4, (first & 0x10) !== 0));
       }
     }
     return fields;
+  }
+
+  /** Adds `field` to the block's list within the list size limit; the list's size after it. */
+  #push(fields: HeaderField[], listSize: number, field: HeaderField): number {
+    const size = listSize + field.name.length + field.value.length + ENTRY_OVERHEAD;
+    if (size > this.#maxListSize) {
+      throw new HpackError(`header list larger than ${this.#maxListSize} octets`);
+    }
+    fields.push(field);
+    return size;
   }
 
   #literal(reader: BlockReader, prefixBits: number, sensitive: boolean): HeaderField {
