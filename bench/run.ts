@@ -23,6 +23,7 @@ import { serverMemorySuite } from './server-memory.js';
 import { serverMvccSuite } from './server-mvcc.js';
 import { stmSuite } from './stm.js';
 import { transportSuite } from './transport.js';
+import { transportCpuSuite } from './transport-cpu.js';
 import { verifySuite } from './verify.js';
 import { waiterMemorySuite } from './waiter-memory.js';
 import { watchMemorySuite } from './watch-memory.js';
@@ -36,6 +37,7 @@ type Suite = { readonly name: string; readonly description: string } & (
 const suites: Suite[] = [
   codecSuite,
   transportSuite,
+  transportCpuSuite,
   watchMemorySuite,
   leaseMemorySuite,
   waiterMemorySuite,
