@@ -10,11 +10,11 @@
 // each cell is the median over ETCDKIT_BENCH_ROUNDS (default 5) after an unreported warm-up round.
 // Run alone: `node --conditions=etcdkit-source --import tsx bench/transport-cpu.ts`. Asserts nothing.
 
-import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Etcd3 } from 'etcd3';
 import * as current from '../packages/client/src/index.js';
 import type { Row } from './report.js';
+import { forkTransportServer, type TransportServer } from './transport-server-process.js';
 
 const SCALE = Number(process.env.ETCDKIT_BENCH_SCALE ?? '1') || 1;
 const ROUNDS = Number(process.env.ETCDKIT_BENCH_ROUNDS ?? '5') || 5;
@@ -117,38 +117,6 @@ const etcd3: ContenderKind = {
   },
 };
 
-/** The embedded server and its writer in a child process: `write` puts `count` values over `keys`. */
-interface Server {
-  readonly endpoint: string;
-  write(key: string, count: number, keys: number): Promise<void>;
-  stop(): void;
-}
-
-async function startServer(): Promise<Server> {
-  const script = fileURLToPath(new URL('./transport-server.ts', import.meta.url));
-  const child: ChildProcess = fork(script, [], { execArgv: process.execArgv, stdio: 'inherit' });
-  const endpoints = await new Promise<string[]>((resolve, reject) => {
-    child.once('message', (message: { endpoints: string[] }) => resolve(message.endpoints));
-    child.once('exit', (code) => reject(new Error(`server process exited (${code})`)));
-  });
-  const waiting = new Map<number, () => void>();
-  let next = 0;
-  child.on('message', (message: { id: number }) => {
-    waiting.get(message.id)?.();
-    waiting.delete(message.id);
-  });
-  return {
-    endpoint: endpoints[0]!,
-    write: (key, count, keys) =>
-      new Promise((resolve) => {
-        const id = next++;
-        waiting.set(id, resolve);
-        child.send({ id, key, count, keys });
-      }),
-    stop: () => child.kill('SIGTERM'),
-  };
-}
-
 /** CPU µs of this process per operation while `run` makes `ops` of them. */
 async function cpuPerOp(ops: number, run: () => Promise<void>): Promise<number> {
   const before = process.cpuUsage();
@@ -161,7 +129,7 @@ async function sequential(count: number, call: () => Promise<unknown>): Promise<
   for (let i = 0; i < count; i++) await call();
 }
 
-type Scenario = (client: Contender, server: Server) => Promise<number>;
+type Scenario = (client: Contender, server: TransportServer) => Promise<number>;
 
 const scenarios: ReadonlyArray<readonly [string, Scenario]> = [
   ['put', (c) => cpuPerOp(CALLS, () => sequential(CALLS, c.put))],
@@ -212,10 +180,10 @@ async function contenders(): Promise<ContenderKind[]> {
 
 async function report(): Promise<Row[]> {
   const kinds = await contenders();
-  const server = await startServer();
+  const server = await forkTransportServer();
   const results = new Map<string, number[]>();
   try {
-    const seeder = new current.Etcd({ endpoints: [server.endpoint] });
+    const seeder = new current.Etcd({ endpoints: [server.endpoints[0]!] });
     await seeder.put('bench/cpu/a', 'value');
     for (let i = 0; i < RANGE_KEYS; i++) await seeder.put(`bench/cpu/range/${i}`, 'value');
     await seeder.close();
@@ -223,7 +191,7 @@ async function report(): Promise<Row[]> {
       // Round 0 warms every client up and is not reported; later rounds rotate the order.
       const order = kinds.map((_, i) => kinds[(i + round) % kinds.length]!);
       for (const kind of order) {
-        const client = kind.open(server.endpoint);
+        const client = kind.open(server.endpoints[0]!);
         try {
           await client.put();
           for (const [scenario, run] of scenarios) {

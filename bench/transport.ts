@@ -12,8 +12,6 @@
 // the call counts (default 1), ETCDKIT_BENCH_ROUNDS sets the measured rounds (default 5),
 // ETCDKIT_BENCH_BACKENDS picks `etcd`, `embedded` or both (default both). Asserts nothing.
 
-import { type ChildProcess, fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { Etcd3 } from 'etcd3';
 import { Etcd } from '../packages/client/src/etcd.js';
 import { etcdserverpb_KV } from '../packages/client/src/generated/methods.js';
@@ -23,6 +21,7 @@ import { selectTransport, type TransportName } from '../packages/client/src/tran
 import type { Transport } from '../packages/client/src/transport/types.js';
 import { findEtcdBinary, startEtcd } from '../testkit/src/index.js';
 import type { ChartBar } from './report.js';
+import { forkTransportServer } from './transport-server-process.js';
 
 const SCALE = Number(process.env.ETCDKIT_BENCH_SCALE ?? '1') || 1;
 const ROUNDS = Number(process.env.ETCDKIT_BENCH_ROUNDS ?? '5') || 5;
@@ -33,8 +32,6 @@ const IN_FLIGHT = 64;
 const EVENTS = Math.round(2_000 * SCALE);
 /** Keys the range rows read: RANGE_KEYS keys of a short value under one prefix. */
 const RANGE_KEYS = 10;
-
-const script = fileURLToPath(new URL('./transport-server.ts', import.meta.url));
 
 /** A server the clients talk to: real etcd or the embedded one, and how to make watch events. */
 interface Backend {
@@ -47,30 +44,12 @@ interface Backend {
 
 /** The embedded server and its event writer, in a child process. */
 async function embeddedBackend(): Promise<Backend> {
-  const child: ChildProcess = fork(script, [], { execArgv: process.execArgv, stdio: 'inherit' });
-  const endpoints = await new Promise<string[]>((resolve, reject) => {
-    child.once('message', (message: { endpoints: string[] }) => resolve(message.endpoints));
-    child.once('exit', (code) => reject(new Error(`server process exited (${code})`)));
-  });
-  const waiting = new Map<number, () => void>();
-  let next = 0;
-  child.on('message', (message: { id: number }) => {
-    waiting.get(message.id)?.();
-    waiting.delete(message.id);
-  });
+  const server = await forkTransportServer();
   return {
     name: 'embedded',
-    endpoints,
-    write: (key, count) => {
-      const id = next++;
-      return new Promise((resolve) => {
-        waiting.set(id, resolve);
-        child.send({ id, key, count });
-      });
-    },
-    stop: async () => {
-      child.kill('SIGTERM');
-    },
+    endpoints: server.endpoints,
+    write: (key, count) => server.write(key, count),
+    stop: async () => server.stop(),
   };
 }
 
