@@ -4,6 +4,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import type { BuiltPackages } from './built-packages.js';
 
 /** A function that runs a full garbage collection (three times, to settle weak references). */
 export function collector(): () => void {
@@ -59,12 +60,17 @@ export class ServerProcess {
   /**
    * Starts the server process (with the flags this process runs with, so tsx and conditions).
    * `serverModule` is the path of the module exporting EmbeddedEtcd (default this checkout's), to
-   * measure another build of the server, e.g. an older commit's worktree.
+   * measure another build of the server, e.g. an older commit's worktree, or built packages.
    */
-  static async start(serverModule?: string): Promise<ServerProcess> {
-    const env = { ...process.env };
-    if (serverModule !== undefined) env.ETCDKIT_BENCH_SERVER_MODULE = serverModule;
-    const child = fork(script, [], { execArgv: process.execArgv, stdio: 'inherit', env });
+  static async start(serverModule?: string | BuiltPackages): Promise<ServerProcess> {
+    // Built packages (built-packages.ts): their server, with the env and flags that keep its
+    // imports of the client and recipes on their builds too.
+    const built = typeof serverModule === 'object' ? serverModule : undefined;
+    const env = { ...(built?.env ?? process.env) };
+    const module = built?.server ?? (serverModule as string | undefined);
+    if (module !== undefined) env.ETCDKIT_BENCH_SERVER_MODULE = module;
+    const execArgv = built?.execArgv ?? process.execArgv;
+    const child = fork(script, [], { execArgv, stdio: 'inherit', env });
     const endpoints = await new Promise<string[]>((resolve, reject) => {
       child.once('message', (message: { endpoints: string[] }) => resolve(message.endpoints));
       child.once('exit', (code) => reject(new Error(`server process exited (${code})`)));

@@ -34,6 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { Etcd } from '../packages/client/src/index.js';
 import { Election, type Lock, Mutex, Session } from '../packages/recipes/src/index.js';
 import { startEtcd } from '../testkit/src/index.js';
+import { builtPackages, thisCheckout } from './built-packages.js';
 import { LoopbackEcho } from './loopback.js';
 import { ServerProcess } from './memory.js';
 import {
@@ -61,6 +62,13 @@ const SERVERS = new Set((process.env.ETCDKIT_BENCH_SERVERS ?? 'etcd,embedded').s
 const CYCLES_PROFILE_DIR = process.env.ETCDKIT_BENCH_CYCLES_PROF;
 /** Another checkout whose client and recipes the cycles processes run (recipes-cycles.ts). */
 const RECIPES_ROOT = process.env.ETCDKIT_BENCH_RECIPES_ROOT || undefined;
+/**
+ * What code the cycles processes run: `built` (each package's dist/, what users run; built-packages.ts)
+ * or `source` (the TypeScript under tsx). The first is the etcdkit rows' and the embedded server's;
+ * a second adds cycles rows of ours on that code, in the same run (e.g. `built,source`).
+ */
+type Code = 'built' | 'source';
+const CODES = (process.env.ETCDKIT_BENCH_CODE ?? 'built').split(',') as Code[];
 const CYCLE_MS = 1_000;
 /** The most processes the contenders of a lock cycles row are spread over. */
 const PROCESSES = 8;
@@ -96,7 +104,9 @@ async function realEtcd(): Promise<Server> {
 }
 
 async function embedded(): Promise<Server> {
-  const server = await ServerProcess.start();
+  // Its built package (what `etcdkit-server` runs), unless the sources were asked for.
+  const built = CODES[0] === 'built' ? await builtPackages(thisCheckout) : undefined;
+  const server = await ServerProcess.start(built);
   const endpoint = server.endpoints[0] as string;
   const pid = await pidListeningOn(Number(new URL(endpoint).port));
   // Its default minimum TTL, etcd's with default timing.
@@ -364,17 +374,20 @@ class CyclesProcesses {
     this.#children = children;
   }
 
-  static async start(endpoint: string, count: number): Promise<CyclesProcesses> {
+  static async start(endpoint: string, count: number, code: Code): Promise<CyclesProcesses> {
     const profile = (i: number) =>
       i === 0 && CYCLES_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CYCLES_PROFILE_DIR}`] : [];
-    // Another checkout's recipes: tsx maps @etcdkit/* by the tsconfig it finds, so the children
-    // run with that checkout's, or its recipes would import this checkout's client.
-    const env = RECIPES_ROOT
+    // Built: the checkout's dist/ (built-packages.ts sets the flags and tsconfig that keep them
+    // apart from the sources). Another checkout's sources: tsx maps @etcdkit/* by the tsconfig it
+    // finds, so the children run with that checkout's, or its recipes would import our client.
+    const built = code === 'built' ? await builtPackages() : undefined;
+    const sourceEnv = RECIPES_ROOT
       ? { ...process.env, TSX_TSCONFIG_PATH: `${RECIPES_ROOT}/tsconfig.json` }
       : process.env;
+    const env = { ...(built?.env ?? sourceEnv), ETCDKIT_BENCH_CODE: code };
     const children = Array.from({ length: count }, (_, i) =>
       fork(cyclesScript, [], {
-        execArgv: [...process.execArgv, ...profile(i)],
+        execArgv: [...(built?.execArgv ?? process.execArgv), ...profile(i)],
         stdio: 'inherit',
         env,
         cwd: RECIPES_ROOT ?? process.cwd(),
@@ -391,9 +404,35 @@ class CyclesProcesses {
       );
       for (const n of CONTENDERS) {
         await pool.cycles(endpoint, `bench/warm/spread${n}`, n, WARMUP_MS / CONTENDERS.length);
+        await pool.inOne(endpoint, `bench/warm/one${n}`, n, WARMUP_MS / CONTENDERS.length);
       }
+      await pool.floor(endpoint, 'bench/warm/floor', count, WARMUP_MS / 2);
     }
     return pool;
+  }
+
+  /** Cycles/s of `contenders` all in one process (the pool's first). */
+  inOne(endpoint: string, name: string, contenders: number, ms = CYCLE_MS): Promise<CyclesRun> {
+    return this.#run(
+      endpoint,
+      [{ child: this.#children[0] as ChildProcess, name, contenders }],
+      ms,
+    );
+  }
+
+  /**
+   * Turns/s passed around a ring of `ring` processes, each put waking exactly the next one
+   * (recipes-cycles.ts, Measure.floor): the floor of a FIFO handoff across processes.
+   */
+  floor(endpoint: string, name: string, ring: number, ms = CYCLE_MS): Promise<CyclesRun> {
+    const places = this.#children.slice(0, ring);
+    const shares = places.map((child, index) => ({
+      child,
+      name,
+      contenders: 1,
+      floor: { index, ring },
+    }));
+    return this.#run(endpoint, shares, ms);
   }
 
   /** Cycles/s of `contenders` over min(contenders, count) processes, started together. */
@@ -409,14 +448,19 @@ class CyclesProcesses {
   /** Each child's contenders on its lock, started together: the sum of their cycles/s and CPU. */
   async #run(
     endpoint: string,
-    shares: ReadonlyArray<{ child: ChildProcess; name: string; contenders: number }>,
+    shares: ReadonlyArray<{
+      child: ChildProcess;
+      name: string;
+      contenders: number;
+      floor?: { index: number; ring: number };
+    }>,
     ms: number,
   ): Promise<CyclesRun> {
     const id = this.#next++;
-    const answers = shares.map(({ child, name, contenders }) => {
+    const answers = shares.map(({ child, name, contenders, floor }) => {
       const ready = this.#answer(child, id, false);
       const done = this.#answer(child, id, true);
-      child.send({ id, endpoint, name, contenders, ms });
+      child.send({ id, endpoint, name, contenders, ms, floor });
       return { child, ready, done };
     });
     await Promise.all(answers.map((answer) => answer.ready));
@@ -530,30 +574,66 @@ async function goDeathFailover(
   }
 }
 
+/** The pools of cycles processes of one server, by the code they run. */
+type Pools = ReadonlyMap<Code, CyclesProcesses>;
+
 /** What one contender measures; undefined rows of a skipped contender say why. */
 interface Contender {
   readonly name: string;
   readonly skipped?: string;
+  /** Only the lock cycles rows (`cycles`), or only those over processes (`spread`). */
+  readonly only?: 'cycles' | 'spread';
   handoffs(endpoint: string, name: string): Promise<number[]>;
   resigns(endpoint: string, name: string): Promise<number[]>;
-  cycles(endpoint: string, name: string, contenders: number): Promise<number>;
-  /** The same over min(contenders, PROCESSES) processes (ours run in `pool`), with their CPU. */
-  spread(
-    endpoint: string,
-    name: string,
-    contenders: number,
-    pool: CyclesProcesses,
-  ): Promise<CyclesRun>;
+  /** Lock cycles of `contenders` in one process (ours: one process of a pool). */
+  cycles(endpoint: string, name: string, contenders: number, pools: Pools): Promise<CyclesRun>;
+  /** The same over min(contenders, PROCESSES) processes (ours run in a pool), with their CPU. */
+  spread(endpoint: string, name: string, contenders: number, pools: Pools): Promise<CyclesRun>;
   death(endpoint: string, name: string, ttl: number): Promise<number | undefined>;
 }
 
-const etcdkit: Contender = {
-  name: 'etcdkit recipes',
-  handoffs: mutexHandoffs,
-  resigns: resignFailovers,
-  cycles: lockCycles,
-  spread: (endpoint, name, contenders, pool) => pool.cycles(endpoint, name, contenders),
-  death: deathFailover,
+const CODE_NAMES: Record<Code, string> = {
+  built: 'built packages',
+  source: 'TypeScript sources under tsx',
+};
+
+/** The pool of `code` (every one is started: measureServer). */
+const poolOf = (pools: Pools, code: Code) => pools.get(code) as CyclesProcesses;
+
+/** Ours on `code`; a contender after the first measures the cycles rows only. */
+function etcdkitContender(code: Code, first: boolean): Contender {
+  const notMeasured = () => Promise.reject(new Error('cycles rows only'));
+  return {
+    name: first ? 'etcdkit recipes' : `etcdkit recipes (${CODE_NAMES[code]})`,
+    ...(first ? {} : { only: 'cycles' as const }),
+    handoffs: first ? mutexHandoffs : notMeasured,
+    resigns: first ? resignFailovers : notMeasured,
+    cycles: (endpoint, name, contenders, pools) =>
+      poolOf(pools, code).inOne(endpoint, name, contenders),
+    spread: (endpoint, name, contenders, pools) =>
+      poolOf(pools, code).cycles(endpoint, name, contenders),
+    death: first ? deathFailover : () => Promise.resolve(undefined),
+  };
+}
+
+/** The contenders of this run on our side: the first code's, then the others' cycles rows. */
+const etcdkitContenders = CODES.map((code, i) => etcdkitContender(code, i === 0));
+const etcdkit = etcdkitContenders[0] as Contender;
+
+/**
+ * The floor of a FIFO handoff across Node processes: min(contenders, PROCESSES) processes pass a
+ * turn around a ring, one put and one woken process per turn (CyclesProcesses.floor), on the
+ * first code's pool.
+ */
+const handoffFloor: Contender = {
+  name: 'FIFO handoff floor: Node processes pass a turn, one put each',
+  only: 'spread',
+  handoffs: () => Promise.reject(new Error('cycles rows only')),
+  resigns: () => Promise.reject(new Error('cycles rows only')),
+  cycles: () => Promise.reject(new Error('cycles rows over processes only')),
+  spread: (endpoint, name, contenders, pools) =>
+    poolOf(pools, CODES[0] as Code).floor(endpoint, name, Math.min(contenders, PROCESSES)),
+  death: () => Promise.resolve(undefined),
 };
 
 function goContender(program: GoProgram): Contender {
@@ -577,15 +657,12 @@ function goContender(program: GoProgram): Contender {
     name,
     handoffs: (endpoint, lock) => go('handoff', endpoint, lock, perRound),
     resigns: (endpoint, election) => go('resign', endpoint, election, perRound),
-    cycles: async (endpoint, lock, contenders) =>
-      (
-        await go('cycles', endpoint, lock, [
-          '-contenders',
-          String(contenders),
-          '-ms',
-          String(CYCLE_MS),
-        ])
-      )[0] ?? NaN,
+    cycles: async (endpoint, lock, contenders) => {
+      const flags = ['-contenders', String(contenders), '-ms', String(CYCLE_MS)];
+      const rate = (await go('cycles', endpoint, lock, flags))[0] ?? NaN;
+      // Its CPU is not measured in one process; its cycles are about rate x time.
+      return { rate, cycles: (rate * CYCLE_MS) / 1000, cpuMs: NaN };
+    },
     spread: (endpoint, lock, contenders) =>
       goCyclesOverProcesses(
         program.binary,
@@ -628,51 +705,62 @@ async function measureServer(
     backToBack.push(...trips.backToBack);
   };
   await warmUp(server.endpoint);
-  const pool = MEASURES.has('cycles')
-    ? await CyclesProcesses.start(server.endpoint, PROCESSES)
-    : undefined;
+  const pools = new Map<Code, CyclesProcesses>();
+  // Measures a cycles run of `c`: its rate, and its CPU, messages and socket I/O per cycle.
+  const cyclesRun = async (c: Contender, key: string, run: () => Promise<CyclesRun>) => {
+    const messagesBefore = await grpcMessages(server.endpoint);
+    const serverBefore = await cpuMsOf(server.pid);
+    const done = await run();
+    const serverMs = (await cpuMsOf(server.pid)) - serverBefore;
+    const after = await grpcMessages(server.endpoint);
+    const messages = messagesPerCycle(messagesBefore, after, done.cycles);
+    if (messages !== undefined) lastMessages.set(`${c.name}|${key}`, messages);
+    if (done.socket !== undefined) {
+      const { writes, reads } = done.socket;
+      const perCycle = `${(writes / done.cycles).toFixed(1)}, ${(reads / done.cycles).toFixed(1)}`;
+      lastSocket.set(`${c.name}|${key}`, perCycle);
+    }
+    add(`${c.name}|${key}`, [done.rate]);
+    add(`${c.name}|${key}|clientCpu`, [done.cpuMs / done.cycles]);
+    add(`${c.name}|${key}|serverCpu`, [serverMs / done.cycles]);
+  };
   const echo = await LoopbackEcho.start();
   try {
+    if (MEASURES.has('cycles')) {
+      for (const code of CODES) {
+        pools.set(code, await CyclesProcesses.start(server.endpoint, PROCESSES, code));
+      }
+    }
     for (let round = 0; round < ROUNDS; round++) {
       floor.push(...(await echo.roundTrips(PUTS, GAP_MS)));
       await measurePuts();
       const order = round % 2 === 0 ? active : [...active].reverse();
-      for (const c of order) {
+      const all = order.filter((c) => c.only === undefined);
+      for (const c of all) {
         if (!MEASURES.has('handoff')) break;
         add(`${c.name}|handoff`, await c.handoffs(server.endpoint, name('lock')));
       }
       if (MEASURES.has('resign') && MEASURES.has('handoff')) await measurePuts();
-      for (const c of order) {
+      for (const c of all) {
         if (!MEASURES.has('resign')) break;
         add(`${c.name}|resign`, await c.resigns(server.endpoint, name('elect')));
       }
       for (const n of CONTENDERS) {
         for (const c of order) {
-          if (pool === undefined) break;
-          add(`${c.name}|cycles${n}`, [await c.cycles(server.endpoint, name('cycles'), n)]);
-          const messagesBefore = await grpcMessages(server.endpoint);
-          const serverBefore = await cpuMsOf(server.pid);
-          const run = await c.spread(server.endpoint, name('cycles'), n, pool);
-          const serverMs = (await cpuMsOf(server.pid)) - serverBefore;
-          const messages = messagesPerCycle(
-            messagesBefore,
-            await grpcMessages(server.endpoint),
-            run.cycles,
-          );
-          if (messages !== undefined) lastMessages.set(`${c.name}|${n}`, messages);
-          if (run.socket !== undefined) {
-            const { writes, reads } = run.socket;
-            const perCycle = `${(writes / run.cycles).toFixed(1)}, ${(reads / run.cycles).toFixed(1)}`;
-            lastSocket.set(`${c.name}|${n}`, perCycle);
+          if (pools.size === 0) break;
+          if (c.only !== 'spread') {
+            await cyclesRun(c, `cycles${n}`, () =>
+              c.cycles(server.endpoint, name('cycles'), n, pools),
+            );
           }
-          add(`${c.name}|spread${n}`, [run.rate]);
-          add(`${c.name}|clientCpu${n}`, [run.cpuMs / run.cycles]);
-          add(`${c.name}|serverCpu${n}`, [serverMs / run.cycles]);
+          await cyclesRun(c, `spread${n}`, () =>
+            c.spread(server.endpoint, name('cycles'), n, pools),
+          );
         }
       }
       // One death per contender and round: each waits for a lease to expire. A candidate that led
       // before the kill (the leader's lease ran out under load) is no sample; counted apart.
-      for (const c of order) {
+      for (const c of all) {
         if (!MEASURES.has('death')) break;
         const took = await c.death(server.endpoint, name('die'), server.leaderTtl);
         if (took === undefined) early.set(c.name, (early.get(c.name) ?? 0) + 1);
@@ -681,7 +769,7 @@ async function measureServer(
     }
   } finally {
     await echo.stop();
-    await pool?.stop();
+    for (const pool of pools.values()) await pool.stop();
   }
   const rt = quantile(puts, 0.5);
   const busyRt = quantile(backToBack, 0.5);
@@ -732,15 +820,16 @@ async function measureServer(
           samples: values.length,
         });
         // CPU time per cycle is what other load on the machine distorts least.
-        const spreadCells = (values: number[], contender: string) => {
-          const cpu = (what: string) =>
-            quantile(samples.get(`${contender}|${what}${n}`) ?? [], 0.5);
-          const [clients, serverCpu] = [cpu('clientCpu'), cpu('serverCpu')];
-          const messages = lastMessages.get(`${contender}|${n}`);
-          const socket = lastSocket.get(`${contender}|${n}`);
+        const cyclesCells = (key: string) => (values: number[], contender: string) => {
+          const cpu = (what: string) => {
+            const ms = quantile(samples.get(`${contender}|${key}|${what}`) ?? [], 0.5);
+            return Number.isFinite(ms) ? ms.toFixed(2) : '-';
+          };
+          const messages = lastMessages.get(`${contender}|${key}`);
+          const socket = lastSocket.get(`${contender}|${key}`);
           return {
             ...cells(values),
-            'CPU ms per cycle (median)': `clients ${clients.toFixed(2)}, server ${serverCpu.toFixed(2)}`,
+            'CPU ms per cycle (median)': `clients ${cpu('clientCpu')}, server ${cpu('serverCpu')}`,
             ...(messages === undefined ? {} : { 'gRPC messages per cycle (last round)': messages }),
             ...(socket === undefined
               ? {}
@@ -749,11 +838,11 @@ async function measureServer(
         };
         const processes = Math.min(n, PROCESSES);
         return [
-          [`cycles${n}`, `contended lock cycles/s, ${n} contenders`, cells],
+          [`cycles${n}`, `contended lock cycles/s, ${n} contenders`, cyclesCells(`cycles${n}`)],
           [
             `spread${n}`,
             `contended lock cycles/s, ${n} contenders over ${processes} processes`,
-            spreadCells,
+            cyclesCells(`spread${n}`),
           ],
         ];
       },
@@ -796,7 +885,9 @@ async function measureServer(
         rows.push({ ...base, median: `skipped: ${c.skipped}`, p99: '-', samples: 0 });
         continue;
       }
-      rows.push({ ...base, ...format(samples.get(`${c.name}|${key}`) ?? [], c.name) });
+      const values = samples.get(`${c.name}|${key}`);
+      // A contender that measures some rows only (Contender.only) has none of the others.
+      if (values !== undefined) rows.push({ ...base, ...format(values, c.name) });
     }
   }
   return rows;
@@ -808,7 +899,7 @@ export const recipesSuite = {
   description: 'lock handoff, election failover and lock throughput, in put round trips, beside Go',
   async report(): Promise<{ rows: Row[]; chart: ChartBar[] }> {
     const program = await buildGoProgram();
-    const contenders = [etcdkit, goContender(program)];
+    const contenders = [...etcdkitContenders, goContender(program), handoffFloor];
     const rows: Row[] = [];
     const chart: ChartBar[] = [];
     try {
