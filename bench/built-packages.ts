@@ -30,7 +30,8 @@ export interface BuiltPackages {
   readonly execArgv: string[];
   /**
    * The child's environment: tsx reads the checkout's tsconfig.base.json, which maps no
-   * `@etcdkit/*` paths (tsconfig.json maps them to the sources, also for imports from dist/).
+   * `@etcdkit/*` paths (tsconfig.json maps them to the sources, also for imports from dist/); and
+   * ETCDKIT_BENCH_BUILT_ROOT, so that the child's builtPackages() does not build again.
    */
   readonly env: NodeJS.ProcessEnv;
 }
@@ -56,7 +57,10 @@ export function builtPackages(root = benchRoot()): Promise<BuiltPackages> {
 }
 
 async function resolve(root: string): Promise<BuiltPackages> {
-  for (const name of PACKAGES) await buildIfStale(root, name);
+  // A child of a process that built them runs what its parent checked: no build in mid-run.
+  if (process.env.ETCDKIT_BENCH_BUILT_ROOT !== root) {
+    for (const name of PACKAGES) await buildIfStale(root, name);
+  }
   const entry = (name: string) => pathToFileURL(join(root, 'packages', name, 'dist/index.js')).href;
   return {
     root,
@@ -64,7 +68,11 @@ async function resolve(root: string): Promise<BuiltPackages> {
     recipes: entry('recipes'),
     server: entry('server-embedded'),
     execArgv: withoutSourceCondition(process.execArgv),
-    env: { ...process.env, TSX_TSCONFIG_PATH: join(root, 'tsconfig.base.json') },
+    env: {
+      ...process.env,
+      TSX_TSCONFIG_PATH: join(root, 'tsconfig.base.json'),
+      ETCDKIT_BENCH_BUILT_ROOT: root,
+    },
   };
 }
 
