@@ -247,10 +247,13 @@ export function writeInteger(
 /** Reads HPACK's primitives from one header block. */
 class BlockReader {
   #offset = 0;
-  readonly #block: Uint8Array;
+  readonly #block: Buffer;
 
   constructor(block: Uint8Array) {
-    this.#block = block;
+    // A Buffer view (no copy), so plain literals are read straight into strings.
+    this.#block = Buffer.isBuffer(block)
+      ? block
+      : Buffer.from(block.buffer, block.byteOffset, block.byteLength);
   }
 
   get done(): boolean {
@@ -282,9 +285,11 @@ class BlockReader {
     const huffman = (this.peek() & 0x80) !== 0;
     const length = this.integer(7);
     if (this.#offset + length > this.#block.length) throw new HpackError('string past the end');
-    const raw = this.#block.subarray(this.#offset, this.#offset + length);
+    const start = this.#offset;
     this.#offset += length;
-    return (huffman ? decodeHuffman(raw) : Buffer.from(raw)).toString('latin1');
+    // A plain literal is read in place: copying it into a Buffer first cost a copy per field.
+    if (!huffman) return this.#block.toString('latin1', start, this.#offset);
+    return decodeHuffman(this.#block.subarray(start, this.#offset)).toString('latin1');
   }
 
   #byte(): number {
