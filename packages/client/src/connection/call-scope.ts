@@ -62,6 +62,11 @@ export class CallScope {
     return this.#controller ? this.#controller.signal : this.#closing;
   }
 
+  /** Whether {@link signal} is the connection's closing signal, shared by calls and outliving them. */
+  get signalIsShared(): boolean {
+    return this.#controller === undefined;
+  }
+
   /** True once the call must stop. */
   get aborted(): boolean {
     return this.#controller ? this.#why !== undefined : this.#closing.aborted;

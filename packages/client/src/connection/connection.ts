@@ -319,6 +319,7 @@ export class Connection implements Rpc {
             metadata: this.#metadata(token),
             deadline: scope.transportDeadline,
             signal: scope.signal,
+            signalOutlivesCall: scope.signalIsShared,
           });
           this.#pool.succeeded(endpoint);
           if (floor !== undefined && headerRevision(response) < floor) {

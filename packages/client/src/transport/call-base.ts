@@ -107,7 +107,7 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
   /** Starts the call: checks signal and deadline, then asks the channel for a connection. */
   begin(): void {
     if (this.#done) return;
-    const { signal, deadline } = this.options;
+    const { signal, deadline, signalOutlivesCall } = this.options;
     if (signal?.aborted) {
       this.finish(abortedFailure(signal, false));
       return;
@@ -122,7 +122,7 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
       this.#watchingDeadline = true;
     }
     if (signal) {
-      this.channel.aborts.add(signal, this);
+      this.channel.aborts.add(signal, this, signalOutlivesCall);
       this.#watchingSignal = true;
     }
     this.channel.acquire(this);

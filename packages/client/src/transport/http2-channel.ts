@@ -175,6 +175,8 @@ export class Http2Channel<S extends LinkSession> implements Channel, CallHost<S>
     if (this.#state === 'closed') return;
     this.#state = 'closed';
     clearTimeout(this.#backoffTimer);
+    this.aborts.stop();
+    this.deadlines.stop();
     for (const call of [...this.#calls]) {
       call.abort(
         call.sent

@@ -64,6 +64,11 @@ export interface ChannelCallOptions {
   readonly deadline?: number;
   /** Aborting cancels the call; the promise or stream then fails with the signal's reason. */
   readonly signal?: AbortSignal;
+  /**
+   * The signal is shared by many calls and lives longer than any (the client's closing signal): a
+   * channel may keep its one listener on it between calls instead of adding one per call.
+   */
+  readonly signalOutlivesCall?: boolean;
 }
 
 /**
