@@ -24,6 +24,9 @@ const EVENTS = Math.round(2_000 * SCALE);
 const WATCHES = Math.round(300 * SCALE);
 const WATCHERS = 16;
 const RANGE_KEYS = 10;
+/** The idle time before each call of the paused row: a contender of the lock rows waits its turn. */
+const PAUSE_MS = 5;
+const PAUSED_CALLS = Math.round(200 * SCALE);
 
 type ClientModule = typeof current;
 
@@ -129,10 +132,25 @@ async function sequential(count: number, call: () => Promise<unknown>): Promise<
   for (let i = 0; i < count; i++) await call();
 }
 
+/**
+ * `count` calls, each after PAUSE_MS idle: the process wakes for each as a lock contender does for
+ * its turn (cold caches, a timer). The timer's own cost is in the figure, the same for every client.
+ */
+async function paused(count: number, call: () => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
+    await call();
+  }
+}
+
 type Scenario = (client: Contender, server: TransportServer) => Promise<number>;
 
 const scenarios: ReadonlyArray<readonly [string, Scenario]> = [
   ['put', (c) => cpuPerOp(CALLS, () => sequential(CALLS, c.put))],
+  [
+    `put after ${PAUSE_MS} ms idle`,
+    (c) => cpuPerOp(PAUSED_CALLS, () => paused(PAUSED_CALLS, c.put)),
+  ],
   ['txn: 2 compares, 2 puts, 2 deletes', (c) => cpuPerOp(CALLS, () => sequential(CALLS, c.txn))],
   [`range of ${RANGE_KEYS} keys`, (c) => cpuPerOp(CALLS, () => sequential(CALLS, c.range))],
   [
@@ -226,7 +244,7 @@ async function report(): Promise<Row[]> {
 
 export const transportCpuSuite = {
   name: 'transport-cpu',
-  description: `client CPU per operation (put; txn of 2 compares, 2 puts, 2 deletes; range; a watch event fanned in over ${WATCHERS} watchers; a watch created and cancelled), etcdkit vs etcd3 1.1.2 (and etcdkit of ETCDKIT_BASELINE when set), embedded server in a child process; medians of ${ROUNDS} rounds in rotated order`,
+  description: `client CPU per operation (put; put after ${PAUSE_MS} ms idle; txn of 2 compares, 2 puts, 2 deletes; range; a watch event fanned in over ${WATCHERS} watchers; a watch created and cancelled), etcdkit vs etcd3 1.1.2 (and etcdkit of ETCDKIT_BASELINE when set), embedded server in a child process; medians of ${ROUNDS} rounds in rotated order`,
   report,
 };
 
