@@ -17,7 +17,7 @@ import {
 import { KeyedSlot, raceAbort, Slot } from '@etcdkit/client/internal';
 import { recipeName } from '../recipe-name.js';
 import type { Session } from '../session/session.js';
-import type { StmKeyLocks, StmKeysHeld, StmSeenKey } from '../stm/contention.js';
+import type { StmKeyLocks, StmKeysHeld, StmKeysState, StmSeenKey } from '../stm/contention.js';
 import { type HeldKeys, StmQueue } from '../stm/local-queue.js';
 
 /** The default prefix of {@link stmKeyLocks}. */
@@ -54,6 +54,8 @@ export function stmKeyLocks(
     async lock(keys, signal) {
       // The session has one queue key per name: runs of this process on a key take turns first.
       const local = await localQueueOf(session, checked).take(keys, [], signal);
+      // The local run ahead held the turn on these very keys and passed it on with them.
+      if (local.baton) return local.baton.inherit(local);
       const turn = new KeysTurn(
         session,
         keys.map((key) => ({ key, queue: queueOf(key) })),
@@ -63,6 +65,7 @@ export function stmKeyLocks(
       try {
         await turn.join(signal);
         await turn.wait(signal);
+        turn.began();
       } catch (error) {
         await turn.release();
         throw error;
@@ -72,10 +75,16 @@ export function stmKeyLocks(
   };
 }
 
-const LOCAL_QUEUES = new KeyedSlot(() => new StmQueue());
+const LOCAL_QUEUES = new KeyedSlot(() => new StmQueue<KeysTurn>());
+
+/**
+ * The most runs of a session one turn serves: the runs after the first take it in-process, one
+ * commit each, while other processes wait (at most this many commits per process ahead of them).
+ */
+export const MAX_GROUP_TURN = 8;
 
 /** The in-process turns on the queue keys of `session` under `prefix`. */
-function localQueueOf(session: Session, prefix: string): StmQueue {
+function localQueueOf(session: Session, prefix: string): StmQueue<KeysTurn> {
   return session.slots.keyed(LOCAL_QUEUES, prefix);
 }
 
@@ -95,11 +104,20 @@ interface Place {
   readonly ahead: Set<string>;
 }
 
-/** A run's places in the queues of its keys, from the join to the commit that leaves them. */
+/**
+ * A turn's places in the queues of its keys, from the join to the commit that leaves them. The
+ * turn is a group's: a commit that leaves a run of the same session waiting for exactly these keys
+ * keeps the places and passes the turn on to it, up to {@link began}'s bound.
+ */
 class KeysTurn implements StmKeysHeld {
   readonly #session: Session;
   readonly #keys: readonly KeyQueue[];
-  readonly #local: HeldKeys;
+  #local: HeldKeys<KeysTurn>;
+  // The runs this turn served (the current one included), and how many it may serve.
+  #served = 1;
+  #limit = 1;
+  // The last releasing() kept the places for a local run.
+  #passing = false;
   readonly #places: Place[];
   readonly #lockWatch: LockWatch;
   readonly #watches: KeyWatches[] = [];
@@ -121,7 +139,12 @@ class KeysTurn implements StmKeysHeld {
   #failure: { readonly error: unknown } | undefined;
   #onFailure: ((error: unknown) => void) | undefined;
 
-  constructor(session: Session, keys: readonly KeyQueue[], local: HeldKeys, lockWatch: LockWatch) {
+  constructor(
+    session: Session,
+    keys: readonly KeyQueue[],
+    local: HeldKeys<KeysTurn>,
+    lockWatch: LockWatch,
+  ) {
     this.#session = session;
     this.#keys = keys;
     this.#local = local;
@@ -262,8 +285,19 @@ class KeysTurn implements StmKeysHeld {
     );
   }
 
+  /**
+   * The turn came: it serves the local runs waiting for these keys now, at most
+   * {@link MAX_GROUP_TURN} runs in all, so the processes behind wait a bounded number of commits.
+   */
+  began(): void {
+    this.#limit = Math.min(MAX_GROUP_TURN, 1 + this.#local.alike());
+  }
+
   releasing(): DeleteOp[] {
+    this.#passing = false;
     if (this.#lost) return [];
+    this.#passing = this.#served < this.#limit && this.#local.alike() > 0;
+    if (this.#passing) return [];
     return this.#places.map(({ queueKey }) => op.delete(queueKey));
   }
 
@@ -287,8 +321,23 @@ class KeysTurn implements StmKeysHeld {
     await this.wait(signal);
   }
 
-  committed(): void {
-    this.#end();
+  committed(after?: StmKeysState): void | Promise<void> {
+    if (!this.#passing) return this.#end();
+    this.#passing = false;
+    if (after) this.#learn(after);
+    // The local run goes on from `after`: no join, no wait, no read.
+    if (this.#local.passOn(this, undefined)) return;
+    // The run it was kept for left meanwhile (aborted): leave the queues.
+    return this.release();
+  }
+
+  /** The turn, passed on by the local run before with `local`: this run's now. */
+  inherit(local: HeldKeys<KeysTurn>): KeysTurn {
+    this.#local = local;
+    this.#served++;
+    // Runs of this session queued for the keys: the next one goes straight to the locks.
+    this.#waited = true;
+    return this;
   }
 
   async release(): Promise<void> {
@@ -307,6 +356,19 @@ class KeysTurn implements StmKeysHeld {
       .catch(() => {
         // Not deleted: the key goes with the session's lease at the latest.
       });
+  }
+
+  /** Takes what a commit of this turn left as the keys' newest values. */
+  #learn(after: StmKeysState): void {
+    const byKey = new Map(after.keys.map((seen) => [hexOf(seen.key), seen]));
+    this.#keys.forEach(({ key }, i) => {
+      const seen = byKey.get(hexOf(key));
+      if (seen === undefined || (this.#known[i] ?? 0n) > after.revision) return;
+      this.#seen.set(i, seen);
+      this.#watches[i]?.learn(seen, after.revision);
+      this.#known[i] = after.revision;
+    });
+    if (after.revision > this.#seenRevision) this.#seenRevision = after.revision;
   }
 
   #end(): void {
@@ -357,6 +419,10 @@ class KeysTurn implements StmKeysHeld {
     if (batch.revision > (this.#known[index] ?? 0n)) this.#known[index] = batch.revision;
     if (batch.revision > this.#seenRevision) this.#seenRevision = batch.revision;
   }
+}
+
+function hexOf(key: Uint8Array): string {
+  return Buffer.from(key).toString('hex');
 }
 
 /** The index {@link KeysTurn} files the lock watch's batches under (keys have 0 and up). */

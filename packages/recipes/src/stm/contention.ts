@@ -47,6 +47,12 @@ export interface StmSeenKey {
   readonly kv: { readonly value: Uint8Array; readonly modRevision: bigint } | undefined;
 }
 
+/** Locked keys as last seen: every one's value at `revision` at least. */
+export interface StmKeysState {
+  readonly revision: bigint;
+  readonly keys: readonly StmSeenKey[];
+}
+
 /** The turn {@link StmKeyLocks.lock} got: first in the queue of every key. */
 export interface StmKeysHeld {
   /**
@@ -54,7 +60,7 @@ export interface StmKeysHeld {
    * at `revision`. Once the turn came, each shows every change up to the commit that handed it
    * over, so the turn starts from them without reading again.
    */
-  readonly seen: { readonly revision: bigint; readonly keys: readonly StmSeenKey[] };
+  readonly seen: StmKeysState;
   /**
    * Whether runs were ahead of this one when it joined: the keys are contended, so the next run of
    * this process on one of them queues without trying an optimistic commit first.
@@ -62,14 +68,21 @@ export interface StmKeysHeld {
   readonly waited?: boolean;
   /** Txn conditions that hold while this run is first in every queue. */
   first(): Compare[];
-  /** Ops for the commit's success branch: they leave every queue, so the commit releases. */
+  /**
+   * Ops for the commit's success branch: they leave every queue, so the commit releases; none
+   * when the turn will pass on to a local run (see {@link committed}).
+   */
   releasing(): DeleteOp[];
   /** Reads for the commit's else branch: every queue as it is, for {@link turn}. */
   ahead(): RangeOp[];
   /** After a failed commit: given the responses of {@link ahead}, waits until first again. */
   turn(responses: readonly AnyOpResponse[], signal?: AbortSignal): Promise<void>;
-  /** The commit with {@link releasing} applied: stop following the queues. */
-  committed(): void;
+  /**
+   * The commit with {@link releasing} applied; `after` is what it left of the keys (each at its
+   * revision). When {@link releasing} gave no deletes, the turn passes on to a run of this process
+   * waiting for the same keys, which starts from `after`; else stop following the queues.
+   */
+  committed(after?: StmKeysState): void | Promise<void>;
   /** Leaves every queue without committing; idempotent. */
   release(): Promise<void>;
 }

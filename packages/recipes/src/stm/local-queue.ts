@@ -4,16 +4,28 @@ import { AbortedError, type KV } from '@etcdkit/client';
 import { Slot } from '@etcdkit/client/internal';
 import { keyId, type Prefetched, type ReadEntry } from './attempt.js';
 
-interface KeyLock {
+interface KeyLock<B> {
   /**
    * Runs waiting for the key, first first; each is handed the key when it is released, with what
    * the releasing run's commit left, if it committed.
    */
-  readonly waiters: Array<(after: Prefetched | undefined) => void>;
+  readonly waiters: Array<Waiter<B>>;
 }
 
-/** @internal The keys a run holds in the queue. */
-export interface HeldKeys {
+/** A run waiting for a key: every key it asks for, and how to hand it the key. */
+interface Waiter<B> {
+  readonly ids: readonly string[];
+  /** Hands the key, or with `baton` every key the run asks for at once. */
+  readonly hand: (handed: Handed<B>) => void;
+}
+
+interface Handed<B> {
+  readonly after: Prefetched | undefined;
+  readonly baton?: { readonly value: B };
+}
+
+/** @internal The keys a run holds in the queue; `B`, what may be passed on with all of them. */
+export interface HeldKeys<B = never> {
   /** The key ids held, sorted. */
   readonly ids: readonly string[];
   /** Whether some key was held by another run when these keys were asked for. */
@@ -26,6 +38,15 @@ export interface HeldKeys {
    * reading.
    */
   handed(keys: readonly Uint8Array[]): Prefetched | undefined;
+  /** What the run that passed these keys on gave with them ({@link passOn}), if it did. */
+  readonly baton: B | undefined;
+  /** How many runs next in line for the first of these keys ask for exactly these keys. */
+  alike(): number;
+  /**
+   * Hands every key at once, with `baton`, to the first run waiting for the first of them, when it
+   * asks for exactly these keys; false (and nothing handed) otherwise. Ends this hold like release.
+   */
+  passOn(baton: B, after?: Prefetched): boolean;
   /**
    * Hands each key to its next waiter, or frees it; `after`, the store at the revision of this
    * run's commit, goes with them. Idempotent.
@@ -34,8 +55,8 @@ export interface HeldKeys {
 }
 
 /** @internal The per-key locks of one KV. */
-export class StmQueue {
-  readonly #locks = new Map<string, KeyLock>();
+export class StmQueue<B = never> {
+  readonly #locks = new Map<string, KeyLock<B>>();
 
   /** Whether a run holds one of `keys`. */
   holdsAny(keys: readonly Uint8Array[]): boolean {
@@ -50,19 +71,26 @@ export class StmQueue {
     keys: readonly Uint8Array[],
     also: readonly string[],
     signal: AbortSignal | undefined,
-  ): Promise<HeldKeys> {
+  ): Promise<HeldKeys<B>> {
     const ids = [...new Set([...keys.map(keyId), ...also])].sort();
     const taken: string[] = [];
     let waited = false;
     let latest: Prefetched | undefined;
+    let baton: { readonly value: B } | undefined;
     try {
       for (const id of ids) {
         const lock = this.#locks.get(id);
         if (lock === undefined) this.#locks.set(id, { waiters: [] });
         else {
           waited = true;
-          const after = await this.#wait(lock, signal);
+          const handed = await this.#wait(lock, ids, signal);
+          const { after } = handed;
           if (after && (latest === undefined || after.revision > latest.revision)) latest = after;
+          // Passed on with every key: the run that held them all handed them over at once.
+          if (handed.baton) {
+            baton = handed.baton;
+            break;
+          }
         }
         taken.push(id);
       }
@@ -71,11 +99,26 @@ export class StmQueue {
       throw error;
     }
     let released = false;
+    const first = this.#locks.get(ids[0] as string);
     return {
       ids,
       waited,
+      baton: baton?.value,
       covers: (more) => more.every((key) => ids.includes(keyId(key))),
       handed: (wanted) => handedOf(latest, wanted),
+      alike: () => {
+        const waiters = first?.waiters ?? [];
+        const other = waiters.findIndex((waiter) => !sameIds(waiter.ids, ids));
+        return other < 0 ? waiters.length : other;
+      },
+      passOn: (value, after) => {
+        const next = first?.waiters[0];
+        if (released || next === undefined || !sameIds(next.ids, ids)) return false;
+        released = true;
+        first?.waiters.shift();
+        next.hand({ after, baton: { value } });
+        return true;
+      },
       release: (after) => {
         if (released) return;
         released = true;
@@ -84,19 +127,26 @@ export class StmQueue {
     };
   }
 
-  #wait(lock: KeyLock, signal: AbortSignal | undefined): Promise<Prefetched | undefined> {
+  #wait(
+    lock: KeyLock<B>,
+    ids: readonly string[],
+    signal: AbortSignal | undefined,
+  ): Promise<Handed<B>> {
     if (signal?.aborted) return Promise.reject(new AbortedError({ cause: signal.reason }));
     return new Promise((resolve, reject) => {
       const onAbort = () => {
-        const at = lock.waiters.indexOf(handed);
+        const at = lock.waiters.indexOf(waiter);
         if (at >= 0) lock.waiters.splice(at, 1);
         reject(new AbortedError({ cause: signal?.reason }));
       };
-      const handed = (after: Prefetched | undefined) => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve(after);
+      const waiter: Waiter<B> = {
+        ids,
+        hand: (handed) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(handed);
+        },
       };
-      lock.waiters.push(handed);
+      lock.waiters.push(waiter);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
@@ -104,10 +154,14 @@ export class StmQueue {
   #release(ids: readonly string[], after?: Prefetched): void {
     for (const id of ids) {
       const next = this.#locks.get(id)?.waiters.shift();
-      if (next) next(after);
+      if (next) next.hand({ after });
       else this.#locks.delete(id);
     }
   }
+}
+
+function sameIds(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((id, i) => id === b[i]);
 }
 
 /**

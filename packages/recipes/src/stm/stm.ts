@@ -204,11 +204,13 @@ export async function runStm<T>(
         if (!doomed && !contended) {
           const outcome = await commit(kv, ran.plan, settings, lockingOf(settings, locked, keys));
           if (outcome.committed) {
-            // The commit left the queues of a turn held: nothing more to release.
-            locked?.held.committed();
+            const after = stateAfter(ran.plan, outcome.header.revision);
+            // The commit left the queues of a turn held, or the turn passes on with what it left.
+            const held = locked?.held;
             locked = undefined;
+            await held?.committed({ revision: after.revision, keys: [...after.entries.values()] });
             // The next run waiting for these keys starts from what this commit left.
-            keyLocks?.release(stateAfter(ran.plan, outcome.header.revision));
+            keyLocks?.release(after);
             return { value: ran.value, header: outcome.header, attempts: attempt };
           }
           prefetched = outcome.prefetched;
