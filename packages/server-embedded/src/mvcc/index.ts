@@ -86,18 +86,17 @@ export class KeyIndexTree {
     visit: (index: KeyIndex, at: KeyPosition) => boolean,
   ): void {
     const at = new KeyPosition();
-    for (const index of this.#indexes(range)) {
-      if (index.visible(atRevision, at) && !visit(index, at)) return;
-    }
+    this.#walk(range, (index) => !index.visible(atRevision, at) || visit(index, at));
   }
 
   /** Number of keys of `range` that exist at `atRevision`. */
   count(range: KeyRange, atRevision: number): number {
     let total = 0;
     const at = new KeyPosition();
-    for (const index of this.#indexes(range)) {
+    this.#walk(range, (index) => {
       if (index.visible(atRevision, at)) total++;
-    }
+      return true;
+    });
     return total;
   }
 
@@ -114,19 +113,27 @@ export class KeyIndexTree {
     for (const id of emptied) this.#tree.delete(id);
   }
 
-  /** The key indexes of `range`, in key order. */
-  *#indexes(range: KeyRange): Generator<KeyIndex> {
+  /**
+   * Calls `onIndex` with the key indexes of `range`, in key order, until it returns false. The
+   * tree's own range walk: no iterator, pair or generator step allocated per key, which the
+   * prefix reads of lock and election recipes (every waiter's key, on every turn) pay per key.
+   */
+  #walk(range: KeyRange, onIndex: (index: KeyIndex) => boolean): void {
     const low = range.key;
     if (range.end === undefined) {
       const index = this.#tree.get(low);
-      if (index !== undefined) yield index;
+      if (index !== undefined) onIndex(index);
       return;
     }
-    const high = range.end.length === 0 ? undefined : range.end;
-    if (high !== undefined && compareBytes(high, low) <= 0) return;
-    for (const [id, index] of this.#tree.entries(low)) {
-      if (high !== undefined && compareBytes(id, high) >= 0) return;
-      yield index;
-    }
+    // An empty end reads to the last key, that key included.
+    const toLast = range.end.length === 0;
+    const high = toLast ? this.#tree.maxKey() : range.end;
+    if (high === undefined) return;
+    const order = compareBytes(high, low);
+    if (order < 0 || (order === 0 && !toLast)) return;
+    this.#tree.forRange(low, high, toLast, (_, index) => (onIndex(index) ? undefined : STOP));
   }
 }
+
+/** What a forRange callback returns to end the walk (sorted-btree's `{ break }`). */
+const STOP = { break: true } as const;
