@@ -7,12 +7,22 @@
 // distorts least (throughput moves with the other work on the machine). Rounds alternate the
 // servers ABBA after a warm-up run on each; the table gives medians and the median of the
 // rounds' ratios. ETCDKIT_BENCH_SERVER_PROFILE=dir: each server writes a CPU profile there.
+// ETCDKIT_BENCH_SERVER_CLI=path runs another etcdkit-server entry for "now" (a built dist/cli.js runs
+// without tsx). Also reports the server's write and read system calls per cycle (/proc/pid/io).
 // Run alone: node --conditions=etcdkit-source --import tsx bench/server-contention-cpu.ts
 import { type ChildProcess, fork, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../testkit/src/internal/ports.js';
 import { median, ratio } from './report.js';
 import { processCpuMicros, untilServing } from './server-cpu.js';
+
+/** The write and read system calls the process `pid` has made so far (/proc/pid/io). */
+function processSyscalls(pid: number): { writes: number; reads: number } {
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? NaN);
+  return { writes: field('syscw'), reads: field('syscr') };
+}
 
 const PROCESSES = Number(process.env.ETCDKIT_BENCH_CONTENTION_PROCESSES ?? 8);
 const CONTENDERS = Number(process.env.ETCDKIT_BENCH_CONTENTION_CONTENDERS ?? 32);
@@ -20,7 +30,9 @@ const CYCLE_MS = Number(process.env.ETCDKIT_BENCH_CONTENTION_MS ?? 3000);
 const ROUNDS = Number(process.env.ETCDKIT_BENCH_CONTENTION_ROUNDS ?? 4);
 const BEFORE = process.env.ETCDKIT_BENCH_SERVER_CLI_BEFORE;
 const REPO = fileURLToPath(new URL('../', import.meta.url));
-const CLI = fileURLToPath(new URL('../packages/server-embedded/src/cli/main.ts', import.meta.url));
+const CLI =
+  process.env.ETCDKIT_BENCH_SERVER_CLI ??
+  fileURLToPath(new URL('../packages/server-embedded/src/cli/main.ts', import.meta.url));
 const CYCLES = fileURLToPath(new URL('./recipes-cycles.ts', import.meta.url));
 
 interface Server {
@@ -37,9 +49,8 @@ async function startServer(name: string, cli: string): Promise<Server> {
     process.execPath,
     [
       ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
-      '--conditions=etcdkit-source',
-      '--import',
-      'tsx',
+      // A built CLI (dist/cli.js) runs as is; sources run through tsx.
+      ...(cli.endsWith('.js') ? [] : ['--conditions=etcdkit-source', '--import', 'tsx']),
       cli,
       '--listen-client-urls',
       endpoint,
@@ -79,7 +90,13 @@ class Contenders {
   async run(
     server: Server,
     ms: number,
-  ): Promise<{ cycles: number; serverUs: number; clientMs: number }> {
+  ): Promise<{
+    cycles: number;
+    serverUs: number;
+    clientMs: number;
+    writes: number;
+    reads: number;
+  }> {
     const id = this.#next++;
     const name = `bench/contention/${id}`;
     const count = this.#children.length;
@@ -92,10 +109,14 @@ class Contenders {
     });
     await Promise.all(answers.map((answer) => answer.ready));
     const before = processCpuMicros(server.pid);
+    const callsBefore = processSyscalls(server.pid);
     for (const { child } of answers) child.send({ id, go: true });
     const done = await Promise.all(answers.map((answer) => answer.done));
     const serverUs = processCpuMicros(server.pid) - before;
+    const calls = processSyscalls(server.pid);
     return {
+      writes: calls.writes - callsBefore.writes,
+      reads: calls.reads - callsBefore.reads,
       cycles: done.reduce((sum, d) => sum + d.cycles, 0),
       serverUs,
       clientMs: done.reduce((sum, d) => sum + d.cpuMs, 0),
@@ -118,18 +139,31 @@ class Contenders {
   }
 }
 
+/** One run's figures per lock cycle. */
+interface Sample {
+  readonly rate: number;
+  readonly us: number;
+  readonly writes: number;
+  readonly reads: number;
+}
+
 async function report(): Promise<Array<Record<string, string>>> {
   const servers = [await startServer('now', CLI)];
   if (BEFORE !== undefined) servers.push(await startServer('before', BEFORE));
   const contenders = new Contenders(PROCESSES);
-  const samples = new Map(servers.map((s) => [s.name, [] as { rate: number; us: number }[]]));
+  const samples = new Map(servers.map((s) => [s.name, [] as Sample[]]));
   try {
     for (const server of servers) await contenders.run(server, CYCLE_MS);
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 4 === 1 || round % 4 === 2 ? [...servers].reverse() : servers;
       for (const server of order) {
-        const { cycles, serverUs } = await contenders.run(server, CYCLE_MS);
-        samples.get(server.name)!.push({ rate: cycles / (CYCLE_MS / 1000), us: serverUs / cycles });
+        const { cycles, serverUs, writes, reads } = await contenders.run(server, CYCLE_MS);
+        samples.get(server.name)!.push({
+          rate: cycles / (CYCLE_MS / 1000),
+          us: serverUs / cycles,
+          writes: writes / cycles,
+          reads: reads / cycles,
+        });
       }
     }
   } finally {
@@ -138,7 +172,7 @@ async function report(): Promise<Array<Record<string, string>>> {
   }
   const now = samples.get('now')!;
   const before = samples.get('before');
-  const row = (name: string, of: (s: { rate: number; us: number }) => number, digits: number) => {
+  const row = (name: string, of: (s: Sample) => number, digits: number) => {
     const line: Record<string, string> = { row: name, now: median(now.map(of)).toFixed(digits) };
     if (before !== undefined) {
       line.before = median(before.map(of)).toFixed(digits);
@@ -148,6 +182,8 @@ async function report(): Promise<Array<Record<string, string>>> {
   };
   return [
     row('server CPU per lock cycle, µs', (s) => s.us, 0),
+    row('server socket writes per lock cycle', (s) => s.writes, 1),
+    row('server socket reads per lock cycle', (s) => s.reads, 1),
     row('lock cycles/s', (s) => s.rate, 0),
   ];
 }
