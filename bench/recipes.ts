@@ -11,7 +11,9 @@
 //   B holds. Election failover after resign: the same with campaign() and resign().
 // - contended lock cycles/s: N contenders (each its own client and session) lock and unlock one
 //   mutex in a loop, in one process, and spread over min(N, 8) processes (recipes-cycles.ts, a
-//   pool started and warmed once per server; Go: as many processes of its program).
+//   pool started and warmed once per server, on the built packages: built-packages.ts; Go: as many
+//   processes of its program). Beside the rows over processes, the FIFO handoff floor: as many
+//   Node processes pass a turn around a ring, one put and one woken process per turn.
 // - failover after the leader's process dies: a child process leads with the server's shortest
 //   lease (1 s on the testkit's etcd, 2 s on the embedded server) and is killed (SIGKILL); from the
 //   kill until the candidate that queued before it leads. The lease has to expire first, so this is
@@ -24,7 +26,9 @@
 // ETCDKIT_BENCH_CONTENDERS (the cycles rows' contender counts, default 2,8,32),
 // ETCDKIT_BENCH_SERVERS (etcd, embedded: default both), ETCDKIT_BENCH_CYCLES_PROF (a directory:
 // the first cycles process runs with node --cpu-prof into it), ETCDKIT_BENCH_RECIPES_ROOT (another
-// checkout whose client and recipes the cycles processes run: before/after, recipes-cycles.ts).
+// checkout whose client and recipes the cycles processes run: before/after, recipes-cycles.ts),
+// ETCDKIT_BENCH_CODE (built, source: what the cycles processes and the embedded server run;
+// default built; `built,source` adds the sources' cycles rows in the same run).
 // The cross-process cycles rows give the CPU time per cycle of the contenders' processes (summed)
 // and of the server, which other load on the machine distorts far less than the rates.
 // Reports numbers; asserts nothing.
