@@ -3,7 +3,8 @@
 // docs/embedded-server.md, "Snapshot format".
 import { createHash } from 'node:crypto';
 import { type etcdserverpb, mvccpb } from '@etcdkit/client/protocol';
-import type { HistoryEntry } from '../mvcc/history.js';
+import type { ChangeVisitor } from '../mvcc/history.js';
+import { keyValueSize, ProtoWriter, varintSize, writeKeyValue } from '../mvcc/kv-encoding.js';
 import type { KeyValue } from '../mvcc/types.js';
 
 const MAGIC = new TextEncoder().encode('ETCDKIT-SNAPSHOT');
@@ -52,43 +53,84 @@ export interface DecodedSnapshot {
   readonly changes: readonly SnapshotChange[];
 }
 
-/** Encodes a snapshot (without the trailing digest). */
-export function encodeSnapshot(
-  metadata: SnapshotMetadata,
-  history: Iterable<HistoryEntry>,
-): Uint8Array {
-  const parts: Uint8Array[] = [MAGIC, u32(FORMAT_VERSION)];
+/** Where a snapshot's changes come from: the store's history (MvccStore.history). */
+export interface SnapshotHistory {
+  /** Hands `visitor` every kept change up to revision `main`, in revision order. */
+  visitUpTo(main: number, visitor: ChangeVisitor): void;
+}
+
+/**
+ * Encodes a snapshot (without the trailing digest) of `history` up to `metadata.revision`. Each
+ * change is written from the history's fields into one buffer: a snapshot of 200,000 keys made
+ * no object per change (issue 28's streamed snapshot row).
+ */
+export function encodeSnapshot(metadata: SnapshotMetadata, history: SnapshotHistory): Uint8Array {
   const json = JSON.stringify(metadata, (_key, value: unknown) =>
     typeof value === 'bigint' ? value.toString() : value,
   );
-  parts.push(...record(Kind.metadata, new TextEncoder().encode(json)));
-  for (const entry of history) {
-    const head = new Uint8Array(17);
-    const view = new DataView(head.buffer);
-    view.setBigUint64(0, BigInt(entry.revision.main));
-    view.setBigUint64(8, BigInt(entry.revision.sub));
-    head[16] = entry.tombstone ? 1 : 0;
-    const kv = entry.tombstone
-      ? mvccpb.KeyValue.encode({ key: entry.kv.key }).finish()
-      : mvccpb.KeyValue.encode({
-          key: entry.kv.key,
-          createRevision: BigInt(entry.kv.createRevision),
-          modRevision: BigInt(entry.kv.modRevision),
-          version: BigInt(entry.kv.version),
-          value: entry.kv.value,
-          lease: entry.kv.lease,
-        }).finish();
-    parts.push(...record(Kind.change, head, kv));
-  }
-  parts.push(...record(Kind.end));
-  const length = parts.reduce((n, part) => n + part.length, 0);
-  const padded = new Uint8Array(Math.ceil(length / PAGE_SIZE) * PAGE_SIZE);
-  let offset = 0;
-  for (const part of parts) {
-    padded.set(part, offset);
-    offset += part.length;
-  }
+  const jsonBytes = new TextEncoder().encode(json);
+  const out = new ProtoWriter(PAGE_SIZE * 4);
+  out.reserve(MAGIC.length + 4 + RECORD_HEAD_BYTES + jsonBytes.length);
+  out.raw(MAGIC, 0, MAGIC.length);
+  writeU32(out, FORMAT_VERSION);
+  writeRecordHead(out, Kind.metadata, jsonBytes.length);
+  out.raw(jsonBytes, 0, jsonBytes.length);
+  history.visitUpTo(metadata.revision, {
+    change(_key, sub, tombstone, kv) {
+      // A tombstone's kv is its key alone, as protobufjs encodes { key }.
+      const kvSize = tombstone ? keyOnlySize(kv.key.length) : keyValueSize(kv);
+      out.reserve(RECORD_HEAD_BYTES + CHANGE_HEAD_BYTES + kvSize);
+      writeRecordHead(out, Kind.change, CHANGE_HEAD_BYTES + kvSize);
+      writeU64(out, kv.modRevision);
+      writeU64(out, sub);
+      out.bytes[out.length++] = tombstone ? 1 : 0;
+      if (!tombstone) writeKeyValue(out, kv);
+      else if (kv.key.length > 0) {
+        out.bytes[out.length++] = KEY_TAG;
+        out.varint(kv.key.length);
+        out.raw(kv.key, 0, kv.key.length);
+      }
+    },
+  });
+  out.reserve(RECORD_HEAD_BYTES);
+  writeRecordHead(out, Kind.end, 0);
+  // Padded with zeros to whole pages, as the format has always been.
+  const padded = new Uint8Array(Math.ceil(out.length / PAGE_SIZE) * PAGE_SIZE);
+  padded.set(out.bytes.subarray(0, out.length));
   return padded;
+}
+
+/** A record's kind and payload length. */
+const RECORD_HEAD_BYTES = 5;
+/** A change's main and sub revisions (u64 each) and its tombstone flag. */
+const CHANGE_HEAD_BYTES = 17;
+/** KeyValue.key: field 1, length-delimited. */
+const KEY_TAG = (1 << 3) | 2;
+
+function keyOnlySize(keyLength: number): number {
+  return keyLength === 0 ? 0 : 1 + varintSize(keyLength) + keyLength;
+}
+
+function writeRecordHead(out: ProtoWriter, kind: number, length: number): void {
+  out.bytes[out.length++] = kind;
+  writeU32(out, length);
+}
+
+/** Big-endian, as DataView.setUint32 writes it. */
+function writeU32(out: ProtoWriter, value: number): void {
+  const bytes = out.bytes;
+  const at = out.length;
+  bytes[at] = value >>> 24;
+  bytes[at + 1] = (value >>> 16) & 255;
+  bytes[at + 2] = (value >>> 8) & 255;
+  bytes[at + 3] = value & 255;
+  out.length = at + 4;
+}
+
+/** Big-endian u64 of a revision (below 2^53), as DataView.setBigUint64 writes it. */
+function writeU64(out: ProtoWriter, value: number): void {
+  writeU32(out, Math.floor(value / 2 ** 32));
+  writeU32(out, value >>> 0);
 }
 
 /** Decodes a snapshot's data (the bytes before the digest). Throws on anything malformed. */
@@ -186,18 +228,4 @@ function parseMetadata(json: string): SnapshotMetadata {
     leases: raw.leases.map((l) => ({ id: BigInt(l.id), ttl: l.ttl })),
     alarms: raw.alarms.map((a) => ({ memberId: BigInt(a.memberId), type: a.type })),
   };
-}
-
-function u32(value: number): Uint8Array {
-  const bytes = new Uint8Array(4);
-  new DataView(bytes.buffer).setUint32(0, value);
-  return bytes;
-}
-
-function record(kind: number, ...payload: Uint8Array[]): Uint8Array[] {
-  const length = payload.reduce((n, part) => n + part.length, 0);
-  const head = new Uint8Array(5);
-  head[0] = kind;
-  new DataView(head.buffer).setUint32(1, length);
-  return [head, ...payload];
 }

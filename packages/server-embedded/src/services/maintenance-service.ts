@@ -189,7 +189,7 @@ function takeSnapshot(context: ServiceContext): Uint8Array {
         type: alarm.type,
       })),
     },
-    store.history.upTo(store.revision),
+    store.history,
   );
 }
 

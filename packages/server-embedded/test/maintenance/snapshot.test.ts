@@ -49,7 +49,7 @@ function storeWithHistory(): MvccStore {
 describe('snapshot format', () => {
   it('round-trips the metadata and every kept change', () => {
     const store = storeWithHistory();
-    const data = encodeSnapshot(metadata, store.history.upTo(store.revision));
+    const data = encodeSnapshot(metadata, store.history);
     expect(data.length % 4096).toBe(0);
     expect(Buffer.from(data.subarray(0, 16)).toString()).toBe('ETCDKIT-SNAPSHOT');
     const decoded = decodeSnapshot(data);
@@ -71,17 +71,37 @@ describe('snapshot format', () => {
     expect(decoded.changes[2]?.kv.modRevision).toBe(4);
   });
 
+  it('keeps long values, negative and 64-bit leases, and deleted ranges through a round trip', () => {
+    const store = new MvccStore();
+    const long = new Uint8Array(300).map((_, i) => i % 256);
+    let write = store.write();
+    write.put(b('k'.repeat(200)), long, -9n);
+    write.put(b('m'), b(''), 2n ** 62n + 1n);
+    write.end();
+    write = store.write();
+    write.deleteRange({ key: b('k'), end: b('l') });
+    write.end();
+    const decoded = decodeSnapshot(encodeSnapshot({ ...metadata, revision: 3 }, store.history));
+    expect(
+      decoded.changes.map((c) => [c.main, c.sub, c.tombstone, c.kv.key.length, c.kv.lease]),
+    ).toEqual([
+      [2, 0, false, 200, -9n],
+      [2, 1, false, 1, 2n ** 62n + 1n],
+      [3, 0, true, 200, 0n],
+    ]);
+    expect(decoded.changes[0]?.kv.value).toEqual(long);
+    expect(decoded.changes[2]?.kv.modRevision).toBe(3);
+  });
+
   it('is the same bytes for the same state', () => {
     const one = storeWithHistory();
     const two = storeWithHistory();
-    expect(encodeSnapshot(metadata, one.history.upTo(4))).toEqual(
-      encodeSnapshot(metadata, two.history.upTo(4)),
-    );
+    expect(encodeSnapshot(metadata, one.history)).toEqual(encodeSnapshot(metadata, two.history));
   });
 
   it('refuses what is not one', () => {
     expect(() => decodeSnapshot(new Uint8Array(4096))).toThrow(/not an etcdkit embedded snapshot/);
-    const data = encodeSnapshot(metadata, []);
+    const data = encodeSnapshot(metadata, new MvccStore().history);
     expect(() => decodeSnapshot(data.subarray(0, 30))).toThrow(/truncated/);
   });
 

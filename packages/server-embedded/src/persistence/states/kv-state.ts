@@ -49,7 +49,7 @@ class KvState implements PersistentState {
         leases: [],
         alarms: [],
       },
-      store.history.upTo(store.revision),
+      store.history,
     );
   }
 
