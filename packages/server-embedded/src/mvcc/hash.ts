@@ -11,12 +11,22 @@ import {
   writeKeyValue,
 } from './kv-encoding.js';
 
-const table = (() => {
-  const t = new Uint32Array(256);
+/**
+ * CRC-32C tables for slicing by 8: table k (at k * 256) gives the CRC of a byte followed by k zero
+ * bytes, so eight bytes are folded in per step with eight lookups instead of one step per byte.
+ */
+const TABLES = (() => {
+  const t = new Uint32Array(8 * 256);
   for (let n = 0; n < 256; n++) {
     let c = n;
     for (let k = 0; k < 8; k++) c = c & 1 ? 0x82f63b78 ^ (c >>> 1) : c >>> 1;
     t[n] = c >>> 0;
+  }
+  for (let n = 0; n < 256; n++) {
+    for (let k = 1; k < 8; k++) {
+      const previous = t[(k - 1) * 256 + n]!;
+      t[k * 256 + n] = (previous >>> 8) ^ t[previous & 0xff]!;
+    }
   }
   return t;
 })();
@@ -27,8 +37,25 @@ export class Crc32c {
 
   /** Adds `bytes` from `start` up to `end` (default: all of them). */
   update(bytes: Uint8Array, start = 0, end = bytes.length): this {
+    const t = TABLES;
     let c = this.#crc;
-    for (let i = start; i < end; i++) c = table[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
+    let i = start;
+    for (; i + 8 <= end; i += 8) {
+      const low =
+        c ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24));
+      const high =
+        bytes[i + 4]! | (bytes[i + 5]! << 8) | (bytes[i + 6]! << 16) | (bytes[i + 7]! << 24);
+      c =
+        t[1792 + (low & 0xff)]! ^
+        t[1536 + ((low >>> 8) & 0xff)]! ^
+        t[1280 + ((low >>> 16) & 0xff)]! ^
+        t[1024 + (low >>> 24)]! ^
+        t[768 + (high & 0xff)]! ^
+        t[512 + ((high >>> 8) & 0xff)]! ^
+        t[256 + ((high >>> 16) & 0xff)]! ^
+        t[high >>> 24]!;
+    }
+    for (; i < end; i++) c = t[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
     this.#crc = c;
     return this;
   }

@@ -27,6 +27,22 @@ describe('HashKV', () => {
     expect(new Crc32c().update(b('123456789')).digest()).toBe(0xe3069283);
   });
 
+  it('matches the RFC 3720 CRC-32C vectors, whole or fed in pieces at any offset', () => {
+    const zeros = new Uint8Array(32);
+    const ones = new Uint8Array(32).fill(0xff);
+    const ascending = new Uint8Array(32).map((_, i) => i);
+    expect(new Crc32c().update(zeros).digest()).toBe(0x8a9136aa);
+    expect(new Crc32c().update(ones).digest()).toBe(0x62a8ab43);
+    expect(new Crc32c().update(ascending).digest()).toBe(0x46dd794e);
+    // Splits around the 8-byte steps, with bytes before `start` and after `end` left out.
+    const padded = new Uint8Array(40);
+    padded.set(ascending, 3);
+    for (const cut of [1, 5, 7, 8, 9, 17, 31]) {
+      const crc = new Crc32c().update(padded, 3, 3 + cut).update(padded, 3 + cut, 35);
+      expect(crc.digest()).toBe(0x46dd794e);
+    }
+  });
+
   it('equals what a real etcd answers for the same history, at every revision', () => {
     const store = measuredHistory();
     expect([0, 2, 3, 4, 5].map((revision) => store.hashKV(revision).hash)).toEqual([
