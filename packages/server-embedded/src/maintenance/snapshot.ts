@@ -55,6 +55,8 @@ export interface DecodedSnapshot {
 
 /** Where a snapshot's changes come from: the store's history (MvccStore.history). */
 export interface SnapshotHistory {
+  /** About the bytes of the kept changes' backend records: the buffer is made this big at once. */
+  readonly bytes: number;
   /** Hands `visitor` every kept change up to revision `main`, in revision order. */
   visitUpTo(main: number, visitor: ChangeVisitor): void;
 }
@@ -69,7 +71,8 @@ export function encodeSnapshot(metadata: SnapshotMetadata, history: SnapshotHist
     typeof value === 'bigint' ? value.toString() : value,
   );
   const jsonBytes = new TextEncoder().encode(json);
-  const out = new ProtoWriter(PAGE_SIZE * 4);
+  // A change's record is about its backend size plus its 5-byte head: the buffer rarely grows.
+  const out = new ProtoWriter(pages(Math.ceil(history.bytes * 1.2) + jsonBytes.length + PAGE_SIZE));
   out.reserve(MAGIC.length + 4 + RECORD_HEAD_BYTES + jsonBytes.length);
   out.raw(MAGIC, 0, MAGIC.length);
   writeU32(out, FORMAT_VERSION);
@@ -94,10 +97,20 @@ export function encodeSnapshot(metadata: SnapshotMetadata, history: SnapshotHist
   });
   out.reserve(RECORD_HEAD_BYTES);
   writeRecordHead(out, Kind.end, 0);
-  // Padded with zeros to whole pages, as the format has always been.
-  const padded = new Uint8Array(Math.ceil(out.length / PAGE_SIZE) * PAGE_SIZE);
+  // Padded with zeros to whole pages, as the format has always been: the buffer's bytes past
+  // `length` are zeros still. A buffer much bigger than that is copied rather than kept.
+  const size = pages(out.length);
+  if (out.bytes.length >= size && out.bytes.length - size <= size / 4) {
+    return out.bytes.subarray(0, size);
+  }
+  const padded = new Uint8Array(size);
   padded.set(out.bytes.subarray(0, out.length));
   return padded;
+}
+
+/** `length` rounded up to whole pages. */
+function pages(length: number): number {
+  return Math.ceil(length / PAGE_SIZE) * PAGE_SIZE;
 }
 
 /** A record's kind and payload length. */
