@@ -5,7 +5,7 @@
 // default, and at 64 contenders the default with the contenders spread over two clients (two local
 // queues that conflict through etcd, like two processes). Each round runs every setting, in rotated
 // order; the table shows medians over the rounds. Transfers still running at the end finish and count, so commits/s covers that tail.
-// Then across processes (issue 28): 8 contenders in 1, 2 or 8 processes (recipes-stm-process.ts),
+// Then across processes (issue 28): 32 contenders in 1, 2 or 8 processes (recipes-stm-process.ts),
 // default vs `contention: { locks: stmKeyLocks(session) }`, with commits/s beside the serial floor
 // (one txn after another from one client) and the slowest transfer's latency beside the median.
 // Those rows are medians of 3 rounds in rotated order, with the unary calls per commit, the watch
@@ -31,8 +31,11 @@ const PROF = process.env.ETCDKIT_BENCH_STM_PROF;
 const CONTENDERS = [8, 32, 64];
 const KEYS = [2, 8];
 const INITIAL = 1_000_000;
-const PROCESSES = [1, 2, 8];
-const PROCESS_CONTENDERS = 8;
+// ETCDKIT_BENCH_STM_PROCESS_COUNTS=8 (comma-separated): only those process counts across processes.
+const PROCESSES = (process.env.ETCDKIT_BENCH_STM_PROCESS_COUNTS ?? '1,2,8').split(',').map(Number);
+// 32 contenders: 4 a process over 8 (issue 28's setting), so a process has runs to group in a turn.
+// ETCDKIT_BENCH_STM_PROCESS_CONTENDERS=8 gives the rows before the group turn (one a process at 8).
+const PROCESS_CONTENDERS = Number(process.env.ETCDKIT_BENCH_STM_PROCESS_CONTENDERS ?? '32') || 32;
 const processScript = fileURLToPath(new URL('./recipes-stm-process.ts', import.meta.url));
 
 /** A setting measured: its runStm options, over how many clients the contenders are spread. */
@@ -240,7 +243,7 @@ interface ProcessMeasure {
   readonly cpuMs: number;
 }
 
-/** 8 contenders over `processes` child processes for DURATION_MS; every transfer's latency. */
+/** PROCESS_CONTENDERS contenders over `processes` child processes for DURATION_MS; every transfer's latency. */
 async function acrossProcesses(
   etcd: Etcd,
   endpoint: string,
@@ -406,6 +409,6 @@ async function report() {
 export const stmSuite = {
   name: 'stm',
   description:
-    'runStm transfers under contention: commits/s, failed runs and attempts at 8/32/64 contenders on 2 and 8 keys, old default vs default (and over 2 clients at 64), embedded server and real etcd (medians of 3 rotated rounds); then 8 contenders over 1, 2 and 8 processes, default vs contention locks (medians of 3 rotated rounds), beside the serial floor, with the slowest transfer beside the median, the calls and the contending processes’ CPU ms per commit',
+    'runStm transfers under contention: commits/s, failed runs and attempts at 8/32/64 contenders on 2 and 8 keys, old default vs default (and over 2 clients at 64), embedded server and real etcd (medians of 3 rotated rounds); then 32 contenders over 1, 2 and 8 processes (4 a process at 8), default vs contention locks (medians of 3 rotated rounds), beside the serial floor, with the slowest transfer beside the median, the calls and the contending processes’ CPU ms per commit',
   report,
 };

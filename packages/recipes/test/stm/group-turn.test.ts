@@ -12,6 +12,7 @@ import { runStm, type StmOptions } from '../../src/stm/stm.js';
 
 const INITIAL = 1_000;
 const TXN = '/etcdserverpb.KV/Txn';
+const RANGE = '/etcdserverpb.KV/Range';
 
 describeEachBackend('STM group turns (stmKeyLocks)', ({ backend, prefix }) => {
   let etcd: Etcd;
@@ -22,6 +23,14 @@ describeEachBackend('STM group turns (stmKeyLocks)', ({ backend, prefix }) => {
   const balance = async (name: string) => Number((await other.get(k(name)))?.text());
   const bytes = (name: string) => new TextEncoder().encode(k(name));
   const locksPrefix = () => `${prefix()}locks`;
+  /**
+   * Resolves once the calls `etcd` sent so far are recorded: a response on its connection comes
+   * after the responses to the calls sent before (another client may see a join's key first).
+   */
+  const settled = async () => {
+    await etcd.get(k('settled'));
+    expect(calls.pop()).toBe(RANGE);
+  };
   /** Resolves once `n` queue keys exist under the locks' prefix. */
   const queued = (n: number) =>
     expect
@@ -93,6 +102,7 @@ describeEachBackend('STM group turns (stmKeyLocks)', ({ backend, prefix }) => {
         transfer(etcd, 'ga', 'gb', { contention: { locks, afterConflicts: 1 } }),
       );
       await queued(4);
+      await settled();
       expect(calls).toEqual([TXN]);
       // Another session queues behind that join.
       const behind = stmKeyLocks(behindSession, locksPrefix()).lock(keys);
@@ -108,6 +118,8 @@ describeEachBackend('STM group turns (stmKeyLocks)', ({ backend, prefix }) => {
       // The group's last commit leaves the queues: the session behind is first, and commits
       // nothing (it leaves them at its revision).
       const outsider = await behind;
+      // The rest of the group joins behind it.
+      await queued(4);
       const left = await second
         .txn()
         .if(...outsider.first())
@@ -151,6 +163,7 @@ describeEachBackend('STM group turns (stmKeyLocks)', ({ backend, prefix }) => {
       calls.length = 0;
       const first = transfer(etcd, 'ka', 'kb', { contention: { locks, afterConflicts: 1 } });
       await queued(4);
+      await settled();
       // Waits in-process for kb, held by the first run's turn on ka and kb.
       const overlapping = transfer(etcd, 'kb', 'kc', { contention: { locks, afterConflicts: 1 } });
       await other.get(k('ka'));
@@ -219,6 +232,7 @@ describeEachBackend('STM group turns (stmKeyLocks)', ({ backend, prefix }) => {
           transfer(etcd, 'aa', 'ab', { contention: { locks, afterConflicts: 1 }, signal }),
         );
         await queued(4);
+        await settled();
         calls.length = 0;
         await ahead.release();
         const outcomes = await Promise.allSettled(runs);
