@@ -8,6 +8,7 @@ import {
   type Compare,
   cmp,
   type KeyValue,
+  type KV,
   LeaseNotFoundError,
   op,
   type ResponseHeader,
@@ -15,12 +16,13 @@ import {
 import { linkSignals, Slot } from '@etcdkit/client/internal';
 import { LockLostError, LockNotHeldError, SessionExpiredError, throwIfAborted } from '../errors.js';
 import type { Session } from '../session/session.js';
+import { keptLossWatch } from './kept-loss-watch.js';
 import {
   closeNow,
   closeSoon,
   type LineRead,
+  type LossWatch,
   type OwnKey,
-  type TurnWatch,
   watchForTurn,
   watchLoss,
 } from './turn.js';
@@ -62,6 +64,11 @@ export interface HoldAcquisition<E extends LineEntry, R> {
   readonly slots?: number;
   /** A session key other calls of this process may share: only its last user withdraws it. */
   readonly sharedKey?: string;
+  /**
+   * The session queues with the same key every time (a Mutex): its loss watch is kept across
+   * holds (line/kept-loss-watch.ts) instead of one created and cancelled per hold.
+   */
+  readonly keepLossWatch?: boolean;
   /** Queues the key (one txn). */
   take(): Promise<E>;
   /** Work between the take and the signal check (an Election proclaims a changed value). */
@@ -86,6 +93,8 @@ export interface HoldWait {
   readonly what: string;
   /** The caller's signal. */
   readonly signal: AbortSignal | undefined;
+  /** See {@link HoldAcquisition.keepLossWatch}. */
+  readonly keepLossWatch?: boolean;
 }
 
 /**
@@ -111,12 +120,14 @@ export async function acquireHold<E extends LineEntry, R>(
     throwIfAborted(signal);
     if (acquisition.atHead?.(entry)) {
       const holding = new Holding(session, entry, what);
-      holding.adopt(watchLoss(session.etcd, ownKeyOf(entry, entry.header)));
+      const keep = acquisition.keepLossWatch === true;
+      holding.adopt(lossWatchOf(session, keep)(session.etcd, ownKeyOf(entry, entry.header)));
       return acquisition.wrap(holding, release);
     }
     await acquisition.refuse?.(entry);
-    const { blockers: prefix, slots } = acquisition;
-    const holding = await waitToHold(session, { prefix, entry, slots, what, signal });
+    const { blockers: prefix, slots, keepLossWatch } = acquisition;
+    const wait = { prefix, entry, slots, what, signal, keepLossWatch };
+    const holding = await waitToHold(session, wait);
     return acquisition.wrap(holding, release);
   } catch (error) {
     const othersLeft = release();
@@ -147,13 +158,15 @@ export async function waitToHold(session: Session, wait: HoldWait): Promise<Hold
     signal === undefined ? unlinked(holding.signal) : linkSignals(signal, holding.signal);
   const ownKey = ownKeyOf(entry, entry.header);
   const slots = wait.slots ?? 1;
-  const waiter = { prefix: wait.prefix, createRevision: entry.createRevision, slots, ownKey };
+  const lossWatch = lossWatchOf(session, wait.keepLossWatch === true);
+  const { prefix } = wait;
+  const waiter = { prefix, createRevision: entry.createRevision, slots, ownKey, lossWatch };
   try {
     // The creating txn's read of the line when there is one (a key found existing has none).
     const found = await watchForTurn(session.etcd, waiter, entry.ahead, both.signal);
     holding.established(found.header);
     // A read found the turn, and checked the key at its revision: watched from there.
-    holding.adopt(found.watch ?? watchLoss(session.etcd, ownKeyOf(entry, found.header)));
+    holding.adopt(found.watch ?? lossWatch(session.etcd, ownKeyOf(entry, found.header)));
     return holding;
   } catch (error) {
     const failure = whyNotHeld(error, session, holding, signal);
@@ -162,6 +175,11 @@ export async function waitToHold(session: Session, wait: HoldWait): Promise<Hold
   } finally {
     both.release();
   }
+}
+
+/** How a key held alone is watched for its loss: a kept share of the session's watch, or its own. */
+function lossWatchOf(session: Session, keep: boolean): (kv: KV, own: OwnKey) => LossWatch {
+  return keep ? (_kv, own) => keptLossWatch(session, own) : watchLoss;
 }
 
 /** The entry's key as a waiter's own key, seen to exist at `seen`'s revision. */
@@ -405,7 +423,7 @@ export class Holding {
 
   readonly #what: string;
 
-  /** The key is not watched yet: a {@link TurnWatch} is {@link adopt}ed once it holds. */
+  /** The key is not watched yet: a loss watch is {@link adopt}ed once it holds. */
   constructor(session: Session, entry: LineEntry, what: string) {
     this.#session = session;
     this.key = entry.key;
@@ -429,7 +447,7 @@ export class Holding {
   }
 
   /** @internal Takes over a watch of the key (the one that found the turn) as its loss watch. */
-  adopt(watch: TurnWatch): void {
+  adopt(watch: LossWatch): void {
     if (this.#stopping) {
       watch.close();
       return;

@@ -53,6 +53,8 @@ export interface Waiter {
   readonly slots: number;
   /** Its own key, checked by every read of the line and watched by the wait when given. */
   readonly ownKey?: OwnKey;
+  /** How the own key is watched alone (in a long line); default {@link watchLoss}. */
+  readonly lossWatch?: (kv: KV, own: OwnKey) => LossWatch;
 }
 
 /** @internal The turn {@link watchForTurn} found. */
@@ -63,7 +65,7 @@ export interface Turn {
    * The watch that saw it, to keep as the own key's loss watch ({@link TurnWatch.onLoss}) or
    * close; undefined when a read found the turn (nothing watches the own key then).
    */
-  readonly watch: TurnWatch | undefined;
+  readonly watch: LossWatch | undefined;
 }
 
 /** @internal How the wait of a {@link TurnWatch} ended. */
@@ -89,6 +91,13 @@ export interface LossListener {
   lost(revision: bigint): void;
   /** The watch failed for good: the key can no longer be watched. */
   failed(error: unknown): void;
+}
+
+/** @internal A watch of a held key's loss: tells one listener, stopped by close(). */
+export interface LossWatch {
+  /** Where the loss goes; a loss seen before is reported at once. */
+  onLoss(listener: LossListener): void;
+  close(): void;
 }
 
 /**
@@ -119,8 +128,10 @@ export async function watchForTurn(
       }
       // A longer line (the read was cut short): watch the one key ahead alone, and the own key apart.
       if (waiter.slots === 1 && waiter.ownKey !== undefined && read.complete !== true) {
-        loss ??= new OwnKeyWatch(kv, { ...waiter.ownKey, seenAt: read.header.revision });
-        const watch = new TurnWatch(kv, { ...waiter, ownKey: undefined }, read, recheck, signal);
+        const own = { ...waiter.ownKey, seenAt: read.header.revision };
+        loss ??= new OwnKeyWatch((waiter.lossWatch ?? watchLoss)(kv, own), own.key);
+        const turnWaiter = { ...waiter, ownKey: undefined, lossWatch: undefined };
+        const watch = new TurnWatch(kv, turnWaiter, read, recheck, signal);
         const outcome = await loss.during(watch);
         if ('held' in outcome) {
           closeSoon(kv, () => watch.close());
@@ -155,15 +166,15 @@ export async function watchForTurn(
  * checks the own key, so the two watches need not be in order.
  */
 class OwnKeyWatch {
-  readonly #watch: TurnWatch;
+  readonly #watch: LossWatch;
   /** The loss seen while waiting: the wait fails with it. */
   #failure: unknown;
   #fail: ((error: unknown) => void) | undefined;
 
-  constructor(kv: KV, own: OwnKey) {
-    this.#watch = watchLoss(kv, own);
+  constructor(watch: LossWatch, key: string) {
+    this.#watch = watch;
     this.#watch.onLoss({
-      lost: (revision) => this.#lost(ownKeyDeleted(own.key, revision)),
+      lost: (revision) => this.#lost(ownKeyDeleted(key, revision)),
       failed: (error) => this.#lost(error),
     });
   }
@@ -285,7 +296,7 @@ const ZERO = Buffer.from([0]);
  * when its start is compacted after the turn, a read of the own key decides: lost, or watched
  * again from the read on.
  */
-export class TurnWatch {
+export class TurnWatch implements LossWatch {
   /** Settles once: the outcome, or the failure of the watch, of a read, or the abort of `signal`. */
   readonly turn: Promise<TurnOutcome>;
   /** The own key, when the waiter has one. */

@@ -181,6 +181,8 @@ export class Mutex {
         signal: options.signal,
         what: 'lock',
         blockers: prefix,
+        // The same key every cycle: one watch of it serves the session's holds.
+        keepLossWatch: true,
         take: () => acquireSessionKey(session, prefix, ''),
         atHead: (entry) => entry.oldest?.createRevision === entry.createRevision,
         refuse: (entry) => {
