@@ -69,7 +69,12 @@ export class ServerProcess {
     const env = { ...(built?.env ?? process.env) };
     const module = built?.server ?? (serverModule as string | undefined);
     if (module !== undefined) env.ETCDKIT_BENCH_SERVER_MODULE = module;
-    const execArgv = built?.execArgv ?? process.execArgv;
+    // ETCDKIT_BENCH_SERVER_PROF=<dir>: the server process writes a CPU profile there as it stops.
+    const profile = process.env.ETCDKIT_BENCH_SERVER_PROF;
+    const execArgv = [
+      ...(built?.execArgv ?? process.execArgv),
+      ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []),
+    ];
     const child = fork(script, [], { execArgv, stdio: 'inherit', env });
     const endpoints = await new Promise<string[]>((resolve, reject) => {
       child.once('message', (message: { endpoints: string[] }) => resolve(message.endpoints));
