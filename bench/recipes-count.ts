@@ -17,6 +17,8 @@ interface Counts {
   readonly calls: Map<string, number>;
   watchesFrom: number;
   watchesNow: number;
+  /** Watches that ended (cancelled) while counting; a watch kept open past the cycles is not. */
+  watchesEnded: number;
   /** Watch events delivered to the recipes' watchers (deletes of keys in their ranges). */
   events: number;
   /** CPU time of this process (user + system, microseconds) while counting: JS per cycle. */
@@ -29,6 +31,7 @@ async function count(endpoint: string): Promise<{ cycles: number; counts: Counts
     calls: new Map(),
     watchesFrom: 0,
     watchesNow: 0,
+    watchesEnded: 0,
     events: 0,
     cpuMicros: 0,
   };
@@ -54,6 +57,9 @@ async function count(endpoint: string): Promise<{ cycles: number; counts: Counts
       const watcher = watch(request);
       watcher.on('batch', (batch) => {
         if (counts.counting) counts.events += batch.events.length;
+      });
+      watcher.on('end', () => {
+        if (counts.counting) counts.watchesEnded++;
       });
       return watcher;
     };
@@ -90,7 +96,7 @@ function report(server: string, { cycles, counts }: { cycles: number; counts: Co
   const unary = calls.reduce((sum, [, n]) => sum + n, 0);
   console.log(
     `${server}: ${cycles} cycles, ${CONTENDERS} contenders; per cycle: watches from a revision ` +
-      `${per(counts.watchesFrom)}, from now ${per(counts.watchesNow)}; events ${per(counts.events)}; ` +
+      `${per(counts.watchesFrom)}, from now ${per(counts.watchesNow)}, ended ${per(counts.watchesEnded)}; events ${per(counts.events)}; ` +
       `unary ${per(unary)} (` +
       `${calls.map(([method, n]) => `${method} ${per(n)}`).join(', ')}); ` +
       `client CPU ${(counts.cpuMicros / 1000 / cycles).toFixed(3)} ms`,
