@@ -1,7 +1,8 @@
 // The locks STM runs take on keys they keep conflicting on (stm/contention.ts): one queue per key
 // in the layout of Go's Mutex, joined for every key in ONE txn and left by the commit itself, so a
-// turn costs the commit's round trip, not a lock and an unlock per key. The queues and keys are
-// watched live, the watches kept between a process's runs.
+// turn costs the commit's round trip, not a lock and an unlock per key. The queues are watched
+// live (one watch per session, kept between its runs); the keys are not: a process waiting for
+// its turn is not woken by every commit of the others, and reads the keys when its turn comes.
 
 import {
   AbortedError,
@@ -35,8 +36,10 @@ export const DEFAULT_STM_LOCK_PREFIX = 'stm-lock';
  * {@link MultiLock} does, could wait on a run that waits on it: leave these names to runStm. The
  * run's commit applies only while it is first in every queue and deletes its queue keys, so taking
  * the turn and releasing it ride on the commit. Waiting runs follow the queues through one watch
- * of the deletes under `prefix` per session, watch their keys too, and start their turn from the
- * values the holder's commit left, without a read. The locks only order the runs:
+ * of the deletes under `prefix` per session and read their keys when their turn comes; a turn
+ * passes in-process to the next run of the session waiting for exactly its keys (a group turn,
+ * up to {@link MAX_GROUP_TURN} runs), which starts from what the commit left. The locks only
+ * order the runs:
  * one lost meanwhile (the session's lease expired) costs fairness, never correctness, since every
  * commit's compares still decide.
  */
@@ -48,7 +51,7 @@ export function stmKeyLocks(
   // A Mutex named N queues its holder and waiters under N + '/'.
   const queueOf = (key: Uint8Array) => `${checked}/${Buffer.from(key).toString('hex')}/`;
   return {
-    watched: (key) => session.slots.get(KEY_WATCHES).get(queueOf(key))?.latest,
+    watched: (key) => session.slots.get(KEYS_SEEN).get(queueOf(key))?.latest,
     free: (keys) => keys.map((key) => cmp.missing({ prefix: queueOf(key) })),
     queued: (keys) => keys.map((key) => op.range({ prefix: queueOf(key), countOnly: true })),
     async lock(keys, signal) {
@@ -120,13 +123,13 @@ class KeysTurn implements StmKeysHeld {
   #passing = false;
   readonly #places: Place[];
   readonly #lockWatch: LockWatch;
-  readonly #watches: KeyWatches[] = [];
+  readonly #memories: KeySeen[];
   // Batches that came before the join's reads were known: applied once they are.
-  #early: Array<{ readonly index: number; readonly batch: WatchBatch }> | undefined = [];
+  #early: WatchBatch[] | undefined = [];
   #joined = 0n;
   #seenRevision = 0n;
   readonly #seen = new Map<number, StmSeenKey>();
-  // The revision each key's value is known at: its watch delivered every change up to there.
+  // The revision each key's value is known at (read, or left by this turn's commit).
   readonly #known: bigint[];
   // The revision of the last queue delete that took a run from ahead of this one: the turn's
   // start, whose writes the keys must show before the turn commits.
@@ -156,6 +159,7 @@ class KeysTurn implements StmKeysHeld {
       ahead: new Set(),
     }));
     this.#known = keys.map(() => 0n);
+    this.#memories = keys.map(({ queue }) => keySeenOf(session, queue));
   }
 
   get waited(): boolean {
@@ -167,22 +171,16 @@ class KeysTurn implements StmKeysHeld {
   }
 
   /**
-   * Watches the queues (one watch of the lock prefix) and the keys from now, then joins every
-   * queue and reads every key in one txn. Watching first, live: a watch from a past revision waits
-   * for etcd's catch-up loop (up to 100 ms a wakeup), and the join's reads are at a revision the
-   * watches already cover.
+   * Watches the queues (one watch of the lock prefix) from now, then joins every queue and reads
+   * every key in one txn. Watching first, live: a watch from a past revision waits for etcd's
+   * catch-up loop (up to 100 ms a wakeup), and the join's reads are at a revision the watch
+   * already covers. The keys are not watched: waiting, the run is not woken by the commits ahead.
    */
   async join(signal: AbortSignal | undefined): Promise<void> {
     const { etcd, leaseId } = this.#session;
     const onEnd = (error: unknown) => this.#fail(error);
     this.#lockWatch.attach(this.#onQueues, onEnd);
-    this.#keys.forEach(({ key, queue }, index) => {
-      const watches = keyWatchesOf(this.#session, key, queue);
-      watches.attach((batch) => this.#onBatch(index, batch), onEnd);
-      this.#watches.push(watches);
-    });
-    const ready = [this.#lockWatch.ready, ...this.#watches.map((watches) => watches.ready)];
-    await abortable(Promise.all(ready), signal);
+    await abortable(this.#lockWatch.ready, signal);
     const { places } = this;
     const result = await etcd
       .txn()
@@ -208,13 +206,13 @@ class KeysTurn implements StmKeysHeld {
       const kv = read?.kind === 'range' ? read.kvs[0] : undefined;
       const seen = { key: this.#keys[i]?.key as Uint8Array, kv };
       this.#seen.set(i, seen);
-      this.#watches[i]?.learn(seen, joined);
+      this.#memories[i]?.learn(seen, joined);
       this.#known[i] = joined;
     });
     this.#waited = places.some(({ ahead }) => ahead.size > 0);
     const early = this.#early ?? [];
     this.#early = undefined;
-    for (const { index, batch } of early) this.#apply(index, batch);
+    for (const batch of early) this.#apply(batch);
   }
 
   get places(): readonly Place[] {
@@ -223,10 +221,9 @@ class KeysTurn implements StmKeysHeld {
 
   /**
    * Resolves once this run is first in every queue and {@link seen} shows every key as the runs
-   * ahead left it. etcd orders events per watcher, not across watchers: the queue delete that
-   * starts the turn at revision R can come before the key's own event at R, and a key the run
-   * ahead left alone has no event at R at all. A key not yet known at R is read, so a turn's first
-   * commit never runs on a value older than the turn.
+   * ahead left it: a key not known at the revision R of the queue delete that started the turn
+   * (every key, after runs of other processes) is read, in one txn, so a turn's first commit
+   * never runs on a value older than the turn.
    */
   async wait(signal: AbortSignal | undefined): Promise<void> {
     await this.#first(signal);
@@ -245,7 +242,7 @@ class KeysTurn implements StmKeysHeld {
       const kv = read?.kind === 'range' ? read.kvs[0] : undefined;
       const seen = { key: this.#keys[i]?.key as Uint8Array, kv };
       this.#seen.set(i, seen);
-      this.#watches[i]?.learn(seen, at);
+      this.#memories[i]?.learn(seen, at);
       this.#known[i] = at;
     });
     if (at > this.#seenRevision) this.#seenRevision = at;
@@ -271,8 +268,7 @@ class KeysTurn implements StmKeysHeld {
       this.#onFirst = () => {
         signal?.removeEventListener('abort', onAbort);
         this.#onFailure = undefined;
-        // Let the rest of the holder's batch (its writes, on the key watches) land first.
-        setImmediate(resolve);
+        resolve();
       };
     });
   }
@@ -365,7 +361,7 @@ class KeysTurn implements StmKeysHeld {
       const seen = byKey.get(hexOf(key));
       if (seen === undefined || (this.#known[i] ?? 0n) > after.revision) return;
       this.#seen.set(i, seen);
-      this.#watches[i]?.learn(seen, after.revision);
+      this.#memories[i]?.learn(seen, after.revision);
       this.#known[i] = after.revision;
     });
     if (after.revision > this.#seenRevision) this.#seenRevision = after.revision;
@@ -375,7 +371,6 @@ class KeysTurn implements StmKeysHeld {
     this.#ended = true;
     this.#onFirst = undefined;
     this.#lockWatch.detach(this.#onQueues);
-    for (const watches of this.#watches) watches.detach();
     this.#local.release();
   }
 
@@ -391,42 +386,27 @@ class KeysTurn implements StmKeysHeld {
   }
 
   // The queues' deletes, from the one watch of the lock prefix: they take runs out of the way.
-  readonly #onQueues = (batch: WatchBatch): void => this.#onBatch(QUEUES, batch);
+  readonly #onQueues = (batch: WatchBatch): void => {
+    if (this.#early) this.#early.push(batch);
+    else this.#apply(batch);
+  };
 
-  #onBatch(index: number, batch: WatchBatch): void {
-    if (this.#early) this.#early.push({ index, batch });
-    else this.#apply(index, batch);
-  }
-
-  /** A queue's deletes take runs out of the way; a key's changes update what the run has seen. */
-  #apply(index: number, batch: WatchBatch): void {
+  #apply(batch: WatchBatch): void {
     // The join's reads already show the store at its revision.
     if (batch.revision <= this.#joined) return;
-    if (index === QUEUES) {
-      for (const event of batch.events) {
-        const name = event.kv.keyText();
-        for (const { ahead } of this.#places) {
-          if (ahead.delete(name) && batch.revision > this.#turnAt) this.#turnAt = batch.revision;
-        }
-      }
-      if (this.#isFirst()) this.#onFirst?.();
-      return;
-    }
-    const key = this.#keys[index]?.key as Uint8Array;
     for (const event of batch.events) {
-      this.#seen.set(index, { key, kv: event.type === 'put' ? event.kv : undefined });
+      const name = event.kv.keyText();
+      for (const { ahead } of this.#places) {
+        if (ahead.delete(name) && batch.revision > this.#turnAt) this.#turnAt = batch.revision;
+      }
     }
-    if (batch.revision > (this.#known[index] ?? 0n)) this.#known[index] = batch.revision;
-    if (batch.revision > this.#seenRevision) this.#seenRevision = batch.revision;
+    if (this.#isFirst()) this.#onFirst?.();
   }
 }
 
 function hexOf(key: Uint8Array): string {
   return Buffer.from(key).toString('hex');
 }
-
-/** The index {@link KeysTurn} files the lock watch's batches under (keys have 0 and up). */
-const QUEUES = -1;
 
 /**
  * How long a watch stays open after the last run of this process that used it left: the next run
@@ -492,32 +472,13 @@ class KeptWatch {
 }
 
 /**
- * The watch of one STM key for a session's runs, which take turns on it (one at a time: the
- * session's local queue orders them first). It remembers the key as last seen, for probes.
+ * A key as the runs of a session last saw it (read when joining or when a turn came, or left by
+ * a commit of theirs), for probes: a first attempt only finds its keys with it, never commits it.
  */
-class KeyWatches {
-  // The key as the newest event or read showed it, and that revision: what a probe reads.
+class KeySeen {
   #latest: StmSeenKey | undefined;
   #latestAt = 0n;
-  #listener: ((batch: WatchBatch) => void) | undefined;
-  readonly #watch: KeptWatch;
 
-  constructor(session: Session, key: Uint8Array, forget: () => void) {
-    const watcher = session.etcd.watch({ key });
-    watcher.on('batch', (batch) => {
-      const event = batch.events.at(-1);
-      if (event) {
-        this.learn({ key, kv: event.type === 'put' ? event.kv : undefined }, batch.revision);
-      }
-    });
-    this.#watch = new KeptWatch(watcher, `STM key ${Buffer.from(key).toString('hex')}`, forget);
-  }
-
-  get ready(): Promise<unknown> {
-    return this.#watch.ready;
-  }
-
-  /** The key as last seen, while the watch is open. */
   get latest(): StmSeenKey | undefined {
     return this.#latest;
   }
@@ -528,32 +489,21 @@ class KeyWatches {
     this.#latest = seen;
     this.#latestAt = revision;
   }
-
-  /** Gives the watch's batches to `listener`, and its end to `onEnd`, until {@link detach}. */
-  attach(listener: (batch: WatchBatch) => void, onEnd: (error: unknown) => void): void {
-    if (this.#listener) this.#watch.detach(this.#listener);
-    this.#listener = listener;
-    this.#watch.attach(listener, onEnd);
-  }
-
-  detach(): void {
-    if (this.#listener) this.#watch.detach(this.#listener);
-    this.#listener = undefined;
-  }
 }
 
-const KEY_WATCHES = new Slot(() => new Map<string, KeyWatches>());
+// Keys remembered per session: enough for the hot keys of a process, bounded all the same.
+const MAX_KEYS_SEEN = 256;
+const KEYS_SEEN = new Slot(() => new Map<string, KeySeen>());
 
-/** The watch of `key` (whose lock queues under `queue`) for `session`'s runs: an open one, or new. */
-function keyWatchesOf(session: Session, key: Uint8Array, queue: string): KeyWatches {
-  const byQueue = session.slots.get(KEY_WATCHES);
-  const open = byQueue.get(queue);
-  if (open) return open;
-  const watches: KeyWatches = new KeyWatches(session, key, () => {
-    if (byQueue.get(queue) === watches) byQueue.delete(queue);
-  });
-  byQueue.set(queue, watches);
-  return watches;
+/** What `session`'s runs last saw of the key whose lock queues under `queue`. */
+function keySeenOf(session: Session, queue: string): KeySeen {
+  const byQueue = session.slots.get(KEYS_SEEN);
+  const known = byQueue.get(queue) ?? new KeySeen();
+  // Most recently used last: the first is the one to forget.
+  byQueue.delete(queue);
+  byQueue.set(queue, known);
+  if (byQueue.size > MAX_KEYS_SEEN) byQueue.delete(byQueue.keys().next().value as string);
+  return known;
 }
 
 /**

@@ -107,7 +107,8 @@ describeEachBackend('STM group turns (stmKeyLocks)', ({ backend, prefix }) => {
       // Another session queues behind that join.
       const behind = stmKeyLocks(behindSession, locksPrefix()).lock(keys);
       await queued(6);
-      // The turn ahead writes both keys as it hands over: the group starts from them, unread.
+      // The turn ahead writes both keys as it hands over; the group's first run reads them when
+      // its turn comes (it does not watch them), the others start from what the last commit left.
       const handover = await second
         .txn()
         .if(...ahead.first())
@@ -128,13 +129,13 @@ describeEachBackend('STM group turns (stmKeyLocks)', ({ backend, prefix }) => {
       expect(left.succeeded).toBe(true);
       outsider.committed();
       const revisions = (await Promise.all(group)).sort((x, y) => (x < y ? -1 : 1));
-      // MAX_GROUP_TURN runs in the first turn, then the session behind, then the rest in a turn
-      // of their own, which joined behind it and read the keys when it came (nothing showed
-      // them current: the turn before wrote nothing).
+      // The join, the read when the turn came, MAX_GROUP_TURN commits; then the session behind;
+      // then the rest in a turn of their own: its join, its read, a commit each.
       expect(revisions.filter((revision) => revision < left.header.revision)).toHaveLength(
         MAX_GROUP_TURN,
       );
       expect(calls).toEqual([
+        TXN,
         TXN,
         ...Array.from({ length: MAX_GROUP_TURN }, () => TXN),
         TXN,
