@@ -5,8 +5,9 @@
 // by method, and 'watch msgs', the watch responses its watchers got; cpuMs, the CPU time the
 // transfers took) and exits.
 // With contention `token:<index>/<processes>` it measures the handoff floor instead: the processes
-// pass a token round in FIFO order, each putting the next turn's number when its watch shows its
-// own (one put and one watch delivery a handoff); latencies are its times round the ring.
+// pass a token round in FIFO order, process i watching only its key `<prefix>token/<i>` and putting
+// the next turn's number to the next process's key when its own shows its turn: one put and one
+// watch delivery a handoff, to the next process only; latencies are its times round the ring.
 import { Etcd } from '../packages/client/src/etcd.js';
 import { stmKeyLocks } from '../packages/recipes/src/lock/stm-key-locks.js';
 import { Session } from '../packages/recipes/src/session/session.js';
@@ -80,10 +81,11 @@ function cpuMs(start: NodeJS.CpuUsage): number {
   return (user + system) / 1000;
 }
 
-/** The handoff floor: `ring` is `<index>/<processes>`; the token key is `<prefix>token`. */
+/** The handoff floor: `ring` is `<index>/<processes>`; process i's key is `<prefix>token/<i>`. */
 async function passToken(ring: string): Promise<never> {
   const [index, processes] = ring.split('/').map(Number) as [number, number];
-  const key = `${prefix}token`;
+  const key = `${prefix}token/${index}`;
+  const next = `${prefix}token/${(index + 1) % processes}`;
   const watcher = etcd.watch({ key });
   await watcher.ready();
   const laps: number[] = [];
@@ -97,14 +99,14 @@ async function passToken(ring: string): Promise<never> {
     const now = performance.now();
     if (last !== undefined) laps.push(now - last);
     last = now;
-    await etcd.put(key, String(turn + 1));
+    await etcd.put(next, String(turn + 1));
   };
   watcher.on('put', (event) => void take(Number(event.kv.text())));
   process.send?.('ready');
   await new Promise((resolve) => process.once('message', resolve));
   for (const name of Object.keys(calls)) delete calls[name];
   const cpuAtGo = process.cpuUsage();
-  // The first turn is the one the parent put before 'go'.
+  // The first turn is the one the parent put (on process 0's key) before 'go'.
   const start = Number((await etcd.get(key))?.text());
   if (start % processes === index) void take(start);
   await new Promise((resolve) => setTimeout(resolve, Number(ms)));

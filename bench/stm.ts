@@ -217,7 +217,7 @@ const PROCESS_SETTINGS: ProcessSetting[] = [
   { name: 'default', script: processScript, contention: false },
   { name: 'contention: stmKeyLocks', script: processScript, contention: true },
   {
-    name: 'handoff floor (a token passed by put + watch)',
+    name: 'handoff floor (a token passed by put + watch, to the next only)',
     script: processScript,
     contention: false,
     token: true,
@@ -253,7 +253,7 @@ async function acrossProcesses(
 ): Promise<ProcessMeasure> {
   const prefix = `bench/stm/${run++}/`;
   for (let i = 0; i < keys; i++) await etcd.put(`${prefix}${i}`, String(INITIAL));
-  if (setting.token) await etcd.put(`${prefix}token`, '0');
+  if (setting.token) await etcd.put(`${prefix}token/0`, '0');
   const args = (index: number) => [
     endpoint,
     prefix,
@@ -304,7 +304,8 @@ async function acrossProcesses(
     }
     const { kvs } = await etcd.range({ prefix: `${prefix}` });
     const accounts = kvs.filter(
-      (kv) => !kv.keyText().startsWith(`${prefix}locks`) && kv.keyText() !== `${prefix}token`,
+      (kv) =>
+        !kv.keyText().startsWith(`${prefix}locks`) && !kv.keyText().startsWith(`${prefix}token`),
     );
     const conserved = accounts.reduce((sum, kv) => sum + Number(kv.text()), 0) === keys * INITIAL;
     await etcd.delete({ prefix });
