@@ -91,6 +91,9 @@ export function executeRange(
  */
 function selectionOf(r: RangeRequest, limit: number): RangeSelection | undefined {
   if (limit <= 0 || limit >= Number.MAX_SAFE_INTEGER || r.countOnly) return undefined;
+  // A target without an order: etcd reads the first limit + 1 keys in key order and sorts those
+  // alone (its read limit looks at the order as sent), so there is no whole range to select from.
+  if ((r.sortOrder ?? SortOrder.NONE) === SortOrder.NONE) return undefined;
   const target = r.sortTarget ?? SortTarget.KEY;
   const by =
     target === SortTarget.CREATE
