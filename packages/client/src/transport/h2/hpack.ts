@@ -305,6 +305,19 @@ export function writeString(bytes: number[], text: string): void {
   for (const byte of raw) bytes.push(byte);
 }
 
+/**
+ * A literal field with incremental indexing (01, RFC 7541, 6.2.1): the receiver adds it to its
+ * dynamic table as the newest entry. Its name a static table index or spelled out.
+ */
+export function writeIndexingLiteral(bytes: number[], name: number | string, value: string): void {
+  if (typeof name === 'number') writeInteger(bytes, 0x40, 6, name);
+  else {
+    bytes.push(0x40);
+    writeString(bytes, name);
+  }
+  writeString(bytes, value);
+}
+
 /** A literal field without indexing (0000), its name a static table index or spelled out. */
 export function writeLiteral(bytes: number[], name: number | string, value: string): void {
   if (typeof name === 'number') writeInteger(bytes, 0x00, 4, name);

@@ -36,6 +36,7 @@ import {
   PREFACE,
   PROTOCOL_ERROR,
   SETTINGS_ENABLE_PUSH,
+  SETTINGS_HEADER_TABLE_SIZE,
   SETTINGS_INITIAL_WINDOW_SIZE,
   SETTINGS_MAX_CONCURRENT_STREAMS,
   SETTINGS_MAX_FRAME_SIZE,
@@ -139,6 +140,11 @@ export abstract class H2Session implements Flushable {
   protected peerMaxFrame = MAX_FRAME_PAYLOAD;
   protected peerInitialWindow = DEFAULT_WINDOW;
   protected peerMaxStreams = Number.POSITIVE_INFINITY;
+  /**
+   * The peer's SETTINGS_HEADER_TABLE_SIZE: the dynamic table its decoder keeps for this side's
+   * header blocks, in effect from this side's ACK on (queued before any block that follows).
+   */
+  protected peerHeaderTableSize = DEFAULT_HEADER_TABLE_SIZE;
   /** The peer acknowledged this side's SETTINGS. */
   protected settingsAcked = false;
   /** What the peer lets this side send on the connection. */
@@ -637,9 +643,11 @@ export abstract class H2Session implements Flushable {
         case SETTINGS_ENABLE_PUSH:
           if (value > 1) throw new H2ProtocolError(PROTOCOL_ERROR, 'ENABLE_PUSH not 0 or 1');
           break;
+        case SETTINGS_HEADER_TABLE_SIZE:
+          this.peerHeaderTableSize = value;
+          break;
         default:
-        // The header table size bounds a dynamic table neither encoder uses; the header list
-        // size is advisory; unknown settings are ignored (RFC 9113, 6.5.2).
+        // The header list size is advisory; unknown settings are ignored (RFC 9113, 6.5.2).
       }
     }
     this.#ack(frameOf(FRAME_SETTINGS, FLAG_ACK, 0, EMPTY));

@@ -28,6 +28,7 @@ import {
   type WriteOrder,
   windowUpdateFrame,
 } from '@etcdkit/client/h2';
+import { type ResponseBlock, ResponseBlockEncoder } from './response-headers.js';
 import { H2Stream, type StreamLink } from './stream.js';
 
 /** STREAM_CLOSED (RFC 9113, 7): a frame for a stream the peer already ended. */
@@ -84,6 +85,8 @@ export class H2ServerConnection extends H2Session implements StreamLink {
   readonly #waiting = new Set<H2Stream>();
   /** Octets streams hold that their windows do not let out yet. */
   #unsent = 0;
+  /** This side's HPACK state, as the peer's decoder follows it. */
+  readonly #blocks = new ResponseBlockEncoder();
 
   /** `writeOrder`: the server's order of writes across its connections, at the end of a tick. */
   constructor(
@@ -142,6 +145,10 @@ export class H2ServerConnection extends H2Session implements StreamLink {
   }
 
   // StreamLink, for the streams (queue, sendWindow, take and maxFrame come from the core).
+
+  encodeBlock(block: ResponseBlock): Buffer {
+    return this.#blocks.encode(block);
+  }
 
   blocked(stream: H2Stream): void {
     this.#waiting.add(stream);
@@ -329,6 +336,8 @@ export class H2ServerConnection extends H2Session implements StreamLink {
   }
 
   protected onSettings(windowDelta: number): void {
+    // The ACK is queued by now: blocks from here on are decoded under the new table size.
+    this.#blocks.peerTableSize(this.peerHeaderTableSize);
     if (windowDelta > 0) for (const stream of [...this.#streams.values()]) stream.pump();
   }
 

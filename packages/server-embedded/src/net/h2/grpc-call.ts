@@ -8,7 +8,7 @@ import { encodeMessage, GrpcMessageError, type HeaderField } from '@etcdkit/clie
 import { GrpcCode } from '../../errors.js';
 import { NOT_METADATA, PRINTABLE_ASCII } from '../grpc-request.js';
 import { RequestMessageReader } from './message-reader.js';
-import { RESPONSE_HEADERS_BLOCK, trailersBlock, trailersOnlyBlock } from './response-headers.js';
+import { RESPONSE_HEADERS, trailersBlock, trailersOnlyBlock } from './response-headers.js';
 import {
   type BidiCall,
   type CallMetadata,
@@ -136,7 +136,7 @@ export class GrpcCall implements StreamSink, BidiCall {
     if (this.#ended) return false;
     if (!this.#headersSent) {
       this.#headersSent = true;
-      this.#stream.respond(RESPONSE_HEADERS_BLOCK, false);
+      this.#stream.respond(RESPONSE_HEADERS, false);
     }
     return this.#stream.write(encodeMessage(message));
   }

@@ -12,6 +12,7 @@ import {
   rstStreamFrame,
   writeFrameHeader,
 } from '@etcdkit/client/h2';
+import type { ResponseBlock } from './response-headers.js';
 
 /** Bytes queued on a stream beyond which `write` asks its caller to wait for a drain. */
 export const STREAM_HIGH_WATER = 64 * 1024;
@@ -32,6 +33,8 @@ export interface StreamSink {
 export interface StreamLink {
   /** Queues a frame (or frame pieces) for the next socket write. */
   queue(bytes: Buffer): void;
+  /** The octets of a header block about to be queued (in socket order: HPACK state is shared). */
+  encodeBlock(block: ResponseBlock): Buffer;
   /** The connection's send window, in octets. */
   readonly sendWindow: number;
   /** Takes `n` octets of the connection's send window. */
@@ -69,8 +72,11 @@ export class H2Stream {
   readonly #link: StreamLink;
   readonly #queue: Buffer[] = [];
   #queuedBytes = 0;
-  /** The trailers' header block, sent with END_STREAM once the queue is empty. */
-  #trailers: Buffer | undefined;
+  /**
+   * The trailers' header block, sent with END_STREAM once the queue is empty (encoded then: other
+   * streams' blocks may go out first and change the peer's dynamic table).
+   */
+  #trailers: ResponseBlock | undefined;
   #wantsDrain = false;
 
   constructor(
@@ -91,7 +97,7 @@ export class H2Stream {
   }
 
   /** Sends a header block (the response headers; `endStream` for a trailers-only response). */
-  respond(block: Buffer, endStream: boolean): void {
+  respond(block: ResponseBlock, endStream: boolean): void {
     if (this.localEnded || this.closed) return;
     this.#sendBlock(block, endStream);
     if (endStream) this.#ended();
@@ -115,7 +121,7 @@ export class H2Stream {
   }
 
   /** Ends the stream with a trailers block, after everything written. */
-  end(trailers: Buffer): void {
+  end(trailers: ResponseBlock): void {
     if (this.localEnded || this.closed || this.#trailers !== undefined) return;
     this.#trailers = trailers;
     this.pump();
@@ -196,8 +202,9 @@ export class H2Stream {
     if (this.localEnded) this.#close();
   }
 
-  #sendBlock(block: Buffer, endStream: boolean): void {
+  #sendBlock(response: ResponseBlock, endStream: boolean): void {
     const link = this.#link;
+    const block = link.encodeBlock(response);
     if (block.length <= link.maxFrame) {
       // The usual case, without headerFrames' copies: one HEADERS frame.
       const header = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
