@@ -24,7 +24,7 @@ import {
   windowUpdateFrame,
 } from '@etcdkit/client/h2';
 import { afterEach, describe, expect, it } from 'vitest';
-import { rawConnect } from './raw-socket.js';
+import { rawConnect, requestBlock as request } from './raw-socket.js';
 import { grpcFrame, grpcMessages, release, startToy, until } from './toy-service.js';
 
 const cleanups: (() => unknown)[] = [];
@@ -39,19 +39,6 @@ async function open(options: Parameters<typeof startToy>[0] = {}) {
   const raw = await rawConnect(toy.port);
   cleanups.push(() => raw.socket.destroy());
   return { toy, ...raw };
-}
-
-/** A request header block for `path`. */
-function request(path: string): Buffer {
-  return encodeLiterals(
-    [
-      [':method', 'POST'],
-      [':scheme', 'http'],
-      [':path', path],
-      [':authority', 'localhost'],
-      ['content-type', 'application/grpc'],
-    ].map(([name, value]) => ({ name: name!, value: value!, sensitive: false })),
-  );
 }
 
 const REQUEST = request('/toy.Echo/Unary');

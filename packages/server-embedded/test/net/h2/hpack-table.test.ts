@@ -3,7 +3,6 @@
 // our client's decoder and by node:http2 (nghttp2) and grpc-js, under the peer's table size.
 import { connect, constants, type IncomingHttpHeaders } from 'node:http2';
 import {
-  encodeLiterals,
   FLAG_ACK,
   FLAG_END_HEADERS,
   FLAG_END_STREAM,
@@ -27,7 +26,7 @@ import {
   ResponseBlockEncoder,
   SHARED_TABLE_BYTES,
 } from '../../../src/net/h2/response-headers.js';
-import { rawConnect } from './raw-socket.js';
+import { rawConnect, requestBlock as request } from './raw-socket.js';
 import { grpcFrame, startToy, until } from './toy-service.js';
 
 const cleanups: (() => unknown)[] = [];
@@ -81,18 +80,6 @@ const LITERAL_HEADERS = encodeResponseBlock(200, [
 const LITERAL_TRAILERS = encodeResponseBlock(undefined, TRAILERS);
 
 const pairs = (fields: { name: string; value: string }[]) => fields.map((f) => [f.name, f.value]);
-
-function request(path: string): Buffer {
-  return encodeLiterals(
-    [
-      [':method', 'POST'],
-      [':scheme', 'http'],
-      [':path', path],
-      [':authority', 'localhost'],
-      ['content-type', 'application/grpc'],
-    ].map(([name, value]) => ({ name: name!, value: value!, sensitive: false })),
-  );
-}
 
 const UNARY = request('/toy.Echo/Unary');
 

@@ -1,6 +1,7 @@
 // A raw TCP socket to an HTTP/2 server on 127.0.0.1, and the frames it received so far: for tests
 // that write frames by hand and read the server's answer frame by frame.
 import { connect, type Socket } from 'node:net';
+import { encodeLiterals } from '@etcdkit/client/h2';
 
 export interface Frame {
   type: number;
@@ -34,4 +35,17 @@ export async function rawConnect(port: number) {
   });
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
   return { socket, frames, isClosed: () => closed };
+}
+
+/** A gRPC request's header block for `path`, as literals: what a client sends to open a call. */
+export function requestBlock(path: string): Buffer {
+  return encodeLiterals(
+    [
+      [':method', 'POST'],
+      [':scheme', 'http'],
+      [':path', path],
+      [':authority', 'localhost'],
+      ['content-type', 'application/grpc'],
+    ].map(([name, value]) => ({ name: name!, value: value!, sensitive: false })),
+  );
 }
