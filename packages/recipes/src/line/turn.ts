@@ -187,6 +187,9 @@ class OwnKeyWatch {
   /** The outcome of `turn`, unless the own key is lost first (the turn watch is closed then). */
   async during(turn: TurnWatch): Promise<TurnOutcome> {
     if (this.#failure !== undefined) {
+      // Lost before the wait began (a kept watch saw the delete): nothing awaits this turn, so
+      // its rejection on close must not surface as an unhandled one.
+      turn.turn.catch(() => undefined);
       turn.close();
       throw this.#failure;
     }
