@@ -38,7 +38,7 @@ export const DEFAULT_STM_LOCK_PREFIX = 'stm-lock';
  * the turn and releasing it ride on the commit. Waiting runs follow the queues through one watch
  * of the deletes under `prefix` per session and read their keys when their turn comes; a turn
  * passes in-process to the next run of the session waiting for exactly its keys (a group turn,
- * up to {@link MAX_GROUP_TURN} runs), which starts from what the commit left. The locks only
+ * up to 8 runs), which starts from what the commit left. The locks only
  * order the runs:
  * one lost meanwhile (the session's lease expired) costs fairness, never correctness, since every
  * commit's compares still decide.

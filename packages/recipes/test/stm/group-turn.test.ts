@@ -232,11 +232,13 @@ describeEachBackend('STM group turns (stmKeyLocks)', ({ backend, prefix }) => {
         const runs = controllers.map(({ signal }) =>
           transfer(etcd, 'aa', 'ab', { contention: { locks, afterConflicts: 1 }, signal }),
         );
+        // Handled from now on: a run aborted while the holder releases rejects before the awaits below end.
+        const ended = Promise.allSettled(runs);
         await queued(4);
         await settled();
         calls.length = 0;
         await ahead.release();
-        const outcomes = await Promise.allSettled(runs);
+        const outcomes = await ended;
         const failed = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason] : []));
         expect(failed).toHaveLength(1);
         expect(failed[0]).toBeInstanceOf(AbortedError);
