@@ -251,3 +251,22 @@ export function suiteClients(endpoints: () => readonly string[]): SuiteClients {
     },
   };
 }
+
+/** A client whose watches are recorded with the watcher each made. */
+export function watching(etcd: Etcd) {
+  const watches: Array<{ request: WatchRequest; watcher: ReturnType<Etcd['watch']> }> = [];
+  const proxy = new Proxy(etcd, {
+    get(target, property) {
+      if (property === 'watch') {
+        return (request: WatchRequest) => {
+          const watcher = target.watch(request);
+          watches.push({ request, watcher });
+          return watcher;
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { etcd: proxy, watches };
+}

@@ -6,26 +6,14 @@ import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { LockLostError, LockNotHeldError } from '../../src/errors.js';
 import { type Lock, Mutex } from '../../src/lock/mutex.js';
-import { eventually, Fixture, rejection, sleep, stillPending } from '../recipes-support.js';
-
-/** A client whose watches are recorded with the watcher each made. */
-function watching(etcd: Etcd) {
-  const watches: Array<{ request: WatchRequest; watcher: ReturnType<Etcd['watch']> }> = [];
-  const proxy = new Proxy(etcd, {
-    get(target, property) {
-      if (property === 'watch') {
-        return (request: WatchRequest) => {
-          const watcher = target.watch(request);
-          watches.push({ request, watcher });
-          return watcher;
-        };
-      }
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-  return { etcd: proxy, watches };
-}
+import {
+  eventually,
+  Fixture,
+  rejection,
+  sleep,
+  stillPending,
+  watching,
+} from '../recipes-support.js';
 
 const text = (bytes: string | Uint8Array | undefined) =>
   typeof bytes === 'string' ? bytes : Buffer.from(bytes ?? []).toString('latin1');

@@ -18,6 +18,7 @@ import {
   rejection,
   sleep,
   stillPending,
+  watching,
   withHookAfterCommit,
 } from '../recipes-support.js';
 
@@ -157,24 +158,11 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       const name = `${prefix()}lock`;
       const holder = await fixture.session();
       const lock = await new Mutex(holder, name).lock();
-      const watchers: Array<{ request: WatchRequest; watcher: ReturnType<Etcd['watch']> }> = [];
       let commits = 0;
       const counted = withHookAfterCommit(fixture.client(), async (commit) => {
         commits = commit;
       });
-      const etcd = new Proxy(counted, {
-        get(target, property) {
-          if (property === 'watch') {
-            return (request: WatchRequest) => {
-              const watcher = target.watch(request);
-              watchers.push({ request, watcher });
-              return watcher;
-            };
-          }
-          const value: unknown = Reflect.get(target, property, target);
-          return typeof value === 'function' ? value.bind(target) : value;
-        },
-      });
+      const { etcd, watches: watchers } = watching(counted);
       const waiter = await Session.create(etcd, {});
       try {
         const queued = new Mutex(waiter, name).lock({ signal: AbortSignal.timeout(10_000) });
