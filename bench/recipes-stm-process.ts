@@ -9,6 +9,8 @@
 // the next turn's number to the next process's key when its own shows its turn: one put and one
 // watch delivery a handoff, to the next process only; latencies are its times round the ring.
 import { Etcd } from '../packages/client/src/etcd.js';
+import type { AnyOpResponse, Compare, Op } from '../packages/client/src/index.js';
+import { Txn } from '../packages/client/src/kv/txn.js';
 import { stmKeyLocks } from '../packages/recipes/src/lock/stm-key-locks.js';
 import { Session } from '../packages/recipes/src/session/session.js';
 import { runStm, type StmOptions } from '../packages/recipes/src/stm/stm.js';
@@ -36,6 +38,9 @@ etcd.watch = (request) => {
   });
   return watcher;
 };
+// ETCDKIT_BENCH_STM_TRACE=1: every txn classified by its shape (what the contention path sent),
+// failed commits by the compare that failed, and group sizes; sent as `trace`.
+const trace = process.env.ETCDKIT_BENCH_STM_TRACE === '1' ? traceTxns() : undefined;
 if (contention.startsWith('token:')) await passToken(contention.slice(6));
 const session = contention === '1' ? await Session.create(etcd, { ttl: 30 }) : undefined;
 const options: StmOptions = session
@@ -47,7 +52,11 @@ process.send?.('ready');
 await new Promise((resolve) => process.once('message', resolve));
 // Only the calls of the transfers: not the session's grant, nor its revoke below.
 for (const name of Object.keys(calls)) delete calls[name];
+trace?.reset();
 const cpuAtGo = process.cpuUsage();
+// Traced: the CPU ms and commits so far every 500 ms, to tell a cold process from a warm one.
+const ticks: Array<[number, number]> = [];
+const ticking = trace && setInterval(() => ticks.push([cpuMs(cpuAtGo), latencies.length]), 500);
 const end = performance.now() + Number(ms);
 await Promise.all(
   Array.from({ length: Number(contenders) }, async () => {
@@ -73,7 +82,9 @@ const made = { ...calls };
 const cpu = cpuMs(cpuAtGo);
 await session?.close();
 await etcd.close();
-process.send?.({ latencies, calls: made, cpuMs: cpu }, () => process.exit(0));
+clearInterval(ticking);
+const traced = trace && { ...trace.result(), ticks };
+process.send?.({ latencies, calls: made, cpuMs: cpu, trace: traced }, () => process.exit(0));
 
 /** The CPU time this process spent since `start`, in ms (user and system). */
 function cpuMs(start: NodeJS.CpuUsage): number {
@@ -118,4 +129,122 @@ async function passToken(ring: string): Promise<never> {
   const turns = laps.length + (last === undefined ? 0 : 1);
   process.send?.({ latencies: laps, calls: made, count: turns, cpuMs: cpu }, () => process.exit(0));
   return new Promise<never>(() => {});
+}
+
+/**
+ * Counts the txns by shape through Txn's builder methods: the join (a put on a lease), the turn's
+ * read (gets without compares), the optimistic commit (guarded by the queues being empty), a
+ * turn's commit (guarded by being first: `passing` keeps the queue keys, `releasing` deletes
+ * them), a release without commit. A failed commit names each compare that failed from its else
+ * branch's reads (`key` changed, at the revision given; `queued`; `not first`).
+ */
+function traceTxns() {
+  interface Shape {
+    compares: Compare[];
+    then: Op[];
+    otherwise: Op[];
+  }
+  const shapes = new WeakMap<object, Shape>();
+  const shapeOf = (txn: object): Shape =>
+    shapes.get(txn) ?? { compares: [], then: [], otherwise: [] };
+  const proto = Txn.prototype as unknown as Record<string, (...args: unknown[]) => object>;
+  const wrap = (name: string, add: (shape: Shape, args: unknown[]) => Shape) => {
+    const original = proto[name] as (...args: unknown[]) => object;
+    proto[name] = function (this: object, ...args: unknown[]) {
+      const next = original.apply(this, args);
+      if (next !== this) shapes.set(next, add(shapeOf(this), args));
+      return next;
+    };
+  };
+  wrap('if', (s, a) => ({ ...s, compares: [...s.compares, ...(a as Compare[])] }));
+  wrap('then', (s, a) => ({ ...s, then: [...s.then, ...(a as Op[])] }));
+  wrap('else', (s, a) => ({ ...s, otherwise: [...s.otherwise, ...(a as Op[])] }));
+  const text = (bytes: Uint8Array) => Buffer.from(bytes).toString();
+  let counts: Record<string, number> = {};
+  // Per key set (the queues a turn's compares name): successful passing commits since the last
+  // releasing one; a releasing commit closes a group of that many + 1.
+  let open = new Map<string, number>();
+  let groups: number[] = [];
+  let commitRevisions: string[] = [];
+  let conflictRevisions: string[] = [];
+  const add = (name: string) => {
+    counts[name] = (counts[name] ?? 0) + 1;
+  };
+  const commit = proto.commit as (...args: unknown[]) => Promise<{
+    succeeded: boolean;
+    header: { revision: bigint };
+    responses: AnyOpResponse[];
+  }>;
+  proto.commit = async function (this: object, ...args: unknown[]) {
+    const shape = shapeOf(this);
+    const kind = kindOf(shape);
+    const result = await commit.apply(this, args);
+    add(`${kind}${result.succeeded ? '' : ' failed'}`);
+    if (kind === 'commit, passing' || kind === 'commit, releasing') {
+      const set = shape.compares
+        .filter((c) => c.target === 'createRevision')
+        .map((c) => text(c.keys.key))
+        .join(',');
+      if (result.succeeded && kind === 'commit, passing') open.set(set, (open.get(set) ?? 0) + 1);
+      if (result.succeeded && kind === 'commit, releasing') {
+        groups.push((open.get(set) ?? 0) + 1);
+        open.delete(set);
+      }
+    }
+    if (kind.startsWith('commit') && result.succeeded) {
+      commitRevisions.push(String(result.header.revision));
+    }
+    if (kind.startsWith('commit') && !result.succeeded) {
+      for (const why of failedCompares(shape, result.responses)) add(`  ${kind}: ${why}`);
+    }
+    return result;
+  };
+  const failedCompares = (shape: Shape, responses: AnyOpResponse[]): string[] => {
+    const why = new Set<string>();
+    for (const c of shape.compares) {
+      const key = text(c.keys.key);
+      const at = shape.otherwise.findIndex(
+        (o) => o.kind === 'range' && text(o.spec.interval.key) === key,
+      );
+      const read = responses[at];
+      if (read?.kind !== 'range') continue;
+      if (c.target === 'modRevision') {
+        const now = read.kvs[0]?.modRevision ?? 0n;
+        if (c.operator === '==' && now !== c.operand) {
+          why.add('key changed');
+          conflictRevisions.push(String(now));
+        }
+      } else if (c.target === 'createRevision' && c.operator === '==' && c.operand === 0n) {
+        if (read.count > 0n) why.add('queued');
+      } else if (c.target === 'createRevision' && c.operator === '>') {
+        if (read.kvs.some((kv) => kv.createRevision <= (c.operand as bigint))) why.add('not first');
+      }
+    }
+    return why.size === 0 ? ['no compare seen failing'] : [...why];
+  };
+  return {
+    reset() {
+      counts = {};
+      open = new Map();
+      groups = [];
+      commitRevisions = [];
+      conflictRevisions = [];
+    },
+    result: () => ({ counts, groups, commitRevisions, conflictRevisions }),
+  };
+}
+
+function kindOf(shape: { compares: Compare[]; then: Op[] }): string {
+  const { compares, then } = shape;
+  if (then.some((o) => o.kind === 'put' && o.spec.fields.lease)) return 'join';
+  if (compares.length === 0) {
+    return then.every((o) => o.kind === 'range') ? 'read' : 'unguarded write';
+  }
+  const onQueues = compares.filter((c) => c.target === 'createRevision');
+  if (onQueues.some((c) => c.operator === '==' && c.operand === 0n)) return 'commit, optimistic';
+  if (onQueues.some((c) => c.operator === '>')) {
+    return then.some((o) => o.kind === 'delete') ? 'commit, releasing' : 'commit, passing';
+  }
+  if (onQueues.some((c) => c.operator === '==')) return 'release';
+  return 'commit, unguarded';
 }
