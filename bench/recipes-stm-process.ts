@@ -141,12 +141,12 @@ async function passToken(ring: string): Promise<never> {
 function traceTxns() {
   interface Shape {
     compares: Compare[];
-    then: Op[];
+    success: Op[];
     otherwise: Op[];
   }
   const shapes = new WeakMap<object, Shape>();
   const shapeOf = (txn: object): Shape =>
-    shapes.get(txn) ?? { compares: [], then: [], otherwise: [] };
+    shapes.get(txn) ?? { compares: [], success: [], otherwise: [] };
   const proto = Txn.prototype as unknown as Record<string, (...args: unknown[]) => object>;
   const wrap = (name: string, add: (shape: Shape, args: unknown[]) => Shape) => {
     const original = proto[name] as (...args: unknown[]) => object;
@@ -157,7 +157,7 @@ function traceTxns() {
     };
   };
   wrap('if', (s, a) => ({ ...s, compares: [...s.compares, ...(a as Compare[])] }));
-  wrap('then', (s, a) => ({ ...s, then: [...s.then, ...(a as Op[])] }));
+  wrap('then', (s, a) => ({ ...s, success: [...s.success, ...(a as Op[])] }));
   wrap('else', (s, a) => ({ ...s, otherwise: [...s.otherwise, ...(a as Op[])] }));
   const text = (bytes: Uint8Array) => Buffer.from(bytes).toString();
   let counts: Record<string, number> = {};
@@ -234,16 +234,16 @@ function traceTxns() {
   };
 }
 
-function kindOf(shape: { compares: Compare[]; then: Op[] }): string {
-  const { compares, then } = shape;
-  if (then.some((o) => o.kind === 'put' && o.spec.fields.lease)) return 'join';
+function kindOf(shape: { compares: Compare[]; success: Op[] }): string {
+  const { compares, success } = shape;
+  if (success.some((o) => o.kind === 'put' && o.spec.fields.lease)) return 'join';
   if (compares.length === 0) {
-    return then.every((o) => o.kind === 'range') ? 'read' : 'unguarded write';
+    return success.every((o) => o.kind === 'range') ? 'read' : 'unguarded write';
   }
   const onQueues = compares.filter((c) => c.target === 'createRevision');
   if (onQueues.some((c) => c.operator === '==' && c.operand === 0n)) return 'commit, optimistic';
   if (onQueues.some((c) => c.operator === '>')) {
-    return then.some((o) => o.kind === 'delete') ? 'commit, releasing' : 'commit, passing';
+    return success.some((o) => o.kind === 'delete') ? 'commit, releasing' : 'commit, passing';
   }
   if (onQueues.some((c) => c.operator === '==')) return 'release';
   return 'commit, unguarded';
