@@ -11,13 +11,16 @@ export class CallScope {
   /** The deadline as the caller set it, in ms from the call's start; Infinity when there is none. */
   readonly timeoutMs: number;
   /**
-   * The call's own signal, made only when the closing signal alone cannot stand for the call: the
-   * caller gave a signal, or the scope can be cancelled. A unary call without a signal (most calls)
-   * uses the closing signal itself, which spares an AbortController and two listeners per call.
+   * The call's own signal, made only when something asks for {@link signal} and the closing signal
+   * alone cannot stand for the call: the caller gave a signal, or the scope can be cancelled. A
+   * unary call without a signal uses the closing signal itself, and one whose transport takes both
+   * signals ({@link callerSignal}) never makes it: that spares an AbortController and two
+   * listeners per call.
    */
-  readonly #controller: AbortController | undefined;
+  #controller: AbortController | undefined;
   readonly #caller: AbortSignal | undefined;
   readonly #closing: AbortSignal;
+  readonly #cancellable: boolean;
   #why: Why | undefined;
   #onCaller: (() => void) | undefined;
   #onClosing: (() => void) | undefined;
@@ -38,38 +41,68 @@ export class CallScope {
     this.deadline = Number.isFinite(timeoutMs) ? Date.now() + timeoutMs : Number.POSITIVE_INFINITY;
     this.#caller = caller;
     this.#closing = closing;
-    if (caller === undefined && !cancellable) {
-      this.#controller = undefined;
-      return;
-    }
-    this.#controller = new AbortController();
-    if (closing.aborted) this.#abort('closed', closing.reason);
-    else if (caller?.aborted) this.#abort('caller', caller.reason);
+    this.#cancellable = cancellable;
+    if (cancellable) this.#link();
+  }
+
+  /** Makes the call's own signal, fired by the caller's signal, the closing one or cancel(). */
+  #link(): AbortController {
+    const controller = new AbortController();
+    this.#controller = controller;
+    // Already stopped (an abort seen through callerSignal before the signal was asked for).
+    if (this.#why !== undefined) controller.abort(this.#reason(this.#why));
+    else if (this.#closing.aborted) this.#abort('closed', this.#closing.reason);
+    else if (this.#caller?.aborted) this.#abort('caller', this.#caller.reason);
     else {
+      const closing = this.#closing;
       const onClosing = () => this.#abort('closed', closing.reason);
       this.#onClosing = onClosing;
       closing.addEventListener('abort', onClosing, { once: true });
+      const caller = this.#caller;
       if (caller) {
         const onCaller = () => this.#abort('caller', caller.reason);
         this.#onCaller = onCaller;
         caller.addEventListener('abort', onCaller, { once: true });
       }
     }
+    return controller;
   }
 
   /** Fires when the call must stop. Its reason is the caller's reason when the caller aborted. */
   get signal(): AbortSignal {
-    return this.#controller ? this.#controller.signal : this.#closing;
+    if (this.#controller) return this.#controller.signal;
+    return this.#caller === undefined && !this.#cancellable ? this.#closing : this.#link().signal;
+  }
+
+  /**
+   * The caller's signal, for a transport that also takes the closing signal
+   * (`Channel.takesClosingSignal`): the two then stop the call without a signal of its own. Undefined
+   * when {@link signal} is needed instead (it was made already, or the scope can be cancelled).
+   */
+  get callerSignal(): AbortSignal | undefined {
+    return this.#controller === undefined && !this.#cancellable ? this.#caller : undefined;
+  }
+
+  /** The connection's closing signal. */
+  get closingSignal(): AbortSignal {
+    return this.#closing;
   }
 
   /** Whether {@link signal} is the connection's closing signal, shared by calls and outliving them. */
   get signalIsShared(): boolean {
-    return this.#controller === undefined;
+    return this.#controller === undefined && this.#caller === undefined && !this.#cancellable;
   }
 
-  /** True once the call must stop. */
+  /**
+   * True once the call must stop. Without a signal of its own, why is decided when first seen; if
+   * both signals fired by then, the caller's abort is the one told: it concerns this call alone.
+   */
   get aborted(): boolean {
-    return this.#controller ? this.#why !== undefined : this.#closing.aborted;
+    if (this.#why !== undefined) return true;
+    if (this.#controller) return false;
+    if (this.#caller?.aborted) this.#why = 'caller';
+    else if (this.#closing.aborted) this.#why = 'closed';
+    return this.#why !== undefined;
   }
 
   /** The deadline as the transport takes it (undefined when there is none). */
@@ -84,8 +117,7 @@ export class CallScope {
 
   /** The typed error for the reason the call stopped. */
   abortError(): EtcdError {
-    const why = this.#controller ? this.#why : this.#closing.aborted ? 'closed' : undefined;
-    switch (why) {
+    switch (this.aborted ? this.#why : undefined) {
       case 'closed':
         return new ClientClosedError();
       case 'caller':
@@ -108,6 +140,13 @@ export class CallScope {
     this.#why = why;
     this.dispose();
     this.#controller.abort(reason);
+  }
+
+  /** The reason the call's signal carries when it stopped for `why`. */
+  #reason(why: Why): unknown {
+    if (why === 'closed') return this.#closing.reason;
+    if (why === 'caller') return this.#caller?.reason;
+    return new AbortedError({ message: 'the stream was cancelled' });
   }
 }
 

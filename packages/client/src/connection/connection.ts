@@ -4,7 +4,13 @@ import { setMaxListeners } from 'node:events';
 import { ClientClosedError, type EtcdError, InvalidConfigError, toEtcdError } from '../errors.js';
 import { etcdserverpb_Auth, type MethodDescriptor } from '../generated/methods.js';
 import { selectTransport } from '../transport/select.js';
-import type { BidiStream, Metadata, ServerStream } from '../transport/types.js';
+import type {
+  BidiStream,
+  Channel,
+  ChannelCallOptions,
+  Metadata,
+  ServerStream,
+} from '../transport/types.js';
 import { TokenManager } from './auth.js';
 import { attemptFailure, staleAnswer, tooLargeError } from './call-failures.js';
 import { CallScope, raceAbort } from './call-scope.js';
@@ -315,12 +321,11 @@ export class Connection implements Rpc {
         if (picked.channel.readyNow?.() !== true) await this.#ready(scope, state, picked);
         const { endpoint, channel } = picked;
         try {
-          const response = await channel.unary(method, request, {
-            metadata: this.#metadata(token),
-            deadline: scope.transportDeadline,
-            signal: scope.signal,
-            signalOutlivesCall: scope.signalIsShared,
-          });
+          const response = await channel.unary(
+            method,
+            request,
+            callOptions(channel, scope, this.#metadata(token)),
+          );
           this.#pool.succeeded(endpoint);
           if (floor !== undefined && headerRevision(response) < floor) {
             throw staleAnswer(
@@ -428,4 +433,21 @@ export class Connection implements Rpc {
   #metadata(token: string | undefined): Metadata {
     return token ? { ...this.#baseMetadata, token } : this.#baseMetadata;
   }
+}
+
+/**
+ * A unary call's options: a caller's signal goes to a transport taking the closing signal beside it
+ * as it is (its one listener removed when the call ends); to any other, the scope's own signal.
+ */
+function callOptions(
+  channel: Channel,
+  scope: CallScope,
+  metadata: Metadata | undefined,
+): ChannelCallOptions {
+  const deadline = scope.transportDeadline;
+  const callerSignal = channel.takesClosingSignal === true ? scope.callerSignal : undefined;
+  if (callerSignal !== undefined) {
+    return { metadata, deadline, signal: callerSignal, closingSignal: scope.closingSignal };
+  }
+  return { metadata, deadline, signal: scope.signal, signalOutlivesCall: scope.signalIsShared };
 }

@@ -107,9 +107,9 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
   /** Starts the call: checks signal and deadline, then asks the channel for a connection. */
   begin(): void {
     if (this.#done) return;
-    const { signal, deadline, signalOutlivesCall } = this.options;
-    if (signal?.aborted) {
-      this.finish(abortedFailure(signal, false));
+    const { signal, deadline, signalOutlivesCall, closingSignal } = this.options;
+    if (signal?.aborted || closingSignal?.aborted) {
+      this.finish(abortedFailure(signal?.aborted ? signal : closingSignal!, false));
       return;
     }
     if (deadline !== undefined) {
@@ -121,10 +121,10 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
       this.channel.deadlines.add(this, deadline);
       this.#watchingDeadline = true;
     }
-    if (signal) {
-      this.channel.aborts.add(signal, this, signalOutlivesCall);
-      this.#watchingSignal = true;
-    }
+    if (signal) this.channel.aborts.add(signal, this, signalOutlivesCall);
+    // Shared by every call: its one listener stays between calls.
+    if (closingSignal) this.channel.aborts.add(closingSignal, this, true);
+    this.#watchingSignal = signal !== undefined || closingSignal !== undefined;
     this.channel.acquire(this);
   }
 
@@ -303,7 +303,11 @@ export abstract class CallBase<Req, Res, S extends LinkSession> implements WireC
     if (this.#done) return;
     this.#done = true;
     if (this.#watchingDeadline) this.channel.deadlines.delete(this);
-    if (this.#watchingSignal) this.channel.aborts.delete(this.options.signal!, this);
+    if (this.#watchingSignal) {
+      const { signal, closingSignal } = this.options;
+      if (signal) this.channel.aborts.delete(signal, this);
+      if (closingSignal) this.channel.aborts.delete(closingSignal, this);
+    }
     this.pending = NO_FRAMES;
     this.channel.forget(this);
     this.#sink.end(error);

@@ -3,6 +3,7 @@
 // false only when grpc-js proves the request never left the client.
 import type * as grpc from '@grpc/grpc-js';
 import type { MethodDescriptor } from '../generated/methods.js';
+import { type AbortableCall, AbortWatch } from './abort-watch.js';
 import { abortedFailure, failure, requestTooLargeFailure, streamEndedFailure } from './failures.js';
 import { errorCodeName, isProtocolErrorCode } from './goaway.js';
 import { HeldRequests } from './grpc-js-held.js';
@@ -109,12 +110,19 @@ function toPemBuffer(value: Uint8Array | string | undefined): Buffer | undefined
  * Maps anything grpc-js reports to a TransportError. A call cancelled because its signal aborted
  * reports Cancelled with the signal's reason as cause.
  */
-function mapError(error: unknown, signal: AbortSignal | undefined): TransportError {
+function mapError(
+  error: unknown,
+  signal: AbortSignal | undefined,
+  closingSignal?: AbortSignal,
+): TransportError {
   if (error instanceof TransportError) return error;
   if (isServiceError(error)) {
     const code = error.code as number as GrpcStatus;
     const sent = !provablyUnsent(code, error.details);
-    if (signal?.aborted && code === GrpcStatus.Cancelled) return abortedFailure(signal, sent);
+    if (code === GrpcStatus.Cancelled) {
+      if (signal?.aborted) return abortedFailure(signal, sent);
+      if (closingSignal?.aborted) return abortedFailure(closingSignal, sent);
+    }
     return new TransportError({
       code,
       details: namedReset(error.details),
@@ -130,6 +138,18 @@ function mapError(error: unknown, signal: AbortSignal | undefined): TransportErr
     true,
     error,
   );
+}
+
+/** A unary call as the abort watch sees it: cancelled when its signal fires. */
+class CancelOnAbort implements AbortableCall {
+  readonly sent = true;
+  call: grpc.ClientUnaryCall | undefined;
+  /** grpc-js reported the outcome: the call is not watched (any more). */
+  ended = false;
+
+  abort(): void {
+    this.call?.cancel();
+  }
 }
 
 /** Fails a call that could not even be started (the grpc-js client was closed). */
@@ -198,6 +218,9 @@ export class GrpcJsChannel implements Channel {
   readonly #maxSendBytes: number;
   /** Request bytes grpc-js has not reported written, bounded by maxBufferedRequestBytes. */
   readonly #held: HeldRequests;
+  /** Cancels unary calls when their signal fires: one listener per signal, not one per call. */
+  readonly #aborts = new AbortWatch();
+  readonly takesClosingSignal = true;
 
   /**
    * Opens (lazily: nothing connects until the first call or `ready()`) a channel to
@@ -252,6 +275,11 @@ export class GrpcJsChannel implements Channel {
     } catch {
       return 'closed';
     }
+  }
+
+  /** True while connected: `ready()` would resolve at once, so a call need not wait a turn for it. */
+  readyNow(): boolean {
+    return this.state() === 'ready';
   }
 
   /**
@@ -350,8 +378,9 @@ export class GrpcJsChannel implements Channel {
     request: Req,
     options: ChannelCallOptions,
   ): Promise<Res> {
-    const { signal } = options;
+    const { signal, closingSignal, signalOutlivesCall } = options;
     if (signal?.aborted) return Promise.reject(abortedFailure(signal, false));
+    if (closingSignal?.aborted) return Promise.reject(abortedFailure(closingSignal, false));
     // Encoded here, not by grpc-js, so a request over the send limit is refused unsent with both
     // sizes named (grpc-js's own check names only the limit).
     let encoded: Buffer;
@@ -368,16 +397,16 @@ export class GrpcJsChannel implements Channel {
     const hold = this.#held.forCall();
     const refused = hold.take(encoded.byteLength + MESSAGE_PREFIX_BYTES);
     if (refused !== undefined) return Promise.reject(bufferFull(refused, false));
+    const aborts = this.#aborts;
     return new Promise<Res>((resolve, reject) => {
-      let call: grpc.ClientUnaryCall;
-      const onAbort = () => call.cancel();
+      const cancelling = new CancelOnAbort();
       // grpc-js records a stack trace for every call, to add to a failure's stack: the frames of
       // this transport, never the user's code. Its capture cost more than the rest of the
       // transport's own work per call, so the call is made without one.
       const stackTraceLimit = Error.stackTraceLimit;
       if (STACK_TRACE_LIMIT_WRITABLE) Error.stackTraceLimit = 0;
       try {
-        call = this.#client.makeUnaryRequest<Req, Res>(
+        cancelling.call = this.#client.makeUnaryRequest<Req, Res>(
           method.path,
           () => encoded,
           (buf) => decodeResponse(method, buf),
@@ -386,8 +415,10 @@ export class GrpcJsChannel implements Channel {
           callOptions(options),
           (error, value) => {
             hold.end();
-            signal?.removeEventListener('abort', onAbort);
-            if (error) reject(mapError(error, signal));
+            cancelling.ended = true;
+            if (signal) aborts.delete(signal, cancelling);
+            if (closingSignal) aborts.delete(closingSignal, cancelling);
+            if (error) reject(mapError(error, signal, closingSignal));
             else resolve(value as Res);
           },
         );
@@ -400,8 +431,10 @@ export class GrpcJsChannel implements Channel {
         if (STACK_TRACE_LIMIT_WRITABLE) Error.stackTraceLimit = stackTraceLimit;
       }
       // Answer headers come after the whole request was read: none of it is held any longer.
-      call.once('metadata', () => hold.end());
-      signal?.addEventListener('abort', onAbort, { once: true });
+      cancelling.call.once('metadata', () => hold.end());
+      if (cancelling.ended) return;
+      if (signal) aborts.add(signal, cancelling, signalOutlivesCall);
+      if (closingSignal) aborts.add(closingSignal, cancelling, true);
     });
   }
 
@@ -538,6 +571,7 @@ export class GrpcJsChannel implements Channel {
 
   /** Closes the grpc-js client; calls in flight fail with Cancelled or Unavailable. */
   close(): void {
+    this.#aborts.stop();
     this.#client.close();
   }
 }

@@ -64,6 +64,7 @@ export class Http2Channel<S extends LinkSession> implements Channel, CallHost<S>
   readonly aborts = new AbortWatch();
   /** @internal Fails this channel's calls whose deadline passed, on one timer. */
   readonly deadlines = new DeadlineWatch();
+  readonly takesClosingSignal = true;
 
   /** Prepares a channel to `options.target`; nothing connects until the first call or `ready()`. */
   constructor(options: ChannelOptions, wire: Wire<S>) {

@@ -69,6 +69,11 @@ export interface ChannelCallOptions {
    * channel may keep its one listener on it between calls instead of adding one per call.
    */
   readonly signalOutlivesCall?: boolean;
+  /**
+   * The client's closing signal beside a caller's `signal`: either stops the call. Given only to a
+   * channel whose `takesClosingSignal` is true; any other gets one `signal` that stands for both.
+   */
+  readonly closingSignal?: AbortSignal;
 }
 
 /**
@@ -171,6 +176,12 @@ export interface Channel {
    * ahead without waiting a turn for it. A channel without it is always asked `ready()`.
    */
   readyNow?(): boolean;
+  /**
+   * Optional: true when the channel stops a unary call on `ChannelCallOptions.closingSignal` as on
+   * its `signal`. A caller's signal then reaches it as it is, with no signal made to link the two
+   * per call (an AbortController and two listeners).
+   */
+  readonly takesClosingSignal?: boolean;
   unary<Req, Res>(
     method: MethodDescriptor<Req, Res, 'unary'>,
     request: Req,

@@ -227,6 +227,44 @@ describe.each(TRANSPORTS)('transport %s', (name, transport) => {
     }
   });
 
+  it("stops a call on its closing signal beside the caller's: one listener kept on the closing signal, the caller's gone with its call", async () => {
+    const channel = transport.open({ target: target(etcd.endpoint) });
+    expect(channel.takesClosingSignal).toBe(true);
+    const closing = new AbortController();
+    const range = (signal: AbortSignal) =>
+      channel.unary(
+        etcdserverpb_KV.Range,
+        { key: bytes('t') },
+        { signal, closingSignal: closing.signal },
+      );
+    try {
+      const caller = new AbortController();
+      await range(caller.signal);
+      await Promise.all(Array.from({ length: 5 }, () => range(caller.signal)));
+      expect(abortRegistrations(caller.signal)).toBe(0);
+      expect(abortRegistrations(closing.signal)).toBe(1);
+      await etcd.pause();
+      const aborted = new AbortController();
+      const reason = new Error('no longer needed');
+      const byCaller = rejection(range(aborted.signal));
+      const byClosing = rejection(range(caller.signal));
+      expect(abortRegistrations(aborted.signal)).toBe(1);
+      expect(abortRegistrations(closing.signal)).toBe(1);
+      aborted.abort(reason);
+      const first = await byCaller;
+      expect([first.code, first.cause, first.sent]).toEqual([GrpcStatus.Cancelled, reason, true]);
+      closing.abort(new Error('closing'));
+      const second = await byClosing;
+      expect([second.code, second.cause]).toEqual([GrpcStatus.Cancelled, closing.signal.reason]);
+      expect(abortRegistrations(caller.signal)).toBe(0);
+      const after = await rejection(range(caller.signal));
+      expect([after.code, after.sent]).toEqual([GrpcStatus.Cancelled, false]);
+    } finally {
+      etcd.resume();
+      channel.close();
+    }
+  });
+
   it('maps server errors with their status and details', async () => {
     const channel = transport.open({ target: target(etcd.endpoint) });
     try {
