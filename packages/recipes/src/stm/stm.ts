@@ -185,11 +185,11 @@ export async function runStm<T>(
           attempt <= settings.maxRetries &&
           ran.plan.compares.length > 0 &&
           queue.holdsAny(keys);
-        // The last turn of this process on one of these keys waited for runs of other processes:
-        // this run would lose its optimistic commit to the queue too, so it queues without it.
+        // A run of this process went to the locks on one of these keys, and its last turn there
+        // did not find them free: this run would lose its optimistic commit to the queue too, so
+        // it queues without it (on any attempt: runs that waited in the local queue follow too).
         const contended =
           settings.contention !== undefined &&
-          attempt === 1 &&
           !locked &&
           attempt <= settings.maxRetries &&
           ran.plan.compares.length > 0 &&
@@ -233,17 +233,23 @@ export async function runStm<T>(
       }
       if (attempt > settings.maxRetries) throw new StmConflictError(attempt);
       const { contention } = settings;
-      if (contention && ran && keys && failedCommits >= contention.afterConflicts) {
+      const lockKeys = async (contention: Required<StmContention>, keys: Uint8Array[]) => {
         // The locks order local runs too (one session's Mutex waits for its own holds): never
         // wait for them holding keys of the local queue, which a local run ahead may wait for.
         keyLocks?.release();
         keyLocks = undefined;
         await locked?.held.release();
         locked = undefined;
+        // The other runs of this process on these keys follow at once, before their own failed
+        // commits: when many start together, only the first ones pay for finding the contention.
+        noteTurn(contention.locks, keys, true);
         locked = await LockedKeys.take(contention.locks, keys, signal);
         noteTurn(contention.locks, keys, locked.held.waited ?? false);
         // Runs elsewhere committed while this one waited: the turn saw what they left.
         prefetched = newest(prefetched, seenOf(locked.held));
+      };
+      if (contention && ran && keys && failedCommits >= contention.afterConflicts) {
+        await lockKeys(contention, keys);
         continue;
       }
       if (queue && ran && keys && !keyLocks?.covers(keys)) {
@@ -251,6 +257,12 @@ export async function runStm<T>(
         const held = keyLocks?.ids ?? [];
         keyLocks?.release();
         keyLocks = await queue.take(keys, held, signal);
+        // The local run ahead went to the locks on these keys: follow it there, without a read
+        // (the turn reads the keys) nor a commit that the queue would fail.
+        if (contention && isContended(contention.locks, keys)) {
+          await lockKeys(contention, keys);
+          continue;
+        }
         // Runs that held these keys meanwhile have committed: what the failed commit read is old.
         if (keyLocks.waited || !prefetched) {
           const stale = refetchKeys(ran.plan, settings);

@@ -152,6 +152,103 @@ describeEachBackend('STM group turns (stmKeyLocks)', ({ backend, prefix }) => {
     }
   });
 
+  it('once a run of the session goes to the locks on its keys, the next run on them follows without reading or committing first', async () => {
+    for (const name of ['ca', 'cb']) await other.put(k(name), String(INITIAL));
+    const aheadSession = await Session.create(second, { ttl: 30 });
+    const runSession = await Session.create(etcd, { ttl: 30 });
+    const locks = stmKeyLocks(runSession, locksPrefix());
+    try {
+      const keys = [bytes('ca'), bytes('cb')].sort(Buffer.compare);
+      const ahead = await stmKeyLocks(aheadSession, locksPrefix()).lock(keys);
+      calls.length = 0;
+      // Keys this session never locked: the run reads them, loses its optimistic commit to the
+      // queue and joins it.
+      const first = transfer(etcd, 'ca', 'cb', { contention: { locks } });
+      await queued(4);
+      await settled();
+      expect(calls).toEqual([RANGE, RANGE, TXN, TXN]);
+      calls.length = 0;
+      // Its turn has not come, yet the next run starts from what the join read and waits for
+      // that turn in-process: no read, no optimistic commit lost to the queue.
+      const next = transfer(etcd, 'ca', 'cb', { contention: { locks } });
+      await settled();
+      await ahead.release();
+      const [firstAt, nextAt] = await Promise.all([first, next]);
+      expect(nextAt).toBeGreaterThan(firstAt);
+      // The first run's read when its turn came, its commit passing the turn on, the next's commit.
+      expect(calls).toEqual([TXN, TXN, TXN]);
+      expect([await balance('ca'), await balance('cb')]).toEqual([INITIAL - 2, INITIAL + 2]);
+      await queued(0);
+    } finally {
+      await aheadSession.close();
+      await runSession.close();
+    }
+  });
+
+  it('a run waiting in the local queue behind one that goes to the locks follows it there, without a read or a commit of its own first', async () => {
+    for (const name of ['da', 'db']) await other.put(k(name), String(INITIAL));
+    const aheadSession = await Session.create(second, { ttl: 30 });
+    const runSession = await Session.create(etcd, { ttl: 30 });
+    const locks = stmKeyLocks(runSession, locksPrefix());
+    const keys = [bytes('da'), bytes('db')].sort(Buffer.compare);
+    let ahead: StmKeysHeld | undefined;
+    let next: Promise<bigint> | undefined;
+    let nextRead: () => void = () => {};
+    const nextHasRead = new Promise<void>((resolve) => {
+      nextRead = resolve;
+    });
+    try {
+      calls.length = 0;
+      let attempts = 0;
+      // A writer elsewhere changes `da` under the first two attempts (its value unchanged); before
+      // the second fails, another session queues for the keys.
+      const first = runStm(
+        etcd,
+        async (stm) => {
+          attempts++;
+          const a = Number(await stm.get(k('da')));
+          const b = Number(await stm.get(k('db')));
+          if (attempts === 2) {
+            // Holding the keys in the local queue: the next run waits there.
+            next = runStm(
+              etcd,
+              async (inner) => {
+                const x = Number(await inner.get(k('da')));
+                const y = Number(await inner.get(k('db')));
+                nextRead();
+                inner.put(k('da'), String(x - 1));
+                inner.put(k('db'), String(y + 1));
+              },
+              { contention: { locks, afterConflicts: 1 } },
+            ).then((result) => result.header.revision);
+            await nextHasRead;
+            ahead = await stmKeyLocks(aheadSession, locksPrefix()).lock(keys);
+          }
+          if (attempts <= 2) await other.put(k('da'), String(a));
+          stm.put(k('da'), String(a - 1));
+          stm.put(k('db'), String(b + 1));
+        },
+        { contention: { locks, afterConflicts: 1 } },
+      ).then((result) => result.header.revision);
+      await queued(4);
+      await settled();
+      // The first run: its reads, two failed commits, its join. The next: its reads, then it
+      // waits in the local queue, and follows the first to the locks when that one leaves it.
+      expect(calls).toEqual([RANGE, RANGE, TXN, RANGE, RANGE, TXN, TXN]);
+      calls.length = 0;
+      await ahead?.release();
+      const [firstAt, nextAt] = await Promise.all([first, next]);
+      expect(nextAt).toBeGreaterThan(firstAt as bigint);
+      // The first's read when its turn came and its commit passing the turn on; the next's commit.
+      expect(calls).toEqual([TXN, TXN, TXN]);
+      expect([await balance('da'), await balance('db')]).toEqual([INITIAL - 2, INITIAL + 2]);
+      await queued(0);
+    } finally {
+      await aheadSession.close();
+      await runSession.close();
+    }
+  });
+
   it('a turn passes only to a run waiting for exactly its keys; other runs join the queues after it', async () => {
     for (const name of ['ka', 'kb', 'kc']) await other.put(k(name), String(INITIAL));
     const aheadSession = await Session.create(second, { ttl: 30 });
