@@ -48,6 +48,34 @@ const options: StmOptions = session
   : {};
 const count = Number(keys);
 const latencies: number[] = [];
+/** `contenders` loops of transfers between the keys `<at>0`..`<at>count-1` until `end`. */
+const transfers = (at: string, end: number, done: number[]) =>
+  Promise.all(
+    Array.from({ length: Number(contenders) }, async () => {
+      while (performance.now() < end) {
+        const from = Math.floor(Math.random() * count);
+        const to = (from + 1 + Math.floor(Math.random() * (count - 1))) % count;
+        const started = performance.now();
+        await runStm(
+          etcd,
+          async (stm) => {
+            const a = Number((await stm.get(`${at}${from}`)) ?? 0);
+            const b = Number((await stm.get(`${at}${to}`)) ?? 0);
+            stm.put(`${at}${from}`, String(a - 1));
+            stm.put(`${at}${to}`, String(b + 1));
+          },
+          options,
+        );
+        done.push(performance.now() - started);
+      }
+    }),
+  );
+// ETCDKIT_BENCH_STM_WARM_MS=<ms>: before 'ready', the same transfers for that long on other keys
+// (`<prefix>warm/`, contended by every process alike), so the measured runs find the process's
+// code compiled, as in a long-lived service; what this process knows of the measured keys (their
+// contention, their values) still starts empty. Default 0: cold processes.
+const warmMs = Number(process.env.ETCDKIT_BENCH_STM_WARM_MS ?? '0') || 0;
+if (warmMs > 0) await transfers(`${prefix}warm/`, performance.now() + warmMs, []);
 process.send?.('ready');
 await new Promise((resolve) => process.once('message', resolve));
 // Only the calls of the transfers: not the session's grant, nor its revoke below.
@@ -57,27 +85,7 @@ const cpuAtGo = process.cpuUsage();
 // Traced: the CPU ms and commits so far every 500 ms, to tell a cold process from a warm one.
 const ticks: Array<[number, number]> = [];
 const ticking = trace && setInterval(() => ticks.push([cpuMs(cpuAtGo), latencies.length]), 500);
-const end = performance.now() + Number(ms);
-await Promise.all(
-  Array.from({ length: Number(contenders) }, async () => {
-    while (performance.now() < end) {
-      const from = Math.floor(Math.random() * count);
-      const to = (from + 1 + Math.floor(Math.random() * (count - 1))) % count;
-      const started = performance.now();
-      await runStm(
-        etcd,
-        async (stm) => {
-          const a = Number(await stm.get(`${prefix}${from}`));
-          const b = Number(await stm.get(`${prefix}${to}`));
-          stm.put(`${prefix}${from}`, String(a - 1));
-          stm.put(`${prefix}${to}`, String(b + 1));
-        },
-        options,
-      );
-      latencies.push(performance.now() - started);
-    }
-  }),
-);
+await transfers(prefix, performance.now() + Number(ms), latencies);
 const made = { ...calls };
 const cpu = cpuMs(cpuAtGo);
 await session?.close();

@@ -14,6 +14,9 @@
 // ETCDKIT_BENCH_STM_MS sets the time per measurement (default 300; 2000 gives steadier counts per
 // commit on a loaded machine). ETCDKIT_BENCH_STM_PROF=<dir>: every process of the rows across
 // processes writes a --cpu-prof there (startup included: look at the last ETCDKIT_BENCH_STM_MS).
+// ETCDKIT_BENCH_STM_WARM_MS=<ms>: each process of those rows first runs the same transfers on
+// other keys for that long (compiled code, as in a long-lived service); default 0, cold.
+// ETCDKIT_BENCH_STM_TRACE=1: the processes classify their txns (recipes-stm-process.ts).
 // Reports numbers; asserts nothing.
 import { fork } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -303,9 +306,9 @@ async function acrossProcesses(
       }
     }
     const { kvs } = await etcd.range({ prefix: `${prefix}` });
-    const accounts = kvs.filter(
-      (kv) =>
-        !kv.keyText().startsWith(`${prefix}locks`) && !kv.keyText().startsWith(`${prefix}token`),
+    // The accounts: not the lock queues, the token, nor the keys of the processes' warm-up.
+    const accounts = kvs.filter((kv) =>
+      ['locks', 'token', 'warm/'].every((other) => !kv.keyText().startsWith(`${prefix}${other}`)),
     );
     const conserved = accounts.reduce((sum, kv) => sum + Number(kv.text()), 0) === keys * INITIAL;
     await etcd.delete({ prefix });
