@@ -261,7 +261,7 @@ export class H2Connection extends H2Session {
    * for the socket or in the socket's buffer.
    */
   get bufferedRequestBytes(): number {
-    return this.#held + this.unwrittenBytes;
+    return this.#held + this.unwrittenBytes - this.queuedAnswerBytes;
   }
 
   /** The server's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited until it says one). */

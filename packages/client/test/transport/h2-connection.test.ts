@@ -1,7 +1,10 @@
 // The h2 transport's HTTP/2 connection against a scripted server on the other end of an in-memory
 // socket pair: what it writes, frame by frame (one socket write per tick), and how it follows the
 // server's settings, windows, GOAWAY, RST_STREAM, CONTINUATION and PING.
+
+import { once } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http2';
+import { createServer, Socket } from 'node:net';
 import { type Duplex, duplexPair } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import {
@@ -147,8 +150,10 @@ const TEMPLATE = {
 } as const;
 
 /** A connection and its scripted server, the handshake done with `settings`. */
-async function connected(settings: ReadonlyArray<readonly [number, number]> = []) {
-  const [clientSide, serverSide] = duplexPair();
+async function connected(
+  settings: ReadonlyArray<readonly [number, number]> = [],
+  [clientSide, serverSide]: [Duplex, Duplex] = duplexPair(),
+) {
   const log: string[] = [];
   let ready = false;
   let reportClosed: () => void = () => {};
@@ -171,6 +176,20 @@ async function connected(settings: ReadonlyArray<readonly [number, number]> = []
   await server.roundTrip(settingsFrame(settings));
   expect(ready).toBe(true);
   return { connection, server, log, closed };
+}
+
+/** Both ends of a loopback TCP connection: reads come as the event loop polls them, as in use. */
+async function tcpPair(): Promise<[Socket, Socket]> {
+  const listener = createServer();
+  listener.listen(0, '127.0.0.1');
+  await once(listener, 'listening');
+  const { port } = listener.address() as { port: number };
+  const accepted = once(listener, 'connection');
+  const client = new Socket().connect(port, '127.0.0.1');
+  const [server] = (await accepted) as [Socket];
+  await once(client, 'connect');
+  listener.close();
+  return [client, server];
 }
 
 const literal = (fields: Array<[string, string]>) =>
@@ -444,6 +463,54 @@ describe('H2Connection', () => {
     const ping = await server.next((f) => f.type === FRAME_PING && f.flags === 0);
     server.send(frameOf(FRAME_PING, FLAG_ACK, 0, ping.payload));
     expect(await answered).toBeNull();
+  });
+
+  it('answers a PING read with a response in the same socket write as the request that response starts', async () => {
+    const sockets = await tcpPair();
+    const [clientSide, serverSide] = sockets;
+    try {
+      const { connection, server } = await connected([], sockets);
+      let writes = 0;
+      const write = clientSide.write.bind(clientSide) as (chunk: Buffer) => boolean;
+      clientSide.write = ((chunk: Buffer) => {
+        writes++;
+        return write(chunk);
+      }) as typeof clientSide.write;
+      const next = recorder();
+      let first = true;
+      const events: H2StreamEvents = {
+        ...recorder().events,
+        // As a caller awaiting the answer does: the next call starts in a microtask after it.
+        onEnd: () => {
+          if (!first) return;
+          first = false;
+          void Promise.resolve().then(() =>
+            connection.request('/p', [], next.events, [Buffer.from('second')], true),
+          );
+        },
+      };
+      connection.request('/p', [], events, [Buffer.from('first')], true);
+      await server.next((f) => f.type === FRAME_DATA && f.streamId === 1);
+      expect(writes).toBe(1);
+      const from = server.frames.length;
+      server.send(
+        frameOf(FRAME_PING, 0, 0, Buffer.from('bdp-ping')),
+        headersFrame(1, OK_HEADERS),
+        dataFrame(1, 10),
+        headersFrame(1, [['grpc-status', '0']], true),
+      );
+      await server.next((f) => f.type === FRAME_DATA && f.streamId === 3, from);
+      expect(writes).toBe(2);
+      expect(server.frames.slice(from).map((f) => [f.type, f.flags, f.streamId])).toEqual([
+        [FRAME_PING, FLAG_ACK, 0],
+        [FRAME_HEADERS, FLAG_END_HEADERS, 3],
+        [FRAME_DATA, FLAG_END_STREAM, 3],
+      ]);
+      expect(server.frames[from]!.payload.toString()).toBe('bdp-ping');
+    } finally {
+      clientSide.destroy();
+      serverSide.destroy();
+    }
   });
 
   it('drops open streams and fails pings when the socket closes', async () => {

@@ -171,6 +171,8 @@ export abstract class H2Session implements Flushable {
   #block: OpenBlock | undefined;
   #out: Buffer[] = [];
   #outBytes = 0;
+  /** Of #outBytes, those queued while reading: the answers to the peer's frames. */
+  #answerBytes = 0;
   #flushing = false;
   /** The peer's frames are being handled: what is queued now answers them. */
   #reading = false;
@@ -228,6 +230,14 @@ export abstract class H2Session implements Flushable {
     return this.#outBytes + this.duplex.writableLength;
   }
 
+  /**
+   * Octets queued while handling the peer's frames (ACKs, WINDOW_UPDATEs, DATA its window let go),
+   * not written yet: they wait for the end of the read's turn, to go out with what it made.
+   */
+  get queuedAnswerBytes(): number {
+    return this.#answerBytes;
+  }
+
   /** Takes `n` octets of the connection's send window (DATA about to be queued). */
   take(n: number): void {
     this.#sendWindow -= n;
@@ -238,9 +248,13 @@ export abstract class H2Session implements Flushable {
     if (this.ended) return;
     this.#out.push(bytes);
     this.#outBytes += bytes.length;
+    if (this.#reading) this.#answerBytes += bytes.length;
     if (this.#flushing) return;
     this.#flushing = true;
     if (this.#writeOrder !== undefined) this.#writeOrder.schedule(this, this.#reading);
+    // What answers a read (a PING or SETTINGS ACK, a WINDOW_UPDATE) waits for the promises the
+    // read settled: the next request they make goes out in the same write (one syscall, not two).
+    else if (this.#reading) setImmediate(this.#tick);
     else process.nextTick(this.#tick);
   }
 
@@ -254,6 +268,7 @@ export abstract class H2Session implements Flushable {
     this.#out = [];
     const bytes = this.#outBytes;
     this.#outBytes = 0;
+    this.#answerBytes = 0;
     // ACKs count until their write is done, as they count in nghttp2's queue until node's write
     // in progress is done.
     const acks = this.#queuedAcks;
@@ -277,6 +292,7 @@ export abstract class H2Session implements Flushable {
     const out = this.#out;
     this.#out = [];
     this.#outBytes = 0;
+    this.#answerBytes = 0;
     this.#queuedAcks = 0;
     return out;
   }
