@@ -4,6 +4,7 @@
 // grpc-js's ServerDuplexStream emits ('end', 'cancelled', 'close', 'drain', 'error').
 import { EventEmitter } from 'node:events';
 import type { MethodDescriptor } from '@etcdkit/client/protocol';
+import { encodeResponse } from '../api/response-encoding.js';
 import { EncodedMessage } from '../encoded-message.js';
 import { GrpcCode } from '../errors.js';
 import type { BidiStream, CallInfo, ResponseOf, StatusFailure } from '../services/registry.js';
@@ -59,7 +60,8 @@ export class H2BidiStream<Req, Res> extends EventEmitter implements BidiStream<R
     const frame =
       message instanceof EncodedMessage
         ? message.bytes
-        : this.#method.response.encode(message as Res).finish();
+        : (encodeResponse(this.#method.path, message) ??
+          this.#method.response.encode(message as Res).finish());
     let written = true;
     this.#layers.sendMessage(() => {
       written = this.#call.write(frame);

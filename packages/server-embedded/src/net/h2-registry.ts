@@ -3,6 +3,7 @@
 // (call-middleware.ts) and answers as grpc-js's server does. A unary call arriving while no layer
 // would touch it skips their bookkeeping.
 import type { MethodDescriptor } from '@etcdkit/client/protocol';
+import { encodeResponse } from '../api/response-encoding.js';
 import { GrpcCode } from '../errors.js';
 import { type CallGate, GatedCall } from '../faults/call-gate.js';
 import {
@@ -67,7 +68,9 @@ function admitRequest<Req>(
 
 function encode<Res>(method: MethodDescriptor<unknown, Res>, response: unknown): Uint8Array {
   try {
-    return method.response.encode(response as Res).finish();
+    return (
+      encodeResponse(method.path, response) ?? method.response.encode(response as Res).finish()
+    );
   } catch {
     throw new StatusError(GrpcCode.INTERNAL, 'Error serializing response');
   }

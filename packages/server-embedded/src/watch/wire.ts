@@ -1,6 +1,7 @@
 // Watch responses in wire form, and the cancel reasons etcd sends, word for word.
-import { etcdserverpb, type mvccpb } from '@etcdkit/client/protocol';
+import type { etcdserverpb, mvccpb } from '@etcdkit/client/protocol';
 import { type ResponseHeader, toWireKeyValue } from '../api/requests.js';
+import { encodeHeader } from '../api/response-encoding.js';
 import { EncodedMessage } from '../encoded-message.js';
 import { EtcdServerError } from '../errors.js';
 import {
@@ -120,7 +121,8 @@ function fieldsOf(kv: KeyValue): KeyValueFields {
 
 /** A writer of exactly a response's size with its header and watch id written; `body` to come. */
 function responseStart(header: ResponseHeader, watchId: bigint, body: number): ProtoWriter {
-  const headerBytes = etcdserverpb.ResponseHeader.encode(header).finish();
+  // Kept for the next responses at the revision: a commit's events to every watcher share it.
+  const headerBytes = encodeHeader(header);
   const size =
     1 +
     varintSize(headerBytes.length) +
