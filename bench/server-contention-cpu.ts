@@ -6,13 +6,18 @@
 // thread's run time) around each run, so it is that process's alone; CPU per cycle is what load
 // distorts least (throughput moves with the other work on the machine). Rounds alternate the
 // servers ABBA after a warm-up run on each; the table gives medians and the median of the
-// rounds' ratios. ETCDKIT_BENCH_SERVER_PROFILE=dir: each server writes a CPU profile there.
+// rounds' ratios. ETCDKIT_BENCH_SERVER_PROFILE=dir: each server writes a CPU profile there;
+// ETCDKIT_BENCH_SERVER_HEAP_PROFILE=dir: a sampling profile of its allocations.
+// ETCDKIT_BENCH_SERVER_FLAGS and ETCDKIT_BENCH_SERVER_FLAGS_BEFORE: node flags of each server
+// (e.g. --trace-gc, shown with ETCDKIT_BENCH_SERVER_OUTPUT=1: the servers' output is inherited,
+// and each run's cycles are printed with the server's pid).
 // ETCDKIT_BENCH_SERVER_CLI=path runs another etcdkit-server entry for "now" (a built dist/cli.js runs
 // without tsx). Also reports the server's write and read system calls per cycle (/proc/pid/io).
 // Run alone: node --conditions=etcdkit-source --import tsx bench/server-contention-cpu.ts
 import { type ChildProcess, fork, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { freePort } from '../testkit/src/internal/ports.js';
 import { median, ratio } from './report.js';
 import { processCpuMicros, untilServing } from './server-cpu.js';
@@ -42,13 +47,49 @@ interface Server {
   stop(): Promise<void>;
 }
 
-async function startServer(name: string, cli: string): Promise<Server> {
+/**
+ * A module that samples the process's allocations (every 16 KiB allocated, garbage included,
+ * which --heap-prof leaves out) and writes them as a .heapprofile into `dir` when it is told to
+ * stop (SIGTERM): where the server's bytes allocated per cycle come from.
+ */
+function allocationSampler(dir: string): string {
+  const file = join(dir, 'allocation-sampler.mjs');
+  writeFileSync(
+    file,
+    `import { Session } from 'node:inspector';
+import { writeFileSync } from 'node:fs';
+const session = new Session();
+session.connect();
+session.post('HeapProfiler.startSampling', {
+  samplingInterval: 16384,
+  includeObjectsCollectedByMajorGC: true,
+  includeObjectsCollectedByMinorGC: true,
+});
+process.once('SIGTERM', () => {
+  session.post('HeapProfiler.stopSampling', (error, result) => {
+    if (!error) writeFileSync(${JSON.stringify(dir)} + '/server-' + process.pid + '.heapprofile', JSON.stringify(result.profile));
+    process.exit(0);
+  });
+});
+`,
+  );
+  return pathToFileURL(file).href;
+}
+
+async function startServer(
+  name: string,
+  cli: string,
+  nodeFlags: readonly string[] = [],
+): Promise<Server> {
   const endpoint = `http://127.0.0.1:${await freePort()}`;
   const profileDir = process.env.ETCDKIT_BENCH_SERVER_PROFILE;
+  const heapDir = process.env.ETCDKIT_BENCH_SERVER_HEAP_PROFILE;
   const child = spawn(
     process.execPath,
     [
       ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+      ...(heapDir ? ['--import', allocationSampler(heapDir)] : []),
+      ...nodeFlags,
       // A built CLI (dist/cli.js) runs as is; sources run through tsx.
       ...(cli.endsWith('.js') ? [] : ['--conditions=etcdkit-source', '--import', 'tsx']),
       cli,
@@ -56,7 +97,11 @@ async function startServer(name: string, cli: string): Promise<Server> {
       endpoint,
     ],
     // tsx maps the @etcdkit/* imports through the tsconfig.json of the checkout it runs in.
-    { cwd: cli.slice(0, cli.lastIndexOf('/packages/')) || REPO, stdio: 'ignore' },
+    // (A bundle outside any checkout runs from this one.)
+    {
+      cwd: cli.includes('/packages/') ? cli.slice(0, cli.lastIndexOf('/packages/')) : REPO,
+      stdio: process.env.ETCDKIT_BENCH_SERVER_OUTPUT ? 'inherit' : 'ignore',
+    },
   );
   await untilServing(endpoint, child);
   const stop = async () => {
@@ -114,6 +159,11 @@ class Contenders {
     const done = await Promise.all(answers.map((answer) => answer.done));
     const serverUs = processCpuMicros(server.pid) - before;
     const calls = processSyscalls(server.pid);
+    if (process.env.ETCDKIT_BENCH_SERVER_OUTPUT) {
+      // Beside the servers' own output (e.g. --trace-gc), which names their pids.
+      const cycles = done.reduce((sum, d) => sum + d.cycles, 0);
+      console.error(`[bench] ${server.name} pid ${server.pid} run ${id}: ${cycles} cycles`);
+    }
     return {
       writes: calls.writes - callsBefore.writes,
       reads: calls.reads - callsBefore.reads,
@@ -139,6 +189,11 @@ class Contenders {
   }
 }
 
+/** Node flags from a space-separated list (an env variable; none when unset). */
+function flagsOf(list: string | undefined): string[] {
+  return list?.split(' ').filter((flag) => flag.length > 0) ?? [];
+}
+
 /** One run's figures per lock cycle. */
 interface Sample {
   readonly rate: number;
@@ -148,8 +203,12 @@ interface Sample {
 }
 
 async function report(): Promise<Array<Record<string, string>>> {
-  const servers = [await startServer('now', CLI)];
-  if (BEFORE !== undefined) servers.push(await startServer('before', BEFORE));
+  const servers = [await startServer('now', CLI, flagsOf(process.env.ETCDKIT_BENCH_SERVER_FLAGS))];
+  if (BEFORE !== undefined) {
+    servers.push(
+      await startServer('before', BEFORE, flagsOf(process.env.ETCDKIT_BENCH_SERVER_FLAGS_BEFORE)),
+    );
+  }
   const contenders = new Contenders(PROCESSES);
   const samples = new Map(servers.map((s) => [s.name, [] as Sample[]]));
   try {
