@@ -66,7 +66,23 @@ function merge(intervals: readonly Interval[]): Interval[] {
 
 /** Throws "duplicate key given in txn request" when `ops` break the duplicate-key rules. */
 export function checkIntervals(ops: readonly RequestOp[]): void {
-  collect(ops);
+  // One put at most and no delete or nested txn (a lock's or an STM commit's lists): nothing can
+  // be put twice or inside a deleted range, so no key string, set or range list is made for it.
+  // An op is what operationOf takes it for: the first of range, put, delete and txn it carries.
+  let puts = 0;
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i];
+    if (op == null || op.requestRange) continue;
+    if (op.requestPut) {
+      if (++puts > 1) break;
+      continue;
+    }
+    if (op.requestDeleteRange || op.requestTxn) {
+      puts = 2;
+      break;
+    }
+  }
+  if (puts > 1) collect(ops);
 }
 
 function collect(ops: readonly RequestOp[]): { puts: Set<string>; deletes: DeletedRanges } {
