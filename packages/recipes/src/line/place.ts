@@ -16,6 +16,7 @@ import {
 import { linkSignals, Slot } from '@etcdkit/client/internal';
 import { LockLostError, LockNotHeldError, SessionExpiredError, throwIfAborted } from '../errors.js';
 import type { Session } from '../session/session.js';
+import { keptKeyWatch } from './kept-ahead-watch.js';
 import { keptLossWatch } from './kept-loss-watch.js';
 import {
   closeNow,
@@ -23,6 +24,7 @@ import {
   type LineRead,
   type LossWatch,
   type OwnKey,
+  type WatchKey,
   watchForTurn,
   watchLoss,
 } from './turn.js';
@@ -158,9 +160,21 @@ export async function waitToHold(session: Session, wait: HoldWait): Promise<Hold
     signal === undefined ? unlinked(holding.signal) : linkSignals(signal, holding.signal);
   const ownKey = ownKeyOf(entry, entry.header);
   const slots = wait.slots ?? 1;
-  const lossWatch = lossWatchOf(session, wait.keepLossWatch === true);
+  const keep = wait.keepLossWatch === true;
+  const lossWatch = lossWatchOf(session, keep);
+  // The same sessions queue again in the same order: the key ahead is usually the last wait's.
+  const aheadWatch: WatchKey | undefined = keep
+    ? (_kv, key, after, listener) => keptKeyWatch(session, key, after, listener)
+    : undefined;
   const { prefix } = wait;
-  const waiter = { prefix, createRevision: entry.createRevision, slots, ownKey, lossWatch };
+  const waiter = {
+    prefix,
+    createRevision: entry.createRevision,
+    slots,
+    ownKey,
+    lossWatch,
+    aheadWatch,
+  };
   try {
     // The creating txn's read of the line when there is one (a key found existing has none).
     const found = await watchForTurn(session.etcd, waiter, entry.ahead, both.signal);

@@ -55,6 +55,52 @@ export interface Waiter {
   readonly ownKey?: OwnKey;
   /** How the own key is watched alone (in a long line); default {@link watchLoss}. */
   readonly lossWatch?: (kv: KV, own: OwnKey) => LossWatch;
+  /** How the key ahead is watched in a long line; default {@link watchKeyNow}. */
+  readonly aheadWatch?: WatchKey;
+}
+
+/** @internal Where the deletes of a watched key go. */
+export interface KeyListener {
+  batch(batch: WatchBatch): void;
+  error(error: unknown): void;
+}
+
+/** @internal A listener's share of a watch of one key's deletes. */
+export interface KeySubscription {
+  /** The revision after which every delete of the key is delivered (the watch's creation). */
+  readonly covered: Promise<bigint>;
+  close(): void;
+}
+
+/**
+ * @internal Watches the deletes of `key` after `after` for `listener` (a delete above `after` seen
+ * before may be delivered at once).
+ */
+export type WatchKey = (
+  kv: KV,
+  key: Uint8Array,
+  after: bigint,
+  listener: KeyListener,
+) => KeySubscription;
+
+/** @internal A watch of `key` of its own, from now. */
+export function watchKeyNow(
+  kv: KV,
+  key: Uint8Array,
+  _after: bigint,
+  listener: KeyListener,
+): KeySubscription {
+  const stop = new AbortController();
+  const start = Buffer.from(key);
+  const watcher = kv.watch({
+    range: { start, end: Buffer.concat([start, ZERO]) },
+    startRevision: 0n,
+    filters: ['noPut'],
+    signal: stop.signal,
+  });
+  watcher.on('batch', (batch) => listener.batch(batch));
+  watcher.on('error', (error) => listener.error(error));
+  return { covered: watcher.ready(), close: () => stop.abort(STOPPED) };
 }
 
 /** @internal The turn {@link watchForTurn} found. */
@@ -294,8 +340,9 @@ const ZERO = Buffer.from([0]);
  * with it: when the two show the store moved, `recheck` reads the queue and the live watch's
  * events count from the read's revision on; otherwise the live one's events are dropped and it is
  * closed when the wait ends (a cancel now would be answered, waking the waiting process). Without
- * `exact` (a longer wait) the second watch is opened only when the first one's creation shows the
- * store past its start, as waitForChange (wait.ts) does. The first watch alone stays for the loss;
+ * `exact` (a longer line: the key ahead alone, the own key watched apart) the one watch is from
+ * now, and a read of the queue covers the revisions before its creation when the store moved
+ * since the read. The first watch alone stays for the loss;
  * when its start is compacted after the turn, a read of the own key decides: lost, or watched
  * again from the read on.
  */
@@ -386,24 +433,31 @@ export class TurnWatch implements LossWatch {
       return;
     }
     signal.addEventListener('abort', this.#onAbort, { once: true });
-    const first = this.#watchFrom(from);
-    const openLive = () => {
-      const live = this.#open(0n);
-      this.#live = live;
-      live.on('batch', (batch) => {
-        // Dropped, and closed soon: nothing more of it counts.
-        if (this.#live !== live) return;
-        if (this.#liveFrom === undefined) this.#liveHeld?.push(batch);
-        else if (batch.revision > this.#liveFrom) this.#apply(batch);
+    if (!this.#exact) {
+      // A longer line: the key ahead alone, from now; a read covers what its creation skipped.
+      const key = ahead[0]?.key ?? ZERO;
+      const subscription = (waiter.aheadWatch ?? watchKeyNow)(kv, key, this.#seen, {
+        batch: (batch) => this.#apply(batch),
+        error: (error) => this.#fail(error),
       });
-      // The first watch sees everything anyway, later: the live one's failure is not the wait's.
-      live.on('error', () => undefined);
-      return live;
-    };
+      this.#stop.signal.addEventListener('abort', () => subscription.close(), { once: true });
+      void this.#createdAfter(subscription.covered, this.#seen);
+      return;
+    }
+    const first = this.#watchFrom(from);
+    const live = this.#open(0n);
+    this.#live = live;
+    live.on('batch', (batch) => {
+      // Dropped, and closed soon: nothing more of it counts.
+      if (this.#live !== live) return;
+      if (this.#liveFrom === undefined) this.#liveHeld?.push(batch);
+      else if (batch.revision > this.#liveFrom) this.#apply(batch);
+    });
+    // The first watch sees everything anyway, later: the live one's failure is not the wait's.
+    live.on('error', () => undefined);
     // Right behind it on the stream, a watch from now: etcd creates the two in order, so its
     // created revision is read after the first one was registered.
-    const live = this.#exact ? openLive() : undefined;
-    void this.#created(first, live ?? openLive, from);
+    void this.#created(first, live, from);
   }
 
   #open(startRevision: bigint): Watcher {
@@ -425,23 +479,42 @@ export class TurnWatch implements LossWatch {
   }
 
   /**
+   * The watch from now of a longer line, created: it sees every change after the revision its
+   * answer reports (etcd reads it before it registers the watch, v3rpc/watch.go, and starts the
+   * watch just after it). When the store moved since `read`, a read of the queue covers the
+   * revisions in between: one read, where a watch from the read's revision would be served by
+   * etcd 3.4's 100 ms catch-up loop and needed a second watch, from now, beside it.
+   */
+  async #createdAfter(covered: Promise<bigint>, read: bigint): Promise<void> {
+    let createdAt: bigint;
+    try {
+      createdAt = await covered;
+    } catch {
+      // The watch's failure fails the wait through its error event.
+      return;
+    }
+    if (this.#settled || createdAt <= read) return;
+    try {
+      this.#takeRead(await this.#recheck(this.#stop.signal));
+    } catch (error) {
+      // A read that found the own key gone fails the wait (SessionExpiredError).
+      if (!this.#stop.signal.aborted) this.#fail(error);
+    }
+  }
+
+  /**
    * Once both watches exist: a first one created below its start revision, with nothing committed
    * until the live one was created, is synced (etcd reports the revision it read BEFORE it
    * registers a watch, v3rpc/watch.go, so the first one's answer alone does not prove it); the
    * live one is then parked until the wait ends. Otherwise the first one may wait for etcd's
-   * catch-up loop: a read of the queue, and the live watch's events after it, tell sooner. Given
-   * `openLive` instead of a live watch, a first one created below its start is taken as synced,
-   * and only otherwise is the live one opened.
+   * catch-up loop: a read of the queue, and the live watch's events after it, tell sooner.
    */
-  async #created(first: Watcher, live: Watcher | (() => Watcher), from: bigint): Promise<void> {
+  async #created(first: Watcher, live: Watcher, from: bigint): Promise<void> {
     let createdAt: bigint;
     let liveFrom: bigint | undefined;
     try {
       createdAt = await first.ready();
-      if (typeof live === 'function') {
-        if (createdAt < from || this.#settled) return;
-        live = live();
-      } else if (this.#settled) return;
+      if (this.#settled) return;
       // A live watch that fails leaves the first one to tell.
       liveFrom = await live.ready().catch(() => undefined);
     } catch {

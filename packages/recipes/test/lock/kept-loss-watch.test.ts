@@ -81,7 +81,7 @@ describeEachBackend('Mutex: one kept loss watch per session key', ({ backend, pr
     expect(watches[0]?.watcher.closed).toBe(false);
   });
 
-  it("a waiter in a long line whose session held the key before creates one watch in the cycle, of the key ahead alone, cancelled once held; its own key's watch is the kept one", async () => {
+  it("a waiter in a long line whose session held the key before creates one watch in the cycle, of the key ahead alone, kept once held; its own key's watch is the kept one", async () => {
     const name = `${prefix()}lock`;
     const { etcd, watches } = watching(fixture.client());
     const waiter = await fixture.session({}, etcd);
@@ -97,10 +97,11 @@ describeEachBackend('Mutex: one kept loss watch per session key', ({ backend, pr
     await eventually(async () => (await admin.get(secondMutex.key)) !== undefined);
     const locked = mutex.lock();
     locked.catch(() => {});
-    // Two keys ahead: a long line. Only the key just ahead (the second's) is watched for the turn.
-    const fromRead = () => watches.filter((w) => (w.request.startRevision ?? 0n) > 0n);
-    await eventually(() => fromRead().length === 2);
-    const turn = fromRead()[1];
+    // Two keys ahead: a long line. Only the key just ahead (the second's) is watched for the turn,
+    // from now.
+    await eventually(() => watches.length === 2);
+    const turn = watches[1];
+    expect(turn?.request.startRevision ?? 0n).toBe(0n);
     expect(ofKeyAlone(turn!.request, secondMutex.key)).toBe(true);
     await holderLock.unlock();
     const secondLock = await secondLocked;
@@ -108,7 +109,8 @@ describeEachBackend('Mutex: one kept loss watch per session key', ({ backend, pr
     await secondLock.unlock();
     const held = await locked;
     expect(held.key).toBe(mutex.key);
-    await eventually(() => turn?.watcher.closed === true);
+    // The turn watch is kept too, for the next wait behind the same key.
+    expect(turn?.watcher.closed).toBe(false);
     // No other watch of the waiter's own key was made; the kept one goes on for the hold.
     expect(watches.filter((w) => ofKeyAlone(w.request, mutex.key))).toHaveLength(1);
     expect(watches[0]?.watcher.closed).toBe(false);
