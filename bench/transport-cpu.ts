@@ -33,6 +33,8 @@ type ClientModule = typeof current;
 /** The operations a row measures, the same keys and values for every client. */
 interface Contender {
   put(): Promise<unknown>;
+  /** The same put with the caller's AbortSignal (one that never fires), as recipes pass theirs. */
+  putWithSignal?(): Promise<unknown>;
   txn(): Promise<unknown>;
   range(): Promise<unknown>;
   /** Opens `keys.length` watchers; `onEvent` for each put seen; resolves once all are created. */
@@ -53,8 +55,10 @@ function etcdkit(name: string, client: ClientModule): ContenderKind {
     name,
     open(endpoint) {
       const etcd = new Etcd({ endpoints: [endpoint] });
+      const kept = new AbortController();
       return {
         put: () => etcd.put('bench/cpu/a', 'value'),
+        putWithSignal: () => etcd.put('bench/cpu/a', 'value', { signal: kept.signal }),
         txn: () =>
           etcd
             .txn()
@@ -143,10 +147,18 @@ async function paused(count: number, call: () => Promise<unknown>): Promise<void
   }
 }
 
+/** NaN for a client without the operation: its cell says so. */
 type Scenario = (client: Contender, server: TransportServer) => Promise<number>;
 
 const scenarios: ReadonlyArray<readonly [string, Scenario]> = [
   ['put', (c) => cpuPerOp(CALLS, () => sequential(CALLS, c.put))],
+  [
+    "put with the caller's AbortSignal",
+    async (c) => {
+      const put = c.putWithSignal;
+      return put ? cpuPerOp(CALLS, () => sequential(CALLS, put)) : Number.NaN;
+    },
+  ],
   [
     `put after ${PAUSE_MS} ms idle`,
     (c) => cpuPerOp(PAUSED_CALLS, () => paused(PAUSED_CALLS, c.put)),
@@ -234,8 +246,8 @@ async function report(): Promise<Row[]> {
       rows.push({
         operation: scenario,
         client: name,
-        'client CPU µs/op': cpu.toFixed(1),
-        'vs etcd3': `${(cpu / reference).toFixed(2)}x`,
+        'client CPU µs/op': Number.isNaN(cpu) ? 'n/a' : cpu.toFixed(1),
+        'vs etcd3': Number.isNaN(cpu / reference) ? 'n/a' : `${(cpu / reference).toFixed(2)}x`,
       });
     }
   }
@@ -244,7 +256,7 @@ async function report(): Promise<Row[]> {
 
 export const transportCpuSuite = {
   name: 'transport-cpu',
-  description: `client CPU per operation (put; put after ${PAUSE_MS} ms idle; txn of 2 compares, 2 puts, 2 deletes; range; a watch event fanned in over ${WATCHERS} watchers; a watch created and cancelled), etcdkit vs etcd3 1.1.2 (and etcdkit of ETCDKIT_BASELINE when set), embedded server in a child process; medians of ${ROUNDS} rounds in rotated order`,
+  description: `client CPU per operation (put; put with the caller's AbortSignal (etcdkit only); put after ${PAUSE_MS} ms idle; txn of 2 compares, 2 puts, 2 deletes; range; a watch event fanned in over ${WATCHERS} watchers; a watch created and cancelled), etcdkit vs etcd3 1.1.2 (and etcdkit of ETCDKIT_BASELINE when set), embedded server in a child process; medians of ${ROUNDS} rounds in rotated order`,
   report,
 };
 
