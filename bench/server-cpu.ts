@@ -25,7 +25,20 @@ const IN_FLIGHT = 16;
 const ROUNDS = 5;
 const ETCD = '/usr/bin/etcd';
 const REPO = fileURLToPath(new URL('../', import.meta.url));
-const CLI = fileURLToPath(new URL('../packages/server-embedded/src/cli/main.ts', import.meta.url));
+/**
+ * ETCDKIT_BENCH_SERVER_CLI=path: another etcdkit-server entry for this checkout's row (a bundle
+ * such as bench/findings/server-cpu.md's runs without tsx), e.g. beside a baseline bundled alike.
+ */
+const CLI =
+  process.env.ETCDKIT_BENCH_SERVER_CLI ??
+  fileURLToPath(new URL('../packages/server-embedded/src/cli/main.ts', import.meta.url));
+/**
+ * ETCDKIT_BENCH_SERVER_FLAGS: node flags of every etcdkit-server (space-separated, e.g.
+ * --trace-gc); ETCDKIT_BENCH_SERVER_OUTPUT=1 shows their output instead of dropping it.
+ */
+const SERVER_FLAGS = (process.env.ETCDKIT_BENCH_SERVER_FLAGS ?? '')
+  .split(' ')
+  .filter((flag) => flag.length > 0);
 
 /** CPU time the process `pid` has used so far, in µs: the sum over its threads. */
 export function processCpuMicros(pid: number): number {
@@ -115,6 +128,7 @@ async function startEtcdkitServer(
     process.execPath,
     [
       ...profileFlags(),
+      ...SERVER_FLAGS,
       // A built CLI (dist/cli.js) runs as installed; the sources through tsx.
       ...(cli.endsWith('.ts') ? ['--conditions=etcdkit-source', '--import', 'tsx'] : []),
       cli,
@@ -122,9 +136,10 @@ async function startEtcdkitServer(
       endpoint,
       ...extraArgs,
     ],
-    { cwd: checkoutOf(cli), stdio: 'ignore' },
+    { cwd: checkoutOf(cli), stdio: process.env.ETCDKIT_BENCH_SERVER_OUTPUT ? 'inherit' : 'ignore' },
   );
   await untilServing(endpoint, child);
+  if (process.env.ETCDKIT_BENCH_SERVER_OUTPUT) console.error(`[bench] ${name} pid ${child.pid}`);
   return { name, endpoint, pid: child.pid!, stop: stopper(child) };
 }
 
