@@ -84,13 +84,31 @@ const liveFields: KeyValueFields = emptyKeyValueFields();
 /**
  * The WatchResponse of `events` without prev_kv: the bytes protobufjs would write for
  * { header, watchId, events: toWireEvents(events, false) } (not canceled, no compact revision),
- * written without the wire objects.
+ * written without the wire objects. The events' bytes are shared by every watcher sent the same
+ * events of a commit in a row: only the header and the watch id are written for each.
  */
 export function encodeLiveResponse(
   header: ResponseHeader,
   watchId: bigint,
   events: readonly MvccEvent[],
 ): EncodedMessage {
+  const body = liveEventsBytes(events);
+  const out = responseStart(header, watchId, body.length);
+  out.raw(body, 0, body.length);
+  return new EncodedMessage(out.bytes);
+}
+
+/** The events last written live (the same event objects: the same commit) and their bytes. */
+let lastEvents: readonly MvccEvent[] = [];
+let lastEventsBytes: Uint8Array = new Uint8Array(0);
+
+/** The `events` fields of a WatchResponse of `events`. */
+function liveEventsBytes(events: readonly MvccEvent[]): Uint8Array {
+  if (events.length === lastEvents.length && events.length > 0) {
+    let same = true;
+    for (let i = 0; i < events.length && same; i++) same = events[i] === lastEvents[i];
+    if (same) return lastEventsBytes;
+  }
   const sizes: number[] = [];
   let body = 0;
   for (const { type, kv } of events) {
@@ -98,12 +116,14 @@ export function encodeLiveResponse(
     sizes.push(kvSize);
     body += eventFieldSize(type === 'delete', kvSize);
   }
-  const out = responseStart(header, watchId, body);
+  const out = new ProtoWriter(body);
   for (let i = 0; i < events.length; i++) {
     const { type, kv } = events[i]!;
     writeEventField(out, type === 'delete', fieldsOf(kv), sizes[i]!);
   }
-  return new EncodedMessage(out.bytes);
+  lastEvents = events;
+  lastEventsBytes = out.bytes;
+  return out.bytes;
 }
 
 function fieldsOf(kv: KeyValue): KeyValueFields {

@@ -129,4 +129,30 @@ describe('catch-up encoded from history', () => {
       { numRuns: 100 },
     );
   });
+  it('live: watchers of the same events, with and without filters, each get their own bytes', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(change, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 12 }),
+        async (writes) => {
+          const store = new MvccStore();
+          const watchable = new WatchableStore(store);
+          // Every key: the encoded watchers of one commit follow each other in the store's order.
+          const open = (fragment: boolean, filters: number[]): FakeCall =>
+            openWatch(watchable, { key: b('a'), rangeEnd: b('\0'), filters, fragment });
+          const all = [open(false, []), open(false, [0]), open(false, []), open(false, [1])];
+          const objects = [open(true, []), open(true, [0]), open(true, []), open(true, [1])];
+          await settle();
+          storeOf(writes, store);
+          await settle();
+          watchable.close();
+          for (let i = 0; i < all.length; i++) {
+            expect(all[i]!.raw.map((bytes) => [...bytes])).toEqual(
+              objects[i]!.raw.map((bytes) => [...bytes]),
+            );
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
 });
