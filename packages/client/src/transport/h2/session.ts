@@ -254,11 +254,13 @@ export abstract class H2Session implements Flushable {
     if (this.#writeOrder !== undefined) this.#writeOrder.schedule(this, this.#reading);
     // What answers a read (a PING or SETTINGS ACK, a WINDOW_UPDATE) waits for the promises the
     // read settled: the next request they make goes out in the same write (one syscall, not two).
-    else if (this.#reading) setImmediate(this.#tick);
+    // A tick scheduled from a microtask runs once the microtasks queued with it have run.
+    else if (this.#reading) queueMicrotask(this.#tickAfterMicrotasks);
     else process.nextTick(this.#tick);
   }
 
   readonly #tick = (): void => this.flush();
+  readonly #tickAfterMicrotasks = (): void => void process.nextTick(this.#tick);
 
   /** Writes what is queued now (at the end of the tick it was queued in). */
   flush(): void {
