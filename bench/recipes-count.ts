@@ -6,7 +6,8 @@
 // `node --conditions=etcdkit-source --import tsx bench/recipes-count.ts [contenders] [cycles] [processes]`.
 // With processes > 1 the contenders are spread over that many child processes (as the cycles rows
 // over processes are, recipes-cycles.ts), each counting for `cycles` milliseconds after a second of
-// warm-up, and the socket writes and reads of the clients are counted too.
+// warm-up, and the socket writes and reads of the clients are counted too;
+// ETCDKIT_BENCH_CYCLES_PROF=<dir> makes the first child write a CPU profile there (node --cpu-prof).
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd, type WatchRequest } from '../packages/client/src/index.js';
@@ -183,12 +184,15 @@ async function countOverProcesses(endpoint: string): Promise<Counted> {
   const jobs = Array.from({ length: PROCESSES }, (_, i) =>
     Math.min(per, CONTENDERS - i * per),
   ).filter((n) => n > 0);
+  const profile = process.env.ETCDKIT_BENCH_CYCLES_PROF;
   const results = await Promise.all(
     jobs.map(
-      (n) =>
+      (n, i) =>
         new Promise<Counted>((resolve, reject) => {
+          // The first child's CPU profile, with ETCDKIT_BENCH_CYCLES_PROF=<dir>.
+          const prof = i === 0 && profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
           const child = fork(script, process.argv.slice(2), {
-            execArgv: process.execArgv,
+            execArgv: [...process.execArgv, ...prof],
             env: { ...process.env, ETCDKIT_COUNT_CHILD: '1' },
             stdio: 'inherit',
           });
