@@ -62,7 +62,7 @@ describe.each(TRANSPORTS)(
           during = abortRegistrations(caller.signal);
           return pending;
         });
-        expect(Buffer.from(res.kvs[0]!.value).toString()).toBe('1');
+        expect(new TextDecoder().decode(res.kvs[0]?.value ?? undefined)).toBe('1');
         expect([made, during, abortRegistrations(caller.signal)]).toEqual([0, 1, 0]);
       } finally {
         await conn.close();
