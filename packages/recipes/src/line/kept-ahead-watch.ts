@@ -8,7 +8,7 @@ import type { WatchBatch } from '@etcdkit/client';
 import { Slot } from '@etcdkit/client/internal';
 import { STOPPED } from '../errors.js';
 import type { Session } from '../session/session.js';
-import { type KeyListener, type KeySubscription, watchKeyNow } from './turn.js';
+import { closeSoon, type KeyListener, type KeySubscription, watchKeyNow } from './turn.js';
 
 /** How long a kept watch stays open with no wait on it (the next wait is usually sooner). */
 const IDLE_MS = 1_000;
@@ -29,6 +29,11 @@ export function keptKeyWatch(
   if (session.signal.aborted) return watchKeyNow(session.etcd, key, after, listener);
   const byKey = session.slots.get(KEPT);
   const name = Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('latin1');
+  // The waiter's place changed: a watch of another key no wait uses would only wake this process
+  // with that key's deletes until it idles out; its cancel goes with the next request.
+  for (const [other, watch] of byKey) {
+    if (other !== name && watch.unused) closeSoon(session.etcd, () => watch.closeIfUnused());
+  }
   let kept = byKey.get(name);
   if (kept === undefined) {
     const made = new KeptKeyWatch(session, key, () => {
@@ -77,6 +82,15 @@ class KeptKeyWatch {
       for (const listener of listeners) listener.error(error);
     });
     session.signal.addEventListener('abort', this.#onSessionDone, { once: true });
+  }
+
+  /** No wait uses it now. */
+  get unused(): boolean {
+    return this.#listeners.size === 0;
+  }
+
+  closeIfUnused(): void {
+    if (this.unused) this.#close();
   }
 
   subscribe(after: bigint, listener: KeyListener): KeySubscription {

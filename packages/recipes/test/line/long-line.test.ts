@@ -121,6 +121,31 @@ describeEachBackend('Mutex: a waiter in a long line', ({ backend, prefix }) => {
     expect(commits).toBe(6);
   });
 
+  it('behind another key in the next cycle: the watch of the last key ahead is closed, the new one kept', async () => {
+    const name = `${prefix()}lock`;
+    const x = new Mutex(await fixture.session(), name);
+    const y = new Mutex(await fixture.session(), name);
+    const { etcd, watches } = watching(fixture.client());
+    const mutex = new Mutex(await fixture.session({}, etcd), name);
+    const cycle = async (first: Mutex, ahead: Mutex) => {
+      const holder = await first.lock();
+      const { locked: second } = await queue(ahead);
+      const { locked } = await queue(mutex);
+      await holder.unlock();
+      await (await second).unlock();
+      await (await locked).unlock();
+    };
+    await cycle(x, y);
+    await cycle(y, x);
+    expect(watches.map((w) => rangeOf(w.request))).toEqual([
+      alone(mutex.key),
+      alone(y.key),
+      alone(x.key),
+    ]);
+    // Closed by the second cycle's own requests at the latest, not by the idle timer.
+    expect(watches.map((w) => w.watcher.closed)).toEqual([false, true, false]);
+  });
+
   it('whose key ahead goes between its acquire txn and its turn watch: one read finds the key then ahead, and the wait goes on over it', async () => {
     const name = `${prefix()}lock`;
     const holder = await new Mutex(await fixture.session(), name).lock();
