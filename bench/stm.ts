@@ -15,7 +15,9 @@
 // commit on a loaded machine). ETCDKIT_BENCH_STM_PROF=<dir>: every process of the rows across
 // processes writes a --cpu-prof there (startup included: look at the last ETCDKIT_BENCH_STM_MS).
 // ETCDKIT_BENCH_STM_WARM_MS=<ms>: each process of those rows first runs the same transfers on
-// other keys for that long (compiled code, as in a long-lived service); default 0, cold.
+// other keys for that long (compiled code, as in a long-lived service); default 1000 (0: cold).
+// Those rows measure at least 1000 ms: the serial floor beside them is a warm process's steady
+// rate, and a shorter window counts mostly first runs (bench/findings/stm.md, 2026-12-07).
 // ETCDKIT_BENCH_STM_TRACE=1: the processes classify their txns (recipes-stm-process.ts).
 // Reports numbers; asserts nothing.
 import { fork } from 'node:child_process';
@@ -27,6 +29,8 @@ import { runStm, type StmOptions } from '../packages/recipes/src/stm/stm.js';
 import { startEtcd } from '../testkit/src/etcd-process.js';
 
 const DURATION_MS = Number(process.env.ETCDKIT_BENCH_STM_MS ?? '300') || 300;
+const PROCESS_MS = Math.max(DURATION_MS, 1_000);
+const WARM_MS = process.env.ETCDKIT_BENCH_STM_WARM_MS ?? '1000';
 const ROUNDS = 3;
 // ETCDKIT_BENCH_STM_PROCESSES_ONLY=1: only the rows across processes.
 const ONLY_PROCESSES = process.env.ETCDKIT_BENCH_STM_PROCESSES_ONLY === '1';
@@ -246,7 +250,7 @@ interface ProcessMeasure {
   readonly cpuMs: number;
 }
 
-/** PROCESS_CONTENDERS contenders over `processes` child processes for DURATION_MS; every transfer's latency. */
+/** PROCESS_CONTENDERS contenders over `processes` child processes for PROCESS_MS; every transfer's latency. */
 async function acrossProcesses(
   etcd: Etcd,
   endpoint: string,
@@ -262,8 +266,8 @@ async function acrossProcesses(
     prefix,
     keys,
     PROCESS_CONTENDERS / processes,
-    // The token needs laps round all the processes: a second at least, however slow the handoff.
-    setting.token ? Math.max(DURATION_MS, 1_000) : DURATION_MS,
+    // A second at least: the token needs laps round all the processes, however slow the handoff.
+    PROCESS_MS,
     setting.token ? `token:${index}/${processes}` : setting.contention ? 1 : 0,
   ];
   const children = Array.from({ length: processes }, (_, index) =>
@@ -271,6 +275,7 @@ async function acrossProcesses(
     fork(setting.script, args(index).map(String), {
       cwd: fileURLToPath(new URL('..', pathToFileURL(setting.script))),
       execArgv: [...process.execArgv, ...(PROF ? ['--cpu-prof', `--cpu-prof-dir=${PROF}`] : [])],
+      env: { ...process.env, ETCDKIT_BENCH_STM_WARM_MS: WARM_MS },
       stdio: 'inherit',
     }),
   );
