@@ -2,15 +2,15 @@
 // reads the line once more only when the store moved between its read and that watch's creation:
 // a watch from its read's revision would wait for etcd 3.4's 100 ms catch-up loop, and needed a
 // second watch, from now, and a read beside it.
-import { Etcd, type WatchRequest } from '@etcdkit/client';
+import type { WatchRequest } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { SessionExpiredError } from '../../src/errors.js';
 import { type Lock, Mutex } from '../../src/lock/mutex.js';
 import {
   eventually,
-  Fixture,
   rejection,
+  suiteFixture,
   watching,
   withHookAfterCommit,
 } from '../recipes-support.js';
@@ -25,18 +25,12 @@ const rangeOf = (request: WatchRequest) => ({
 const alone = (key: string) => ({ start: key, end: `${key}\0` });
 
 describeEachBackend('Mutex: a waiter in a long line', ({ backend, prefix }) => {
-  const fixture = new Fixture(() => backend().endpoints);
-  let admin: Etcd;
-  beforeAll(() => {
-    admin = new Etcd({ endpoints: backend().endpoints });
-  });
-  afterEach(() => fixture.close());
-  afterAll(() => admin?.close());
+  const { fixture, admin } = suiteFixture(() => backend().endpoints);
 
   async function queue(mutex: Mutex, signal?: AbortSignal): Promise<{ locked: Promise<Lock> }> {
     const locked = mutex.lock({ signal });
     locked.catch(() => {});
-    await eventually(async () => (await admin.get(mutex.key)) !== undefined);
+    await eventually(async () => (await admin().get(mutex.key)) !== undefined);
     return { locked };
   }
 
@@ -89,7 +83,7 @@ describeEachBackend('Mutex: a waiter in a long line', ({ backend, prefix }) => {
         const seen = new Promise<void>((resolve) =>
           watches[1]?.watcher.on('batch', () => resolve()),
         );
-        deletedAt = (await admin.delete(secondMutex.key)).header.revision;
+        deletedAt = (await admin().delete(secondMutex.key)).header.revision;
         await seen;
       }),
     );
@@ -157,7 +151,7 @@ describeEachBackend('Mutex: a waiter in a long line', ({ backend, prefix }) => {
     // waiter's watch of it is created: only the read that follows the watch's creation sees it.
     const racy = withHookAfterCommit(fixture.client(), async (commit) => {
       commits = commit;
-      if (commit === 1) deletedAt = (await admin.delete(secondMutex.key)).header.revision;
+      if (commit === 1) deletedAt = (await admin().delete(secondMutex.key)).header.revision;
     });
     const { etcd, watches } = watching(racy);
     const mutex = new Mutex(await fixture.session({}, etcd), name);

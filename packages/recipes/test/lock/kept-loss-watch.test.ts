@@ -1,17 +1,17 @@
 // A session's holds of one Mutex share one watch of its key (line/kept-loss-watch.ts): no watch
 // created and cancelled per hold, yet every hold learns of its key's loss, and the last unlock's
 // delete is not the next hold's loss.
-import { Etcd, type WatchRequest } from '@etcdkit/client';
+import type { WatchRequest } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { LockLostError, LockNotHeldError } from '../../src/errors.js';
 import { type Lock, Mutex } from '../../src/lock/mutex.js';
 import {
   eventually,
-  Fixture,
   rejection,
   sleep,
   stillPending,
+  suiteFixture,
   watching,
 } from '../recipes-support.js';
 
@@ -25,13 +25,7 @@ function ofKeyAlone(request: WatchRequest, key: string): boolean {
 }
 
 describeEachBackend('Mutex: one kept loss watch per session key', ({ backend, prefix }) => {
-  const fixture = new Fixture(() => backend().endpoints);
-  let admin: Etcd;
-  beforeAll(() => {
-    admin = new Etcd({ endpoints: backend().endpoints });
-  });
-  afterEach(() => fixture.close());
-  afterAll(() => admin?.close());
+  const { fixture, admin } = suiteFixture(() => backend().endpoints);
 
   it('three lock/unlock cycles create one watch and cancel none; each unlock is no loss of the next hold; it closes with the session', async () => {
     const name = `${prefix()}lock`;
@@ -70,7 +64,7 @@ describeEachBackend('Mutex: one kept loss watch per session key', ({ backend, pr
     const mutex = new Mutex(session, name);
     for (let cycle = 0; cycle < 2; cycle += 1) {
       const lock = await mutex.lock();
-      const deleted = await admin.delete(lock.key);
+      const deleted = await admin().delete(lock.key);
       await eventually(() => lock.signal.aborted);
       const reason = lock.signal.reason as LockLostError;
       expect(reason).toBeInstanceOf(LockLostError);
@@ -94,7 +88,7 @@ describeEachBackend('Mutex: one kept loss watch per session key', ({ backend, pr
     const second = await fixture.session();
     const secondMutex = new Mutex(second, name);
     const secondLocked = secondMutex.lock();
-    await eventually(async () => (await admin.get(secondMutex.key)) !== undefined);
+    await eventually(async () => (await admin().get(secondMutex.key)) !== undefined);
     const locked = mutex.lock();
     locked.catch(() => {});
     // Two keys ahead: a long line. Only the key just ahead (the second's) is watched for the turn,
@@ -114,7 +108,7 @@ describeEachBackend('Mutex: one kept loss watch per session key', ({ backend, pr
     // No other watch of the waiter's own key was made; the kept one goes on for the hold.
     expect(watches.filter((w) => ofKeyAlone(w.request, mutex.key))).toHaveLength(1);
     expect(watches[0]?.watcher.closed).toBe(false);
-    const deleted = await admin.delete(held.key);
+    const deleted = await admin().delete(held.key);
     await eventually(() => held.signal.aborted);
     expect((held.signal.reason as LockLostError).message).toContain(
       `deleted at revision ${deleted.header.revision}`,
