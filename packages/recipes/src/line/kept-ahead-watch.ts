@@ -8,6 +8,7 @@ import type { WatchBatch } from '@etcdkit/client';
 import { Slot } from '@etcdkit/client/internal';
 import { STOPPED } from '../errors.js';
 import type { Session } from '../session/session.js';
+import { IdleClose } from './idle-close.js';
 import { closeSoon, type KeyListener, type KeySubscription, watchKeyNow } from './turn.js';
 
 /** How long a kept watch stays open with no wait on it (the next wait is usually sooner). */
@@ -56,8 +57,11 @@ class KeptKeyWatch {
   readonly #created: Promise<bigint>;
   /** The latest batch delivered (a delete of the key). */
   #last: WatchBatch | undefined;
-  #idleSince = 0;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #idleClose = new IdleClose(
+    IDLE_MS,
+    () => this.#listeners.size > 0 || this.#stop.signal.aborted,
+    () => this.#close(),
+  );
 
   constructor(session: Session, key: Uint8Array, forget: () => void) {
     this.#forget = forget;
@@ -100,35 +104,15 @@ class KeptKeyWatch {
     return {
       covered: this.#created,
       close: () => {
-        if (this.#listeners.delete(listener) && this.#listeners.size === 0) this.#idle();
+        if (this.#listeners.delete(listener) && this.#listeners.size === 0) this.#idleClose.idle();
       },
     };
-  }
-
-  /** No wait left: closes after {@link IDLE_MS} unless one subscribes meanwhile. */
-  #idle(): void {
-    this.#idleSince = performance.now();
-    if (this.#timer !== undefined || this.#stop.signal.aborted) return;
-    this.#arm(IDLE_MS);
-  }
-
-  // One timer per idle spell, not one per wait.
-  #arm(ms: number): void {
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      if (this.#listeners.size > 0 || this.#stop.signal.aborted) return;
-      const left = IDLE_MS - (performance.now() - this.#idleSince);
-      if (left > 1) this.#arm(left);
-      else this.#close();
-    }, ms);
-    this.#timer.unref();
   }
 
   #close(): void {
     if (this.#stop.signal.aborted) return;
     this.#forget();
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#idleClose.cancel();
     this.#session.signal.removeEventListener('abort', this.#onSessionDone);
     this.#listeners.clear();
     this.#stop.abort(STOPPED);

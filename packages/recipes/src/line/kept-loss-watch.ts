@@ -7,6 +7,7 @@ import { CompactedError, type KV, type WatchBatch, type Watcher } from '@etcdkit
 import { Slot } from '@etcdkit/client/internal';
 import { STOPPED } from '../errors.js';
 import type { Session } from '../session/session.js';
+import { IdleClose } from './idle-close.js';
 import { type LossListener, type LossWatch, type OwnKey, watchLoss } from './turn.js';
 
 /** How long a kept watch stays open with no hold on it (the next lock of the key is usually sooner). */
@@ -105,8 +106,11 @@ class KeptWatch {
   readonly #onSessionDone: () => void;
   /** The highest revision the key was seen deleted at. */
   #lastDelete = 0n;
-  #idleSince = 0;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #idleClose = new IdleClose(
+    IDLE_MS,
+    () => this.#shares.size > 0 || this.#closed,
+    () => this.#close(),
+  );
   #closed = false;
 
   constructor(
@@ -153,7 +157,7 @@ class KeptWatch {
         share.report({ revision });
       }
     }
-    if (this.#shares.size === 0) this.#idle();
+    if (this.#shares.size === 0) this.#idleClose.idle();
   }
 
   #failed(error: unknown): void {
@@ -171,34 +175,14 @@ class KeptWatch {
 
   #leave(share: Share): void {
     if (!this.#shares.delete(share)) return;
-    if (this.#shares.size === 0) this.#idle();
-  }
-
-  /** No share left: closes after {@link IDLE_MS} unless a hold takes a share meanwhile. */
-  #idle(): void {
-    this.#idleSince = performance.now();
-    if (this.#timer !== undefined || this.#closed) return;
-    this.#arm(IDLE_MS);
-  }
-
-  // One timer per idle spell, not one per hold: a share taken meanwhile leaves it running.
-  #arm(ms: number): void {
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      if (this.#shares.size > 0 || this.#closed) return;
-      const left = IDLE_MS - (performance.now() - this.#idleSince);
-      if (left > 1) this.#arm(left);
-      else this.#close();
-    }, ms);
-    this.#timer.unref();
+    if (this.#shares.size === 0) this.#idleClose.idle();
   }
 
   #close(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#forget();
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#idleClose.cancel();
     this.#session.signal.removeEventListener('abort', this.#onSessionDone);
     this.#stop.abort(STOPPED);
   }
