@@ -270,21 +270,3 @@ export function watching(etcd: Etcd) {
   });
   return { etcd: proxy, watches };
 }
-
-/**
- * A suite's Fixture, closed after each test, beside one admin client for the suite (the reads and
- * writes a test makes outside the recipes under test), closed after it.
- */
-export function suiteFixture(endpoints: () => readonly string[]): {
-  readonly fixture: Fixture;
-  readonly admin: () => Etcd;
-} {
-  const fixture = new Fixture(endpoints);
-  let admin: Etcd | undefined;
-  beforeAll(() => {
-    admin = new Etcd({ endpoints: [...endpoints()] });
-  });
-  afterEach(() => fixture.close());
-  afterAll(() => admin?.close());
-  return { fixture, admin: () => admin! };
-}

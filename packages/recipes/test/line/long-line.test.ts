@@ -10,7 +10,7 @@ import { type Lock, Mutex } from '../../src/lock/mutex.js';
 import {
   eventually,
   rejection,
-  suiteFixture,
+  suiteClients,
   watching,
   withHookAfterCommit,
 } from '../recipes-support.js';
@@ -25,7 +25,7 @@ const rangeOf = (request: WatchRequest) => ({
 const alone = (key: string) => ({ start: key, end: `${key}\0` });
 
 describeEachBackend('Mutex: a waiter in a long line', ({ backend, prefix }) => {
-  const { fixture, admin } = suiteFixture(() => backend().endpoints);
+  const { fixture, admin } = suiteClients(() => backend().endpoints);
 
   async function queue(mutex: Mutex, signal?: AbortSignal): Promise<{ locked: Promise<Lock> }> {
     const locked = mutex.lock({ signal });

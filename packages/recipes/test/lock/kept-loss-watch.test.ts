@@ -11,7 +11,7 @@ import {
   rejection,
   sleep,
   stillPending,
-  suiteFixture,
+  suiteClients,
   watching,
 } from '../recipes-support.js';
 
@@ -25,7 +25,7 @@ function ofKeyAlone(request: WatchRequest, key: string): boolean {
 }
 
 describeEachBackend('Mutex: one kept loss watch per session key', ({ backend, prefix }) => {
-  const { fixture, admin } = suiteFixture(() => backend().endpoints);
+  const { fixture, admin } = suiteClients(() => backend().endpoints);
 
   it('three lock/unlock cycles create one watch and cancel none; each unlock is no loss of the next hold; it closes with the session', async () => {
     const name = `${prefix()}lock`;
