@@ -211,10 +211,23 @@ const STACK_TRACE_LIMIT_WRITABLE =
 /** gRPC's message prefix: a compression flag and the length. */
 const MESSAGE_PREFIX_BYTES = 5;
 
+/**
+ * The least time between two dials a waiting call may force while grpc-js is in backoff: grpc-js's
+ * own first backoff (`grpc.initial_reconnect_backoff_ms` below).
+ */
+const MIN_REDIAL_MS = 250;
+
 /** One endpoint, one grpc-js client (and so one HTTP/2 connection at a time). */
 export class GrpcJsChannel implements Channel {
   readonly target: string;
-  readonly #client: grpc.Client;
+  /** Replaced by a fresh one when `ready()` finds it in backoff (see {@link ready}). */
+  #client: grpc.Client;
+  /** What a fresh grpc-js client is made with. */
+  readonly #credentials: grpc.ChannelCredentials;
+  readonly #channelOptions: grpc.ChannelOptions;
+  /** When the current grpc-js client was made (performance.now()): its first dial. */
+  #dialledAt = performance.now();
+  #closed = false;
   readonly #maxSendBytes: number;
   /** Request bytes grpc-js has not reported written, bounded by maxBufferedRequestBytes. */
   readonly #held: HeldRequests;
@@ -236,7 +249,7 @@ export class GrpcJsChannel implements Channel {
       'grpc.use_local_subchannel_pool': 1,
       // The connection layer retries; grpc-js's own retries would hide what was sent.
       'grpc.enable_retries': 0,
-      'grpc.initial_reconnect_backoff_ms': 250,
+      'grpc.initial_reconnect_backoff_ms': MIN_REDIAL_MS,
       'grpc.max_reconnect_backoff_ms': 5_000,
       // No message counts as buffered for retries (there are none): a stream write's callback
       // then says grpc-js wrote it, which the request bound counts on.
@@ -265,7 +278,33 @@ export class GrpcJsChannel implements Channel {
     } else {
       credentials = grpcJs().credentials.createInsecure();
     }
+    this.#credentials = credentials;
+    this.#channelOptions = channelOptions;
     this.#client = new (grpcJs().Client)(options.target, credentials, channelOptions);
+  }
+
+  /**
+   * Whether a connection attempt is due although grpc-js's channel is in TRANSIENT_FAILURE: grpc-js
+   * redials in the background on its own backoff (x1.6, jittered, up to 5 s), so after an outage
+   * of a few seconds a restarted server went unused for up to 2.6 s while every call failed at
+   * once with the old attempt's error (a 2 s lease granted after an etcd restart was lost so).
+   * Asked by a waiting call, the channel dials afresh instead, at most once per
+   * MIN_REDIAL_MS: the connection layer's backoffs pace the asking.
+   */
+  #redialDue(): boolean {
+    return !this.#closed && performance.now() - this.#dialledAt >= MIN_REDIAL_MS;
+  }
+
+  /**
+   * Replaces the grpc-js client with a fresh one, which dials at once: its subchannel is its own
+   * (`grpc.use_local_subchannel_pool`), with no backoff yet. Nothing runs on the old one: in
+   * TRANSIENT_FAILURE it has no connection, and grpc-js fails calls at once rather than queue them.
+   */
+  #redial(): void {
+    const old = this.#client;
+    this.#client = new (grpcJs().Client)(this.target, this.#credentials, this.#channelOptions);
+    this.#dialledAt = performance.now();
+    old.close();
   }
 
   /** Current connectivity, without triggering a connection attempt. */
@@ -285,11 +324,12 @@ export class GrpcJsChannel implements Channel {
   /**
    * Connects if needed and resolves once the channel is READY. Rejects with an unsent Unavailable
    * TransportError when the connection attempt fails (TRANSIENT_FAILURE), the channel is closed, or
-   * `deadline` passes first; with an unsent Cancelled one when the signal aborts.
+   * `deadline` passes first; with an unsent Cancelled one when the signal aborts. Found in
+   * TRANSIENT_FAILURE, the channel dials afresh if its last dial is 250 ms old, and rejects with
+   * that attempt's error otherwise (grpc-js's own backoff would wait up to 5 s).
    */
   ready(deadline: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(abortedFailure(signal, false));
-    const channel = this.#client.getChannel();
     const started = Date.now();
     return new Promise<void>((resolve, reject) => {
       let settled = false;
@@ -306,9 +346,23 @@ export class GrpcJsChannel implements Channel {
       signal?.addEventListener('abort', onAbort, { once: true });
       const step = () => {
         if (settled) return;
+        // Asked to connect, a closed grpc-js channel would dial again (its balancer's exitIdle).
+        if (this.#closed) {
+          unavailable(`channel to ${this.target} is closed`);
+          return;
+        }
+        // The current client's: a redial (here or by another caller) replaces it, and closing
+        // the old one wakes a watch on it.
+        let channel: ReturnType<grpc.Client['getChannel']>;
         let state: grpc.connectivityState;
         try {
+          channel = this.#client.getChannel();
           state = channel.getConnectivityState(true);
+          if (state === grpcJs().connectivityState.TRANSIENT_FAILURE && this.#redialDue()) {
+            this.#redial();
+            channel = this.#client.getChannel();
+            state = channel.getConnectivityState(true);
+          }
         } catch (error) {
           unavailable(`channel to ${this.target} is closed`, error);
           return;
@@ -571,6 +625,7 @@ export class GrpcJsChannel implements Channel {
 
   /** Closes the grpc-js client; calls in flight fail with Cancelled or Unavailable. */
   close(): void {
+    this.#closed = true;
     this.#aborts.stop();
     this.#client.close();
   }
