@@ -39,14 +39,17 @@ export function jsonReplacer(this: unknown, _key: string, value: unknown): unkno
  * `Object.keys` do not see it), and returns the same object.
  */
 export function jsonReady<T extends object>(result: T): T {
-  Object.defineProperty(result, 'toJSON', {
-    value: fieldsToJSONMethod,
-    enumerable: false,
-    writable: true,
-    configurable: true,
-  });
+  Object.defineProperty(result, 'toJSON', TO_JSON);
   return result;
 }
+
+/** One descriptor for every result: each call's header gets one, so none is made per call. */
+const TO_JSON: PropertyDescriptor = Object.freeze({
+  value: fieldsToJSONMethod,
+  enumerable: false,
+  writable: true,
+  configurable: true,
+});
 
 function fieldsToJSONMethod(this: object): Record<string, unknown> {
   return fieldsToJSON(this);

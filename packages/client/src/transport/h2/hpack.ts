@@ -300,9 +300,23 @@ class BlockReader {
 
 /** An HPACK string literal, not Huffman-coded. */
 export function writeString(bytes: number[], text: string): void {
+  // Header names and values are ASCII nearly always (a gRPC request's grpc-timeout, a token): copied
+  // by char code, without a Buffer made and iterated per string.
+  let ascii = true;
+  for (let i = 0; i < text.length; i++) {
+    if (text.charCodeAt(i) > 0x7f) {
+      ascii = false;
+      break;
+    }
+  }
+  if (ascii) {
+    writeInteger(bytes, 0x00, 7, text.length);
+    for (let i = 0; i < text.length; i++) bytes.push(text.charCodeAt(i));
+    return;
+  }
   const raw = Buffer.from(text, 'utf8');
   writeInteger(bytes, 0x00, 7, raw.length);
-  for (const byte of raw) bytes.push(byte);
+  for (let i = 0; i < raw.length; i++) bytes.push(raw[i]!);
 }
 
 /**

@@ -1,12 +1,15 @@
 // HPACK decoding (RFC 7541) as the client's HTTP/2 transport and the server's authority rewriter
 // need it, checked with the RFC's examples.
 
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   encodeLiterals,
   HeaderBlockDecoder,
   type HeaderField,
   MisplacedTableSizeUpdateError,
+  writeInteger,
+  writeString,
 } from '../../../src/transport/h2/hpack.js';
 import { decodeHuffman } from '../../../src/transport/h2/huffman.js';
 
@@ -136,5 +139,27 @@ describe('HeaderBlockDecoder', () => {
     expect(decoder.decode(encodeLiterals(fields))).toEqual(fields);
     // Nothing was added to the table: the next block may not refer to index 62.
     expect(() => decoder.decode(hex('be'))).toThrow('not in the table');
+  });
+
+  it('writes a string literal as its UTF-8 octets after their count, ASCII or not (RFC 7541, 5.2)', () => {
+    const text = fc.oneof(
+      fc.string({ maxLength: 200 }),
+      fc.string({ unit: 'binary', maxLength: 40 }),
+    );
+    fc.assert(
+      fc.property(text, (value) => {
+        const raw = Buffer.from(value, 'utf8');
+        const expected: number[] = [];
+        writeInteger(expected, 0x00, 7, raw.length);
+        expected.push(...raw);
+        const bytes: number[] = [];
+        writeString(bytes, value);
+        expect(bytes).toEqual(expected);
+      }),
+      { numRuns: 1000 },
+    );
+    const bytes: number[] = [];
+    writeString(bytes, 'grpc-timeout');
+    expect(Buffer.from(bytes).toString('latin1')).toBe('\x0cgrpc-timeout');
   });
 });
