@@ -22,6 +22,8 @@ export class CallScope {
   readonly #closing: AbortSignal;
   readonly #cancellable: boolean;
   #why: Why | undefined;
+  /** The error of a cancelled scope, made once: cancel() and abortError() both hand it out. */
+  #cancelled: AbortedError | undefined;
   #onCaller: (() => void) | undefined;
   #onClosing: (() => void) | undefined;
 
@@ -112,7 +114,7 @@ export class CallScope {
 
   /** Stops the call on behalf of its owner (a stream's `cancel()`). Only for cancellable scopes. */
   cancel(): void {
-    this.#abort('cancelled', new AbortedError({ message: 'the stream was cancelled' }));
+    if (this.#why === undefined && this.#controller) this.#abort('cancelled', this.#cancelError());
   }
 
   /** The typed error for the reason the call stopped. */
@@ -123,8 +125,17 @@ export class CallScope {
       case 'caller':
         return new AbortedError({ cause: this.#caller?.reason });
       default:
-        return new AbortedError({ message: 'the stream was cancelled' });
+        return this.#cancelError();
     }
+  }
+
+  /**
+   * What a cancelled stream ends with. One per scope: a stream's end cancels its scope and then
+   * tells its reader why, and each error made captures a stack.
+   */
+  #cancelError(): AbortedError {
+    this.#cancelled ??= new AbortedError({ message: 'the stream was cancelled' });
+    return this.#cancelled;
   }
 
   /** Removes the listeners from the caller's and the connection's signals. */
@@ -146,7 +157,7 @@ export class CallScope {
   #reason(why: Why): unknown {
     if (why === 'closed') return this.#closing.reason;
     if (why === 'caller') return this.#caller?.reason;
-    return new AbortedError({ message: 'the stream was cancelled' });
+    return this.#cancelError();
   }
 }
 
