@@ -52,7 +52,7 @@ interface Server {
  * which --heap-prof leaves out) and writes them as a .heapprofile into `dir` when it is told to
  * stop (SIGTERM): where the server's bytes allocated per cycle come from.
  */
-function allocationSampler(dir: string): string {
+export function allocationSampler(dir: string): string {
   const file = join(dir, 'allocation-sampler.mjs');
   writeFileSync(
     file,

@@ -8,6 +8,7 @@ import {
   type DeleteRangeRequest,
   operationOf,
   type RangeRequest,
+  type RequestOp,
   type TxnRequest,
 } from '../api/requests.js';
 
@@ -19,12 +20,15 @@ export function forgetEmptyRangeEnd(request: DeleteRangeRequest): void {
 /** Drops, in place, every empty range_end of a writing txn (compares and ops, nested too). */
 export function forgetEmptyRangeEndsInTxn(txn: TxnRequest): void {
   for (const compare of txn.compare ?? []) forgetIn(compare);
-  for (const op of [...(txn.success ?? []), ...(txn.failure ?? [])]) {
-    const operation = operationOf(op);
-    if (operation === undefined || operation.kind === 'put') continue;
-    if (operation.kind === 'txn') forgetEmptyRangeEndsInTxn(operation.request);
-    else forgetIn(operation.request);
-  }
+  for (const op of txn.success ?? []) forgetInOp(op);
+  for (const op of txn.failure ?? []) forgetInOp(op);
+}
+
+function forgetInOp(op: RequestOp | null | undefined): void {
+  const operation = operationOf(op);
+  if (operation === undefined || operation.kind === 'put') return;
+  if (operation.kind === 'txn') forgetEmptyRangeEndsInTxn(operation.request);
+  else forgetIn(operation.request);
 }
 
 function forgetIn(request: DeleteRangeRequest | Compare | RangeRequest): void {

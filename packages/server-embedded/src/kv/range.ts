@@ -145,7 +145,8 @@ const comparators: Record<number, (a: KeyValue, b: KeyValue) => number> = {
   [SortTarget.VALUE]: (a, b) => compareBytes(a.value, b.value),
 };
 
-function sortKeyValues(kvs: KeyValue[], r: RangeRequest): KeyValue[] {
+/** Sorts `kvs` (in key order) as `r` asks. @internal exported for tests */
+export function sortKeyValues(kvs: KeyValue[], r: RangeRequest): KeyValue[] {
   const target = r.sortTarget ?? SortTarget.KEY;
   let order = r.sortOrder ?? SortOrder.NONE;
   // A sort target without an order means ascending by that target.
@@ -155,6 +156,31 @@ function sortKeyValues(kvs: KeyValue[], r: RangeRequest): KeyValue[] {
   }
   const compare = comparators[target];
   if (compare === undefined) return kvs;
+  const descend = order === SortOrder.DESCEND;
+  // A store selection (a lock's limited reads) leaves a key or two: sorted in place, without the
+  // copy Array.prototype.sort makes.
+  if (kvs.length <= SHORT) return insertionSort(kvs, compare, descend);
   // Array.prototype.sort is stable: equal sort values keep key order, in both directions.
-  return order === SortOrder.DESCEND ? kvs.sort((a, b) => compare(b, a)) : kvs.sort(compare);
+  return descend ? kvs.sort((a, b) => compare(b, a)) : kvs.sort(compare);
+}
+
+/** Longest list sortKeyValues sorts by insertion. */
+const SHORT = 8;
+
+/** A stable sort of `kvs` in place: equal sort values keep key order, in both directions. */
+function insertionSort(
+  kvs: KeyValue[],
+  compare: (a: KeyValue, b: KeyValue) => number,
+  descend: boolean,
+): KeyValue[] {
+  for (let i = 1; i < kvs.length; i++) {
+    const kv = kvs[i]!;
+    let j = i;
+    while (j > 0 && (descend ? compare(kvs[j - 1]!, kv) < 0 : compare(kvs[j - 1]!, kv) > 0)) {
+      kvs[j] = kvs[j - 1]!;
+      j--;
+    }
+    kvs[j] = kv;
+  }
+  return kvs;
 }

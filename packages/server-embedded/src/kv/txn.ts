@@ -49,8 +49,10 @@ export function planTxn(view: ReadView, r: TxnRequest): TxnPlan {
 
 /** True when no op of either branch writes: such a txn needs no proposal and no store write. */
 export function isReadOnlyTxn(r: TxnRequest): boolean {
-  const ops = [...(r.success ?? []), ...(r.failure ?? [])];
-  return ops.every((op) => operationOf(op)?.kind === 'range');
+  // operationOf's test for a range, without its object: this runs on every txn.
+  for (const op of r.success ?? []) if (!op?.requestRange) return false;
+  for (const op of r.failure ?? []) if (!op?.requestRange) return false;
+  return true;
 }
 
 /**

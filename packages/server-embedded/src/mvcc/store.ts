@@ -146,19 +146,21 @@ export class MvccStore implements ReadView {
         place--;
       }
       if (place >= keep) return true;
-      // `at` is reused for every key: the kept ones are copied.
-      const kept = new KeyPosition();
+      // `at` is reused for every key: the kept ones are copied, into the position that falls off
+      // the end when the selection is full (no object and no splice per key passed over).
+      const kept = chosen.length < keep ? new KeyPosition() : chosen[chosen.length - 1]!;
+      let last = chosen.length < keep ? chosen.length : chosen.length - 1;
+      for (; last > place; last--) {
+        chosen[last] = chosen[last - 1]!;
+        values[last] = values[last - 1]!;
+      }
       kept.modifiedMain = at.modifiedMain;
       kept.modifiedSub = at.modifiedSub;
       kept.createdMain = at.createdMain;
       kept.createdSub = at.createdSub;
       kept.version = at.version;
-      chosen.splice(place, 0, kept);
-      values.splice(place, 0, value);
-      if (chosen.length > keep) {
-        chosen.pop();
-        values.pop();
-      }
+      chosen[place] = kept;
+      values[place] = value;
       return true;
     });
     const kvs = chosen.map((at) => {

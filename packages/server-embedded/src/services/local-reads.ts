@@ -15,6 +15,7 @@ export function isLocalRange(r: RangeRequest): boolean {
  * a txn the member answers alone.
  */
 export function isLocalTxn(r: TxnRequest): boolean {
-  const ops = [...(r.success ?? []), ...(r.failure ?? [])];
-  return ops.every((op) => op.requestRange?.serializable === true);
+  for (const op of r.success ?? []) if (op.requestRange?.serializable !== true) return false;
+  for (const op of r.failure ?? []) if (op.requestRange?.serializable !== true) return false;
+  return true;
 }

@@ -249,10 +249,20 @@ export class WatchStream implements WatchSink {
     if (encoded !== undefined) {
       return [encodeEventsResponse(this.#options.header(response.revision), watchId, encoded)];
     }
-    // Events without prev_kv or fragments are written straight to bytes, without wire objects.
+    // Events without prev_kv are written straight to bytes, without wire objects. A watch with
+    // fragments (etcdkit's client always asks) gets them too when the response would not be
+    // split: one event, or below the limit (fragmentResponse's rule), which nearly all are.
     const { prevKv, fragment } = watcher.options;
-    if (events.length > 0 && compactRevision === 0 && !prevKv && !fragment) {
-      return [encodeLiveResponse(this.#options.header(response.revision), watchId, events)];
+    if (events.length > 0 && compactRevision === 0 && !prevKv) {
+      const encoded = encodeLiveResponse(this.#options.header(response.revision), watchId, events);
+      if (
+        !fragment ||
+        watchId !== watcher.id ||
+        events.length < 2 ||
+        encoded.bytes.length < this.#options.fragmentLimitBytes
+      ) {
+        return [encoded];
+      }
     }
     const message: WireWatchResponse = {
       header: this.#options.header(response.revision),

@@ -204,6 +204,10 @@ export class WatchableStore {
   #notify({ revision, events }: CommittedRevision): void {
     // Held, the member applies nothing: the cluster's commits reach it only once released.
     if (this.#synced.size === 0 || this.#applied !== undefined) return;
+    if (events.length === 1) {
+      this.#notifyOne(revision, events);
+      return;
+    }
     const matches = new Map<Watcher, MvccEvent[]>();
     for (const event of events) {
       this.#synced.forEachWatching(keyString(event.kv.key), (watcher) => {
@@ -214,20 +218,37 @@ export class WatchableStore {
         else list.push(event);
       });
     }
-    for (const [watcher, matched] of matches) {
-      watcher.minRevision = revision + 1;
-      const visible = watcher.filter(matched);
-      // Nothing is sent when the filters drop every event of the revision.
-      if (visible.length === 0) continue;
-      const response = { watchId: watcher.id, events: visible, revision, compactRevision: 0 };
-      if (!watcher.sink.send(watcher, response)) {
-        // The stream is not draining: this revision and later ones will come from history once it
-        // does (the stream calls resume()), so the writer never waits for a slow reader.
-        watcher.minRevision = revision;
-        this.#synced.delete(watcher);
-        this.#unsynced.add(watcher);
-        watcher.state = 'unsynced';
-      }
+    for (const [watcher, matched] of matches) this.#sendLive(watcher, matched, revision);
+  }
+
+  /**
+   * #notify for a commit of one event (a lock's put or delete): each watcher is visited once for
+   * one key (it sits in one set of the group), so its events are that one list, shared, and no
+   * map of lists is made.
+   */
+  #notifyOne(revision: number, events: readonly MvccEvent[]): void {
+    const watchers: Watcher[] = [];
+    this.#synced.forEachWatching(keyString(events[0]!.kv.key), (watcher) => {
+      // A watcher with a future start revision sits in the synced group until the store gets there.
+      if (revision >= watcher.minRevision) watchers.push(watcher);
+    });
+    for (const watcher of watchers) this.#sendLive(watcher, events, revision);
+  }
+
+  /** Sends a synced watcher the events of `revision` it matched (those its filters keep). */
+  #sendLive(watcher: Watcher, matched: readonly MvccEvent[], revision: number): void {
+    watcher.minRevision = revision + 1;
+    const visible = watcher.filter(matched);
+    // Nothing is sent when the filters drop every event of the revision.
+    if (visible.length === 0) return;
+    const response = { watchId: watcher.id, events: visible, revision, compactRevision: 0 };
+    if (!watcher.sink.send(watcher, response)) {
+      // The stream is not draining: this revision and later ones will come from history once it
+      // does (the stream calls resume()), so the writer never waits for a slow reader.
+      watcher.minRevision = revision;
+      this.#synced.delete(watcher);
+      this.#unsynced.add(watcher);
+      watcher.state = 'unsynced';
     }
   }
 

@@ -3,9 +3,10 @@
 // read, filtered, sorted and cut: the same request against a view that ignores the hint.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { executeRange } from '../../src/kv/range.js';
+import { executeRange, sortKeyValues } from '../../src/kv/range.js';
 import type { ReadView } from '../../src/mvcc/read-view.js';
 import { MvccStore } from '../../src/mvcc/store.js';
+import type { KeyValue } from '../../src/mvcc/types.js';
 import { b } from '../support/bytes.js';
 
 const change = fc.record({
@@ -75,5 +76,42 @@ describe('range selection hint', () => {
     });
     expect(response.kvs?.map((kv) => Buffer.from(kv.key ?? []).toString())).toEqual(['a']);
     expect([response.more, response.count]).toEqual([true, 3n]);
+  });
+
+  it('sorts a short list in place as the stable Array.prototype.sort orders it', () => {
+    const kv = fc.record({
+      key: fc.uint8Array({ maxLength: 2 }),
+      value: fc.uint8Array({ maxLength: 2 }),
+      createRevision: fc.integer({ min: 1, max: 4 }),
+      modRevision: fc.integer({ min: 1, max: 4 }),
+      version: fc.integer({ min: 1, max: 4 }),
+      lease: fc.constant(0n),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(kv, { maxLength: 12 }),
+        fc.constantFrom(0, 1, 2, 3, 4),
+        fc.constantFrom(0, 1, 2),
+        (kvs: KeyValue[], sortTarget, sortOrder) => {
+          const field = (['key', 'version', 'createRevision', 'modRevision', 'value'] as const)[
+            sortTarget
+          ]!;
+          const value = (x: KeyValue) => x[field];
+          const compare = (a: KeyValue, b: KeyValue) => {
+            const [x, y] = [value(a), value(b)];
+            return typeof x === 'number' && typeof y === 'number'
+              ? x - y
+              : Buffer.compare(x as Uint8Array, y as Uint8Array);
+          };
+          const order = sortTarget !== 0 && sortOrder === 0 ? 1 : sortOrder;
+          const expected =
+            order === 0 || (sortTarget === 0 && order === 1)
+              ? [...kvs]
+              : [...kvs].sort(order === 2 ? (a, b) => compare(b, a) : compare);
+          expect(sortKeyValues([...kvs], { sortTarget, sortOrder })).toEqual(expected);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });
