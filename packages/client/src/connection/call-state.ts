@@ -21,7 +21,10 @@ export interface CallState {
   attempts: number;
   consumed: number;
   endpoint: PooledEndpoint | undefined;
-  /** Made on the first pick: most calls pick once. */
+  /**
+   * The endpoints tried, made on the second pick (most calls pick once): until then the one tried,
+   * if any, is {@link endpoint}.
+   */
   tried: Set<PooledEndpoint> | undefined;
   /** Time this call spent waiting for each endpoint to connect, in ms; made on the first wait. */
   dialWaited: Map<PooledEndpoint, number> | undefined;
@@ -56,7 +59,7 @@ export function newState(write = false): CallState {
 
 /** How many endpoints the call has tried. */
 export function triedCount(state: CallState): number {
-  return state.tried?.size ?? 0;
+  return state.tried?.size ?? (state.endpoint === undefined ? 0 : 1);
 }
 
 /** An endpoint picked for an attempt, and its channel. */

@@ -24,14 +24,17 @@ export function pick(pool: EndpointPool, scope: CallScope, state: CallState): Pi
     throw new AttemptFailure(new DeadlineExceededError(), false, false);
   }
   state.connectingTo = undefined;
+  // Most calls pick once: the set of endpoints tried is made on the second pick, from the first.
+  if (state.tried === undefined && state.endpoint !== undefined) {
+    state.tried = new Set([state.endpoint]);
+  }
   let picked: PickedEndpoint;
   try {
     picked = pool.pick(state.tried);
   } catch {
     throw new AttemptFailure(new ClientClosedError(), false, false);
   }
-  if (state.tried) state.tried.add(picked.endpoint);
-  else state.tried = new Set([picked.endpoint]);
+  state.tried?.add(picked.endpoint);
   state.endpoint = picked.endpoint;
   return picked;
 }
