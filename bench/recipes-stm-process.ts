@@ -8,17 +8,34 @@
 // pass a token round in FIFO order, process i watching only its key `<prefix>token/<i>` and putting
 // the next turn's number to the next process's key when its own shows its turn: one put and one
 // watch delivery a handoff, to the next process only; latencies are its times round the ring.
-import { Etcd } from '../packages/client/src/etcd.js';
+// With contention `floor` it measures the serial floor, alone: one range then one txn on one key,
+// back to back, warmed and timed like the transfers (a process of its own, not the bench's parent).
+// It runs the built packages (packages/*/dist, what users install: built-packages.ts), or with
+// ETCDKIT_BENCH_CODE=source the TypeScript sources under tsx (the rows before 2026-12-07 17:45).
 import type { AnyOpResponse, Compare, Op } from '../packages/client/src/index.js';
-import { Txn } from '../packages/client/src/kv/txn.js';
-import { stmKeyLocks } from '../packages/recipes/src/lock/stm-key-locks.js';
-import { Session } from '../packages/recipes/src/session/session.js';
-import { runStm, type StmOptions } from '../packages/recipes/src/stm/stm.js';
+import { builtPackages } from './built-packages.js';
+
+type ClientModule = typeof import('../packages/client/src/index.js');
+type RecipesModule = typeof import('../packages/recipes/src/index.js');
+type StmOptions = import('../packages/recipes/src/index.js').StmOptions;
+
+const built = process.env.ETCDKIT_BENCH_CODE === 'source' ? undefined : await builtPackages();
+const { Etcd, cmp, op } = (await import(
+  built?.client ?? new URL('../packages/client/src/index.js', import.meta.url).href
+)) as ClientModule;
+const { Session, runStm, stmKeyLocks } = (await import(
+  built?.recipes ?? new URL('../packages/recipes/src/index.js', import.meta.url).href
+)) as RecipesModule;
 
 const [endpoint, prefix, keys, contenders, ms, contention] = process.argv.slice(2);
 if (!endpoint || !prefix || !keys || !contenders || !ms || !contention) {
   throw new Error('usage: endpoint prefix keys contenders ms contention');
 }
+// ETCDKIT_BENCH_STM_WARM_MS=<ms>: before 'ready', the same work for that long on other keys
+// (`<prefix>warm/`, contended by every process alike), so the measured runs find the process's
+// code compiled, as in a long-lived service; what this process knows of the measured keys (their
+// contention, their values) still starts empty. Default 0: cold processes.
+const warmMs = Number(process.env.ETCDKIT_BENCH_STM_WARM_MS ?? '0') || 0;
 const calls: Record<string, number> = {};
 const etcd = new Etcd({
   endpoints: [endpoint],
@@ -42,6 +59,7 @@ etcd.watch = (request) => {
 // failed commits by the compare that failed, and group sizes; sent as `trace`.
 const trace = process.env.ETCDKIT_BENCH_STM_TRACE === '1' ? traceTxns() : undefined;
 if (contention.startsWith('token:')) await passToken(contention.slice(6));
+if (contention === 'floor') await serialFloor();
 const session = contention === '1' ? await Session.create(etcd, { ttl: 30 }) : undefined;
 const options: StmOptions = session
   ? { contention: { locks: stmKeyLocks(session, `${prefix}locks`) } }
@@ -70,11 +88,6 @@ const transfers = (at: string, end: number, done: number[]) =>
       }
     }),
   );
-// ETCDKIT_BENCH_STM_WARM_MS=<ms>: before 'ready', the same transfers for that long on other keys
-// (`<prefix>warm/`, contended by every process alike), so the measured runs find the process's
-// code compiled, as in a long-lived service; what this process knows of the measured keys (their
-// contention, their values) still starts empty. Default 0: cold processes.
-const warmMs = Number(process.env.ETCDKIT_BENCH_STM_WARM_MS ?? '0') || 0;
 if (warmMs > 0) await transfers(`${prefix}warm/`, performance.now() + warmMs, []);
 process.send?.('ready');
 await new Promise((resolve) => process.once('message', resolve));
@@ -98,6 +111,38 @@ process.send?.({ latencies, calls: made, cpuMs: cpu, trace: traced }, () => proc
 function cpuMs(start: NodeJS.CpuUsage): number {
   const { user, system } = process.cpuUsage(start);
   return (user + system) / 1000;
+}
+
+/**
+ * The serial floor: one range then one one-compare txn on one key, back to back, from this one
+ * client: the rate one key can change at. Warmed on `<prefix>warm/floor` like the transfers.
+ */
+async function serialFloor(): Promise<never> {
+  const loop = async (key: string, end: number) => {
+    await etcd.put(key, '0');
+    let count = 0;
+    while (performance.now() < end) {
+      const { kvs } = await etcd.range({ key });
+      await etcd
+        .txn()
+        .if(cmp.modRevision(key, '==', kvs[0]?.modRevision ?? 0n))
+        .then(op.put(key, String(count)))
+        .commit();
+      count++;
+    }
+    return count;
+  };
+  if (warmMs > 0) await loop(`${prefix}warm/floor`, performance.now() + warmMs);
+  process.send?.('ready');
+  await new Promise((resolve) => process.once('message', resolve));
+  for (const name of Object.keys(calls)) delete calls[name];
+  const cpuAtGo = process.cpuUsage();
+  const count = await loop(`${prefix}floor`, performance.now() + Number(ms));
+  const made = { ...calls };
+  const cpu = cpuMs(cpuAtGo);
+  await etcd.close();
+  process.send?.({ latencies: [], calls: made, count, cpuMs: cpu }, () => process.exit(0));
+  return new Promise<never>(() => {});
 }
 
 /** The handoff floor: `ring` is `<index>/<processes>`; process i's key is `<prefix>token/<i>`. */
@@ -155,7 +200,8 @@ function traceTxns() {
   const shapes = new WeakMap<object, Shape>();
   const shapeOf = (txn: object): Shape =>
     shapes.get(txn) ?? { compares: [], success: [], otherwise: [] };
-  const proto = Txn.prototype as unknown as Record<string, (...args: unknown[]) => object>;
+  // The Txn class of the client this process runs (built or source), through an instance.
+  const proto = Object.getPrototypeOf(etcd.txn()) as Record<string, (...args: unknown[]) => object>;
   const wrap = (name: string, add: (shape: Shape, args: unknown[]) => Shape) => {
     const original = proto[name] as (...args: unknown[]) => object;
     proto[name] = function (this: object, ...args: unknown[]) {

@@ -19,14 +19,19 @@
 // Those rows measure at least 1000 ms: the serial floor beside them is a warm process's steady
 // rate, and a shorter window counts mostly first runs (bench/findings/stm.md, 2026-12-07).
 // ETCDKIT_BENCH_STM_TRACE=1: the processes classify their txns (recipes-stm-process.ts).
+// The serial floor is measured like those rows: in a process of its own, warmed alike, for as long
+// (until 2026-12-07 17:45: 300 ms in this process, right after a round's processes were killed).
+// Those processes and the embedded server run the built packages (built-packages.ts: what users
+// install); ETCDKIT_BENCH_CODE=source runs the TypeScript sources under tsx, as before 17:45.
 // Reports numbers; asserts nothing.
 import { fork } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Etcd } from '../packages/client/src/etcd.js';
-import { cmp, op } from '../packages/client/src/index.js';
 import { StmConflictError } from '../packages/recipes/src/stm/errors.js';
 import { runStm, type StmOptions } from '../packages/recipes/src/stm/stm.js';
 import { startEtcd } from '../testkit/src/etcd-process.js';
+import { type BuiltPackages, builtPackages } from './built-packages.js';
+import { ServerProcess } from './memory.js';
 
 const DURATION_MS = Number(process.env.ETCDKIT_BENCH_STM_MS ?? '300') || 300;
 const PROCESS_MS = Math.max(DURATION_MS, 1_000);
@@ -44,6 +49,8 @@ const PROCESSES = (process.env.ETCDKIT_BENCH_STM_PROCESS_COUNTS ?? '1,2,8').spli
 // ETCDKIT_BENCH_STM_PROCESS_CONTENDERS=8 gives the rows before the group turn (one a process at 8).
 const PROCESS_CONTENDERS = Number(process.env.ETCDKIT_BENCH_STM_PROCESS_CONTENDERS ?? '32') || 32;
 const processScript = fileURLToPath(new URL('./recipes-stm-process.ts', import.meta.url));
+// ETCDKIT_BENCH_CODE=source: the processes and the embedded server run the sources under tsx.
+const BUILT = process.env.ETCDKIT_BENCH_CODE !== 'source';
 
 /** A setting measured: its runStm options, over how many clients the contenders are spread. */
 interface Setting {
@@ -119,17 +126,6 @@ const median = (values: number[]) => {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
-/** An in-memory EmbeddedEtcd in a child process, so its CPU is not the client's. */
-async function embeddedChild(): Promise<{ endpoints: string[]; stop(): void }> {
-  const script = fileURLToPath(new URL('./transport-server.ts', import.meta.url));
-  const child = fork(script, [], { execArgv: process.execArgv, stdio: 'inherit' });
-  const endpoints = await new Promise<string[]>((resolve, reject) => {
-    child.once('message', (message: { endpoints: string[] }) => resolve(message.endpoints));
-    child.once('exit', (code) => reject(new Error(`server process exited (${code})`)));
-  });
-  return { endpoints, stop: () => child.kill('SIGTERM') };
-}
-
 async function backendRows(backend: string, endpoints: readonly string[]) {
   const etcds = [0, 1].map(() => new Etcd({ endpoints: [...endpoints] }));
   const rows: Array<Record<string, string | number>> = [];
@@ -187,24 +183,6 @@ async function backendRows(backend: string, endpoints: readonly string[]) {
   return rows;
 }
 
-/** Back-to-back one-compare txns from one client, per second: the rate one key can change at. */
-async function serialFloor(etcd: Etcd, key: string): Promise<number> {
-  await etcd.put(key, '0');
-  let count = 0;
-  const started = performance.now();
-  while (performance.now() - started < DURATION_MS) {
-    const { kvs } = await etcd.range({ key });
-    const current = kvs[0];
-    await etcd
-      .txn()
-      .if(cmp.modRevision(key, '==', current?.modRevision ?? 0n))
-      .then(op.put(key, String(count)))
-      .commit();
-    count++;
-  }
-  return (count / (performance.now() - started)) * 1000;
-}
-
 /** A setting of the rows across processes: which process script, with the contention option or not. */
 interface ProcessSetting {
   readonly name: string;
@@ -212,7 +190,16 @@ interface ProcessSetting {
   readonly contention: boolean;
   /** The handoff floor instead of transfers: a token passed round the processes. */
   readonly token?: boolean;
+  /** The serial floor instead of transfers: one range then one txn, back to back, one process. */
+  readonly floor?: boolean;
 }
+
+const FLOOR: ProcessSetting = {
+  name: 'serial floor (one range, one txn, after another)',
+  script: processScript,
+  contention: false,
+  floor: true,
+};
 
 // ETCDKIT_BENCH_STM_BASELINE=<checkout>: also run that checkout's process script with the
 // contention option (a 'before' of the same suite, e.g. `git worktree add /tmp/before HEAD~3`),
@@ -261,6 +248,9 @@ async function acrossProcesses(
   const prefix = `bench/stm/${run++}/`;
   for (let i = 0; i < keys; i++) await etcd.put(`${prefix}${i}`, String(INITIAL));
   if (setting.token) await etcd.put(`${prefix}token/0`, '0');
+  // The packages of the script's checkout (a baseline's are its own), built if stale.
+  const checkout = fileURLToPath(new URL('..', pathToFileURL(setting.script))).replace(/\/$/, '');
+  const built: BuiltPackages | undefined = BUILT ? await builtPackages(checkout) : undefined;
   const args = (index: number) => [
     endpoint,
     prefix,
@@ -268,14 +258,23 @@ async function acrossProcesses(
     PROCESS_CONTENDERS / processes,
     // A second at least: the token needs laps round all the processes, however slow the handoff.
     PROCESS_MS,
-    setting.token ? `token:${index}/${processes}` : setting.contention ? 1 : 0,
+    setting.floor
+      ? 'floor'
+      : setting.token
+        ? `token:${index}/${processes}`
+        : setting.contention
+          ? 1
+          : 0,
   ];
   const children = Array.from({ length: processes }, (_, index) =>
     // In its own checkout: tsx resolves the packages by the tsconfig of the working directory.
     fork(setting.script, args(index).map(String), {
-      cwd: fileURLToPath(new URL('..', pathToFileURL(setting.script))),
-      execArgv: [...process.execArgv, ...(PROF ? ['--cpu-prof', `--cpu-prof-dir=${PROF}`] : [])],
-      env: { ...process.env, ETCDKIT_BENCH_STM_WARM_MS: WARM_MS },
+      cwd: checkout,
+      execArgv: [
+        ...(built?.execArgv ?? process.execArgv),
+        ...(PROF ? ['--cpu-prof', `--cpu-prof-dir=${PROF}`] : []),
+      ],
+      env: { ...(built?.env ?? process.env), ETCDKIT_BENCH_STM_WARM_MS: WARM_MS },
       stdio: 'inherit',
     }),
   );
@@ -311,9 +310,11 @@ async function acrossProcesses(
       }
     }
     const { kvs } = await etcd.range({ prefix: `${prefix}` });
-    // The accounts: not the lock queues, the token, nor the keys of the processes' warm-up.
+    // The accounts: not the lock queues, the token, the floor's key, nor the warm-up's keys.
     const accounts = kvs.filter((kv) =>
-      ['locks', 'token', 'warm/'].every((other) => !kv.keyText().startsWith(`${prefix}${other}`)),
+      ['locks', 'token', 'floor', 'warm/'].every(
+        (other) => !kv.keyText().startsWith(`${prefix}${other}`),
+      ),
     );
     const conserved = accounts.reduce((sum, kv) => sum + Number(kv.text()), 0) === keys * INITIAL;
     await etcd.delete({ prefix });
@@ -335,11 +336,12 @@ async function processRows(backend: string, endpoints: readonly string[]) {
       ).map((setting) => ({ keys: setting.token ? 0 : keys, processes, setting })),
     ),
   );
-  const floors: number[] = [];
+  // The serial floor in the same rotation, a process of its own each round.
+  const floorCell = { keys: 0, processes: 1, setting: FLOOR };
+  cells.push(floorCell);
   const per = new Map<(typeof cells)[number], ProcessMeasure[]>(cells.map((c) => [c, []]));
   try {
     for (let round = 0; round < ROUNDS; round++) {
-      floors.push(await serialFloor(etcd, `bench/stm/floor/${run++}`));
       // Rotate the order, so each setting runs early and late in some round.
       const shift = Math.round((round * cells.length) / ROUNDS);
       const order = cells.map((_, i) => cells[(i + shift) % cells.length]!);
@@ -354,15 +356,18 @@ async function processRows(backend: string, endpoints: readonly string[]) {
         per.get(cell)!.push(m);
       }
     }
-    const floor = median(floors);
+    const floors = per.get(floorCell)!;
+    const floor = median(floors.map((m) => m.rate));
     rows.push({
       backend,
       keys: 1,
-      contenders: 1,
-      settings: 'serial floor (one range, one txn, after another)',
+      contenders: '1 in 1 process',
+      settings: FLOOR.name,
       'commits/s': Math.round(floor),
+      'client cpu ms per commit': median(floors.map((m) => m.cpuMs)).toFixed(2),
     });
     for (const cell of cells) {
+      if (cell === floorCell) continue;
       const ms = per.get(cell)!;
       const rate = median(ms.map((m) => m.rate));
       // A token round with too few handoffs for a lap has no latency.
@@ -396,12 +401,13 @@ async function processRows(backend: string, endpoints: readonly string[]) {
 
 async function report() {
   const rows: Array<Record<string, string | number>> = [];
-  const embedded = await embeddedChild();
+  // In a child process, so its CPU is not the client's: its built package, as `etcdkit-server` runs.
+  const embedded = await ServerProcess.start(BUILT ? await builtPackages() : undefined);
   try {
     if (!ONLY_PROCESSES) rows.push(...(await backendRows('embedded', embedded.endpoints)));
     rows.push(...(await processRows('embedded', embedded.endpoints)));
   } finally {
-    embedded.stop();
+    await embedded.stop();
   }
   const external = process.env.ETCDKIT_ENDPOINTS?.split(',').map((e) => e.trim());
   const server = external ? undefined : await startEtcd();
