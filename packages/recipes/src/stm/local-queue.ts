@@ -64,6 +64,18 @@ export class StmQueue<B = never> {
   }
 
   /**
+   * Holds every one of `keys` at once when no run holds any of them, else undefined (nothing
+   * taken): a run holds its keys while its commit is in flight, so local runs on them wait for its
+   * outcome instead of sending commits it would make fail.
+   */
+  tryTake(keys: readonly Uint8Array[]): HeldKeys<B> | undefined {
+    const ids = [...new Set(keys.map(keyId))].sort();
+    if (ids.some((id) => this.#locks.has(id))) return undefined;
+    for (const id of ids) this.#locks.set(id, { waiters: [] });
+    return this.#held(ids, false, undefined, undefined);
+  }
+
+  /**
    * Waits until this run holds every one of `keys` (and of `also`). Keys are taken one by one in
    * sorted order, so two runs never wait for each other. An abort gives back what was taken.
    */
@@ -98,6 +110,15 @@ export class StmQueue<B = never> {
       this.#release(taken);
       throw error;
     }
+    return this.#held(ids, waited, latest, baton);
+  }
+
+  #held(
+    ids: readonly string[],
+    waited: boolean,
+    latest: Prefetched | undefined,
+    baton: { readonly value: B } | undefined,
+  ): HeldKeys<B> {
     let released = false;
     const first = this.#locks.get(ids[0] as string);
     return {

@@ -140,6 +140,8 @@ export async function runStm<T>(
     settings.prefetch.length > 0 ? await prefetch(kv, settings.prefetch, signal) : undefined;
   const queue = settings.localQueue ? stmQueueOf(kv) : undefined;
   let keyLocks: HeldKeys | undefined;
+  // The keys held in the local queue while an optimistic commit is in flight (see below).
+  let committing: HeldKeys | undefined;
   // The keys locked across processes, once conflicts with writers elsewhere kept coming.
   let locked: LockedKeys | undefined;
   let pauses = 0;
@@ -202,6 +204,12 @@ export async function runStm<T>(
         }
         if (contended) failedCommits = settings.contention?.afterConflicts ?? 0;
         if (!doomed && !contended) {
+          // Its keys held while the commit is in flight: a local run on them queues for its outcome
+          // (and starts from what it left) instead of racing it with a commit this one would fail.
+          committing =
+            queue && !keyLocks && !locked && ran.plan.compares.length > 0
+              ? queue.tryTake(keys)
+              : undefined;
           const outcome = await commit(kv, ran.plan, settings, lockingOf(settings, locked, keys));
           if (outcome.committed) {
             const after = stateAfter(ran.plan, outcome.header.revision);
@@ -211,6 +219,7 @@ export async function runStm<T>(
             await held?.committed({ revision: after.revision, keys: [...after.entries.values()] });
             // The next run waiting for these keys starts from what this commit left.
             keyLocks?.release(after);
+            committing?.release(after);
             return { value: ran.value, header: outcome.header, attempts: attempt };
           }
           prefetched = outcome.prefetched;
@@ -238,6 +247,8 @@ export async function runStm<T>(
         // wait for them holding keys of the local queue, which a local run ahead may wait for.
         keyLocks?.release();
         keyLocks = undefined;
+        committing?.release();
+        committing = undefined;
         await locked?.held.release();
         locked = undefined;
         // The other runs of this process on these keys follow at once, before their own failed
@@ -256,7 +267,9 @@ export async function runStm<T>(
         const first = keyLocks === undefined;
         const held = keyLocks?.ids ?? [];
         keyLocks?.release();
-        keyLocks = await queue.take(keys, held, signal);
+        // A failed commit's hold is the run's place in the queue: first, as it already was.
+        keyLocks = committing ?? (await queue.take(keys, held, signal));
+        committing = undefined;
         // The local run ahead went to the locks on these keys: follow it there, without a read
         // (the turn reads the keys) nor a commit that the queue would fail.
         if (contention && isContended(contention.locks, keys)) {
@@ -280,6 +293,7 @@ export async function runStm<T>(
     }
   } finally {
     keyLocks?.release();
+    committing?.release();
     await locked?.held.release();
   }
 }
