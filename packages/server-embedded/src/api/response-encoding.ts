@@ -7,7 +7,7 @@
 // (unknown fields, a string for bytes, a Long, nesting past its depth limit) is left to it:
 // encodeResponse then answers undefined.
 import { etcdserverpb } from '@etcdkit/client/protocol';
-import { ProtoWriter, varintSize } from '../mvcc/kv-encoding.js';
+import { ProtoWriter, varintSize, wideVarint } from '../mvcc/kv-encoding.js';
 import type { ResponseHeader } from './requests.js';
 
 /** protobufjs's util.recursionLimit: deeper messages make its encoder throw. */
@@ -131,9 +131,8 @@ function integerSize(value: bigint | number | undefined): number {
   if (value === undefined) return 0;
   if (typeof value === 'number') return 1 + (value < 0 ? 10 : varintSize(value));
   if (value >= 0n && value <= MAX_SAFE) return 1 + varintSize(Number(value));
-  // Above 2^53 or negative: its 64 bits' varint, from their high word (never 0 here).
-  const high = Number(BigInt.asUintN(64, value) >> 32n);
-  return 1 + Math.ceil((64 - Math.clz32(high)) / 7);
+  // Above 2^53 or negative: its 64 bits' varint (kept for the next responses).
+  return 1 + wideVarint(value).length;
 }
 
 function bytesSize(value: Uint8Array | undefined): number {
@@ -155,20 +154,11 @@ function writeInteger(out: ProtoWriter, tag: number, value: bigint | number | un
   else writeVarint64(out, value);
 }
 
-/** The varint of `value`'s 64 bits (two's complement), in two 32-bit words, as protobufjs does. */
+/** The varint of `value`'s 64 bits (two's complement), as protobufjs writes an int64. */
 function writeVarint64(out: ProtoWriter, value: bigint): void {
-  const bits = BigInt.asUintN(64, value);
-  let low = Number(bits & 0xffffffffn);
-  let high = Number(bits >> 32n);
-  const target = out.bytes;
-  let at = out.length;
-  while (high > 0 || low > 127) {
-    target[at++] = (low & 127) | 128;
-    low = ((low >>> 7) | (high << 25)) >>> 0;
-    high >>>= 7;
-  }
-  target[at++] = low;
-  out.length = at;
+  const varint = wideVarint(value);
+  out.bytes.set(varint, out.length);
+  out.length += varint.length;
 }
 
 function writeBool(out: ProtoWriter, tag: number, value: number | undefined): void {

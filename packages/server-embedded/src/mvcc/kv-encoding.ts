@@ -16,10 +16,31 @@ export function varintSize(value: number): number {
 /** Bytes of an int64 field's varint: negative values take 10, as two's complement. */
 export function int64Size(value: bigint): number {
   if (value >= 0n && value <= 9007199254740991n) return varintSize(Number(value));
-  if (value < 0n) return 10;
-  let size = 1;
-  for (let rest = value; rest >= 128n; rest >>= 7n) size++;
-  return size;
+  return wideVarint(value).length;
+}
+
+/**
+ * Varints of int64s outside [0, 2^53) (lease ids, cluster and member ids), kept: the same few are
+ * written in every response and event, and working one out allocates a BigInt per 7 bits.
+ */
+const wideVarints = new Map<bigint, Uint8Array>();
+const WIDE_VARINTS_KEPT = 1024;
+
+/** The varint of `value`'s 64 bits (two's complement), as protobuf writes an int64. */
+export function wideVarint(value: bigint): Uint8Array {
+  let bytes = wideVarints.get(value);
+  if (bytes !== undefined) return bytes;
+  let rest = BigInt.asUintN(64, value);
+  const out: number[] = [];
+  while (rest >= 128n) {
+    out.push(Number(rest & 127n) | 128);
+    rest >>= 7n;
+  }
+  out.push(Number(rest));
+  bytes = Uint8Array.from(out);
+  if (wideVarints.size >= WIDE_VARINTS_KEPT) wideVarints.clear();
+  wideVarints.set(value, bytes);
+  return bytes;
 }
 
 /** Protobuf bytes written into a buffer that grows as needed; `bytes` up to `length` are the output. */
@@ -59,15 +80,9 @@ export class ProtoWriter {
       this.varint(Number(value));
       return;
     }
-    let rest = BigInt.asUintN(64, value);
-    const bytes = this.bytes;
-    let at = this.length;
-    while (rest >= 128n) {
-      bytes[at++] = Number(rest & 127n) | 128;
-      rest >>= 7n;
-    }
-    bytes[at++] = Number(rest);
-    this.length = at;
+    const varint = wideVarint(value);
+    this.bytes.set(varint, this.length);
+    this.length += varint.length;
   }
 
   /** `length` bytes of `source` from `offset`. */
