@@ -57,6 +57,18 @@ export interface HeldKeys<B = never> {
 /** @internal The per-key locks of one KV. */
 export class StmQueue<B = never> {
   readonly #locks = new Map<string, KeyLock<B>>();
+  // Each key as the last commit handed on with it left it, most recently used last.
+  readonly #left = new Map<string, ReadEntry>();
+
+  /**
+   * `key` as the last commit of a run of this queue left it, while a run holds it: a run's first
+   * attempt finds its keys with it without reading them (a probe: never committed), and, finding
+   * them held, queues at once; its turn then starts from what the run ahead left.
+   */
+  heldValue(key: Uint8Array): ReadEntry | undefined {
+    const id = keyId(key);
+    return this.#locks.has(id) ? this.#left.get(id) : undefined;
+  }
 
   /** Whether a run holds one of `keys`. */
   holdsAny(keys: readonly Uint8Array[]): boolean {
@@ -137,6 +149,7 @@ export class StmQueue<B = never> {
         if (released || next === undefined || !sameIds(next.ids, ids)) return false;
         released = true;
         first?.waiters.shift();
+        this.#remember(after);
         next.hand({ after, baton: { value } });
         return true;
       },
@@ -172,7 +185,19 @@ export class StmQueue<B = never> {
     });
   }
 
+  #remember(after: Prefetched | undefined): void {
+    if (after === undefined) return;
+    for (const [id, entry] of after.entries) {
+      this.#left.delete(id);
+      this.#left.set(id, entry);
+    }
+    while (this.#left.size > MAX_KEYS_LEFT) {
+      this.#left.delete(this.#left.keys().next().value as string);
+    }
+  }
+
   #release(ids: readonly string[], after?: Prefetched): void {
+    this.#remember(after);
     for (const id of ids) {
       const next = this.#locks.get(id)?.waiters.shift();
       if (next) next.hand({ after });
@@ -180,6 +205,9 @@ export class StmQueue<B = never> {
     }
   }
 }
+
+// Keys remembered per queue: enough for the hot keys of a process, bounded all the same.
+const MAX_KEYS_LEFT = 256;
 
 function sameIds(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((id, i) => id === b[i]);

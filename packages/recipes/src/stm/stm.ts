@@ -34,7 +34,7 @@ import {
 } from './contention.js';
 import { StmConflictError, StmTooManyOpsError } from './errors.js';
 import { isolationRules, STM_ISOLATION_LEVELS, type StmIsolation } from './isolation.js';
-import { type HeldKeys, stmQueueOf } from './local-queue.js';
+import { type HeldKeys, type StmQueue, stmQueueOf } from './local-queue.js';
 import type { Stm } from './view.js';
 
 /** Options of {@link runStm}. */
@@ -148,7 +148,7 @@ export async function runStm<T>(
   let conflictsWithKeys = 0;
   let failedCommits = 0;
   // The first attempt reads keys this process watches (its recent turns) from the watches.
-  let probe = probeOf(settings.contention?.locks);
+  let probe = probeOf(settings.contention?.locks, queue);
   try {
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
@@ -451,10 +451,17 @@ async function commit(
   };
 }
 
-/** A probe source over the keys `locks` watches, when it can tell. */
-function probeOf(locks: StmKeyLocks | undefined): ProbeSource | undefined {
-  if (typeof locks?.watched !== 'function') return undefined;
-  return (key) => locks.watched?.(key);
+/**
+ * A probe source over the keys a run of the local queue holds (as the last commit there left them)
+ * and the keys `locks` watches, when either can tell.
+ */
+function probeOf(
+  locks: StmKeyLocks | undefined,
+  queue: StmQueue | undefined,
+): ProbeSource | undefined {
+  const watched = typeof locks?.watched === 'function' ? locks : undefined;
+  if (watched === undefined && queue === undefined) return undefined;
+  return (key) => queue?.heldValue(key) ?? watched?.watched?.(key);
 }
 
 /** What a lock holder saw of its keys, as values read ahead. */

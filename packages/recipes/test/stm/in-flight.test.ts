@@ -1,7 +1,8 @@
 // A run's keys are held in the local queue while its commit is in flight: a local run on them that
 // is ready to commit meanwhile waits for that commit's outcome instead of sending a commit of its
 // own (which the first would fail, or which would fail the first), and starts from what the first
-// commit left. Exact call sequences on each backend; the first commit is held back by the test.
+// commit left; it finds its keys without reading them when the last local commit on them left them.
+// Exact call sequences on each backend; the first commit is held back by the test.
 import { Etcd } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
@@ -151,5 +152,39 @@ describeEachBackend('STM: a commit in flight holds its keys locally', ({ backend
     expect(await first).toMatchObject({ attempts: 1 });
     expect(calls).toEqual([RANGE, RANGE, RANGE, RANGE, TXN, TXN]);
     expect([await balance('c'), await balance('d')]).toEqual([INITIAL - 5, INITIAL + 5]);
+  });
+
+  it('a run on keys a local run holds finds them as the last local commit on them left them: it reads nothing before its turn', async () => {
+    await accounts('a', 'b');
+    const { kv, hold } = gated();
+    // A commit of this process on a and b: the local queue knows what it left.
+    await transfer(kv, 'a', 'b', 1);
+    expect(calls).toEqual([RANGE, RANGE, TXN]);
+    const release = deferred();
+    const firstSent = hold(release.promise);
+    const first = transfer(kv, 'a', 'b', 2);
+    await firstSent;
+    const secondRead = deferred();
+    const second = transfer(kv, 'a', 'b', 5, secondRead.resolve);
+    await secondRead.promise;
+    await other.get(k('a'));
+    // The first run read a and b (nothing held them then); the second found them held, with the
+    // values the last commit left: no read, no commit.
+    expect(calls).toEqual([RANGE, RANGE, TXN, RANGE, RANGE]);
+    release.resolve();
+    expect(await first).toMatchObject({ attempts: 1 });
+    expect(await second).toMatchObject({ attempts: 2 });
+    expect(calls).toEqual([RANGE, RANGE, TXN, RANGE, RANGE, TXN, TXN]);
+    expect([await balance('a'), await balance('b')]).toEqual([INITIAL - 8, INITIAL + 8]);
+  });
+
+  it('a run that finds its keys from the local queue but none of them held reads them from etcd', async () => {
+    await accounts('a', 'b');
+    await transfer(etcd, 'a', 'b', 1);
+    calls.length = 0;
+    // Nothing holds a or b: the values the last commit left are not used, and it commits at once.
+    expect(await transfer(etcd, 'a', 'b', 2)).toMatchObject({ attempts: 1 });
+    expect(calls).toEqual([RANGE, RANGE, TXN]);
+    expect([await balance('a'), await balance('b')]).toEqual([INITIAL - 3, INITIAL + 3]);
   });
 });
