@@ -333,6 +333,8 @@ export class GrpcJsChannel implements Channel {
     const started = Date.now();
     return new Promise<void>((resolve, reject) => {
       let settled = false;
+      // One fresh dial per wait: if it fails too, the connection layer decides what comes next.
+      let redialled = false;
       const finish = (error?: TransportError) => {
         if (settled) return;
         settled = true;
@@ -358,7 +360,12 @@ export class GrpcJsChannel implements Channel {
         try {
           channel = this.#client.getChannel();
           state = channel.getConnectivityState(true);
-          if (state === grpcJs().connectivityState.TRANSIENT_FAILURE && this.#redialDue()) {
+          if (
+            state === grpcJs().connectivityState.TRANSIENT_FAILURE &&
+            !redialled &&
+            this.#redialDue()
+          ) {
+            redialled = true;
             this.#redial();
             channel = this.#client.getChannel();
             state = channel.getConnectivityState(true);

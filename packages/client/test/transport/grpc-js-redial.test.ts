@@ -87,7 +87,7 @@ describe('the grpc-js channel in TRANSIENT_FAILURE', () => {
     expect(channel.state()).toBe('ready');
   });
 
-  it('dials at most once per 250 ms: asked again at once after a failed redial, it refuses unsent', async () => {
+  it('dials once per wait, at most once per 250 ms: asked again at once after a failed redial, it refuses unsent', async () => {
     server = await flappingServer();
     channel = new GrpcJsTransport().open({ target: server.target });
     await expect(channel.ready(Date.now() + 5_000)).rejects.toMatchObject({ sent: false });
