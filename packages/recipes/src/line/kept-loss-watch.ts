@@ -147,6 +147,7 @@ class KeptWatch {
   }
 
   #apply(batch: WatchBatch): void {
+    let reported = false;
     for (const event of batch.events) {
       if (event.type !== 'delete') continue;
       const revision = event.kv.modRevision;
@@ -155,9 +156,12 @@ class KeptWatch {
         if (share.own.createRevision >= revision) continue;
         this.#shares.delete(share);
         share.report({ revision });
+        reported = true;
       }
     }
-    if (this.#shares.size === 0) this.#idleClose.idle();
+    // Idle from the last share's end: the deletes no share waits for (this session's unlocks
+    // while its holds watch through another kept watch) must not keep an unused watch open.
+    if (reported && this.#shares.size === 0) this.#idleClose.idle();
   }
 
   #failed(error: unknown): void {

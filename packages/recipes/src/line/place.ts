@@ -16,7 +16,7 @@ import {
 import { linkSignals, Slot } from '@etcdkit/client/internal';
 import { LockLostError, LockNotHeldError, SessionExpiredError, throwIfAborted } from '../errors.js';
 import type { Session } from '../session/session.js';
-import { keptKeyWatch } from './kept-ahead-watch.js';
+import { keptRangeLoss, keptRangeWatch } from './kept-ahead-watch.js';
 import { keptLossWatch } from './kept-loss-watch.js';
 import {
   closeNow,
@@ -24,7 +24,7 @@ import {
   type LineRead,
   type LossWatch,
   type OwnKey,
-  type WatchKey,
+  type WatchRange,
   watchForTurn,
   watchLoss,
 } from './turn.js';
@@ -123,7 +123,10 @@ export async function acquireHold<E extends LineEntry, R>(
     if (acquisition.atHead?.(entry)) {
       const holding = new Holding(session, entry, what);
       const keep = acquisition.keepLossWatch === true;
-      holding.adopt(lossWatchOf(session, keep)(session.etcd, ownKeyOf(entry, entry.header)));
+      const own = ownKeyOf(entry, entry.header);
+      // A range the session's waits kept over its key, when one covers it: no watch of it alone.
+      const kept = keep ? keptRangeLoss(session, own) : undefined;
+      holding.adopt(kept ?? lossWatchOf(session, keep)(session.etcd, own));
       return acquisition.wrap(holding, release);
     }
     await acquisition.refuse?.(entry);
@@ -162,9 +165,9 @@ export async function waitToHold(session: Session, wait: HoldWait): Promise<Hold
   const slots = wait.slots ?? 1;
   const keep = wait.keepLossWatch === true;
   const lossWatch = lossWatchOf(session, keep);
-  // The same sessions queue again in the same order: the key ahead is usually the last wait's.
-  const aheadWatch: WatchKey | undefined = keep
-    ? (_kv, key, after, listener) => keptKeyWatch(session, key, after, listener)
+  // The same sessions queue again in the same order: the keys watched are usually the last wait's.
+  const keptWatch: WatchRange | undefined = keep
+    ? (_kv, range, after, listener) => keptRangeWatch(session, range, after, listener)
     : undefined;
   const { prefix } = wait;
   const waiter = {
@@ -173,7 +176,8 @@ export async function waitToHold(session: Session, wait: HoldWait): Promise<Hold
     slots,
     ownKey,
     lossWatch,
-    aheadWatch,
+    aheadWatch: keptWatch,
+    lineWatch: keptWatch,
   };
   try {
     // The creating txn's read of the line when there is one (a key found existing has none).

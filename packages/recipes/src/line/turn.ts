@@ -55,14 +55,25 @@ export interface Waiter {
   readonly ownKey?: OwnKey;
   /** How the own key is watched alone (in a long line); default {@link watchLoss}. */
   readonly lossWatch?: (kv: KV, own: OwnKey) => LossWatch;
-  /** How the key ahead is watched in a long line; default {@link watchKeyNow}. */
-  readonly aheadWatch?: WatchKey;
+  /** How the key ahead is watched in a long line; default {@link watchRangeNow}. */
+  readonly aheadWatch?: WatchRange;
+  /**
+   * How a wait just behind the last key ahead (the read had the whole line) watches the range
+   * over that key and its own; default: a watch from the read's revision, and one from now beside
+   * it (see {@link TurnWatch}).
+   */
+  readonly lineWatch?: WatchRange;
 }
 
 /** @internal Where the deletes of a watched key go. */
 export interface KeyListener {
   batch(batch: WatchBatch): void;
   error(error: unknown): void;
+  /**
+   * Called first, before any batch, by a watch whose creation is known already: every delete
+   * after `revision` is delivered.
+   */
+  coveredFrom?(revision: bigint): void;
 }
 
 /** @internal A listener's share of a watch of one key's deletes. */
@@ -72,28 +83,33 @@ export interface KeySubscription {
   close(): void;
 }
 
+/** @internal A key range, `end` exclusive. */
+export interface KeyRange {
+  readonly start: Uint8Array;
+  readonly end: Uint8Array;
+}
+
 /**
- * @internal Watches the deletes of `key` after `after` for `listener` (a delete above `after` seen
- * before may be delivered at once).
+ * @internal Watches the deletes in `range` after `after` for `listener` (the deletes above `after`
+ * seen before may be delivered at once).
  */
-export type WatchKey = (
+export type WatchRange = (
   kv: KV,
-  key: Uint8Array,
+  range: KeyRange,
   after: bigint,
   listener: KeyListener,
 ) => KeySubscription;
 
-/** @internal A watch of `key` of its own, from now. */
-export function watchKeyNow(
+/** @internal A watch of `range` of its own, from now. */
+export function watchRangeNow(
   kv: KV,
-  key: Uint8Array,
+  range: KeyRange,
   _after: bigint,
   listener: KeyListener,
 ): KeySubscription {
   const stop = new AbortController();
-  const start = Buffer.from(key);
   const watcher = kv.watch({
-    range: { start, end: Buffer.concat([start, ZERO]) },
+    range: { start: Buffer.from(range.start), end: Buffer.from(range.end) },
     startRevision: 0n,
     filters: ['noPut'],
     signal: stop.signal,
@@ -342,7 +358,9 @@ const ZERO = Buffer.from([0]);
  * closed when the wait ends (a cancel now would be answered, waking the waiting process). Without
  * `exact` (a longer line: the key ahead alone, the own key watched apart) the one watch is from
  * now, and a read of the queue covers the revisions before its creation when the store moved
- * since the read. The first watch alone stays for the loss;
+ * since the read; so does an `exact` wait given a `lineWatch` (a Mutex session's kept range, which
+ * hands over the deletes it saw after the read), whose deletes of the key ahead are confirmed by a
+ * read until the watch is known to cover the revisions after the read. The first watch alone stays for the loss;
  * when its start is compacted after the turn, a read of the own key decides: lost, or watched
  * again from the read on.
  */
@@ -367,6 +385,11 @@ export class TurnWatch implements LossWatch {
   #held = false;
   /** Enough keys ahead were deleted: a read of the queue (`recheck`) tells whether it is the turn. */
   #confirming = false;
+  /**
+   * A `lineWatch` not known to cover every delete after the read (not created yet, or created
+   * past it): a delete of the key ahead is confirmed by a read, which checks the own key too.
+   */
+  #uncovered = false;
   /** The highest revision decided on, from either watch. */
   #seen: bigint;
   #live: Watcher | undefined;
@@ -435,13 +458,16 @@ export class TurnWatch implements LossWatch {
     signal.addEventListener('abort', this.#onAbort, { once: true });
     if (!this.#exact) {
       // A longer line: the key ahead alone, from now; a read covers what its creation skipped.
-      const key = ahead[0]?.key ?? ZERO;
-      const subscription = (waiter.aheadWatch ?? watchKeyNow)(kv, key, this.#seen, {
-        batch: (batch) => this.#apply(batch),
-        error: (error) => this.#fail(error),
-      });
-      this.#stop.signal.addEventListener('abort', () => subscription.close(), { once: true });
-      void this.#createdAfter(subscription.covered, this.#seen);
+      const start = Buffer.from(ahead[0]?.key ?? ZERO);
+      const alone = { start, end: Buffer.concat([start, ZERO]) };
+      this.#subscribe(waiter.aheadWatch ?? watchRangeNow, alone);
+      return;
+    }
+    if (waiter.lineWatch !== undefined) {
+      // The whole line in one range (turn before loss, in revision order), from a watch that may
+      // predate the read: a read covers what a newer one's creation skipped.
+      this.#uncovered = true;
+      this.#subscribe(waiter.lineWatch, this.#range);
       return;
     }
     const first = this.#watchFrom(from);
@@ -458,6 +484,25 @@ export class TurnWatch implements LossWatch {
     // Right behind it on the stream, a watch from now: etcd creates the two in order, so its
     // created revision is read after the first one was registered.
     void this.#created(first, live, from);
+  }
+
+  /** Listens to `range` after the read through `watchRange`; reads the line if that skipped some. */
+  #subscribe(watchRange: WatchRange, range: KeyRange): void {
+    const read = this.#seen;
+    const subscription = watchRange(this.#kv, range, read, {
+      batch: (batch) => this.#apply(batch),
+      error: (error) => this.#fail(error),
+      coveredFrom: (revision) => {
+        if (revision <= read) this.#uncovered = false;
+      },
+    });
+    // Deletes seen before may have ended the wait already (in the call above).
+    if (this.#stop.signal.aborted) {
+      subscription.close();
+      return;
+    }
+    this.#stop.signal.addEventListener('abort', () => subscription.close(), { once: true });
+    void this.#createdAfter(subscription.covered, read);
   }
 
   #open(startRevision: bigint): Watcher {
@@ -493,9 +538,14 @@ export class TurnWatch implements LossWatch {
       // The watch's failure fails the wait through its error event.
       return;
     }
-    if (this.#settled || createdAt <= read) return;
+    if (this.#settled) return;
+    if (createdAt <= read) {
+      this.#uncovered = false;
+      return;
+    }
     try {
-      this.#takeRead(await this.#recheck(this.#stop.signal));
+      // Still ahead: the read checked the own key, and the watch covers every delete after it.
+      if (!this.#takeRead(await this.#recheck(this.#stop.signal))) this.#uncovered = false;
     } catch (error) {
       // A read that found the own key gone fails the wait (SessionExpiredError).
       if (!this.#stop.signal.aborted) this.#fail(error);
@@ -652,8 +702,9 @@ export class TurnWatch implements LossWatch {
       // Deleted in the batch that holds the turn: the own key is gone at that revision too.
       const alsoOwn = own && batch.events.some((other) => own.equals(other.kv.key));
       if (alsoOwn) this.#settle({ lostAt: event.kv.modRevision });
-      else if (this.#exact) this.#take({ ...batch.header, revision: event.kv.modRevision });
-      else void this.#confirm();
+      else if (this.#exact && !this.#uncovered) {
+        this.#take({ ...batch.header, revision: event.kv.modRevision });
+      } else void this.#confirm();
       return;
     }
   }

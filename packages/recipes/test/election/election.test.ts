@@ -1,6 +1,6 @@
 // Election: Go's key layout, one leader at a time in create-revision order, guarded proclaim and
 // resign, own-key check after the wait, cleanup of an abandoned campaign, failover time, observe.
-import { AbortedError, Etcd, type KeyValue } from '@etcdkit/client';
+import { AbortedError, Etcd, type KeyValue, type WatchRequest } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Election, type Leadership } from '../../src/election/election.js';
@@ -11,7 +11,14 @@ import {
   LockLostError,
   SessionExpiredError,
 } from '../../src/errors.js';
-import { eventually, Fixture, rejection, stillPending } from '../recipes-support.js';
+import { Session } from '../../src/session/session.js';
+import {
+  eventually,
+  Fixture,
+  rejection,
+  stillPending,
+  withHookAfterCommit,
+} from '../recipes-support.js';
 
 describeEachBackend('Election', ({ backend, prefix }) => {
   const fixture = new Fixture(() => backend().endpoints);
@@ -122,6 +129,78 @@ describeEachBackend('Election', ({ backend, prefix }) => {
       expect(await admin.get(old.key)).toBeUndefined();
       expect((await admin.lease.timeToLive(leaderSession.leaseId)).ttl).toBe(-1n);
       expect((await admin.get(won.key))?.text()).toBe('new');
+    });
+  });
+
+  describe('the wait behind the leader', () => {
+    it("a watch reported created below its start while the store moved meanwhile does not wait for etcd's catch-up loop", async () => {
+      // (A Mutex's session watches such a line from now, through its kept watch: mutex.test.ts.)
+      const name = `${prefix()}election`;
+      const leader = await new Election(await fixture.session(), name).campaign('a');
+      // etcd 3.4 reads the revision a created answer reports before it registers the watch: a
+      // commit in between leaves the watch in its 100 ms catch-up loop while the answer says it
+      // was created below its start. Played here: the holder's key is deleted right after the
+      // campaign's txn, and the answer is made to report the txn's revision.
+      let txnRevision = 0n;
+      let commits = 0;
+      const racy = withHookAfterCommit(fixture.client(), async (commit) => {
+        commits = commit;
+        if (commit === 1) await admin.delete(leader.key);
+      });
+      const lying = new Proxy(racy, {
+        get(target, property) {
+          if (property !== 'watch') {
+            const value: unknown = Reflect.get(target, property, target);
+            return typeof value === 'function' ? value.bind(target) : value;
+          }
+          return (request: WatchRequest) => {
+            const watcher = target.watch(request);
+            const from = request.startRevision ?? 0n;
+            if (from === 0n) return watcher;
+            txnRevision = from - 1n;
+            return new Proxy(watcher, {
+              get(w, p) {
+                if (p === 'ready') return () => w.ready().then(() => txnRevision);
+                // etcd's catch-up loop, made late for sure: this watch's events wait for the
+                // queue's read (the second txn), or 2 s without one.
+                if (p === 'on') {
+                  return (event: string, listener: (batch: unknown) => void) => {
+                    if (event !== 'batch') return Reflect.apply(w.on, w, [event, listener]);
+                    const held: unknown[] = [];
+                    let poll: NodeJS.Timeout | undefined;
+                    const since = Date.now();
+                    const late = (batch: unknown) => {
+                      held.push(batch);
+                      poll ??= setInterval(() => {
+                        if (commits < 2 && Date.now() - since < 2_000) return;
+                        clearInterval(poll);
+                        for (const each of held.splice(0)) listener(each);
+                        poll = undefined;
+                      }, 5);
+                    };
+                    return Reflect.apply(w.on, w, [event, late]);
+                  };
+                }
+                const value: unknown = Reflect.get(w, p, w);
+                return typeof value === 'function' ? value.bind(w) : value;
+              },
+            });
+          };
+        },
+      });
+      const waiter = await Session.create(lying, {});
+      try {
+        const next = await new Election(waiter, name).campaign('b', {
+          signal: AbortSignal.timeout(5_000),
+        });
+        expect(next.header.revision).toBeGreaterThan(txnRevision);
+        // The watch from now, created right after it, shows the store past the reported revision:
+        // a read of the queue (the second txn) tells, not the late catch-up.
+        expect(commits).toBe(2);
+        await next.resign();
+      } finally {
+        await waiter.close();
+      }
     });
   });
 

@@ -116,14 +116,12 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
         });
         const alone = (key: string) => ({ start: key, end: `${key}\0` });
         // The second's read had the whole line: one range over the holder's key and its own,
-        // from just after the txn that queued it (beside it, a watch from now only when that
-        // one was created behind the store).
+        // from now (the session's, kept for its next waits behind the same key).
         const ends = [new Mutex(holder, name).key, new Mutex(second, name).key].sort();
-        const secondFromRead = secondRecorded.watches.filter((w) => (w.startRevision ?? 0n) > 0n);
-        expect(secondFromRead).toHaveLength(1);
-        for (const w of secondRecorded.watches) {
-          expect(rangeOf(w)).toEqual({ start: ends[0], end: `${ends[1]}\0` });
-        }
+        expect(secondRecorded.watches.map((w) => w.startRevision ?? 0n)).toEqual([0n]);
+        expect(secondRecorded.watches.map(rangeOf)).toEqual([
+          { start: ends[0], end: `${ends[1]}\0` },
+        ]);
         // The third's was cut short: its own key alone, from just after the txn that queued it,
         // and the newest key ahead alone (the holder's is not watched for), from now.
         const fromRead = () => watches.filter((w) => (w.startRevision ?? 0n) > 0n);
@@ -147,7 +145,7 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       }
     });
 
-    it('a waiter behind the holder alone keeps its watch from now open until its turn (no cancel while it waits), then closes it; no watch is left after unlock', async () => {
+    it("a waiter behind the holder alone watches the range over both keys from now, as its session's: no read when the store did not move, the watch kept after the unlock", async () => {
       const name = `${prefix()}lock`;
       const holder = await fixture.session();
       const lock = await new Mutex(holder, name).lock();
@@ -160,25 +158,19 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       try {
         const queued = new Mutex(waiter, name).lock({ signal: AbortSignal.timeout(10_000) });
         queued.catch(() => {});
-        // The watch from just after the acquire txn, and beside it the one from now.
-        await eventually(() => watchers.length >= 2);
-        const fromRead = watchers.filter((w) => (w.request.startRevision ?? 0n) > 0n);
-        const fromNow = watchers.filter((w) => (w.request.startRevision ?? 0n) === 0n);
-        expect(fromRead).toHaveLength(1);
-        expect(fromNow).toHaveLength(1);
-        await Promise.all(watchers.map((w) => w.watcher.ready()));
+        await eventually(() => watchers.length >= 1);
+        const created = await watchers[0]?.watcher.ready();
         expect(await stillPending(queued, 100)).toBe(true);
-        // Nothing committed between the txn and the watches (one commit: the acquire txn), so the
-        // first watch is in sync: the one from now is no longer needed, yet stays open while the
-        // waiter waits (its cancel, and the server's answer, would wake this process once more).
-        if (commits === 1) expect(fromNow[0]?.watcher.closed).toBe(false);
         await lock.unlock();
         const next = await queued;
-        // Its turn: the watch from now closes; the first goes on as the hold's loss watch.
-        await eventually(() => fromNow[0]?.watcher.closed === true);
-        expect(fromRead[0]?.watcher.closed).toBe(false);
-        expect(watchers).toHaveLength(2);
+        expect(watchers.map((w) => w.request.startRevision ?? 0n)).toEqual([0n]);
+        // Created at the acquire txn's revision (nothing committed between): the holder's delete
+        // was the turn, with no read; otherwise one read covered the revisions in between.
+        expect(commits).toBe(created === next.fencingToken ? 1 : 2);
         await next.unlock();
+        // Kept for the session's next wait behind the same key; it closes with the session.
+        expect(watchers[0]?.watcher.closed).toBe(false);
+        await waiter.close();
         await eventually(() => watchers.every((w) => w.watcher.closed));
       } finally {
         await waiter.close();
@@ -520,74 +512,6 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
       expect(await keysUnder(name)).toEqual([]);
     });
 
-    it("a watch reported created below its start while the store moved meanwhile does not wait for etcd's catch-up loop", async () => {
-      const name = `${prefix()}lock`;
-      const holder = await fixture.session();
-      const lock = await new Mutex(holder, name).lock();
-      // etcd 3.4 reads the revision a created answer reports before it registers the watch: a
-      // commit in between leaves the watch in its 100 ms catch-up loop while the answer says it
-      // was created below its start. Played here: the holder's key is deleted right after the
-      // acquire txn, and the answer is made to report the txn's revision.
-      let txnRevision = 0n;
-      let commits = 0;
-      const racy = withHookAfterCommit(fixture.client(), async (commit) => {
-        commits = commit;
-        if (commit === 1) await admin.delete(lock.key);
-      });
-      const lying = new Proxy(racy, {
-        get(target, property) {
-          if (property !== 'watch') {
-            const value: unknown = Reflect.get(target, property, target);
-            return typeof value === 'function' ? value.bind(target) : value;
-          }
-          return (request: WatchRequest) => {
-            const watcher = target.watch(request);
-            const from = request.startRevision ?? 0n;
-            if (from === 0n) return watcher;
-            txnRevision = from - 1n;
-            return new Proxy(watcher, {
-              get(w, p) {
-                if (p === 'ready') return () => w.ready().then(() => txnRevision);
-                // etcd's catch-up loop, made late for sure: this watch's events wait for the
-                // queue's read (the second txn), or 2 s without one.
-                if (p === 'on') {
-                  return (event: string, listener: (batch: unknown) => void) => {
-                    if (event !== 'batch') return Reflect.apply(w.on, w, [event, listener]);
-                    const held: unknown[] = [];
-                    let poll: NodeJS.Timeout | undefined;
-                    const since = Date.now();
-                    const late = (batch: unknown) => {
-                      held.push(batch);
-                      poll ??= setInterval(() => {
-                        if (commits < 2 && Date.now() - since < 2_000) return;
-                        clearInterval(poll);
-                        for (const each of held.splice(0)) listener(each);
-                        poll = undefined;
-                      }, 5);
-                    };
-                    return Reflect.apply(w.on, w, [event, late]);
-                  };
-                }
-                const value: unknown = Reflect.get(w, p, w);
-                return typeof value === 'function' ? value.bind(w) : value;
-              },
-            });
-          };
-        },
-      });
-      const waiter = await Session.create(lying, {});
-      try {
-        const next = await new Mutex(waiter, name).lock({ signal: AbortSignal.timeout(5_000) });
-        expect(next.header.revision).toBeGreaterThan(txnRevision);
-        // The watch from now, created right after it, shows the store past the reported revision:
-        // a read of the queue (the second txn) tells, not the late catch-up.
-        expect(commits).toBe(2);
-        await next.unlock();
-      } finally {
-        await waiter.close();
-      }
-    });
-
     it('sees the next predecessor deleted between its confirming read and its watch', async () => {
       const name = `${prefix()}lock`;
       const holder = await fixture.session();
@@ -879,9 +803,9 @@ describeEachBackend('Mutex', ({ backend, prefix }) => {
         await eventually(() => watches.length >= 1);
         await lockA.unlock();
         const lockB = await locked;
-        // The only key ahead: one range watch over both keys, for the wait and then the hold
-        // (beside it, a watch from now, closed once the two are created: see the next section).
-        expect(watches.map((w) => w.startRevision ?? 0n)).toEqual([lockB.fencingToken + 1n, 0n]);
+        // The only key ahead: one range watch over both keys (the session's, from now), for the
+        // wait and then the hold.
+        expect(watches.map((w) => w.startRevision ?? 0n)).toEqual([0n]);
         expect(watches.every((w) => w.range !== undefined)).toBe(true);
         // A later waiter (its key may sort between the two) coming and going is no loss.
         const later = await fixture.session();
