@@ -266,6 +266,8 @@ export class LeaseKeeper {
         this.#running = false;
         // A lease added while the loop was winding down.
         if (this.#entries.size > 0) this.#start();
+        // Or none: a lease kept alive later must not be blamed on this loop's last failure.
+        else this.#lastError = undefined;
       },
       (error: unknown) => {
         // #run handles every failure it expects. Should anything else escape, the loop is not
