@@ -23,6 +23,8 @@
 // default 300: p99 is then the ninth slowest of 900), ETCDKIT_BENCH_MEASURES (a comma list
 // of handoff, resign, cycles, death: only those rows; default all), ETCDKIT_BENCH_WARMUP_MS (how
 // long puts, then gapless handoffs of each kind, run before the rounds; default 3000; 0: none),
+// ETCDKIT_BENCH_POOL_WARMUP_MS (how long each cycles process first cycles a lock of its own, at
+// least the warm-up; default 15000),
 // ETCDKIT_BENCH_CONTENDERS (the cycles rows' contender counts, default 2,8,32),
 // ETCDKIT_BENCH_SERVERS (etcd, embedded: default both), ETCDKIT_BENCH_CYCLES_PROF (a directory:
 // the first cycles process runs with node --cpu-prof into it), ETCDKIT_BENCH_RECIPES_ROOT (another
@@ -60,6 +62,10 @@ const GAP_MS = 5;
 const PUTS = 100;
 // Before the rounds, this long of back-to-back puts, then of gapless handoffs of each kind: warmUp.
 const WARMUP_MS = Number(process.env.ETCDKIT_BENCH_WARMUP_MS ?? '3000');
+// The cycles processes' first warm-up, each on a lock of its own: a contender process's client CPU
+// per cycle falls from 4.7 to 1.6-1.9 ms over its first 20-30 s of contended cycles (V8 tiering
+// up, bench/findings/recipes.md 2026-12-07): Go's processes are compiled, and a service runs warm.
+const POOL_WARMUP_MS = Number(process.env.ETCDKIT_BENCH_POOL_WARMUP_MS ?? '15000');
 const CONTENDERS = (process.env.ETCDKIT_BENCH_CONTENDERS ?? '2,8,32').split(',').map(Number);
 const SERVERS = new Set((process.env.ETCDKIT_BENCH_SERVERS ?? 'etcd,embedded').split(','));
 /** A directory: the first process of each cycles pool runs with `node --cpu-prof` into it. */
@@ -404,7 +410,7 @@ class CyclesProcesses {
       await pool.#run(
         endpoint,
         children.map((child, i) => ({ child, name: `bench/warm/own${i}`, contenders: 2 })),
-        WARMUP_MS,
+        Math.max(WARMUP_MS, POOL_WARMUP_MS),
       );
       for (const n of CONTENDERS) {
         await pool.cycles(endpoint, `bench/warm/spread${n}`, n, WARMUP_MS / CONTENDERS.length);

@@ -15,7 +15,7 @@
 // commit on a loaded machine). ETCDKIT_BENCH_STM_PROF=<dir>: every process of the rows across
 // processes writes a --cpu-prof there (startup included: look at the last ETCDKIT_BENCH_STM_MS).
 // ETCDKIT_BENCH_STM_WARM_MS=<ms>: each process of those rows first runs the same transfers on
-// other keys for that long (compiled code, as in a long-lived service); default 1000 (0: cold).
+// other keys for that long (compiled code, as in a long-lived service); default 3000 (0: cold).
 // Those rows measure at least 1000 ms: the serial floor beside them is a warm process's steady
 // rate, and a shorter window counts mostly first runs (bench/findings/stm.md, 2026-12-07).
 // ETCDKIT_BENCH_STM_TRACE=1: the processes classify their txns (recipes-stm-process.ts).
@@ -35,7 +35,9 @@ import { ServerProcess } from './memory.js';
 
 const DURATION_MS = Number(process.env.ETCDKIT_BENCH_STM_MS ?? '300') || 300;
 const PROCESS_MS = Math.max(DURATION_MS, 1_000);
-const WARM_MS = process.env.ETCDKIT_BENCH_STM_WARM_MS ?? '1000';
+// 3 s: a process's client CPU keeps falling over its first seconds (V8 tiering up; the lock
+// cycles' processes take 20-30 s to settle, bench/findings/recipes.md 2026-12-07).
+const WARM_MS = process.env.ETCDKIT_BENCH_STM_WARM_MS ?? '3000';
 const ROUNDS = 3;
 // ETCDKIT_BENCH_STM_PROCESSES_ONLY=1: only the rows across processes.
 const ONLY_PROCESSES = process.env.ETCDKIT_BENCH_STM_PROCESSES_ONLY === '1';
