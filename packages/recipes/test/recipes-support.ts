@@ -270,3 +270,13 @@ export function watching(etcd: Etcd) {
   });
   return { etcd: proxy, watches };
 }
+
+/** A key or range end as the recipes send it, as text (latin1 keeps every byte). */
+export const keyText = (bytes: string | Uint8Array | undefined): string =>
+  typeof bytes === 'string' ? bytes : Buffer.from(bytes ?? []).toString('latin1');
+
+/** The range a watch request covers, as text: what the line tests compare watch lists by. */
+export const watchedRange = (request: WatchRequest): { start: string; end: string } => ({
+  start: keyText(request.range?.start),
+  end: keyText(request.range?.end),
+});

@@ -3,27 +3,19 @@
 // waits: two sessions taking turns make one such watch each and cancel none, a delete the kept
 // watch saw before the wait began is its turn, and a hold found at the head by its acquire txn
 // watches its loss through the same range.
-import type { WatchRequest } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { expect, it } from 'vitest';
 import { LockLostError, SessionExpiredError } from '../../src/errors.js';
 import { type Lock, Mutex } from '../../src/lock/mutex.js';
 import {
   eventually,
+  watchedRange as rangeOf,
   rejection,
   stillPending,
   suiteClients,
   watching,
   withHookAfterCommit,
 } from '../recipes-support.js';
-
-const text = (bytes: string | Uint8Array | undefined) =>
-  typeof bytes === 'string' ? bytes : Buffer.from(bytes ?? []).toString('latin1');
-
-const rangeOf = (request: WatchRequest) => ({
-  start: text(request.range?.start),
-  end: text(request.range?.end),
-});
 
 describeEachBackend('Mutex: the wait just behind the holder', ({ backend, prefix }) => {
   const { fixture, admin } = suiteClients(() => backend().endpoints);

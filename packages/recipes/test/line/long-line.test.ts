@@ -2,26 +2,19 @@
 // reads the line once more only when the store moved between its read and that watch's creation:
 // a watch from its read's revision would wait for etcd 3.4's 100 ms catch-up loop, and needed a
 // second watch, from now, and a read beside it.
-import type { WatchRequest } from '@etcdkit/client';
 import { describeEachBackend } from '@etcdkit/testkit';
 import { expect, it } from 'vitest';
 import { SessionExpiredError } from '../../src/errors.js';
 import { type Lock, Mutex } from '../../src/lock/mutex.js';
 import {
   eventually,
+  watchedRange as rangeOf,
   rejection,
   suiteClients,
   watching,
   withHookAfterCommit,
 } from '../recipes-support.js';
 
-const text = (bytes: string | Uint8Array | undefined) =>
-  typeof bytes === 'string' ? bytes : Buffer.from(bytes ?? []).toString('latin1');
-
-const rangeOf = (request: WatchRequest) => ({
-  start: text(request.range?.start),
-  end: text(request.range?.end),
-});
 const alone = (key: string) => ({ start: key, end: `${key}\0` });
 
 describeEachBackend('Mutex: a waiter in a long line', ({ backend, prefix }) => {

@@ -12,11 +12,9 @@ import {
   sleep,
   stillPending,
   suiteClients,
+  keyText as text,
   watching,
 } from '../recipes-support.js';
-
-const text = (bytes: string | Uint8Array | undefined) =>
-  typeof bytes === 'string' ? bytes : Buffer.from(bytes ?? []).toString('latin1');
 
 /** True when the request watches exactly `key` (its range is the key alone). */
 function ofKeyAlone(request: WatchRequest, key: string): boolean {
